@@ -1,0 +1,25 @@
+//! harrier: a monitoring console for integration routes and load-test runs.
+//!
+//! Module map (see DESIGN.md "Shape"):
+//! - [`config`]: settings from flags, `HARRIER_*` variables and `harrier.toml`;
+//! - [`ingest`]: load-tool result files → runs (parsers, format sniffing);
+//! - [`runs`]: run domain types and statistics;
+//! - [`store`]: the only module with SQL (SQLite via sqlx);
+//! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
+//! - [`api`]: the JSON API under `/api/v1`;
+//! - [`console`]: server-rendered pages under `/console`;
+//! - [`telemetry`]: harrier's own `/metrics`;
+//! - [`app`]: state, router, serve loop;
+//! - [`error`]: the one error type, rendered as JSON or as an error page.
+
+pub mod api;
+pub mod app;
+pub mod config;
+pub mod console;
+pub mod error;
+pub mod import;
+pub mod ingest;
+pub mod live;
+pub mod runs;
+pub mod store;
+pub mod telemetry;

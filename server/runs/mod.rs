@@ -1,0 +1,155 @@
+//! Load-test runs: the domain types and their statistics.
+//!
+//! Owns: [`Sample`] (one request result), [`RunBuilder`] (streams samples into the
+//! aggregates that harrier stores), and the aggregate shapes ([`RunData`], [`Stats`],
+//! [`Bucket`], [`ErrorGroup`], [`RejectedRow`]). Must not know about HTTP, SQL or files:
+//! parsers in `ingest` feed it, `store` persists what it yields.
+//!
+//! Every figure follows the definitions in DESIGN.md ("Numbers must be true"):
+//! - response time = elapsed ms;
+//! - an error is the tool's success flag, never a guess from the response code;
+//! - error % = errors / count × 100, `None` when count = 0;
+//! - percentile p = nearest rank on the exact values: the ⌈p/100 · n⌉-th smallest;
+//! - throughput = count / ((max(start + elapsed) − min(start)) / 1000 s), JMeter's definition;
+//! - buckets are by sample start second (⌊start_ms / 1000⌋ · 1000); the last one is partial;
+//! - transaction-controller rows are shown per label but left out of run totals.
+
+mod builder;
+mod stats;
+
+pub use builder::RunBuilder;
+pub use stats::{ExactHistogram, StatsAcc};
+
+use serde::{Deserialize, Serialize};
+
+/// One request result inside a run, borrowed from the parser's buffer.
+///
+/// Times are integer milliseconds; `start_ms` is unix epoch ms (UTC).
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    /// Request name (JMeter label, Gatling request name, k6 `name` tag).
+    pub label: &'a str,
+    /// Sample start, unix epoch ms.
+    pub start_ms: i64,
+    /// Response time, ms (JMeter `elapsed`).
+    pub elapsed_ms: u64,
+    /// The tool's success flag (JMeter `success`, Gatling OK/KO).
+    pub success: bool,
+    /// Response code as written by the tool (may be text, may be empty).
+    pub response_code: &'a str,
+    /// Failure message when present, else the response message; used to group errors.
+    pub message: &'a str,
+    /// Bytes received (headers + body).
+    pub bytes_received: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Active users (JMeter `allThreads`) when the sample was taken, if the tool wrote it.
+    pub active_users: Option<u32>,
+    /// A JMeter transaction-controller row: shown per label, excluded from run totals.
+    pub is_transaction: bool,
+}
+
+/// Statistics over one scope (the whole run, or one label).
+///
+/// Every `Option` is `None` when it is undefined (no samples, zero window); the JSON API
+/// renders those as `null`, never NaN or 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Number of samples.
+    pub count: u64,
+    /// Samples whose success flag is false.
+    pub errors: u64,
+    /// errors / count × 100.
+    pub error_pct: Option<f64>,
+    pub min_ms: Option<f64>,
+    pub mean_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// Nearest-rank percentiles on the exact values (for summary-only runs: as reported).
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// min(start), unix epoch ms.
+    pub first_start_ms: Option<i64>,
+    /// max(start + elapsed), unix epoch ms.
+    pub last_end_ms: Option<i64>,
+    /// last_end_ms − first_start_ms.
+    pub window_ms: Option<i64>,
+    /// count / (window_ms / 1000), requests per second.
+    pub throughput_rps: Option<f64>,
+    /// Total bytes received.
+    pub bytes_received: u64,
+    /// Total bytes sent.
+    pub bytes_sent: u64,
+}
+
+/// One label's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelStats {
+    pub label: String,
+    /// True when the label's rows are JMeter transaction-controller rows.
+    pub is_transaction: bool,
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// One label's (or the run's, when `label` is `None`) samples that started in one second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bucket {
+    /// `None` for the run-level bucket (all non-transaction samples).
+    pub label: Option<String>,
+    /// ⌊start_ms / 1000⌋ · 1000.
+    pub start_ms: i64,
+    pub count: u64,
+    pub errors: u64,
+    /// Sum of elapsed, ms (mean = sum / count).
+    pub sum_ms: u64,
+    pub min_ms: u64,
+    pub max_ms: u64,
+    /// Highest active-user count seen in the second, if the tool wrote it.
+    pub active_users: Option<u32>,
+    /// Latency histogram (HdrHistogram V2 serialization, 3 significant digits, ms).
+    pub histogram: Vec<u8>,
+}
+
+/// Errors of one kind: same label, response code and message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorGroup {
+    pub label: String,
+    pub response_code: String,
+    pub message: String,
+    pub count: u64,
+    pub first_seen_ms: i64,
+    pub last_seen_ms: i64,
+}
+
+/// A row or line that was left out of every statistic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RejectedRow {
+    /// 1-based line number in the input where the row starts.
+    pub line: u64,
+    /// What was wrong and what was expected.
+    pub reason: String,
+}
+
+/// Everything harrier keeps of one run's samples: aggregates, never the raw samples.
+#[derive(Debug, Clone, Default)]
+pub struct RunData {
+    /// Run totals: every sample except transaction-controller rows.
+    pub overall: Stats,
+    /// Per label, in order of first appearance.
+    pub labels: Vec<LabelStats>,
+    /// Per-second buckets, per label and for the run (`label: None`), sorted by (label, start).
+    pub buckets: Vec<Bucket>,
+    /// Error samples grouped by label, response code and message.
+    pub errors: Vec<ErrorGroup>,
+    /// Total rows rejected (may exceed `rejected.len()`: details are kept for the first ones).
+    pub rejected_rows: u64,
+    /// Details of the first rejected rows.
+    pub rejected: Vec<RejectedRow>,
+    /// True when the tool reported only aggregates (ab, wrk…): figures are "reported by TOOL".
+    pub summary_only: bool,
+    /// Free-form figures the tool reported that have no slot in [`Stats`]
+    /// (e.g. ab's failure breakdown), as a JSON object.
+    pub reported: serde_json::Value,
+}
