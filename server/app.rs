@@ -1,1 +1,150 @@
-//! placeholder
+//! The application: shared state, the router, and the serve loop.
+//!
+//! `serve(listener, state, shutdown)` is what `main` and the tests call (tests bind
+//! `127.0.0.1:0`). Each concern owns its routes (`api`, `console`); they are merged here
+//! with the cross-cutting layers: request metrics, tracing, panic catching, body limits.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::{Json, Router, middleware};
+use metrics_exporter_prometheus::PrometheusHandle;
+use rust_embed::RustEmbed;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::config::Config;
+use crate::live::Hub;
+use crate::store::Store;
+
+/// Everything a request handler may need; cheap to clone.
+///
+/// - `store`: the SQLite store;
+/// - `hub`: the live broadcast hub behind `/api/v1/live`;
+/// - `metrics`: renders `/metrics`;
+/// - `config`: resolved settings;
+/// - `shutdown`: cancelled when the server stops (websocket loops end on it).
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub hub: Hub,
+    pub metrics: PrometheusHandle,
+    pub config: Arc<Config>,
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// State over an open store with a fresh hub and the process-wide metrics recorder.
+    pub fn new(store: Store, config: Config) -> AppState {
+        AppState {
+            store,
+            hub: Hub::new(),
+            metrics: crate::telemetry::install(),
+            config: Arc::new(config),
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+/// Static files (CSS, JS, vendored libraries), compiled into the binary.
+#[derive(RustEmbed)]
+#[folder = "static/"]
+struct Assets;
+
+/// The whole HTTP surface.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/console") }))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/static/{*path}", get(static_file))
+        .merge(crate::api::router(&state))
+        .merge(crate::console::router())
+        .fallback(crate::console::not_found)
+        .route_layer(middleware::from_fn(crate::telemetry::track_http))
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::custom(panic_response))
+        .with_state(state)
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked; the server goes on");
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Json(serde_json::json!({"error": "internal error"})),
+    )
+        .into_response()
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => Json(serde_json::json!({"status": "ok"})).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "health check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({"status": "database unavailable"})),
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn static_file(Path(path): Path<String>) -> Response {
+    match Assets::get(&path) {
+        Some(file) => {
+            let mime = mime_guess::from_path(&path).first_or_octet_stream();
+            (
+                [
+                    (header::CONTENT_TYPE, mime.as_ref().to_string()),
+                    (header::CACHE_CONTROL, "public, max-age=3600".to_string()),
+                ],
+                file.data,
+            )
+                .into_response()
+        }
+        None => (StatusCode::NOT_FOUND, "no such static file").into_response(),
+    }
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` completes, then cancels the
+/// state's token (ending websocket loops) and waits for requests in flight.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let token = state.shutdown.clone();
+    tokio::spawn(crate::telemetry::upkeep(
+        state.metrics.clone(),
+        token.clone(),
+    ));
+    let app = router(state);
+    let stop = token.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = stop.cancelled() => {}
+            }
+            token.cancel();
+        })
+        .await
+}

@@ -1,1 +1,164 @@
-//! placeholder
+//! Settings: command-line flags, `HARRIER_*` environment variables and an optional
+//! `harrier.toml`, in that order of precedence.
+//!
+//! Owns the CLI definition (clap) and the resolved [`Config`]. Must not start anything.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use serde::Deserialize;
+
+/// Default listen address: loopback only, unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
+/// Default database file, relative to the working directory.
+pub const DEFAULT_DB: &str = "harrier.db";
+/// Default largest import body: 16 GiB (imports stream; memory does not grow with it).
+pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 16 << 30;
+
+/// harrier — a monitoring console for load-test runs and integration routes.
+///
+/// Import results from JMeter and ab, keep them in SQLite, and read them in the console at
+/// http://127.0.0.1:7070/console (run reports with per-label statistics and charts).
+#[derive(Debug, Parser)]
+#[command(name = "harrier", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the console and the API (the default when no command is given).
+    Serve(ServeArgs),
+    /// Import load-test result files (JMeter JTL CSV/XML, ab output) as runs.
+    ///
+    /// Each file becomes one run (an ab file holding several reports becomes one run per
+    /// report). Damaged rows are counted and reported, not fatal; a file that fails leaves
+    /// nothing behind.
+    Import(ImportArgs),
+    /// List the stored runs.
+    Runs(TargetArgs),
+}
+
+/// Where `serve` listens and keeps its data.
+#[derive(Debug, Default, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:7070; use 0.0.0.0:7070 to serve other machines].
+    #[arg(long, env = "HARRIER_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// SQLite database file, created if missing [default: ./harrier.db].
+    #[arg(long, env = "HARRIER_DB")]
+    pub db: Option<PathBuf>,
+    /// Configuration file [default: ./harrier.toml when it exists].
+    #[arg(long, env = "HARRIER_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// Which harrier a client command talks to: a running server or a database file.
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// Send to a running harrier (e.g. http://127.0.0.1:7070) instead of writing the database.
+    #[arg(long, env = "HARRIER_SERVER", conflicts_with = "db")]
+    pub server: Option<String>,
+    /// SQLite database file to write [default: ./harrier.db].
+    #[arg(long, env = "HARRIER_DB")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Result files to import (`-` reads standard input).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Input format; `auto` sniffs it from the first bytes.
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(crate::ingest::Format::NAMES))]
+    pub format: String,
+    /// Run name [default: the file name; for ab, host and path].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Scenario the run belongs to (runs of one scenario are compared).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// A tag such as build=123 or env=staging; repeatable.
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}
+
+/// `harrier.toml`: every key optional.
+///
+/// ```toml
+/// listen = "127.0.0.1:7070"
+/// db = "harrier.db"
+/// max_import_bytes = 17179869184
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<SocketAddr>,
+    pub db: Option<PathBuf>,
+    pub max_import_bytes: Option<u64>,
+}
+
+/// The resolved settings of a server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub db: PathBuf,
+    /// Largest accepted import body, bytes.
+    pub max_import_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
+            db: PathBuf::from(DEFAULT_DB),
+            max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+        }
+    }
+}
+
+/// A configuration file that cannot be read or parsed.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+impl Config {
+    /// Resolves flags/environment over the file (explicit `--config`, else `./harrier.toml`
+    /// when present) over the defaults.
+    pub fn resolve(args: &ServeArgs) -> Result<Config, ConfigError> {
+        let file = match &args.config {
+            Some(path) => load_file(path)?,
+            None if Path::new("harrier.toml").exists() => load_file(Path::new("harrier.toml"))?,
+            None => FileConfig::default(),
+        };
+        let defaults = Config::default();
+        Ok(Config {
+            listen: args.listen.or(file.listen).unwrap_or(defaults.listen),
+            db: args.db.clone().or(file.db).unwrap_or(defaults.db),
+            max_import_bytes: file.max_import_bytes.unwrap_or(defaults.max_import_bytes),
+        })
+    }
+}
+
+fn load_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let err = |message: String| ConfigError {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    toml::from_str(&text).map_err(|e| err(e.to_string()))
+}

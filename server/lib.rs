@@ -23,3 +23,11 @@ pub mod live;
 pub mod runs;
 pub mod store;
 pub mod telemetry;
+
+/// Now, as unix epoch milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

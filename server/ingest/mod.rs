@@ -51,16 +51,36 @@ pub struct ParsedRun {
 /// Why a file could not be imported at all.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
-    #[error("{source_name}: not a supported format (supported: {supported}); pass --format to choose one")]
-    UnknownFormat { source_name: String, supported: String },
+    #[error(
+        "{source_name}: not a supported format (supported: {supported}); pass --format to choose one"
+    )]
+    UnknownFormat {
+        source_name: String,
+        supported: String,
+    },
     #[error("{source_name}, line {line}: {message}")]
-    Invalid { source_name: String, line: u64, message: String },
+    Invalid {
+        source_name: String,
+        line: u64,
+        message: String,
+    },
     #[error("{source_name}: {source}")]
-    Io { source_name: String, #[source] source: std::io::Error },
+    Io {
+        source_name: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Reads every run in `input`. `source_name` names the input in errors (a file name).
-pub fn parse<R: BufRead>(input: R, format: Format, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    input: R,
+    format: Format,
+    source_name: &str,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let _ = (input, format);
-    Err(IngestError::UnknownFormat { source_name: source_name.to_string(), supported: Format::NAMES.join(", ") })
+    Err(IngestError::UnknownFormat {
+        source_name: source_name.to_string(),
+        supported: Format::NAMES.join(", "),
+    })
 }

@@ -16,6 +16,7 @@
 
 mod builder;
 mod stats;
+pub mod timeseries;
 
 pub use builder::RunBuilder;
 pub use stats::{ExactHistogram, StatsAcc};

@@ -1,1 +1,80 @@
-//! placeholder
+//! The SQLite store: the only module that speaks SQL.
+//!
+//! Owns the connection pool, the migrations (`migrations/`, applied at open) and one file
+//! per table group (`runs.rs`). Writes of many rows go in multi-row statements inside one
+//! transaction per import, so an import that fails leaves nothing behind. Must not know
+//! about HTTP or file formats.
+
+mod runs;
+
+pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem};
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+/// Handle to harrier's database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+/// Store failures: the database could not be opened, migrated or queried.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("database migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl Store {
+    /// Opens (creating if missing) the SQLite file at `path` in WAL mode and applies the
+    /// migrations.
+    pub async fn open(path: &Path) -> Result<Store> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        Store::from_pool(pool).await
+    }
+
+    /// Opens an in-memory database (one connection, so every query sees the same data).
+    pub async fn open_in_memory() -> Result<Store> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await?;
+        Store::from_pool(pool).await
+    }
+
+    /// Wraps an existing pool and applies the migrations (used by `#[sqlx::test]`).
+    pub async fn from_pool(pool: SqlitePool) -> Result<Store> {
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    /// The underlying pool.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,917 @@
+/*!
+ * harrier console — browser side. Plain ES2020, no build step, no network
+ * beyond this server. Loaded with <script defer> on every page; uPlot
+ * (static/vendor/uplot-1.6.32/) is loaded before it, with defer, on pages with
+ * charts.
+ *
+ * ── What it does ───────────────────────────────────────────────────────────
+ *  1. harrier.fmt — number/time formatting shared by every page, so a value
+ *     added by JS reads exactly like the server-rendered one:
+ *       int(1234567)      "1,234,567"          (en-US grouping)
+ *       num(v, d)         v with exactly d decimals, grouped
+ *       ms(3.45)          "3.5 ms"   (< 10 ms: up to 1 decimal)
+ *       ms(123.4)         "123 ms"   (< 1,000 ms: integer)
+ *       ms(1234)          "1.23 s"   (≥ 1,000 ms: seconds, 2 decimals)
+ *       pct(12.3456)      "12.35 %"  (2 decimals, space before %)
+ *       rps(1234.52)      "1,234.5 req/s" (1 decimal)
+ *       bytes(12900000)   "12.3 MB"  (1024-based like JMeter's KB/s: B, KB, MB, GB, TB; 1 decimal, B integer)
+ *       duration(62*60e3) "1 h 02 min"; 200e3 → "3 min 20 s"; < 60 s → ms(v) ("850 ms", "12.35 s")
+ *       ts(ms)            "2026-11-30 14:02:33" (browser local time)
+ *       time(ms)          "14:02:33"
+ *     null / undefined / NaN / ±Infinity → "–" (U+2013). The server renders
+ *     the same "–" inside <span class="num-null">.
+ *  2. Sortable tables: table.sortable > thead th[data-sort="num"|"text"].
+ *     Header text is wrapped in <button class="sort">. Sorts tbody rows by the
+ *     cell's data-value (fallback: textContent). Empty data-value, missing
+ *     cell or "–" = null, always last. First click: num → descending,
+ *     text → ascending; next click toggles. Sets aria-sort on the th
+ *     (server may preset aria-sort to say how it already sorted the rows).
+ *     tfoot is never sorted.
+ *  3. Local time: every element with data-ts-ms="<unix ms>" gets its text set to
+ *     fmt.ts (or fmt.time when data-ts-format="time") and a UTC title.
+ *  4. Live: when <body data-live> is present, a websocket to
+ *     ws(s)://<host>/api/v1/live with exponential backoff (1 s → 30 s, jitter).
+ *     Every JSON message {type, …} is dispatched on document as
+ *     CustomEvent('harrier:<type>', {detail: msg}). After a reconnect a
+ *     synthetic {type:"resync", reason:"reconnected"} is dispatched, because
+ *     messages may have been missed. #live-status shows the state
+ *     (data-state = connecting | live | reconnecting).
+ *  5. Runs tables: any table#runs-table (Runs and Overview pages) follows
+ *     harrier:run_imported / run_deleted / resync (GET /api/v1/runs).
+ *     table[data-limit="N"] keeps at most N rows (Overview's "recent runs").
+ *  6. Upload: form#upload-form → POST /api/v1/runs?format=&name=&scenario= with
+ *     the file as the raw body (XMLHttpRequest, upload progress), then import
+ *     progress from harrier:import_progress, then links or an error.
+ *  7. Run page (body[data-page="run"]): charts from the JSON island
+ *     script#run-data with uPlot: latency, throughput (+ error %), users.
+ *     select#ts-label refetches the time series for one label.
+ *
+ * ── DOM contract (templates must follow) ───────────────────────────────────
+ *  body[data-page="overview"|"runs"|"run"|…], body[data-live] (presence)
+ *  #live-status                         span in the top bar, hidden until JS runs
+ *  table.data.sortable th[data-sort]    see 2.
+ *  td[data-value] / td.num              raw value for sorting / right-aligned
+ *  time[data-ts-ms][data-ts-format]     see 3.
+ *  Runs: table#runs-table > tbody; tr[data-run-id]; #runs-empty (empty state,
+ *        hidden when rows exist); .table-wrap containing the table is hidden
+ *        when there are no rows; optional #runs-count (text "N runs").
+ *        Row cells, in order (see runRow below for the exact HTML):
+ *        name(link, + .badge.muted "summary" if summary_only) · scenario ·
+ *        tool · start · duration · requests · error % · p95 · throughput
+ *  Upload: form#upload-form with input[type=file][name=file],
+ *        input[name=name], input[name=scenario], select[name=format],
+ *        button[type=submit]; #upload-progress-row (hidden) containing
+ *        progress#upload-progress and #upload-status; #upload-result.
+ *  Run: script#run-data (application/json) = {run: {id, name, tool,
+ *        summary_only, …}, timeseries: Series, timeseries_url};
+ *        div.chart[data-chart="latency"|"throughput"|"users"];
+ *        select#ts-label (value "" = all requests); optional #ts-note
+ *        (text of Series.hdr_note).
+ *
+ *  Everything is exposed as window.harrier for templates and tests.
+ */
+(() => {
+  'use strict';
+
+  const NULL_TEXT = '\u2013';
+  const doc = document;
+
+  // ── 1. formatting ─────────────────────────────────────────────────────
+  const nfCache = new Map();
+  /** Intl.NumberFormat en-US with exactly `min`..`max` fraction digits (cached). */
+  function nf(min, max) {
+    const key = min + ':' + max;
+    let f = nfCache.get(key);
+    if (!f) {
+      f = new Intl.NumberFormat('en-US', { minimumFractionDigits: min, maximumFractionDigits: max });
+      nfCache.set(key, f);
+    }
+    return f;
+  }
+  const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+  const pad2 = (n) => String(n).padStart(2, '0');
+
+  const fmt = {
+    NULL: NULL_TEXT,
+    /** Integer with thousands separators: 1234567 → "1,234,567". */
+    int(v) { return isNum(v) ? nf(0, 0).format(v) : NULL_TEXT; },
+    /** Fixed decimals with separators: num(1234.5, 2) → "1,234.50". */
+    num(v, d = 1) { return isNum(v) ? nf(d, d).format(v) : NULL_TEXT; },
+    /** Response time: "3.5 ms", "123 ms", "1.23 s". */
+    ms(v) {
+      if (!isNum(v)) return NULL_TEXT;
+      const a = Math.abs(v);
+      if (a < 10) return nf(0, 1).format(v) + ' ms';
+      if (Math.round(a) < 1000) return nf(0, 0).format(v) + ' ms';
+      return nf(2, 2).format(v / 1000) + ' s';
+    },
+    /** Percentage of 100: 12.3456 → "12.35 %". */
+    pct(v) { return isNum(v) ? nf(2, 2).format(v) + ' %' : NULL_TEXT; },
+    /** Throughput: "1,234.5 req/s". */
+    rps(v) { return isNum(v) ? nf(1, 1).format(v) + ' req/s' : NULL_TEXT; },
+    /** Bytes, 1024-based (like JMeter's KB/s): "512 B", "12.3 MB". */
+    bytes(v) {
+      if (!isNum(v)) return NULL_TEXT;
+      const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+      let i = 0;
+      let x = v;
+      while (Math.abs(x) >= 1024 && i < units.length - 1) { x /= 1024; i++; }
+      return (i === 0 ? nf(0, 0).format(x) : nf(1, 1).format(x)) + ' ' + units[i];
+    },
+    /** Bytes per second: "12.3 KB/s". */
+    bytesRate(v) { return isNum(v) ? fmt.bytes(v) + '/s' : NULL_TEXT; },
+    /** Duration: "850 ms", "12.35 s", "3 min 20 s", "1 h 02 min". */
+    duration(v) {
+      if (!isNum(v)) return NULL_TEXT;
+      if (Math.abs(v) < 60000) return fmt.ms(v);
+      const totalS = Math.round(v / 1000);
+      if (totalS < 3600) return Math.floor(totalS / 60) + ' min ' + pad2(totalS % 60) + ' s';
+      const totalMin = Math.round(v / 60000);
+      return nf(0, 0).format(Math.floor(totalMin / 60)) + ' h ' + pad2(totalMin % 60) + ' min';
+    },
+    /** Local timestamp "2026-11-30 14:02:33". */
+    ts(v) {
+      if (!isNum(v)) return NULL_TEXT;
+      const d = new Date(v);
+      return d.getFullYear() + '-' + pad2(d.getMonth() + 1) + '-' + pad2(d.getDate()) + ' ' + fmt.time(v);
+    },
+    /** Local time of day "14:02:33". */
+    time(v) {
+      if (!isNum(v)) return NULL_TEXT;
+      const d = new Date(v);
+      return pad2(d.getHours()) + ':' + pad2(d.getMinutes()) + ':' + pad2(d.getSeconds());
+    },
+    /** ISO-8601 UTC, used as a title for local timestamps. */
+    isoUtc(v) { return isNum(v) ? new Date(v).toISOString().replace('.000Z', 'Z') : ''; },
+  };
+
+  // ── small DOM helpers ─────────────────────────────────────────────────
+  const $ = (sel, root = doc) => root.querySelector(sel);
+  const $$ = (sel, root = doc) => Array.from(root.querySelectorAll(sel));
+  /** h('td', {class: 'num', 'data-value': 3}, 'text', node…) */
+  function h(tag, attrs, ...children) {
+    const el = doc.createElement(tag);
+    if (attrs) {
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === null || v === undefined || v === false) continue;
+        el.setAttribute(k, v === true ? '' : String(v));
+      }
+    }
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      el.append(c instanceof Node ? c : String(c));
+    }
+    return el;
+  }
+  /** A formatted value or <span class="num-null">–</span>. */
+  function valueNode(text) {
+    return text === NULL_TEXT ? h('span', { class: 'num-null' }, NULL_TEXT) : text;
+  }
+  const emit = (type, detail) => doc.dispatchEvent(new CustomEvent('harrier:' + type, { detail }));
+  const on = (type, fn) => doc.addEventListener('harrier:' + type, (e) => fn(e.detail));
+
+  // ── 2. sortable tables ────────────────────────────────────────────────
+  const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
+
+  function cellKey(row, idx, type) {
+    const td = row.cells[idx];
+    if (!td) return null;
+    const raw = td.hasAttribute('data-value') ? td.getAttribute('data-value') : td.textContent.trim();
+    if (raw === '' || raw === NULL_TEXT) return null;
+    if (type === 'num') {
+      const n = Number(raw);
+      return Number.isFinite(n) ? n : null;
+    }
+    return raw;
+  }
+
+  /**
+   * Sort table's first tbody by column `idx` ('num'|'text', 'ascending'|'descending').
+   * Nulls always last; ties keep their current order (stable sort).
+   */
+  function sortTable(table, idx, type, dir) {
+    const tbody = table.tBodies[0];
+    if (!tbody) return;
+    const sign = dir === 'ascending' ? 1 : -1;
+    const rows = Array.from(tbody.rows).map((r) => ({ r, k: cellKey(r, idx, type) }));
+    rows.sort((a, b) => {
+      if (a.k === null || b.k === null) return (a.k === null) - (b.k === null);
+      const c = type === 'num' ? a.k - b.k : collator.compare(a.k, b.k);
+      return c * sign;
+    });
+    const frag = doc.createDocumentFragment();
+    for (const x of rows) frag.append(x.r);
+    tbody.append(frag);
+    for (const th of table.tHead ? table.tHead.rows[0].cells : []) {
+      if (th.cellIndex === idx) th.setAttribute('aria-sort', dir);
+      else th.removeAttribute('aria-sort');
+    }
+    table._hrSort = { idx, type, dir };
+  }
+
+  /** Re-apply the table's current sort (after rows were added). */
+  function resort(table) {
+    const s = table._hrSort;
+    if (s) sortTable(table, s.idx, s.type, s.dir);
+  }
+
+  function initSortable(table) {
+    if (table._hrSortInit || !table.tHead) return;
+    table._hrSortInit = true;
+    for (const th of $$('th[data-sort]', table.tHead)) {
+      const type = th.dataset.sort === 'num' ? 'num' : 'text';
+      const btn = h('button', { type: 'button', class: 'sort' });
+      while (th.firstChild) btn.append(th.firstChild);
+      th.append(btn);
+      const preset = th.getAttribute('aria-sort');
+      if (preset === 'ascending' || preset === 'descending') {
+        table._hrSort = { idx: th.cellIndex, type, dir: preset };
+      }
+      btn.addEventListener('click', () => {
+        const cur = th.getAttribute('aria-sort');
+        const dir = cur ? (cur === 'ascending' ? 'descending' : 'ascending')
+                        : (type === 'num' ? 'descending' : 'ascending');
+        sortTable(table, th.cellIndex, type, dir);
+      });
+    }
+  }
+
+  // ── 3. local time ─────────────────────────────────────────────────────
+  function localizeTimes(root = doc) {
+    for (const el of $$('[data-ts-ms]', root)) {
+      const v = Number(el.getAttribute('data-ts-ms'));
+      if (!Number.isFinite(v) || el.getAttribute('data-ts-ms') === '') continue;
+      el.textContent = el.dataset.tsFormat === 'time' ? fmt.time(v) : fmt.ts(v);
+      if (!el.title) el.title = fmt.isoUtc(v);
+      if (el.tagName === 'TIME' && !el.hasAttribute('datetime')) el.setAttribute('datetime', fmt.isoUtc(v));
+    }
+  }
+
+  // ── 4. live websocket ─────────────────────────────────────────────────
+  const live = {
+    state: 'off',
+    socket: null,
+    /** Dispatch a message as if it came from the server (tests, mocks). */
+    inject(msg) { if (msg && typeof msg.type === 'string') emit(msg.type, msg); },
+  };
+
+  function startLive() {
+    const indicator = $('#live-status');
+    const url = (location.protocol === 'https:' ? 'wss:' : 'ws:') + '//' + location.host + '/api/v1/live';
+    let attempt = 0;
+    let timer = null;
+    let everOpen = false;
+
+    function setState(state, title) {
+      live.state = state;
+      if (!indicator) return;
+      indicator.hidden = false;
+      indicator.dataset.state = state;
+      indicator.textContent = state === 'live' ? 'Live' : state === 'reconnecting' ? 'Reconnecting\u2026' : 'Connecting\u2026';
+      indicator.title = title || (state === 'live' ? 'Receiving live updates' : '');
+    }
+
+    function connect() {
+      clearTimeout(timer);
+      timer = null;
+      setState(everOpen || attempt ? 'reconnecting' : 'connecting');
+      let ws;
+      try {
+        ws = new WebSocket(url);
+      } catch (_) {
+        schedule();
+        return;
+      }
+      live.socket = ws;
+      ws.onopen = () => {
+        attempt = 0;
+        setState('live');
+        if (everOpen) emit('resync', { type: 'resync', reason: 'reconnected' });
+        everOpen = true;
+      };
+      ws.onmessage = (ev) => {
+        let msg;
+        try { msg = JSON.parse(ev.data); } catch (_) { return; }
+        if (msg && typeof msg.type === 'string') emit(msg.type, msg);
+      };
+      ws.onclose = () => {
+        if (live.socket === ws) live.socket = null;
+        schedule();
+      };
+      ws.onerror = () => { /* a close event follows */ };
+    }
+
+    function schedule() {
+      if (timer) return;
+      attempt++;
+      const base = Math.min(30000, 1000 * 2 ** Math.min(attempt - 1, 5));
+      const delay = Math.round(base / 2 + Math.random() * base / 2);
+      setState('reconnecting', 'Connection lost; retrying in ' + Math.ceil(delay / 1000) + ' s');
+      timer = setTimeout(connect, delay);
+    }
+
+    // come back quickly when the network or the tab does
+    window.addEventListener('online', () => { if (!live.socket) connect(); });
+    doc.addEventListener('visibilitychange', () => {
+      if (doc.visibilityState === 'visible' && !live.socket && timer) connect();
+    });
+    connect();
+  }
+
+  // ── 5. runs tables ────────────────────────────────────────────────────
+  const TOOL_NAMES = {
+    jmeter: 'JMeter', gatling: 'Gatling', k6: 'k6', ab: 'ab', locust: 'Locust',
+    soapui: 'SoapUI', wrk: 'wrk', vegeta: 'Vegeta', artillery: 'Artillery',
+  };
+  const toolName = (t) => (t && TOOL_NAMES[String(t).toLowerCase()]) || t || NULL_TEXT;
+
+  /** data-value text for a possibly-null number. */
+  const dv = (v) => (isNum(v) ? String(v) : '');
+
+  /**
+   * One runs-table row, identical to the server's:
+   * <tr data-run-id="7">
+   *   <td class="name" data-value="NAME"><a href="URL">NAME</a>[ <span class="badge muted" title="…">summary</span>]</td>
+   *   <td data-value="SCENARIO|''">SCENARIO|<span class="num-null">–</span></td>
+   *   <td data-value="jmeter">JMeter</td>
+   *   <td class="num" data-value="STARTED_MS|''"><time data-ts-ms="STARTED_MS">2026-11-30 14:02:33</time></td>
+   *   <td class="num" data-value="DURATION_MS|''">fmt.duration</td>
+   *   <td class="num" data-value="COUNT">fmt.int</td>
+   *   <td class="num[ bad]" data-value="ERROR_PCT|''">fmt.pct</td>       (bad when error_pct > 0)
+   *   <td class="num" data-value="P95_MS|''">fmt.ms</td>
+   *   <td class="num" data-value="THROUGHPUT_RPS|''">fmt.rps</td>
+   * </tr>
+   */
+  function runRow(run) {
+    const nameCell = h('td', { class: 'name', 'data-value': run.name || '' },
+      h('a', { href: run.url || '/console/runs/' + run.id }, run.name || '#' + run.id));
+    if (run.summary_only) {
+      nameCell.append(' ', h('span', { class: 'badge muted', title: 'Only aggregate figures reported by the tool; no per-sample data' }, 'summary'));
+    }
+    const start = isNum(run.started_at_ms)
+      ? h('time', { 'data-ts-ms': run.started_at_ms, datetime: fmt.isoUtc(run.started_at_ms), title: fmt.isoUtc(run.started_at_ms) }, fmt.ts(run.started_at_ms))
+      : valueNode(NULL_TEXT);
+    const bad = isNum(run.error_pct) && run.error_pct > 0;
+    return h('tr', { 'data-run-id': run.id },
+      nameCell,
+      h('td', { 'data-value': run.scenario || '' }, valueNode(run.scenario || NULL_TEXT)),
+      h('td', { 'data-value': run.tool || '' }, toolName(run.tool)),
+      h('td', { class: 'num', 'data-value': dv(run.started_at_ms) }, start),
+      h('td', { class: 'num', 'data-value': dv(run.duration_ms) }, valueNode(fmt.duration(run.duration_ms))),
+      h('td', { class: 'num', 'data-value': dv(run.count) }, valueNode(fmt.int(run.count))),
+      h('td', { class: bad ? 'num bad' : 'num', 'data-value': dv(run.error_pct) }, valueNode(fmt.pct(run.error_pct))),
+      h('td', { class: 'num', 'data-value': dv(run.p95_ms) }, valueNode(fmt.ms(run.p95_ms))),
+      h('td', { class: 'num', 'data-value': dv(run.throughput_rps) }, valueNode(fmt.rps(run.throughput_rps))),
+    );
+  }
+
+  function initRunsTable(table) {
+    const tbody = table.tBodies[0] || table.appendChild(h('tbody'));
+    const wrap = table.closest('.table-wrap');
+    const empty = $('#runs-empty');
+    const countEl = $('#runs-count');
+    const limit = Number(table.dataset.limit) || 0;
+
+    function refreshEmpty() {
+      const n = tbody.rows.length;
+      if (empty) empty.hidden = n > 0;
+      if (wrap) wrap.hidden = n === 0;
+      if (countEl) countEl.textContent = fmt.int(n) + (n === 1 ? ' run' : ' runs');
+    }
+    function trim() {
+      if (!limit) return;
+      while (tbody.rows.length > limit) tbody.rows[tbody.rows.length - 1].remove();
+    }
+    const findRow = (id) => $$('tr[data-run-id]', tbody).find((r) => r.dataset.runId === String(id));
+
+    on('run_imported', (msg) => {
+      const run = msg && msg.run;
+      if (!run || run.id === undefined) return;
+      const old = findRow(run.id);
+      if (old) old.remove();
+      const tr = runRow(run);
+      tbody.prepend(tr);
+      resort(table);
+      trim();
+      if (tr.isConnected) {
+        tr.classList.add('row-new');
+        tr.addEventListener('animationend', () => tr.classList.remove('row-new'), { once: true });
+      }
+      refreshEmpty();
+    });
+    on('run_deleted', (msg) => {
+      const tr = msg && findRow(msg.id);
+      if (tr) tr.remove();
+      refreshEmpty();
+    });
+    let resyncSeq = 0;
+    on('resync', async () => {
+      const seq = ++resyncSeq;
+      try {
+        const res = await fetch('/api/v1/runs', { headers: { Accept: 'application/json' } });
+        if (!res.ok) throw new Error('HTTP ' + res.status);
+        const body = await res.json();
+        if (seq !== resyncSeq || !body || !Array.isArray(body.runs)) return;
+        const frag = doc.createDocumentFragment();
+        for (const run of body.runs) frag.append(runRow(run));
+        tbody.replaceChildren(frag);
+        resort(table);
+        trim();
+        refreshEmpty();
+      } catch (err) {
+        console.warn('harrier: resync failed', err);
+      }
+    });
+    refreshEmpty();
+  }
+
+  // ── 6. upload ─────────────────────────────────────────────────────────
+  const MB = 1024 * 1024;
+  const fmtMB = (b) => nf(1, 1).format(b / MB) + ' MB';
+
+  function initUpload(form) {
+    const fileInput = form.querySelector('input[type="file"][name="file"]');
+    const button = form.querySelector('button[type="submit"], input[type="submit"]');
+    const row = $('#upload-progress-row');
+    const bar = $('#upload-progress');
+    const status = $('#upload-status');
+    const result = $('#upload-result');
+    let busy = false;
+    let fileName = null;
+
+    const setStatus = (text) => { if (status) status.textContent = text; };
+    function showResult(node) {
+      if (!result) return;
+      result.replaceChildren(node);
+      result.hidden = false;
+    }
+    function done() {
+      busy = false;
+      fileName = null;
+      if (button) button.disabled = false;
+      form.removeAttribute('aria-busy');
+    }
+
+    // imports announce progress by source name; ours is the file's name
+    on('import_progress', (msg) => {
+      if (!busy || !msg || typeof msg.source !== 'string') return;
+      if (msg.source !== fileName && !msg.source.endsWith('/' + fileName)) return;
+      if (bar) bar.removeAttribute('value'); // indeterminate: total samples unknown
+      let text = 'Importing\u2026 ' + fmt.int(msg.samples) + ' samples';
+      if (isNum(msg.bytes_total) && msg.bytes_total > 0 && isNum(msg.bytes_read)) {
+        bar.max = msg.bytes_total;
+        bar.value = msg.bytes_read;
+        text += ' \u00b7 ' + fmt.pct(100 * msg.bytes_read / msg.bytes_total) + ' parsed';
+      }
+      setStatus(text);
+    });
+
+    // drag & drop a file anywhere on the form
+    form.addEventListener('dragover', (e) => { e.preventDefault(); form.classList.add('is-dragover'); });
+    form.addEventListener('dragleave', () => form.classList.remove('is-dragover'));
+    form.addEventListener('drop', (e) => {
+      e.preventDefault();
+      form.classList.remove('is-dragover');
+      if (e.dataTransfer && e.dataTransfer.files.length && fileInput) fileInput.files = e.dataTransfer.files;
+    });
+
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      if (busy) return;
+      const file = fileInput && fileInput.files && fileInput.files[0];
+      if (!file) {
+        showResult(h('div', { class: 'callout warn', role: 'alert' }, h('strong', null, 'No file'), h('span', null, 'Choose a results file (JTL/CSV, Gatling simulation.log, k6 JSON, …) first.')));
+        if (fileInput) fileInput.focus();
+        return;
+      }
+      const params = new URLSearchParams();
+      for (const key of ['format', 'name', 'scenario']) {
+        const el = form.elements.namedItem(key);
+        const v = el && typeof el.value === 'string' ? el.value.trim() : '';
+        if (v && !(key === 'format' && v === 'auto')) params.set(key, v);
+      }
+      const qs = params.toString();
+      const url = (form.dataset.endpoint || '/api/v1/runs') + (qs ? '?' + qs : '');
+
+      busy = true;
+      fileName = file.name;
+      if (button) button.disabled = true;
+      form.setAttribute('aria-busy', 'true');
+      if (result) { result.hidden = true; result.replaceChildren(); }
+      if (row) row.hidden = false;
+      if (bar) { bar.max = file.size || 1; bar.value = 0; }
+      setStatus('Uploading ' + file.name + '\u2026 0.0 MB of ' + fmtMB(file.size) + ' (0 %)');
+
+      const xhr = new XMLHttpRequest();
+      xhr.open('POST', url);
+      xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+      xhr.setRequestHeader('Accept', 'application/json');
+      // the raw body has no name: tell the server, so import_progress.source can match it
+      xhr.setRequestHeader('Content-Disposition', contentDisposition(file.name));
+      xhr.upload.onprogress = (ev) => {
+        const total = ev.lengthComputable ? ev.total : file.size;
+        if (bar && total) { bar.max = total; bar.value = ev.loaded; }
+        const pctText = total ? ' (' + Math.floor(100 * ev.loaded / total) + ' %)' : '';
+        setStatus('Uploading ' + file.name + '\u2026 ' + fmtMB(ev.loaded) + ' of ' + fmtMB(total) + pctText);
+      };
+      xhr.upload.onload = () => {
+        if (bar) bar.removeAttribute('value');
+        setStatus('Importing\u2026');
+      };
+      xhr.onerror = () => {
+        done();
+        if (row) row.hidden = true;
+        showResult(errorBox('Upload failed', 'The connection to the server was lost. Check that harrier is running, then try again.'));
+      };
+      xhr.onload = () => {
+        let body = null;
+        try { body = JSON.parse(xhr.responseText); } catch (_) { /* not JSON */ }
+        done();
+        if (row) row.hidden = true;
+        if (xhr.status >= 200 && xhr.status < 300 && body && Array.isArray(body.runs)) {
+          showResult(successBox(file.name, body.runs));
+          form.reset();
+        } else {
+          const msg = (body && body.error) || ('HTTP ' + xhr.status + ' ' + (xhr.statusText || ''));
+          showResult(errorBox('Import failed', msg));
+        }
+      };
+      xhr.send(file);
+    });
+  }
+
+  /** RFC 6266 header naming the uploaded file: ASCII fallback + UTF-8 filename*. */
+  function contentDisposition(name) {
+    const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+    const utf8 = encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+    return 'attachment; filename="' + ascii + '"; filename*=UTF-8\'\'' + utf8;
+  }
+
+  function errorBox(title, message) {
+    return h('div', { class: 'callout err', role: 'alert' }, h('strong', null, title), h('span', { class: 'msg' }, message));
+  }
+
+  function successBox(fileName, runs) {
+    const list = h('ul');
+    let rejected = 0;
+    for (const r of runs) {
+      rejected += isNum(r.rejected_rows) ? r.rejected_rows : 0;
+      list.append(h('li', null, h('a', { href: r.url || '/console/runs/' + r.id }, r.name || '#' + r.id),
+        ' ', h('span', { class: 'muted num' }, fmt.int(r.samples) + ' samples')));
+    }
+    const box = h('div', { class: 'callout ok', role: 'status' },
+      h('strong', null, 'Imported'),
+      h('div', null,
+        h('div', null, fileName + ' \u2192 ' + runs.length + (runs.length === 1 ? ' run' : ' runs')
+          + (rejected ? ' \u00b7 ' + fmt.int(rejected) + ' rejected rows (listed on the run page)' : '')),
+        list));
+    if (rejected) box.className = 'callout warn';
+    return box;
+  }
+
+  // ── 7. run page charts ────────────────────────────────────────────────
+  const SYNC_KEY = 'harrier-run';
+
+  function cssVar(name, fallback) {
+    const v = getComputedStyle(doc.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
+  const allNull = (arr) => !Array.isArray(arr) || arr.every((v) => !isNum(v));
+
+  /** Axis size (px) that fits the widest tick label. */
+  function axisSize(u, values, axisIdx, cycleNum) {
+    const axis = u.axes[axisIdx];
+    if (cycleNum > 1) return axis._size;
+    let size = (axis.ticks && axis.ticks.size || 0) + (axis.gap || 0) + 8;
+    const longest = (values || []).reduce((acc, v) => (String(v).length > acc.length ? String(v) : acc), '');
+    u.ctx.save();
+    u.ctx.font = axis.font[0];
+    size += u.ctx.measureText(longest).width / devicePixelRatio;
+    u.ctx.restore();
+    return Math.ceil(size);
+  }
+
+  /** Local-time tick labels: HH:MM, or HH:MM:SS when ticks are < 1 min apart. */
+  function timeTicks(u, splits, axisIdx, space, incr) {
+    return splits.map((v) => (incr < 60000 ? fmt.time(v) : fmt.time(v).slice(0, 5)));
+  }
+
+  function emptyBox(box, title, help, isError) {
+    box.querySelectorAll('.chart-empty').forEach((n) => n.remove());
+    box.append(h('div', { class: 'chart-empty' + (isError ? ' is-error' : ''), role: 'note' },
+      h('strong', null, title), help ? h('span', null, help) : null));
+  }
+
+  /**
+   * Build the three charts from a Series. Returns the uPlot instances.
+   * Partial last bucket: its value is left out of the solid line and drawn as
+   * a dashed segment over a shaded band marked "partial"; the legend then says
+   * "(partial)".
+   */
+  function buildCharts(boxes, series, ctx) {
+    const charts = [];
+    const n = Array.isArray(series && series.t_ms) ? series.t_ms.length : 0;
+    const partial = !!(series && series.last_bucket_partial) && n >= 2;
+    const bucketS = (series && isNum(series.bucket_ms) && series.bucket_ms > 0 ? series.bucket_ms : 1000) / 1000;
+    const lastIdx = n - 1;
+
+    for (const box of Object.values(boxes)) {
+      if (!box) continue;
+      box.querySelectorAll('.uplot, .chart-empty').forEach((el) => el.remove());
+    }
+    if (n === 0) {
+      const [title, help] = ctx.run && ctx.run.summary_only
+        ? ['No over-time data', 'This run was imported from an aggregate report (reported by ' + toolName(ctx.run.tool) + '); it has totals only.']
+        : ctx.label
+          ? ['No samples for \u201c' + ctx.label + '\u201d', 'Pick another label, or \u201cAll requests\u201d.']
+          : ['No samples in this run', 'Nothing to draw: the import kept no samples. See rejected rows below.'];
+      for (const box of Object.values(boxes)) if (box) emptyBox(box, title, help);
+      return charts;
+    }
+
+    const t = series.t_ms;
+    const perSec = (arr) => (arr || []).map((v) => (isNum(v) ? v / bucketS : null));
+    const grid = cssVar('--c-grid', '#eee');
+    const axisColor = cssVar('--c-axis', '#666');
+    const font = '11.5px ' + cssVar('--font', 'sans-serif');
+    const labelFont = '600 11.5px ' + cssVar('--font', 'sans-serif');
+
+    const xAxis = {
+      stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
+      values: timeTicks, space: 70,
+    };
+    const yAxis = (label, valueFmt, extra) => Object.assign({
+      stroke: axisColor, font, labelFont, label, labelSize: 18, labelGap: 2, gap: 4,
+      grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: axisSize,
+      values: (u, splits) => splits.map(valueFmt),
+    }, extra || {});
+    const xSeries = { label: 'Time', value: (u, v) => (isNum(v) ? fmt.ts(v) : NULL_TEXT) };
+
+    /** A line series whose legend shows the formatted value (and "(partial)"). */
+    function line(label, colorVar, fmtFn, raw, extra) {
+      const stroke = cssVar(colorVar, '#888');
+      return Object.assign({
+        label, stroke, width: 1.5, spanGaps: false, points: { show: false },
+        value: (u, v, si, idx) => {
+          if (idx === null || idx === undefined) return NULL_TEXT;
+          if (partial && idx === lastIdx) return isNum(raw[idx]) ? fmtFn(raw[idx]) + ' (partial)' : NULL_TEXT;
+          return isNum(v) ? fmtFn(v) : NULL_TEXT;
+        },
+        _raw: raw,
+      }, extra || {});
+    }
+    /** Drop the partial bucket from the solid line; drawPartial() draws it dashed. */
+    const solid = (raw) => (partial ? raw.slice(0, lastIdx).concat([null]) : raw.slice());
+
+    function drawPartial(u) {
+      if (!partial) return;
+      const c = u.ctx;
+      const { left, top, width, height } = u.bbox;
+      const x0 = u.valToPos(t[lastIdx - 1], 'x', true);
+      const x1 = u.valToPos(t[lastIdx], 'x', true);
+      c.save();
+      c.beginPath();
+      c.rect(left, top, width, height);
+      c.clip();
+      c.fillStyle = cssVar('--c-partial', 'rgba(128,128,128,.12)');
+      c.fillRect(x0, top, Math.max(x1 - x0, 2 * devicePixelRatio), height);
+      c.font = (10 * devicePixelRatio) + 'px ' + cssVar('--font', 'sans-serif');
+      c.fillStyle = axisColor;
+      c.textAlign = 'right';
+      c.textBaseline = 'top';
+      c.fillText('partial', x1 - 3 * devicePixelRatio, top + 3 * devicePixelRatio);
+      c.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      for (let i = 1; i < u.series.length; i++) {
+        const s = u.series[i];
+        const raw = s._raw;
+        if (!s.show || !raw || !isNum(raw[lastIdx - 1]) || !isNum(raw[lastIdx])) continue;
+        c.strokeStyle = s._stroke || cssVar('--c-axis', '#888');
+        c.lineWidth = (s.width || 1) * devicePixelRatio;
+        c.beginPath();
+        c.moveTo(x0, u.valToPos(raw[lastIdx - 1], s.scale, true));
+        c.lineTo(x1, u.valToPos(raw[lastIdx], s.scale, true));
+        c.stroke();
+      }
+      c.restore();
+    }
+
+    function make(box, series_, data, axes, scales) {
+      const width = Math.max(200, box.clientWidth);
+      const opts = {
+        width,
+        height: Math.max(80, box.clientHeight - 30),
+        ms: 1,                          // x values are unix ms
+        pxAlign: 0,
+        padding: [10, 8, 0, 0],
+        cursor: {
+          sync: { key: SYNC_KEY, setSeries: false },
+          points: { size: 6 },
+          drag: { x: true, y: false, setScale: true },
+          focus: { prox: 16 },
+        },
+        focus: { alpha: 0.35 },
+        legend: { live: true },
+        scales: Object.assign({ x: { time: true } }, scales),
+        series: [xSeries].concat(series_),
+        axes: [xAxis].concat(axes),
+        hooks: {
+          draw: [drawPartial],
+          setScale: [(u, key) => { if (key === 'x') syncZoom(u); }],
+        },
+      };
+      const u = new uPlot(opts, data, box);
+      // remember each series' colour for the dashed partial segment
+      u.series.forEach((s, i) => { if (i > 0) s._stroke = opts.series[i].stroke; s._raw = opts.series[i]._raw; });
+      fit(u, box);
+      charts.push(u);
+      return u;
+    }
+
+    let syncing = false;
+    function syncZoom(src) {
+      if (syncing) return;
+      syncing = true;
+      const { min, max } = src.scales.x;
+      for (const u of charts) {
+        if (u !== src && (u.scales.x.min !== min || u.scales.x.max !== max)) u.setScale('x', { min, max });
+      }
+      syncing = false;
+    }
+
+    // latency
+    if (boxes.latency) {
+      const keys = [['p50', 'p50_ms'], ['p90', 'p90_ms'], ['p95', 'p95_ms'], ['p99', 'p99_ms'], ['max', 'max_ms'], ['mean', 'mean_ms']];
+      const data = [t];
+      const ser = [];
+      for (const [name, key] of keys) {
+        const raw = series[key] || [];
+        data.push(solid(raw));
+        ser.push(line(name, '--c-' + name, fmt.ms, raw, {
+          scale: 'ms',
+          width: name === 'max' ? 1 : 1.5,
+          dash: name === 'mean' ? [5, 3] : undefined,
+        }));
+      }
+      make(boxes.latency, ser, data,
+        [yAxis('response time (ms)', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'ms' })],
+        { ms: { range: (u, min, max) => [0, max > 0 ? max * 1.05 : 10] } });
+    }
+
+    // throughput + errors (+ error % on the right axis)
+    if (boxes.throughput) {
+      const rps = perSec(series.count);
+      const eps = perSec(series.errors);
+      const epct = (series.error_pct || []).map((v) => (isNum(v) ? v : null));
+      const fmtEps = (v) => nf(1, 1).format(v) + ' err/s';
+      make(boxes.throughput, [
+        line('requests/s', '--c-rps', fmt.rps, rps, { scale: 'rps', fill: cssVar('--c-rps-fill', 'transparent') }),
+        line('errors/s', '--c-errs', fmtEps, eps, { scale: 'rps' }),
+        line('error %', '--c-errpct', fmt.pct, epct, { scale: 'pct', width: 1, dash: [2, 2] }),
+      ], [t, solid(rps), solid(eps), solid(epct)], [
+        yAxis('requests / s', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'rps' }),
+        yAxis('error %', (v) => nf(0, v < 10 ? 1 : 0).format(v) + ' %', { scale: 'pct', side: 1, grid: { show: false } }),
+      ], {
+        rps: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 10] },
+        pct: { range: (u, min, max) => [0, Math.min(100, Math.max(5, max * 1.15))] },
+      });
+    }
+
+    // active users
+    if (boxes.users) {
+      const users = series.active_users;
+      if (allNull(users)) {
+        emptyBox(boxes.users, 'No active-user data',
+          ctx.run && String(ctx.run.tool).toLowerCase() === 'jmeter'
+            ? 'This results file has no thread counts (JMeter: save "allThreads" / Save Thread Counts).'
+            : 'The tool did not report active users for this run.');
+      } else {
+        const raw = users.map((v) => (isNum(v) ? v : null));
+        make(boxes.users, [
+          line('active users', '--c-users', fmt.int, raw, { scale: 'users', fill: cssVar('--c-users-fill', 'transparent'), paths: uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined }),
+        ], [t, solid(raw)], [yAxis('active users', (v) => nf(0, 0).format(v), { scale: 'users' })],
+        { users: { range: (u, min, max) => [0, max > 0 ? Math.ceil(max * 1.1) : 10] } });
+      }
+    }
+    return charts;
+  }
+
+  /** Size a chart to its box: full width, box height minus the legend. */
+  function fit(u, box) {
+    const legend = u.root.querySelector('.u-legend');
+    const lh = legend ? legend.offsetHeight : 0;
+    const width = Math.floor(box.clientWidth);
+    const height = Math.max(60, Math.floor(box.clientHeight - lh - 2));
+    if (width > 0 && (width !== u.width || height !== u.height)) u.setSize({ width, height });
+  }
+
+  function initRunPage() {
+    const island = $('#run-data');
+    const boxes = {
+      latency: $('.chart[data-chart="latency"]'),
+      throughput: $('.chart[data-chart="throughput"]'),
+      users: $('.chart[data-chart="users"]'),
+    };
+    if (!boxes.latency && !boxes.throughput && !boxes.users) return;
+    let data = null;
+    try { data = island ? JSON.parse(island.textContent) : null; } catch (err) {
+      console.error('harrier: bad #run-data', err);
+    }
+    if (!data) {
+      for (const box of Object.values(boxes)) if (box) emptyBox(box, 'Chart data missing', 'The page did not include the run data.', true);
+      return;
+    }
+    if (typeof uPlot === 'undefined') {
+      for (const box of Object.values(boxes)) if (box) emptyBox(box, 'Chart library not loaded', 'static/vendor/uplot-*/uPlot.iife.min.js is missing.', true);
+      return;
+    }
+    const select = $('#ts-label');
+    const note = $('#ts-note');
+    const state = { series: data.timeseries, label: '', charts: [] };
+
+    function draw() {
+      for (const u of state.charts) u.destroy();
+      state.charts = buildCharts(boxes, state.series || {}, { run: data.run, label: state.label });
+      if (note && state.series && state.series.hdr_note) note.textContent = state.series.hdr_note;
+    }
+
+    let seq = 0;
+    async function load(label) {
+      const mySeq = ++seq;
+      state.label = label;
+      const base = data.timeseries_url;
+      if (!base) return;
+      const url = base + (label ? (base.includes('?') ? '&' : '?') + 'label=' + encodeURIComponent(label) : '');
+      for (const box of Object.values(boxes)) if (box) box.setAttribute('aria-busy', 'true');
+      try {
+        const res = await fetch(url, { headers: { Accept: 'application/json' } });
+        let body = null;
+        try { body = await res.json(); } catch (_) { /* not JSON */ }
+        if (mySeq !== seq) return;
+        if (!res.ok) throw new Error((body && body.error) || 'HTTP ' + res.status);
+        state.series = body;
+        draw();
+      } catch (err) {
+        if (mySeq !== seq) return;
+        for (const u of state.charts) u.destroy();
+        state.charts = [];
+        for (const box of Object.values(boxes)) if (box) emptyBox(box, 'Could not load the time series', String(err.message || err), true);
+      } finally {
+        if (mySeq === seq) for (const box of Object.values(boxes)) if (box) box.removeAttribute('aria-busy');
+      }
+    }
+
+    draw();
+
+    if (select) {
+      select.addEventListener('change', () => {
+        const label = select.value;
+        const u = new URL(location.href);
+        if (label) u.searchParams.set('label', label); else u.searchParams.delete('label');
+        history.replaceState(null, '', u);
+        load(label);
+      });
+      // a reload keeps the chosen label
+      const wanted = new URL(location.href).searchParams.get('label');
+      if (wanted && Array.from(select.options).some((o) => o.value === wanted)) {
+        select.value = wanted;
+        load(wanted);
+      }
+    }
+
+    // resize with the container (width changes; heights are fixed in CSS)
+    if ('ResizeObserver' in window) {
+      let raf = 0;
+      const ro = new ResizeObserver(() => {
+        cancelAnimationFrame(raf);
+        raf = requestAnimationFrame(() => {
+          for (const u of state.charts) fit(u, u.root.parentElement);
+        });
+      });
+      for (const box of Object.values(boxes)) if (box) ro.observe(box);
+    }
+    // colours come from CSS: redraw when the colour scheme flips
+    const mq = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)');
+    if (mq && mq.addEventListener) mq.addEventListener('change', draw);
+
+    harrier.run = { data, state, redraw: draw, load };
+  }
+
+  // ── boot ──────────────────────────────────────────────────────────────
+  const harrier = { fmt, sortTable, resort, localizeTimes, runRow, live, buildCharts, toolName };
+  window.harrier = harrier;
+
+  function boot() {
+    localizeTimes();
+    for (const t of $$('table.sortable')) initSortable(t);
+    const runsTable = $('#runs-table');
+    if (runsTable) initRunsTable(runsTable);
+    const form = $('#upload-form');
+    if (form) initUpload(form);
+    if (doc.body.dataset.page === 'run') initRunPage();
+    if (doc.body.hasAttribute('data-live')) startLive();
+  }
+
+  if (doc.readyState === 'loading') doc.addEventListener('DOMContentLoaded', boot);
+  else boot();
+})();
