@@ -220,9 +220,10 @@
     table._hrSortInit = true;
     for (const th of $$('th[data-sort]', table.tHead)) {
       const type = th.dataset.sort === 'num' ? 'num' : 'text';
-      const btn = h('button', { type: 'button', class: 'sort' });
-      while (th.firstChild) btn.append(th.firstChild);
-      th.append(btn);
+      const label = h('span', { class: 'sort-label' });
+      while (th.firstChild) label.append(th.firstChild);
+      th.append(h('button', { type: 'button', class: 'sort' }, label));
+      const btn = th.firstChild;
       const preset = th.getAttribute('aria-sort');
       if (preset === 'ascending' || preset === 'descending') {
         table._hrSort = { idx: th.cellIndex, type, dir: preset };
@@ -646,7 +647,7 @@
       grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: axisSize,
       values: (u, splits) => splits.map(valueFmt),
     }, extra || {});
-    const xSeries = { label: 'Time', value: (u, v) => (isNum(v) ? fmt.ts(v) : NULL_TEXT) };
+    const xSeries = { label: 'Time', value: (u, v) => (isNum(v) ? fmt.ts(v) : '') };
 
     /** A line series whose legend shows the formatted value (and "(partial)"). */
     function line(label, colorVar, fmtFn, raw, extra) {
@@ -654,7 +655,7 @@
       return Object.assign({
         label, stroke, width: 1.5, spanGaps: false, points: { show: false },
         value: (u, v, si, idx) => {
-          if (idx === null || idx === undefined) return NULL_TEXT;
+          if (idx === null || idx === undefined) return ''; // not hovering: keep the legend quiet
           if (partial && idx === lastIdx) return isNum(raw[idx]) ? fmtFn(raw[idx]) + ' (partial)' : NULL_TEXT;
           return isNum(v) ? fmtFn(v) : NULL_TEXT;
         },
@@ -750,6 +751,7 @@
         ser.push(line(name, '--c-' + name, fmt.ms, raw, {
           scale: 'ms',
           width: name === 'max' ? 1 : 1.5,
+          show: name !== 'max',           // per-second max is spiky and flattens the rest; one click shows it
           dash: name === 'mean' ? [5, 3] : undefined,
         }));
       }

@@ -1,0 +1,8 @@
+//! harrier's integration tests: one binary, in-process HTTP through `router(state).oneshot`,
+//! real sockets on 127.0.0.1:0 for the websocket, and the store on real SQLite files.
+
+mod helpers;
+
+mod http;
+mod live;
+mod store;
