@@ -156,7 +156,7 @@ impl StatsRow {
         Stats {
             count,
             errors,
-            error_pct: (count > 0).then(|| errors as f64 / count as f64 * 100.0),
+            error_pct: (count > 0).then(|| errors as f64 * 100.0 / count as f64),
             min_ms: self.min_ms,
             mean_ms: self.mean_ms,
             max_ms: self.max_ms,
