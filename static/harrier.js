@@ -439,6 +439,9 @@
     const result = $('#upload-result');
     let busy = false;
     let fileName = null;
+    let phase = 'idle';        // 'upload' (bytes going up) → 'import' (server still parsing)
+    let uploadText = '';
+    let samplesSeen = null;    // latest import_progress.samples for our file
 
     const setStatus = (text) => { if (status) status.textContent = text; };
     function showResult(node) {
@@ -449,6 +452,8 @@
     function done() {
       busy = false;
       fileName = null;
+      phase = 'idle';
+      samplesSeen = null;
       if (button) button.disabled = false;
       form.removeAttribute('aria-busy');
     }
@@ -457,12 +462,18 @@
     on('import_progress', (msg) => {
       if (!busy || !msg || typeof msg.source !== 'string') return;
       if (msg.source !== fileName && !msg.source.endsWith('/' + fileName)) return;
-      if (bar) bar.removeAttribute('value'); // indeterminate: total samples unknown
-      let text = 'Importing\u2026 ' + fmt.int(msg.samples) + ' samples';
-      if (isNum(msg.bytes_total) && msg.bytes_total > 0 && isNum(msg.bytes_read)) {
+      samplesSeen = msg.samples;
+      if (phase === 'upload') {
+        // the server parses while bytes arrive: keep the upload bar, add the count
+        setStatus(uploadText + ' \u00b7 ' + fmt.int(samplesSeen) + ' samples read');
+        return;
+      }
+      let text = 'Importing\u2026 ' + fmt.int(samplesSeen) + ' samples';
+      if (bar && isNum(msg.bytes_total) && msg.bytes_total > 0 && isNum(msg.bytes_read)) {
         bar.max = msg.bytes_total;
         bar.value = msg.bytes_read;
-        text += ' \u00b7 ' + fmt.pct(100 * msg.bytes_read / msg.bytes_total) + ' parsed';
+      } else if (bar) {
+        bar.removeAttribute('value'); // indeterminate: total unknown
       }
       setStatus(text);
     });
@@ -496,6 +507,8 @@
 
       busy = true;
       fileName = file.name;
+      phase = 'upload';
+      samplesSeen = null;
       if (button) button.disabled = true;
       form.setAttribute('aria-busy', 'true');
       if (result) { result.hidden = true; result.replaceChildren(); }
@@ -513,11 +526,13 @@
         const total = ev.lengthComputable ? ev.total : file.size;
         if (bar && total) { bar.max = total; bar.value = ev.loaded; }
         const pctText = total ? ' (' + Math.floor(100 * ev.loaded / total) + ' %)' : '';
-        setStatus('Uploading ' + file.name + '\u2026 ' + fmtMB(ev.loaded) + ' of ' + fmtMB(total) + pctText);
+        uploadText = 'Uploading ' + file.name + '\u2026 ' + fmtMB(ev.loaded) + ' of ' + fmtMB(total) + pctText;
+        setStatus(uploadText + (samplesSeen !== null ? ' \u00b7 ' + fmt.int(samplesSeen) + ' samples read' : ''));
       };
       xhr.upload.onload = () => {
+        phase = 'import';
         if (bar) bar.removeAttribute('value');
-        setStatus('Importing\u2026');
+        setStatus(samplesSeen !== null ? 'Importing\u2026 ' + fmt.int(samplesSeen) + ' samples' : 'Importing\u2026');
       };
       xhr.onerror = () => {
         done();
@@ -626,7 +641,7 @@
         ? ['No over-time data', 'This run was imported from an aggregate report (reported by ' + toolName(ctx.run.tool) + '); it has totals only.']
         : ctx.label
           ? ['No samples for \u201c' + ctx.label + '\u201d', 'Pick another label, or \u201cAll requests\u201d.']
-          : ['No samples in this run', 'Nothing to draw: the import kept no samples. See rejected rows below.'];
+          : ['No samples in this run', 'Nothing to draw: the run has no samples with a start time.'];
       for (const box of Object.values(boxes)) if (box) emptyBox(box, title, help);
       return charts;
     }
@@ -640,14 +655,19 @@
 
     const xAxis = {
       stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
-      values: timeTicks, space: 70,
+      values: timeTicks,
+      // HH:MM needs ~50 px, HH:MM:SS (ticks < 1 min apart) ~80 px
+      space: (u, ai, min, max, dim) => ((max - min) / Math.max(dim, 1) * 50 <= 30000 ? 80 : 50),
     };
     const yAxis = (label, valueFmt, extra) => Object.assign({
       stroke: axisColor, font, labelFont, label, labelSize: 18, labelGap: 2, gap: 4,
       grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: axisSize,
       values: (u, splits) => splits.map(valueFmt),
     }, extra || {});
-    const xSeries = { label: 'Time', value: (u, v) => (isNum(v) ? fmt.ts(v) : '') };
+    const xSeries = {
+      label: 'Time',
+      value: (u, v, si, idx) => (isNum(v) ? fmt.ts(v) + (partial && idx === lastIdx ? ' (partial)' : '') : ''),
+    };
 
     /** A line series whose legend shows the formatted value (and "(partial)"). */
     function line(label, colorVar, fmtFn, raw, extra) {
@@ -656,7 +676,7 @@
         label, stroke, width: 1.5, spanGaps: false, points: { show: false },
         value: (u, v, si, idx) => {
           if (idx === null || idx === undefined) return ''; // not hovering: keep the legend quiet
-          if (partial && idx === lastIdx) return isNum(raw[idx]) ? fmtFn(raw[idx]) + ' (partial)' : NULL_TEXT;
+          if (partial && idx === lastIdx) return isNum(raw[idx]) ? fmtFn(raw[idx]) : NULL_TEXT; // the Time entry says "(partial)"
           return isNum(v) ? fmtFn(v) : NULL_TEXT;
         },
         _raw: raw,
@@ -801,7 +821,12 @@
   /** Size a chart to its box: full width, box height minus the legend. */
   function fit(u, box) {
     const legend = u.root.querySelector('.u-legend');
+    // measure the legend as it is while hovering (values shown), so hovering never needs more room
+    const idle = u.legend.idx === null || u.legend.idx === undefined;
+    const n = u.data[0] ? u.data[0].length : 0;
+    if (legend && idle && n) u.setLegend({ idx: n - 1 }, false);
     const lh = legend ? legend.offsetHeight : 0;
+    if (legend && idle && n) u.setLegend({ idx: null }, false);
     const width = Math.floor(box.clientWidth);
     const height = Math.max(60, Math.floor(box.clientHeight - lh - 2));
     if (width > 0 && (width !== u.width || height !== u.height)) u.setSize({ width, height });

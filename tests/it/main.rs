@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod browser;
 mod http;
 mod live;
 mod store;

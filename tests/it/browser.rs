@@ -1,0 +1,169 @@
+//! The console in a real browser: the `harrier` binary serves on a free loopback port,
+//! Debian's headless Chromium (driven through chromedriver) opens the pages.
+//!
+//! `scripts/test.sh` installs `chromium` and `chromium-driver`; without them these tests
+//! fail with a message saying so.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+
+const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `harrier serve` on a free port; returns the process and the base URL it printed.
+fn start_harrier(db: &Path) -> (Proc, String) {
+    let mut child = Command::new(HARRIER)
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(db)
+        .env("HARRIER_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start harrier");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("harrier prints its URL");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches("/console")
+        .to_string();
+    (Proc(child), url)
+}
+
+/// Imports `file` into the running server with the CLI; returns the new run's id.
+fn cli_import(base: &str, file: &Path, name: &str) -> i64 {
+    let out = Command::new(HARRIER)
+        .args(["import", "--server", base, "--name", name])
+        .arg(file)
+        .output()
+        .expect("run harrier import");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "import failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    // "<file>: run N "name" — S samples …"
+    stdout
+        .split("run ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no run id in {stdout:?}"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn browser() -> (Proc, Client) {
+    let port = free_port();
+    let driver = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver not found: run scripts/test.sh, which installs Debian's chromium-driver");
+    let driver = Proc(driver);
+    let profile = tempfile::tempdir().unwrap().keep();
+    let caps = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1400,1800",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }
+    });
+    let caps = match caps {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!(),
+    };
+    let mut last_err = None;
+    for _ in 0..50 {
+        match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new()).capabilities(caps.clone()).connect(&format!("http://127.0.0.1:{port}")).await {
+            Ok(client) => return (driver, client),
+            Err(e) => {
+                last_err = Some(e);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    panic!("cannot start headless chromium through chromedriver: {last_err:?}");
+}
+
+fn fixture_path(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).text().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_report_shows_summary_and_charts_and_runs_list_updates_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
+    let id = cli_import(&base, &fixture_path("jmeter/csv_header_allcols.jtl"), "browser run");
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+
+    // The run report: summary table per label with units, and the charts drawn.
+    client.goto(&format!("{base}/console/runs/{id}")).await.unwrap();
+    assert_eq!(text_of(&client, "h1").await, "browser run");
+    let total = text_of(&client, "#summary-table tbody tr.total").await;
+    assert!(total.starts_with("All requests"), "{total}");
+    assert!(total.contains(" ms") && total.contains(" %") && total.contains("req/s"), "units shown: {total}");
+    let labels = client.find_all(Locator::Css("#summary-table tbody tr")).await.unwrap();
+    assert!(labels.len() >= 4, "one row per label plus the total");
+    for chart in ["latency", "throughput"] {
+        let css = format!(".chart[data-chart=\"{chart}\"] canvas");
+        wait().for_element(Locator::Css(&css)).await.unwrap_or_else(|e| panic!("{chart} chart not drawn: {e}"));
+    }
+    let legend = text_of(&client, ".chart[data-chart=\"latency\"]").await;
+    assert!(legend.contains("p95"), "latency legend names its series: {legend}");
+    let drawn: bool = client
+        .execute(
+            "const c = document.querySelector('.chart[data-chart=\"latency\"] canvas');
+             return !!c && c.width > 100 && c.height > 50;",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_bool()
+        .unwrap_or(false);
+    assert!(drawn, "the latency canvas has a real size");
+    if let Ok(png) = client.screenshot().await {
+        let _ = std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run-report.png"), png);
+    }
+
+    // The runs list follows imports over the websocket, without a reload.
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    wait().for_element(Locator::Css(&format!("#runs-table tbody tr[data-run-id=\"{id}\"]"))).await.unwrap();
+    client.execute("window.__harrierMarker = 42;", vec![]).await.unwrap();
+    wait().for_element(Locator::Css("#live-status[data-state=\"live\"]")).await.expect("websocket connected");
+    let second = cli_import(&base, &fixture_path("edge-cases/EC35/input.jtl"), "arrived live");
+    let row = wait()
+        .for_element(Locator::Css(&format!("#runs-table tbody tr[data-run-id=\"{second}\"]")))
+        .await
+        .expect("the new run appears without a reload");
+    let row_text = row.text().await.unwrap();
+    assert!(row_text.contains("arrived live") && row_text.contains("19"), "{row_text}");
+    let marker = client.execute("return window.__harrierMarker;", vec![]).await.unwrap();
+    assert_eq!(marker, serde_json::json!(42), "the page was not reloaded");
+
+    client.close().await.unwrap();
+}
