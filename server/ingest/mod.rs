@@ -4,8 +4,21 @@
 //! memory whatever the file size), feed [`crate::runs::RunBuilder`], and never touch SQL or
 //! HTTP. A damaged row is rejected with its line number, never fatal unless nothing is
 //! readable.
+//!
+//! - [`jmeter_csv`]: JMeter JTL, CSV (any delimiter, with or without header);
+//! - [`jmeter_xml`]: JMeter JTL, XML (top-level samples only);
+//! - [`ab`]: ApacheBench text reports (summary-only runs, several per file);
+//! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
+//!
+//! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
+//! again. A UTF-8 byte-order mark is skipped.
 
-use std::io::BufRead;
+pub mod ab;
+pub mod jmeter_csv;
+pub mod jmeter_xml;
+pub mod timestamp;
+
+use std::io::{self, BufRead, BufReader, Cursor, Read};
 
 use crate::runs::RunData;
 
@@ -72,15 +85,128 @@ pub enum IngestError {
     },
 }
 
+/// How many bytes are read ahead to sniff the format and the CSV layout.
+const SNIFF_BYTES: usize = 64 * 1024;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
+
 /// Reads every run in `input`. `source_name` names the input in errors (a file name).
+///
+/// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; a line
+/// starting `This is ApacheBench` or `Benchmarking ` → ab; a JMeter CSV header or a
+/// headerless row in a default JMeter layout → JMeter CSV; anything else is
+/// [`IngestError::UnknownFormat`]. gzip input is unwrapped first, a UTF-8 BOM skipped.
+///
+/// Errors: `UnknownFormat` (sniffing failed), `Invalid` (the file is of the format but
+/// nothing in it is readable: the line of the first problem), `Io` (reading failed before
+/// anything was read). Damaged rows in an otherwise readable file are not errors: they
+/// are listed in [`RunData::rejected`].
 pub fn parse<R: BufRead>(
-    input: R,
+    mut input: R,
     format: Format,
     source_name: &str,
 ) -> Result<Vec<ParsedRun>, IngestError> {
-    let _ = (input, format);
-    Err(IngestError::UnknownFormat {
-        source_name: source_name.to_string(),
-        supported: Format::NAMES.join(", "),
-    })
+    parse_dyn(&mut input, format, source_name, true)
+}
+
+fn parse_dyn(
+    input: &mut dyn BufRead,
+    format: Format,
+    source_name: &str,
+    may_be_gzip: bool,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    let io_err = |source: io::Error| IngestError::Io {
+        source_name: source_name.to_owned(),
+        source,
+    };
+    let mut prefix = read_prefix(input, SNIFF_BYTES).map_err(io_err)?;
+    if may_be_gzip && prefix.starts_with(GZIP_MAGIC) {
+        let compressed = Cursor::new(prefix).chain(input);
+        let mut gz =
+            BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(compressed));
+        return parse_dyn(&mut gz, format, source_name, false);
+    }
+    if prefix.starts_with(UTF8_BOM) {
+        prefix.drain(..UTF8_BOM.len());
+    }
+    let format = match format {
+        Format::Auto => sniff(&prefix).ok_or_else(|| IngestError::UnknownFormat {
+            source_name: source_name.to_owned(),
+            supported: SUPPORTED.to_owned(),
+        })?,
+        f => f,
+    };
+    let invalid = |line: u64, message: String| IngestError::Invalid {
+        source_name: source_name.to_owned(),
+        line,
+        message,
+    };
+    let data = match format {
+        Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::JmeterCsv => {
+            let Some(layout) = jmeter_csv::detect(&prefix) else {
+                return Err(invalid(1, jmeter_csv::not_detected_message()));
+            };
+            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout).map_err(io_err)?
+        }
+        Format::JmeterXml | Format::Auto => {
+            jmeter_xml::parse(Cursor::new(prefix).chain(input)).map_err(io_err)?
+        }
+    };
+    if data.labels.is_empty()
+        && let Some(first) = data.rejected.first()
+    {
+        return Err(invalid(
+            first.line,
+            format!(
+                "nothing readable: {} rows rejected; the first: {}",
+                data.rejected_rows, first.reason
+            ),
+        ));
+    }
+    Ok(vec![ParsedRun {
+        tool: "jmeter".to_owned(),
+        name_hint: None,
+        data,
+    }])
+}
+
+/// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
+const SUPPORTED: &str = "JMeter JTL (CSV with or without header, XML), ApacheBench text output; each may be gzip-compressed";
+
+/// Reads up to `limit` bytes (fewer only at end of input).
+fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(limit.min(1 << 16));
+    while prefix.len() < limit {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len().min(limit - prefix.len());
+        prefix.extend_from_slice(&buf[..n]);
+        input.consume(n);
+    }
+    Ok(prefix)
+}
+
+/// Recognises a format from the first bytes of a file (BOM already skipped).
+pub fn sniff(prefix: &[u8]) -> Option<Format> {
+    let trimmed = prefix.trim_ascii_start();
+    if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
+        return Some(Format::JmeterXml);
+    }
+    if jmeter_csv::detect(prefix).is_some() {
+        return Some(Format::JmeterCsv);
+    }
+    // ab writes its banner first, but a nohup.out may start with a line of the shell's.
+    let ab = prefix
+        .split(|&b| b == b'\n')
+        .take(50)
+        .any(|line| line.starts_with(b"This is ApacheBench") || line.starts_with(b"Benchmarking "));
+    ab.then_some(Format::Ab)
 }

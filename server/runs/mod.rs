@@ -15,11 +15,16 @@
 //! - transaction-controller rows are shown per label but left out of run totals.
 
 mod builder;
+pub mod hdr;
 mod stats;
 pub mod timeseries;
 
-pub use builder::RunBuilder;
-pub use stats::{ExactHistogram, StatsAcc};
+pub use builder::{
+    DEFAULT_OPEN_WINDOW_S, ERROR_GROUP_OVERFLOW_MESSAGE, MAX_ERROR_GROUPS, MAX_REJECTED_DETAILS,
+    RunBuilder,
+};
+pub use hdr::{HistogramSummary, merge_histograms, summarize_serialized};
+pub use stats::{ExactHistogram, StatsAcc, nearest_rank};
 
 use serde::{Deserialize, Serialize};
 
@@ -111,6 +116,20 @@ pub struct Bucket {
     pub active_users: Option<u32>,
     /// Latency histogram (HdrHistogram V2 serialization, 3 significant digits, ms).
     pub histogram: Vec<u8>,
+}
+
+impl Bucket {
+    /// Mean elapsed in the bucket, ms (exact: `sum_ms / count`); `None` when empty.
+    pub fn mean_ms(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ms as f64 / self.count as f64)
+    }
+
+    /// How much of the bucket's second the run's data covers, ms (0..=1000), given the
+    /// run's `last_end_ms` (max start + elapsed). Below 1000 the bucket is *partial*: the
+    /// last second of a run is not a throughput dip (DESIGN.md) and must be marked.
+    pub fn covered_ms(&self, run_last_end_ms: i64) -> i64 {
+        (run_last_end_ms - self.start_ms).clamp(0, 1000)
+    }
 }
 
 /// Errors of one kind: same label, response code and message.

@@ -1,9 +1,241 @@
-//! Exact statistics accumulators (placeholder; implemented with the parsers).
+//! Exact statistics over one scope (the run, or one label), in bounded memory.
+//!
+//! Owns [`ExactHistogram`] (exact counts of integer-ms values, for nearest-rank
+//! percentiles), [`nearest_rank`] (the rank rule from DESIGN.md) and [`StatsAcc`] (the
+//! running count/errors/min/max/sum/window/bytes that becomes a [`Stats`]). Knows nothing
+//! of files, buckets or storage.
+
+use std::collections::BTreeMap;
+
+use super::{Sample, Stats};
+
+/// Values below this are counted in a dense array (index = value in ms); values at or
+/// above it in a sorted map. 2¹⁶ ms ≈ 65 s covers almost every response time while
+/// capping the dense part at 512 KiB per scope, so a run with many labels stays small.
+const DENSE_CAP_MS: u64 = 1 << 16;
 
 /// Exact counts of integer-ms values, for nearest-rank percentiles.
+///
+/// Memory is proportional to the largest value below 2¹⁶ ms (dense counts, grown lazily)
+/// plus the number of *distinct* values above it, never to the number of samples.
 #[derive(Debug, Clone, Default)]
-pub struct ExactHistogram {}
+pub struct ExactHistogram {
+    dense: Vec<u64>,
+    sparse: BTreeMap<u64, u64>,
+    count: u64,
+}
 
-/// Running count/errors/min/max/sum/window/bytes over one scope.
+impl ExactHistogram {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts one value (ms).
+    #[inline]
+    pub fn record(&mut self, value_ms: u64) {
+        self.count += 1;
+        if value_ms < DENSE_CAP_MS {
+            let i = value_ms as usize;
+            if i >= self.dense.len() {
+                // Grow to the next power of two so repeated growth stays amortised.
+                self.dense.resize((i + 1).next_power_of_two(), 0);
+            }
+            self.dense[i] += 1;
+        } else {
+            *self.sparse.entry(value_ms).or_insert(0) += 1;
+        }
+    }
+
+    /// Number of values recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Values in ascending order with their counts (zero counts skipped).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(|(v, &n)| (v as u64, n));
+        dense.chain(self.sparse.iter().map(|(&v, &n)| (v, n)))
+    }
+
+    /// The `rank`-th smallest value (1-based), `None` when `rank` is 0 or exceeds the count.
+    pub fn value_at_rank(&self, rank: u64) -> Option<u64> {
+        if rank == 0 || rank > self.count {
+            return None;
+        }
+        let mut seen = 0u64;
+        for (value, n) in self.iter() {
+            seen += n;
+            if seen >= rank {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    /// Nearest-rank percentile `p` (0 < p ≤ 100) in ms: the ⌈p/100 · n⌉-th smallest value
+    /// (see [`nearest_rank`]). `None` when the histogram is empty.
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.value_at_rank(nearest_rank(self.count, p))
+    }
+
+    /// Several nearest-rank percentiles in one pass; `ps` in any order.
+    pub fn percentiles<const N: usize>(&self, ps: [f64; N]) -> [Option<u64>; N] {
+        let ranks = ps.map(|p| nearest_rank(self.count, p));
+        let mut out = [None; N];
+        if self.count == 0 {
+            return out;
+        }
+        let mut seen = 0u64;
+        let mut missing = N;
+        for (value, n) in self.iter() {
+            seen += n;
+            for (slot, &rank) in out.iter_mut().zip(&ranks) {
+                if slot.is_none() && seen >= rank {
+                    *slot = Some(value);
+                    missing -= 1;
+                }
+            }
+            if missing == 0 {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The nearest rank for percentile `p` over `n` values: k = ⌈p/100 · n⌉, at least 1 (0 when
+/// n = 0).
+///
+/// Computed in integer arithmetic on p scaled to millionths, so 95 · 20 / 100 is exactly
+/// 19 (floating point would give 19.000000000000004 → 20 for some inputs). `p` is clamped
+/// to 0..=100. Source: DESIGN.md "Numbers must be true" (the classic nearest-rank rule).
+pub fn nearest_rank(n: u64, p: f64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let p_micro = (p.clamp(0.0, 100.0) * 1_000_000.0).round() as u128;
+    let den = 100u128 * 1_000_000;
+    let k = (p_micro * n as u128).div_ceil(den);
+    k.clamp(1, n as u128) as u64
+}
+
+/// Running statistics over one scope: everything [`Stats`] needs, in bounded memory.
 #[derive(Debug, Clone, Default)]
-pub struct StatsAcc {}
+pub struct StatsAcc {
+    count: u64,
+    errors: u64,
+    sum_ms: u128,
+    min_ms: u64,
+    max_ms: u64,
+    first_start_ms: i64,
+    last_end_ms: i64,
+    bytes_received: u64,
+    bytes_sent: u64,
+    hist: ExactHistogram,
+}
+
+impl StatsAcc {
+    /// An empty accumulator.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one sample.
+    #[inline]
+    pub fn push(&mut self, s: &Sample<'_>) {
+        let end_ms = s
+            .start_ms
+            .saturating_add(s.elapsed_ms.min(i64::MAX as u64) as i64);
+        if self.count == 0 {
+            self.min_ms = s.elapsed_ms;
+            self.max_ms = s.elapsed_ms;
+            self.first_start_ms = s.start_ms;
+            self.last_end_ms = end_ms;
+        } else {
+            self.min_ms = self.min_ms.min(s.elapsed_ms);
+            self.max_ms = self.max_ms.max(s.elapsed_ms);
+            self.first_start_ms = self.first_start_ms.min(s.start_ms);
+            self.last_end_ms = self.last_end_ms.max(end_ms);
+        }
+        self.count += 1;
+        self.errors += u64::from(!s.success);
+        self.sum_ms += u128::from(s.elapsed_ms);
+        self.bytes_received = self.bytes_received.saturating_add(s.bytes_received);
+        self.bytes_sent = self.bytes_sent.saturating_add(s.bytes_sent);
+        self.hist.record(s.elapsed_ms);
+    }
+
+    /// Number of samples pushed.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The exact histogram of elapsed values (ms).
+    pub fn histogram(&self) -> &ExactHistogram {
+        &self.hist
+    }
+
+    /// The statistics so far, following DESIGN.md: `None` for every figure that is
+    /// undefined (no samples; throughput when the window is 0).
+    pub fn stats(&self) -> Stats {
+        if self.count == 0 {
+            return Stats::default();
+        }
+        let n = self.count as f64;
+        let [p50, p90, p95, p99] = self.hist.percentiles([50.0, 90.0, 95.0, 99.0]);
+        let window_ms = self.last_end_ms - self.first_start_ms;
+        Stats {
+            count: self.count,
+            errors: self.errors,
+            error_pct: Some(self.errors as f64 / n * 100.0),
+            min_ms: Some(self.min_ms as f64),
+            mean_ms: Some(self.sum_ms as f64 / n),
+            max_ms: Some(self.max_ms as f64),
+            p50_ms: p50.map(|v| v as f64),
+            p90_ms: p90.map(|v| v as f64),
+            p95_ms: p95.map(|v| v as f64),
+            p99_ms: p99.map(|v| v as f64),
+            first_start_ms: Some(self.first_start_ms),
+            last_end_ms: Some(self.last_end_ms),
+            window_ms: Some(window_ms),
+            throughput_rps: (window_ms > 0).then(|| n * 1000.0 / window_ms as f64),
+            bytes_received: self.bytes_received,
+            bytes_sent: self.bytes_sent,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_is_exact() {
+        assert_eq!(nearest_rank(20, 95.0), 19);
+        assert_eq!(nearest_rank(10, 90.0), 9);
+        assert_eq!(nearest_rank(7, 90.0), 7);
+        assert_eq!(nearest_rank(100, 99.9), 100);
+        assert_eq!(nearest_rank(1000, 99.9), 999);
+        assert_eq!(nearest_rank(1, 0.0), 1);
+        assert_eq!(nearest_rank(0, 50.0), 0);
+    }
+
+    #[test]
+    fn percentiles_span_dense_and_sparse() {
+        let mut h = ExactHistogram::new();
+        for v in [5, 1, 3, 200_000, 70_000, 2, 4, 100_000, 6, 7] {
+            h.record(v);
+        }
+        assert_eq!(h.percentile(50.0), Some(5));
+        assert_eq!(h.percentile(80.0), Some(70_000));
+        assert_eq!(h.percentile(100.0), Some(200_000));
+        assert_eq!(h.percentiles([10.0, 90.0]), [Some(1), Some(100_000)]);
+        assert_eq!(ExactHistogram::new().percentile(50.0), None);
+    }
+}

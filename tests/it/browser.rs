@@ -35,7 +35,9 @@ fn start_harrier(db: &Path) -> (Proc, String) {
         .expect("start harrier");
     let stdout = child.stdout.take().expect("stdout");
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("harrier prints its URL");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("harrier prints its URL");
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
@@ -53,7 +55,11 @@ fn cli_import(base: &str, file: &Path, name: &str) -> i64 {
         .output()
         .expect("run harrier import");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "import failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "import failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // "<file>: run N "name" — S samples …"
     stdout
         .split("run ")
@@ -64,7 +70,11 @@ fn cli_import(base: &str, file: &Path, name: &str) -> i64 {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn browser() -> (Proc, Client) {
@@ -74,7 +84,9 @@ async fn browser() -> (Proc, Client) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("chromedriver not found: run scripts/test.sh, which installs Debian's chromium-driver");
+        .expect(
+            "chromedriver not found: run scripts/test.sh, which installs Debian's chromium-driver",
+        );
     let driver = Proc(driver);
     let profile = tempfile::tempdir().unwrap().keep();
     let caps = serde_json::json!({
@@ -94,7 +106,11 @@ async fn browser() -> (Proc, Client) {
     };
     let mut last_err = None;
     for _ in 0..50 {
-        match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new()).capabilities(caps.clone()).connect(&format!("http://127.0.0.1:{port}")).await {
+        match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
             Ok(client) => return (driver, client),
             Err(e) => {
                 last_err = Some(e);
@@ -106,35 +122,62 @@ async fn browser() -> (Proc, Client) {
 }
 
 fn fixture_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
 }
 
 async fn text_of(client: &Client, css: &str) -> String {
-    client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).text().await.unwrap()
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_report_shows_summary_and_charts_and_runs_list_updates_live() {
     let dir = tempfile::tempdir().unwrap();
     let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
-    let id = cli_import(&base, &fixture_path("jmeter/csv_header_allcols.jtl"), "browser run");
+    let id = cli_import(
+        &base,
+        &fixture_path("jmeter/csv_header_allcols.jtl"),
+        "browser run",
+    );
     let (_driver, client) = browser().await;
     let wait = || client.wait().at_most(Duration::from_secs(20));
 
     // The run report: summary table per label with units, and the charts drawn.
-    client.goto(&format!("{base}/console/runs/{id}")).await.unwrap();
+    client
+        .goto(&format!("{base}/console/runs/{id}"))
+        .await
+        .unwrap();
     assert_eq!(text_of(&client, "h1").await, "browser run");
     let total = text_of(&client, "#summary-table tbody tr.total").await;
     assert!(total.starts_with("All requests"), "{total}");
-    assert!(total.contains(" ms") && total.contains(" %") && total.contains("req/s"), "units shown: {total}");
-    let labels = client.find_all(Locator::Css("#summary-table tbody tr")).await.unwrap();
+    assert!(
+        total.contains(" ms") && total.contains(" %") && total.contains("req/s"),
+        "units shown: {total}"
+    );
+    let labels = client
+        .find_all(Locator::Css("#summary-table tbody tr"))
+        .await
+        .unwrap();
     assert!(labels.len() >= 4, "one row per label plus the total");
     for chart in ["latency", "throughput"] {
         let css = format!(".chart[data-chart=\"{chart}\"] canvas");
-        wait().for_element(Locator::Css(&css)).await.unwrap_or_else(|e| panic!("{chart} chart not drawn: {e}"));
+        wait()
+            .for_element(Locator::Css(&css))
+            .await
+            .unwrap_or_else(|e| panic!("{chart} chart not drawn: {e}"));
     }
     let legend = text_of(&client, ".chart[data-chart=\"latency\"]").await;
-    assert!(legend.contains("p95"), "latency legend names its series: {legend}");
+    assert!(
+        legend.contains("p95"),
+        "latency legend names its series: {legend}"
+    );
     let drawn: bool = client
         .execute(
             "const c = document.querySelector('.chart[data-chart=\"latency\"] canvas');
@@ -147,22 +190,48 @@ async fn run_report_shows_summary_and_charts_and_runs_list_updates_live() {
         .unwrap_or(false);
     assert!(drawn, "the latency canvas has a real size");
     if let Ok(png) = client.screenshot().await {
-        let _ = std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run-report.png"), png);
+        let _ = std::fs::write(
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run-report.png"),
+            png,
+        );
     }
 
     // The runs list follows imports over the websocket, without a reload.
     client.goto(&format!("{base}/console/runs")).await.unwrap();
-    wait().for_element(Locator::Css(&format!("#runs-table tbody tr[data-run-id=\"{id}\"]"))).await.unwrap();
-    client.execute("window.__harrierMarker = 42;", vec![]).await.unwrap();
-    wait().for_element(Locator::Css("#live-status[data-state=\"live\"]")).await.expect("websocket connected");
-    let second = cli_import(&base, &fixture_path("edge-cases/EC35/input.jtl"), "arrived live");
+    wait()
+        .for_element(Locator::Css(&format!(
+            "#runs-table tbody tr[data-run-id=\"{id}\"]"
+        )))
+        .await
+        .unwrap();
+    client
+        .execute("window.__harrierMarker = 42;", vec![])
+        .await
+        .unwrap();
+    wait()
+        .for_element(Locator::Css("#live-status[data-state=\"live\"]"))
+        .await
+        .expect("websocket connected");
+    let second = cli_import(
+        &base,
+        &fixture_path("edge-cases/EC35/input.jtl"),
+        "arrived live",
+    );
     let row = wait()
-        .for_element(Locator::Css(&format!("#runs-table tbody tr[data-run-id=\"{second}\"]")))
+        .for_element(Locator::Css(&format!(
+            "#runs-table tbody tr[data-run-id=\"{second}\"]"
+        )))
         .await
         .expect("the new run appears without a reload");
     let row_text = row.text().await.unwrap();
-    assert!(row_text.contains("arrived live") && row_text.contains("19"), "{row_text}");
-    let marker = client.execute("return window.__harrierMarker;", vec![]).await.unwrap();
+    assert!(
+        row_text.contains("arrived live") && row_text.contains("19"),
+        "{row_text}"
+    );
+    let marker = client
+        .execute("return window.__harrierMarker;", vec![])
+        .await
+        .unwrap();
     assert_eq!(marker, serde_json::json!(42), "the page was not reloaded");
 
     client.close().await.unwrap();

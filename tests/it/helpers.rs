@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use harrier::app::{router, AppState};
+use harrier::app::{AppState, router};
 use harrier::config::Config;
 use harrier::store::Store;
 use http_body_util::BodyExt;
@@ -20,8 +20,14 @@ pub async fn spawn_app() -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("harrier.db");
     let store = Store::open(&db).await.expect("open store");
-    let config = Config { db, ..Config::default() };
-    TestApp { state: AppState::new(store, config), _dir: dir }
+    let config = Config {
+        db,
+        ..Config::default()
+    };
+    TestApp {
+        state: AppState::new(store, config),
+        _dir: dir,
+    }
 }
 
 /// A response read whole.
@@ -33,7 +39,8 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -45,7 +52,10 @@ impl Reply {
 
 impl TestApp {
     pub async fn send(&self, req: Request<Body>) -> Reply {
-        let res = router(self.state.clone()).oneshot(req).await.expect("infallible");
+        let res = router(self.state.clone())
+            .oneshot(req)
+            .await
+            .expect("infallible");
         let status = res.status();
         let content_type = res
             .headers()
@@ -53,28 +63,43 @@ impl TestApp {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        let body = res.into_body().collect().await.expect("body").to_bytes().to_vec();
-        Reply { status, content_type, body }
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec();
+        Reply {
+            status,
+            content_type,
+            body,
+        }
     }
 
     pub async fn get(&self, uri: &str) -> Reply {
-        self.send(Request::get(uri).body(Body::empty()).unwrap()).await
+        self.send(Request::get(uri).body(Body::empty()).unwrap())
+            .await
     }
 
     pub async fn delete(&self, uri: &str) -> Reply {
-        self.send(Request::delete(uri).body(Body::empty()).unwrap()).await
+        self.send(Request::delete(uri).body(Body::empty()).unwrap())
+            .await
     }
 
     /// `POST /api/v1/runs?{query}` with `body` as the raw request body.
     pub async fn import(&self, query: &str, body: Vec<u8>) -> Reply {
         let uri = format!("/api/v1/runs?{query}");
-        self.send(Request::post(uri).body(Body::from(body)).unwrap()).await
+        self.send(Request::post(uri).body(Body::from(body)).unwrap())
+            .await
     }
 }
 
 /// The project's own fixture file `tests/fixtures/{rel}`.
 pub fn fixture(rel: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -87,5 +112,7 @@ pub fn assert_close(a: f64, b: f64, what: &str) {
 /// Texts of every element matching `selector`.
 pub fn select_texts(html: &scraper::Html, selector: &str) -> Vec<String> {
     let sel = scraper::Selector::parse(selector).expect("valid selector");
-    html.select(&sel).map(|e| e.text().collect::<String>().trim().to_string()).collect()
+    html.select(&sel)
+        .map(|e| e.text().collect::<String>().trim().to_string())
+        .collect()
 }

@@ -9,7 +9,12 @@ use crate::helpers::{assert_close, fixture, select_texts, spawn_app};
 #[tokio::test]
 async fn import_then_read_a_run_with_exact_statistics() {
     let app = spawn_app().await;
-    let reply = app.import("name=ec01&scenario=catalog&tag=build=7", fixture("edge-cases/EC01/input.jtl")).await;
+    let reply = app
+        .import(
+            "name=ec01&scenario=catalog&tag=build=7",
+            fixture("edge-cases/EC01/input.jtl"),
+        )
+        .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
     let created = reply.json();
     let run = &created["runs"][0];
@@ -36,11 +41,28 @@ async fn import_then_read_a_run_with_exact_statistics() {
     assert_eq!(o["first_start_ms"], 1_700_000_000_000i64);
     assert_eq!(o["last_end_ms"], 1_700_000_000_810i64);
     assert_eq!(o["window_ms"], 810);
-    assert_close(o["throughput_rps"].as_f64().unwrap(), 4.938272, "throughput");
-    let labels: Vec<&str> = d["labels"].as_array().unwrap().iter().map(|l| l["label"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["Get catalog", "Get item"], "no 'Fake row' label from inside a quoted field");
+    assert_close(
+        o["throughput_rps"].as_f64().unwrap(),
+        4.938272,
+        "throughput",
+    );
+    let labels: Vec<&str> = d["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["Get catalog", "Get item"],
+        "no 'Fake row' label from inside a quoted field"
+    );
     assert_eq!(d["labels"][1]["errors"], 2);
-    assert_close(d["labels"][1]["throughput_rps"].as_f64().unwrap(), 2.631579, "label throughput");
+    assert_close(
+        d["labels"][1]["throughput_rps"].as_f64().unwrap(),
+        2.631579,
+        "label throughput",
+    );
 }
 
 /// EC16: a header-only file is a run with no samples: every undefined figure is null.
@@ -53,7 +75,17 @@ async fn an_empty_run_has_nulls_not_zeros() {
     let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
     let o = &d["overall"];
     assert_eq!(o["count"], 0);
-    for key in ["error_pct", "min_ms", "mean_ms", "max_ms", "p50_ms", "p95_ms", "p99_ms", "window_ms", "throughput_rps"] {
+    for key in [
+        "error_pct",
+        "min_ms",
+        "mean_ms",
+        "max_ms",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "window_ms",
+        "throughput_rps",
+    ] {
         assert!(o[key].is_null(), "{key} must be null, got {}", o[key]);
     }
     let page = app.get(&format!("/console/runs/{id}")).await;
@@ -67,7 +99,9 @@ async fn an_empty_run_has_nulls_not_zeros() {
 #[tokio::test]
 async fn damaged_rows_are_counted_and_shown_with_line_numbers() {
     let app = spawn_app().await;
-    let reply = app.import("format=jmeter-csv", fixture("edge-cases/EC07/input.jtl")).await;
+    let reply = app
+        .import("format=jmeter-csv", fixture("edge-cases/EC07/input.jtl"))
+        .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
     let run = &reply.json()["runs"][0];
     assert_eq!(run["samples"], 5);
@@ -76,7 +110,11 @@ async fn damaged_rows_are_counted_and_shown_with_line_numbers() {
     let rejected = app.get(&format!("/api/v1/runs/{id}/rejected")).await.json();
     let line = rejected["rejected"][0]["line"].as_i64().unwrap();
     let text = String::from_utf8(fixture("edge-cases/EC07/input.jtl")).unwrap();
-    assert_eq!(line as usize, text.lines().count(), "the cut-off row is the file's last line");
+    assert_eq!(
+        line as usize,
+        text.lines().count(),
+        "the cut-off row is the file's last line"
+    );
     let page = app.get(&format!("/console/runs/{id}")).await.html();
     let rows = select_texts(&page, "#rejected-table tbody td.num");
     assert_eq!(rows, [line.to_string()]);
@@ -91,7 +129,12 @@ async fn transaction_rows_are_not_counted_twice() {
     let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
     assert_eq!(d["overall"]["count"], 4);
     assert_close(d["overall"]["mean_ms"].as_f64().unwrap(), 282.5, "mean");
-    let tx = d["labels"].as_array().unwrap().iter().find(|l| l["label"] == "Checkout flow").expect("TX label");
+    let tx = d["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["label"] == "Checkout flow")
+        .expect("TX label");
     assert_eq!(tx["is_transaction"], true);
     assert_eq!(tx["count"], 2);
 }
@@ -100,15 +143,24 @@ async fn transaction_rows_are_not_counted_twice() {
 #[tokio::test]
 async fn ab_reports_become_summary_runs_one_per_report() {
     let app = spawn_app().await;
-    let reply = app.import("format=ab", fixture("edge-cases/EC22/ab-output.txt")).await;
+    let reply = app
+        .import("format=ab", fixture("edge-cases/EC22/ab-output.txt"))
+        .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
     let id = reply.json()["runs"][0]["id"].as_i64().unwrap();
     let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
     assert_eq!(d["tool"], "ab");
     assert_eq!(d["summary_only"], true);
     assert_eq!(d["overall"]["count"], 2000);
-    assert_eq!(d["overall"]["errors"], 2000, "Non-2xx responses are errors although 'Failed requests: 0'");
-    assert_close(d["overall"]["error_pct"].as_f64().unwrap(), 100.0, "error_pct");
+    assert_eq!(
+        d["overall"]["errors"], 2000,
+        "Non-2xx responses are errors although 'Failed requests: 0'"
+    );
+    assert_close(
+        d["overall"]["error_pct"].as_f64().unwrap(),
+        100.0,
+        "error_pct",
+    );
     assert_eq!(d["overall"]["p95_ms"].as_f64(), Some(18.0));
 
     let mut two = fixture("ab/slow_stdout.txt");
@@ -128,16 +180,34 @@ async fn ab_reports_become_summary_runs_one_per_report() {
 #[tokio::test]
 async fn unknown_format_is_a_clear_error_and_stores_nothing() {
     let app = spawn_app().await;
-    let reply = app.import("filename=notes.txt", b"hello, this is not a load test result\n".to_vec()).await;
+    let reply = app
+        .import(
+            "filename=notes.txt",
+            b"hello, this is not a load test result\n".to_vec(),
+        )
+        .await;
     assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY);
     let err = reply.json()["error"].as_str().unwrap().to_string();
     assert!(err.contains("notes.txt"), "{err}");
     assert!(err.contains("jmeter-csv") && err.contains("ab"), "{err}");
-    assert_eq!(app.get("/api/v1/runs").await.json()["runs"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        app.get("/api/v1/runs").await.json()["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
 
-    let reply = app.import("format=gatling", fixture("edge-cases/EC01/input.jtl")).await;
+    let reply = app
+        .import("format=gatling", fixture("edge-cases/EC01/input.jtl"))
+        .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
-    assert!(reply.json()["error"].as_str().unwrap().contains("supported"));
+    assert!(
+        reply.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("supported")
+    );
 }
 
 /// Multipart upload (the browser form without JS) imports the `file` field.
@@ -146,12 +216,20 @@ async fn multipart_upload_imports_the_file_field() {
     let app = spawn_app().await;
     let boundary = "XyZboundary";
     let mut body = Vec::new();
-    body.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"scenario\"\r\n\r\nshop\r\n").as_bytes());
+    body.extend(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"scenario\"\r\n\r\nshop\r\n"
+        )
+        .as_bytes(),
+    );
     body.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"ec35.jtl\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
     body.extend(fixture("edge-cases/EC35/input.jtl"));
     body.extend(format!("\r\n--{boundary}--\r\n").as_bytes());
     let req = Request::post("/api/v1/runs")
-        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
         .body(Body::from(body))
         .unwrap();
     let reply = app.send(req).await;
@@ -160,19 +238,45 @@ async fn multipart_upload_imports_the_file_field() {
     assert_eq!(run["name"], "ec35");
     assert_eq!(run["samples"], 19);
     let id = run["id"].as_i64().unwrap();
-    assert_eq!(app.get(&format!("/api/v1/runs/{id}")).await.json()["scenario"], "shop");
+    assert_eq!(
+        app.get(&format!("/api/v1/runs/{id}")).await.json()["scenario"],
+        "shop"
+    );
 }
 
 /// EC35: per-second buckets by start second, the spike second, the partial last bucket.
 #[tokio::test]
 async fn timeseries_buckets_by_start_second() {
     let app = spawn_app().await;
-    let id = app.import("", fixture("edge-cases/EC35/input.jtl")).await.json()["runs"][0]["id"].as_i64().unwrap();
-    let s = app.get(&format!("/api/v1/runs/{id}/timeseries")).await.json();
+    let id = app
+        .import("", fixture("edge-cases/EC35/input.jtl"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let s = app
+        .get(&format!("/api/v1/runs/{id}/timeseries"))
+        .await
+        .json();
     assert_eq!(s["bucket_ms"], 1000);
-    let t: Vec<i64> = s["t_ms"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
-    assert_eq!(t, (0..5).map(|i| 1_700_000_000_000 + i * 1000).collect::<Vec<_>>());
-    let count: Vec<u64> = s["count"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let t: Vec<i64> = s["t_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        t,
+        (0..5)
+            .map(|i| 1_700_000_000_000 + i * 1000)
+            .collect::<Vec<_>>()
+    );
+    let count: Vec<u64> = s["count"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
     assert_eq!(count, [5, 5, 5, 3, 1]);
     assert_eq!(s["errors"][2], 4);
     assert_close(s["error_pct"][2].as_f64().unwrap(), 80.0, "spike error %");
@@ -180,27 +284,68 @@ async fn timeseries_buckets_by_start_second() {
     assert_eq!(s["max_ms"][2].as_f64(), Some(1100.0));
     assert_eq!(s["last_bucket_partial"], true);
 
-    let missing = app.get(&format!("/api/v1/runs/{id}/timeseries?label=nope")).await;
+    let missing = app
+        .get(&format!("/api/v1/runs/{id}/timeseries?label=nope"))
+        .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]
 async fn list_and_delete_runs() {
     let app = spawn_app().await;
-    let a = app.import("name=first", fixture("edge-cases/EC01/input.jtl")).await.json()["runs"][0]["id"].as_i64().unwrap();
-    let b = app.import("name=second", fixture("edge-cases/EC35/input.jtl")).await.json()["runs"][0]["id"].as_i64().unwrap();
+    let a = app
+        .import("name=first", fixture("edge-cases/EC01/input.jtl"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let b = app
+        .import("name=second", fixture("edge-cases/EC35/input.jtl"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
     let list = app.get("/api/v1/runs").await.json();
-    let ids: Vec<i64> = list["runs"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    let ids: Vec<i64> = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
     assert_eq!(ids.len(), 2);
     assert!(ids.contains(&a) && ids.contains(&b));
-    assert_eq!(app.delete(&format!("/api/v1/runs/{a}")).await.status, StatusCode::NO_CONTENT);
-    assert_eq!(app.get(&format!("/api/v1/runs/{a}")).await.status, StatusCode::NOT_FOUND);
-    assert_eq!(app.delete(&format!("/api/v1/runs/{a}")).await.status, StatusCode::NOT_FOUND);
-    assert_eq!(app.get("/api/v1/runs/abc").await.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        app.delete(&format!("/api/v1/runs/{a}")).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.get(&format!("/api/v1/runs/{a}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.delete(&format!("/api/v1/runs/{a}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/api/v1/runs/abc").await.status,
+        StatusCode::BAD_REQUEST
+    );
     // GET changes nothing, POST to a GET-only path is refused.
-    let refused = app.send(Request::post(format!("/api/v1/runs/{b}")).body(Body::empty()).unwrap()).await;
+    let refused = app
+        .send(
+            Request::post(format!("/api/v1/runs/{b}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
     assert_eq!(refused.status, StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(app.get("/api/v1/runs").await.json()["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        app.get("/api/v1/runs").await.json()["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -209,16 +354,29 @@ async fn console_pages_render_runs_with_units() {
     let empty = app.get("/console/runs").await;
     assert_eq!(empty.status, StatusCode::OK);
     assert!(empty.content_type.starts_with("text/html"));
-    assert_eq!(select_texts(&empty.html(), "#runs-empty .empty-title"), ["No runs yet"]);
+    assert_eq!(
+        select_texts(&empty.html(), "#runs-empty .empty-title"),
+        ["No runs yet"]
+    );
 
-    let id = app.import("name=<script>alert(1)</script>", fixture("edge-cases/EC01/input.jtl")).await.json()["runs"][0]["id"]
+    let id = app
+        .import(
+            "name=<script>alert(1)</script>",
+            fixture("edge-cases/EC01/input.jtl"),
+        )
+        .await
+        .json()["runs"][0]["id"]
         .as_i64()
         .unwrap();
     let list = app.get("/console/runs").await;
     let html = list.html();
     assert!(select_texts(&html, "#runs-empty").is_empty());
     let names = select_texts(&html, "#runs-table tbody td a");
-    assert_eq!(names, ["<script>alert(1)</script>"], "names are escaped, shown as text");
+    assert_eq!(
+        names,
+        ["<script>alert(1)</script>"],
+        "names are escaped, shown as text"
+    );
     assert!(!list.text().contains("<script>alert(1)"));
 
     let page = app.get(&format!("/console/runs/{id}")).await;
@@ -239,7 +397,10 @@ async fn console_pages_render_runs_with_units() {
 
     let overview = app.get("/console").await;
     assert_eq!(overview.status, StatusCode::OK);
-    assert_eq!(select_texts(&overview.html(), "#runs-table tbody tr").len(), 1);
+    assert_eq!(
+        select_texts(&overview.html(), "#runs-table tbody tr").len(),
+        1
+    );
 
     let missing = app.get("/console/runs/999").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
@@ -272,7 +433,10 @@ async fn health_metrics_and_static_files() {
     let css = app.get("/static/harrier.css").await;
     assert_eq!(css.status, StatusCode::OK);
     assert!(css.content_type.starts_with("text/css"));
-    assert_eq!(app.get("/static/nope.js").await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get("/static/nope.js").await.status,
+        StatusCode::NOT_FOUND
+    );
     let unknown = app.get("/api/v1/nothing").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert!(unknown.json()["error"].is_string());

@@ -37,7 +37,9 @@ async fn a_live_client_receives_the_import_event() {
         let _ = stop_rx.await;
     }));
 
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/v1/live")).await.expect("connect");
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/v1/live"))
+        .await
+        .expect("connect");
     let hello = next_json(&mut ws, "hello").await;
     assert!(hello["server_time_ms"].as_i64().unwrap() > 1_700_000_000_000);
 
@@ -49,7 +51,9 @@ async fn a_live_client_receives_the_import_event() {
         .await
         .unwrap();
     assert_eq!(res.status(), 201);
-    let id = res.json::<serde_json::Value>().await.unwrap()["runs"][0]["id"].as_i64().unwrap();
+    let id = res.json::<serde_json::Value>().await.unwrap()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
 
     let event = next_json(&mut ws, "run_imported").await;
     assert_eq!(event["run"]["id"], id);
@@ -59,17 +63,32 @@ async fn a_live_client_receives_the_import_event() {
     let done = next_json(&mut ws, "import_done").await;
     assert_eq!(done["run_ids"][0], id);
 
-    let res = client.delete(format!("http://{addr}/api/v1/runs/{id}")).send().await.unwrap();
+    let res = client
+        .delete(format!("http://{addr}/api/v1/runs/{id}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 204);
     assert_eq!(next_json(&mut ws, "run_deleted").await["id"], id);
 
     // The metrics count the connected client.
-    let metrics = client.get(format!("http://{addr}/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("harrier_websocket_clients"), "{metrics}");
 
     ws.send(Message::Close(None)).await.ok();
     stop_tx.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), server).await.expect("graceful shutdown").unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("graceful shutdown")
+        .unwrap()
+        .unwrap();
 }
 
 /// A client that does not read falls behind; it gets a resync instead of stalling anyone.
@@ -82,17 +101,25 @@ async fn a_slow_client_gets_a_resync_and_never_blocks_publishing() {
     let shutdown = state.shutdown.clone();
     let server = tokio::spawn(app::serve(listener, state, std::future::pending()));
 
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/v1/live")).await.expect("connect");
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/api/v1/live"))
+        .await
+        .expect("connect");
     next_json(&mut ws, "hello").await;
     // Publishing 5,000 events with nobody reading must return at once (it never waits).
     let started = std::time::Instant::now();
     for id in 0..5_000 {
-        test.state.hub.publish(&harrier::live::Event::RunDeleted { id });
+        test.state
+            .hub
+            .publish(&harrier::live::Event::RunDeleted { id });
     }
     assert!(started.elapsed() < Duration::from_secs(5));
     let resync = next_json(&mut ws, "resync").await;
     assert!(resync["reason"].as_str().unwrap().contains("missed"));
 
     shutdown.cancel();
-    tokio::time::timeout(Duration::from_secs(10), server).await.expect("shutdown").unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("shutdown")
+        .unwrap()
+        .unwrap();
 }

@@ -29,22 +29,32 @@ fn sample_run(buckets: usize) -> RunData {
     RunData {
         overall: stats(10, 1, 1_000, 5_000),
         labels: vec![
-            LabelStats { label: "Login, step 1".into(), is_transaction: false, stats: stats(6, 1, 1_000, 4_000) },
-            LabelStats { label: "Café \"menu\"".into(), is_transaction: true, stats: stats(4, 0, 2_000, 5_000) },
+            LabelStats {
+                label: "Login, step 1".into(),
+                is_transaction: false,
+                stats: stats(6, 1, 1_000, 4_000),
+            },
+            LabelStats {
+                label: "Café \"menu\"".into(),
+                is_transaction: true,
+                stats: stats(4, 0, 2_000, 5_000),
+            },
         ],
         buckets: (0..buckets)
             .flat_map(|i| {
-                [None, Some("Login, step 1".to_string())].into_iter().map(move |label| Bucket {
-                    label,
-                    start_ms: i as i64 * 1000,
-                    count: 2,
-                    errors: 0,
-                    sum_ms: 40,
-                    min_ms: 10,
-                    max_ms: 30,
-                    active_users: Some(3),
-                    histogram: vec![1, 2, 3],
-                })
+                [None, Some("Login, step 1".to_string())]
+                    .into_iter()
+                    .map(move |label| Bucket {
+                        label,
+                        start_ms: i as i64 * 1000,
+                        count: 2,
+                        errors: 0,
+                        sum_ms: 40,
+                        min_ms: 10,
+                        max_ms: 30,
+                        active_users: Some(3),
+                        histogram: vec![1, 2, 3],
+                    })
             })
             .collect(),
         errors: vec![ErrorGroup {
@@ -56,7 +66,10 @@ fn sample_run(buckets: usize) -> RunData {
             last_seen_ms: 1_500,
         }],
         rejected_rows: 3,
-        rejected: vec![RejectedRow { line: 7, reason: "expected 17 fields, found 9".into() }],
+        rejected: vec![RejectedRow {
+            line: 7,
+            reason: "expected 17 fields, found 9".into(),
+        }],
         summary_only: false,
         reported: serde_json::json!({}),
     }
@@ -82,7 +95,10 @@ async fn a_run_round_trips_with_every_figure(pool: SqlitePool) {
     assert_eq!(run.name, "r1");
     assert_eq!(run.tags.get("build").map(String::as_str), Some("142"));
     assert_eq!(run.overall, data.overall);
-    assert_eq!(run.labels, data.labels, "labels keep order, text and transaction flag");
+    assert_eq!(
+        run.labels, data.labels,
+        "labels keep order, text and transaction flag"
+    );
     assert_eq!(run.rejected_rows, 3);
     assert_eq!(run.started_at_ms, Some(1_000));
 
@@ -90,8 +106,24 @@ async fn a_run_round_trips_with_every_figure(pool: SqlitePool) {
     assert_eq!(total.len(), 3);
     assert_eq!(total[1].start_ms, 1_000);
     assert_eq!(total[1].histogram, vec![1, 2, 3]);
-    assert_eq!(store.run_buckets(id, Some("Login, step 1")).await.unwrap().unwrap().len(), 3);
-    assert_eq!(store.run_buckets(id, Some("Café \"menu\"")).await.unwrap().unwrap().len(), 0);
+    assert_eq!(
+        store
+            .run_buckets(id, Some("Login, step 1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        store
+            .run_buckets(id, Some("Café \"menu\""))
+            .await
+            .unwrap()
+            .unwrap()
+            .len(),
+        0
+    );
     assert!(store.run_buckets(id, Some("nope")).await.unwrap().is_none());
 
     let errors = store.run_errors(id).await.unwrap();
@@ -113,8 +145,14 @@ async fn a_run_round_trips_with_every_figure(pool: SqlitePool) {
 #[sqlx::test(migrations = false)]
 async fn large_runs_insert_in_batches(pool: SqlitePool) {
     let store = Store::from_pool(pool).await.unwrap();
-    let id = store.insert_run(&new_run("big"), &sample_run(20_000)).await.unwrap();
-    assert_eq!(store.run_buckets(id, None).await.unwrap().unwrap().len(), 20_000);
+    let id = store
+        .insert_run(&new_run("big"), &sample_run(20_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.run_buckets(id, None).await.unwrap().unwrap().len(),
+        20_000
+    );
 }
 
 /// Runs of one file land together or not at all.
@@ -125,23 +163,39 @@ async fn a_failed_import_leaves_nothing_behind(pool: SqlitePool) {
     let mut bad = sample_run(2);
     // Two buckets with the same (label, start) violate the primary key mid-transaction.
     bad.buckets.push(bad.buckets[0].clone());
-    let result = store.insert_runs(&[(new_run("a"), &good), (new_run("b"), &bad)]).await;
+    let result = store
+        .insert_runs(&[(new_run("a"), &good), (new_run("b"), &bad)])
+        .await;
     assert!(result.is_err());
-    assert_eq!(store.count_runs().await.unwrap(), 0, "the first run was rolled back too");
+    assert_eq!(
+        store.count_runs().await.unwrap(),
+        0,
+        "the first run was rolled back too"
+    );
 }
 
 #[sqlx::test(migrations = false)]
 async fn deleting_a_run_removes_its_aggregates(pool: SqlitePool) {
     let store = Store::from_pool(pool.clone()).await.unwrap();
-    let id = store.insert_run(&new_run("gone"), &sample_run(5)).await.unwrap();
+    let id = store
+        .insert_run(&new_run("gone"), &sample_run(5))
+        .await
+        .unwrap();
     assert!(store.delete_run(id).await.unwrap());
     assert!(!store.delete_run(id).await.unwrap());
     assert!(store.get_run(id).await.unwrap().is_none());
-    for table in ["run_stats", "run_buckets", "run_errors", "run_rejected", "run_tags"] {
-        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    for table in [
+        "run_stats",
+        "run_buckets",
+        "run_errors",
+        "run_rejected",
+        "run_tags",
+    ] {
+        let n: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
         assert_eq!(n, 0, "{table} emptied by the cascade");
     }
 }
@@ -152,6 +206,9 @@ async fn a_database_file_is_created_in_wal_mode() {
     let path = dir.path().join("sub.db");
     let store = Store::open(&path).await.unwrap();
     assert!(path.exists());
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(store.pool()).await.unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
     assert_eq!(mode, "wal");
 }

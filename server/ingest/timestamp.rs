@@ -1,0 +1,199 @@
+//! Timestamps written by load tools → unix epoch ms.
+//!
+//! JMeter writes epoch ms by default, or a `SimpleDateFormat` pattern
+//! (`jmeter.save.saveservice.timestamp_format`) rendered in the JVM's time zone *without*
+//! the zone (FORMATS.md §2.1). harrier reads such naive stamps as **UTC**: durations,
+//! windows, throughput and percentiles do not depend on the zone, absolute times shift by
+//! the writer's offset. Stamps that carry a zone (`Z`, `+02:00`, `+0200`) are converted.
+
+/// Parses an integer epoch-ms field (ASCII digits only, optional leading `-`).
+#[inline]
+pub fn parse_epoch_ms(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, b),
+    };
+    let v = parse_u64(digits)?;
+    let v = i64::try_from(v).ok()?;
+    Some(if neg { -v } else { v })
+}
+
+/// Parses a non-empty run of ASCII digits; `None` on anything else or overflow.
+#[inline]
+pub fn parse_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(v)
+}
+
+/// Parses a formatted date-time → epoch ms.
+///
+/// Accepted: `yyyy-MM-dd HH:mm:ss[.SSS]` with `-` or `/` between date parts and a space
+/// or `T` before the time (so JMeter's `yyyy/MM/dd HH:mm:ss.SSS`, ISO 8601 and RFC 3339
+/// all read), 1–9 fraction digits (kept to ms, truncated), then optionally `Z` or an
+/// offset `±HH:MM` / `±HHMM` / `±HH`. Without a zone the value is taken as UTC.
+pub fn parse_datetime_ms(b: &[u8]) -> Option<i64> {
+    let mut c = Cursor { b, i: 0 };
+    let year = c.digits(4)? as i64;
+    let sep = c.byte()?;
+    if sep != b'-' && sep != b'/' {
+        return None;
+    }
+    let month = c.digits(2)?;
+    c.expect(sep)?;
+    let day = c.digits(2)?;
+    match c.byte()? {
+        b' ' | b'T' => {}
+        _ => return None,
+    }
+    let hour = c.digits(2)?;
+    c.expect(b':')?;
+    let minute = c.digits(2)?;
+    c.expect(b':')?;
+    let second = c.digits(2)?;
+    let mut millis = 0u32;
+    if matches!(c.peek(), Some(b'.' | b',')) {
+        c.i += 1;
+        let start = c.i;
+        while c.peek().is_some_and(|d| d.is_ascii_digit()) {
+            c.i += 1;
+        }
+        let frac = &b[start..c.i];
+        if frac.is_empty() || frac.len() > 9 {
+            return None;
+        }
+        for k in 0..3 {
+            millis = millis * 10 + frac.get(k).map_or(0, |d| u32::from(d - b'0'));
+        }
+    }
+    let offset_s: i64 = match c.peek() {
+        None => 0,
+        Some(b'Z' | b'z') if c.i + 1 == b.len() => 0,
+        Some(sign @ (b'+' | b'-')) => {
+            c.i += 1;
+            let h = c.digits(2)? as i64;
+            if c.peek() == Some(b':') {
+                c.i += 1;
+            }
+            let m = if c.i < b.len() {
+                c.digits(2)? as i64
+            } else {
+                0
+            };
+            if c.i != b.len() || h > 23 || m > 59 {
+                return None;
+            }
+            let s = h * 3600 + m * 60;
+            if sign == b'+' { s } else { -s }
+        }
+        Some(_) => return None,
+    };
+    if !(1..=12).contains(&month)
+        || day == 0
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_s;
+    Some(secs * 1000 + i64::from(millis))
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+    fn byte(&mut self) -> Option<u8> {
+        let v = self.peek()?;
+        self.i += 1;
+        Some(v)
+    }
+    fn expect(&mut self, want: u8) -> Option<()> {
+        (self.byte()? == want).then_some(())
+    }
+    fn digits(&mut self, n: usize) -> Option<u32> {
+        let s = self.b.get(self.i..self.i + n)?;
+        self.i += n;
+        s.iter().try_fold(0u32, |acc, &d| {
+            d.is_ascii_digit().then(|| acc * 10 + u32::from(d - b'0'))
+        })
+    }
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = i64::from((month + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        // 2026-11-30T00:52:06.357Z = 1795999926357 (checked with `date -u -d ... +%s%3N`).
+        assert_eq!(
+            parse_datetime_ms(b"2026/11/30 00:52:06.357"),
+            Some(1_795_999_926_357)
+        );
+        assert_eq!(
+            parse_datetime_ms(b"2026-11-30 00:52:06.357"),
+            Some(1_795_999_926_357)
+        );
+        assert_eq!(
+            parse_datetime_ms(b"2026-11-30T00:52:06.357Z"),
+            Some(1_795_999_926_357)
+        );
+        assert_eq!(
+            parse_datetime_ms(b"2026-11-30T02:52:06.357+02:00"),
+            Some(1_795_999_926_357)
+        );
+        assert_eq!(
+            parse_datetime_ms(b"2026-11-30T00:52:06"),
+            Some(1_795_999_926_000)
+        );
+        assert_eq!(parse_datetime_ms(b"1970-01-01 00:00:00.5"), Some(500));
+        assert_eq!(
+            parse_datetime_ms(b"2024-02-29 12:00:00"),
+            Some(1_709_208_000_000)
+        );
+        assert_eq!(parse_datetime_ms(b"2023-02-29 12:00:00"), None);
+        assert_eq!(parse_datetime_ms(b"30/11/2026 00:52:06"), None);
+        assert_eq!(parse_datetime_ms(b"2026-11-30 00:52:06 junk"), None);
+        assert_eq!(parse_epoch_ms(b"1700000000000"), Some(1_700_000_000_000));
+        assert_eq!(parse_epoch_ms(b"17e11"), None);
+        assert_eq!(parse_epoch_ms(b""), None);
+    }
+}
