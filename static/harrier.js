@@ -40,11 +40,24 @@
  *     harrier:run_imported / run_deleted / resync (GET /api/v1/runs).
  *     table[data-limit="N"] keeps at most N rows (Overview's "recent runs").
  *  6. Upload: form#upload-form → POST /api/v1/runs?format=&name=&scenario= with
- *     the file as the raw body (XMLHttpRequest, upload progress), then import
- *     progress from harrier:import_progress, then links or an error.
+ *     the file as the raw body (XMLHttpRequest, upload progress; empty params
+ *     and format=auto are omitted). The body has no name, so the request says
+ *     Content-Disposition: attachment; filename="ascii"; filename*=UTF-8''pct
+ *     and the server should use that file name as import_progress.source.
+ *     Import progress from harrier:import_progress (source == file name, or
+ *     ends with "/" + file name), then links (2xx {"runs":[…]}) or the
+ *     {"error": "…"} text in an error box.
  *  7. Run page (body[data-page="run"]): charts from the JSON island
- *     script#run-data with uPlot: latency, throughput (+ error %), users.
- *     select#ts-label refetches the time series for one label.
+ *     script#run-data with uPlot: latency (p50 p90 p95 p99 max mean; max starts
+ *     hidden, click the legend), throughput (requests/s and errors/s = count /
+ *     bucket seconds; error % on a right axis), users (stepped). Shared cursor;
+ *     drag-zoom on one chart zooms all, double-click resets. The partial last
+ *     bucket is shaded, labelled "partial", drawn dashed, and the legend's time
+ *     says "(partial)". Empty series → an empty state inside each chart box;
+ *     active_users all null → a note in the users box. select#ts-label
+ *     refetches timeseries_url?label=… (and keeps ?label= in the page URL).
+ *     Chart colours come from the --c-* CSS properties; a colour-scheme switch
+ *     redraws.
  *
  * ── DOM contract (templates must follow) ───────────────────────────────────
  *  body[data-page="overview"|"runs"|"run"|…], body[data-live] (presence)
@@ -193,7 +206,10 @@
     const tbody = table.tBodies[0];
     if (!tbody) return;
     const sign = dir === 'ascending' ? 1 : -1;
-    const rows = Array.from(tbody.rows).map((r) => ({ r, k: cellKey(r, idx, type) }));
+    // a total row left in tbody (tr.total) stays at the bottom; prefer <tfoot>
+    const all = Array.from(tbody.rows);
+    const pinned = all.filter((r) => r.classList.contains('total'));
+    const rows = all.filter((r) => !r.classList.contains('total')).map((r) => ({ r, k: cellKey(r, idx, type) }));
     rows.sort((a, b) => {
       if (a.k === null || b.k === null) return (a.k === null) - (b.k === null);
       const c = type === 'num' ? a.k - b.k : collator.compare(a.k, b.k);
@@ -201,6 +217,7 @@
     });
     const frag = doc.createDocumentFragment();
     for (const x of rows) frag.append(x.r);
+    for (const r of pinned) frag.append(r);
     tbody.append(frag);
     for (const th of table.tHead ? table.tHead.rows[0].cells : []) {
       if (th.cellIndex === idx) th.setAttribute('aria-sort', dir);
@@ -433,10 +450,14 @@
   function initUpload(form) {
     const fileInput = form.querySelector('input[type="file"][name="file"]');
     const button = form.querySelector('button[type="submit"], input[type="submit"]');
-    const row = $('#upload-progress-row');
     const bar = $('#upload-progress');
+    const row = $('#upload-progress-row') || bar; // older markup: a bare <progress hidden>
     const status = $('#upload-status');
-    const result = $('#upload-result');
+    let result = $('#upload-result');
+    if (!result) { // never lose an error message for want of a container
+      result = h('div', { id: 'upload-result', class: 'upload-result', hidden: true });
+      form.after(result);
+    }
     let busy = false;
     let fileName = null;
     let phase = 'idle';        // 'upload' (bytes going up) → 'import' (server still parsing)

@@ -39,6 +39,7 @@ import org.apache.jmeter.threads.ThreadGroup;
 import org.apache.jmeter.timers.ConstantTimer;
 import org.apache.jmeter.util.JMeterUtils;
 import org.apache.jorphan.collections.HashTree;
+import org.apache.jorphan.collections.ListedHashTree;
 
 public class CheckoutRamp {
     static final String HOST = "127.0.0.1";
@@ -85,7 +86,9 @@ public class CheckoutRamp {
         plan.setFunctionalMode(false);
         plan.setSerialized(false);
         plan.setUserDefinedVariables(new Arguments());
-        HashTree root = new HashTree();
+        // ListedHashTree keeps insertion order (a plain HashTree is a HashMap: thread groups and
+        // samplers would run in hash order, e.g. Home before the once-only Login).
+        HashTree root = new ListedHashTree();
         HashTree planTree = root.add(plan);
 
         SampleSaveConfiguration cfg = new SampleSaveConfiguration(); // from the properties above

@@ -361,7 +361,7 @@ async fn console_pages_render_runs_with_units() {
 
     let id = app
         .import(
-            "name=<script>alert(1)</script>",
+            "name=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
             fixture("edge-cases/EC01/input.jtl"),
         )
         .await
