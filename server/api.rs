@@ -311,6 +311,30 @@ async fn import_multipart(
     ))
 }
 
+/// The file name of a `Content-Disposition: attachment; filename="…"; filename*=UTF-8''…`
+/// request header (RFC 6266; the UTF-8 form wins), as the console's upload sends it.
+fn disposition_filename(headers: &axum::http::HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_DISPOSITION)?.to_str().ok()?;
+    let mut plain = None;
+    for part in value.split(';').map(str::trim) {
+        if let Some(encoded) = part.strip_prefix("filename*=") {
+            let encoded = encoded
+                .strip_prefix("UTF-8''")
+                .or_else(|| encoded.strip_prefix("utf-8''"))?;
+            let decoded: String =
+                form_urlencoded::parse(format!("f={}", encoded.replace('+', "%2B")).as_bytes())
+                    .next()
+                    .map(|(_, v)| v.into_owned())?;
+            if !decoded.is_empty() {
+                return Some(decoded);
+            }
+        } else if let Some(name) = part.strip_prefix("filename=") {
+            plain = Some(name.trim_matches('"').to_string());
+        }
+    }
+    plain.filter(|n| !n.is_empty())
+}
+
 async fn live(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
     let (hub, shutdown) = (state.hub.clone(), state.shutdown.clone());
     ws.on_upgrade(move |socket| crate::live::client_loop(socket, hub, shutdown))

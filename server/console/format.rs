@@ -21,37 +21,41 @@ pub fn int(v: i64) -> String {
     out
 }
 
-/// A float with `decimals` places and thousands separators.
+/// A float with `decimals` places and thousands separators, halves rounded away from zero
+/// (as the browser's `Intl.NumberFormat` does, so server and live rows agree).
 pub fn float(v: f64, decimals: usize) -> String {
     if !v.is_finite() {
         return NONE.to_string();
     }
-    let s = format!("{:.*}", decimals, v.abs());
-    let (whole, frac) = s
-        .split_once('.')
-        .map_or((s.as_str(), None), |(w, f)| (w, Some(f)));
-    let mut out = if v < 0.0 && s.chars().any(|c| c != '0' && c != '.') {
-        "-".to_string()
-    } else {
-        String::new()
-    };
-    out.push_str(&int(whole.parse::<i64>().unwrap_or(0)));
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
+    let factor = 10u128.pow(decimals as u32);
+    let scaled = (v.abs() * factor as f64).round() as u128;
+    let (whole, frac) = (scaled / factor, scaled % factor);
+    let mut out = String::new();
+    if v < 0.0 && scaled > 0 {
+        out.push('-');
+    }
+    out.push_str(&int(i64::try_from(whole).unwrap_or(i64::MAX)));
+    if decimals > 0 {
+        out.push_str(&format!(".{frac:0decimals$}"));
     }
     out
 }
 
-/// Milliseconds: "0.8 ms", "123 ms", "1.23 s", "75.0 s".
+/// Milliseconds: "3.5 ms" (< 10 ms: up to 1 decimal), "123 ms", "1.23 s" (≥ 1,000 ms).
 pub fn ms(v: Option<f64>) -> String {
     match v {
-        None => NONE.to_string(),
-        Some(v) if !v.is_finite() => NONE.to_string(),
-        Some(v) if v.abs() < 10.0 && v.fract() != 0.0 => format!("{} ms", float(v, 1)),
-        Some(v) if v.abs() < 1000.0 => format!("{} ms", float(v, 0)),
-        Some(v) if v.abs() < 60_000.0 => format!("{} s", float(v / 1000.0, 2)),
-        Some(v) => format!("{} s", float(v / 1000.0, 1)),
+        Some(v) if v.is_finite() => {
+            let a = v.abs();
+            if a < 10.0 {
+                let s = float(v, 1);
+                format!("{} ms", s.strip_suffix(".0").unwrap_or(&s))
+            } else if a.round() < 1000.0 {
+                format!("{} ms", float(v, 0))
+            } else {
+                format!("{} s", float(v / 1000.0, 2))
+            }
+        }
+        _ => NONE.to_string(),
     }
 }
 
@@ -62,15 +66,12 @@ pub fn pct(v: Option<f64>) -> String {
 
 /// Requests per second: "1,234.5 req/s".
 pub fn rps(v: Option<f64>) -> String {
-    v.map_or_else(
-        || NONE.to_string(),
-        |v| format!("{} req/s", float(v, if v < 100.0 { 2 } else { 1 })),
-    )
+    v.map_or_else(|| NONE.to_string(), |v| format!("{} req/s", float(v, 1)))
 }
 
-/// Bytes in binary units: "512 B", "12.3 KiB", "4.56 MiB".
+/// Bytes, 1024-based like JMeter's KB/s: "512 B", "12.3 KB", "4.6 MB".
 pub fn bytes(v: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut value = v as f64;
     let mut unit = 0;
     while value >= 1024.0 && unit < UNITS.len() - 1 {
@@ -78,30 +79,26 @@ pub fn bytes(v: u64) -> String {
         unit += 1;
     }
     if unit == 0 {
-        format!("{v} B")
+        format!("{} B", int(v as i64))
     } else {
-        format!(
-            "{} {}",
-            float(value, if value < 10.0 { 2 } else { 1 }),
-            UNITS[unit]
-        )
+        format!("{} {}", float(value, 1), UNITS[unit])
     }
 }
 
-/// A duration: "850 ms", "42.0 s", "3 min 20 s", "1 h 02 min".
+/// A duration: "850 ms", "12.35 s" (under a minute, as [`ms`]), "3 min 20 s", "1 h 02 min".
 pub fn duration(v: Option<i64>) -> String {
-    let Some(ms) = v else { return NONE.to_string() };
-    if ms < 1000 {
-        return format!("{ms} ms");
+    let Some(ms_total) = v else {
+        return NONE.to_string();
+    };
+    if ms_total.abs() < 60_000 {
+        return ms(Some(ms_total as f64));
     }
-    let s = ms / 1000;
-    if s < 60 {
-        return format!("{} s", float(ms as f64 / 1000.0, 1));
+    let total_s = (ms_total as f64 / 1000.0).round() as i64;
+    if total_s < 3600 {
+        return format!("{} min {:02} s", total_s / 60, total_s % 60);
     }
-    if s < 3600 {
-        return format!("{} min {:02} s", s / 60, s % 60);
-    }
-    format!("{} h {:02} min", s / 3600, (s % 3600) / 60)
+    let total_min = (ms_total as f64 / 60_000.0).round() as i64;
+    format!("{} h {:02} min", int(total_min / 60), total_min % 60)
 }
 
 /// Unix epoch ms → "2026-11-30 14:02:33 UTC".
@@ -123,6 +120,9 @@ mod tests {
         assert_eq!(int(1_234_567), "1,234,567");
         assert_eq!(int(-1000), "-1,000");
         assert_eq!(int(999), "999");
+        assert_eq!(float(191.25, 1), "191.3");
+        assert_eq!(float(-0.04, 1), "0.0");
+        assert_eq!(float(1234.5, 2), "1,234.50");
         assert_eq!(ms(Some(123.4)), "123 ms");
         assert_eq!(ms(Some(2.5)), "2.5 ms");
         assert_eq!(ms(Some(1234.0)), "1.23 s");
@@ -131,8 +131,12 @@ mod tests {
         assert_eq!(pct(Some(28.571_428)), "28.57 %");
         assert_eq!(pct(None), "–");
         assert_eq!(rps(Some(1234.56)), "1,234.6 req/s");
-        assert_eq!(rps(Some(4.938_272)), "4.94 req/s");
-        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(rps(Some(4.938_272)), "4.9 req/s");
+        assert_eq!(bytes(1536), "1.5 KB");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(ms(Some(3.0)), "3 ms");
+        assert_eq!(ms(Some(75_000.0)), "75.00 s");
+        assert_eq!(duration(Some(12_345)), "12.35 s");
         assert_eq!(duration(Some(200_000)), "3 min 20 s");
         assert_eq!(duration(Some(3_720_000)), "1 h 02 min");
         assert_eq!(time(Some(1_700_000_000_000)), "2023-11-14 22:13:20 UTC");

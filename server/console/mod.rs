@@ -5,6 +5,45 @@
 
 pub mod format;
 
+/// Template filters.
+mod filters {
+    /// Shows "–" (undefined) as a muted dash; anything else as escaped text.
+    #[askama::filter_fn]
+    pub fn nullable(
+        s: &str,
+        _: &dyn askama::Values,
+    ) -> askama::Result<askama::filters::Safe<String>> {
+        if s == super::format::NONE {
+            return Ok(askama::filters::Safe(
+                "<span class=\"num-null\">–</span>".to_string(),
+            ));
+        }
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#39;"),
+                c => out.push(c),
+            }
+        }
+        Ok(askama::filters::Safe(out))
+    }
+}
+
+/// How a tool is named in the console.
+pub fn tool_name(tool: &str) -> String {
+    match tool {
+        "jmeter" => "JMeter".into(),
+        "gatling" => "Gatling".into(),
+        "locust" => "Locust".into(),
+        "soapui" => "SoapUI".into(),
+        other => other.into(),
+    }
+}
+
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::Router;
@@ -74,6 +113,7 @@ pub struct RunRowView {
     pub name: String,
     pub scenario: String,
     pub tool: String,
+    pub tool_name: String,
     pub summary_only: bool,
     pub started_raw: i64,
     pub started: String,
@@ -83,7 +123,7 @@ pub struct RunRowView {
     pub count: String,
     pub error_pct_raw: String,
     pub error_pct: String,
-    pub error_class: &'static str,
+    pub error_bad: bool,
     pub p95_raw: String,
     pub p95: String,
     pub throughput_raw: String,
@@ -94,14 +134,6 @@ fn raw_f(v: Option<f64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn error_class(pct: Option<f64>) -> &'static str {
-    match pct {
-        Some(p) if p >= 5.0 => "err",
-        Some(p) if p > 0.0 => "warn",
-        _ => "",
-    }
-}
-
 impl From<&RunListItem> for RunRowView {
     fn from(r: &RunListItem) -> Self {
         RunRowView {
@@ -110,6 +142,7 @@ impl From<&RunListItem> for RunRowView {
             name: r.name.clone(),
             scenario: r.scenario.clone().unwrap_or_default(),
             tool: r.tool.clone(),
+            tool_name: tool_name(&r.tool),
             summary_only: r.summary_only,
             started_raw: r.started_at_ms.unwrap_or(r.imported_at_ms),
             started: format::time(r.started_at_ms.or(Some(r.imported_at_ms))),
@@ -119,7 +152,7 @@ impl From<&RunListItem> for RunRowView {
             count: format::int(r.count),
             error_pct_raw: raw_f(r.error_pct),
             error_pct: format::pct(r.error_pct),
-            error_class: error_class(r.error_pct),
+            error_bad: r.error_pct.is_some_and(|p| p > 0.0),
             p95_raw: raw_f(r.p95_ms),
             p95: format::ms(r.p95_ms),
             throughput_raw: raw_f(r.throughput_rps),
@@ -134,14 +167,24 @@ struct OverviewPage {
     nav: &'static str,
     run_count: usize,
     runs: Vec<RunRowView>,
+    /// Rows the live table keeps.
+    limit: Option<usize>,
 }
+
+/// Recent runs shown on the overview (the live table keeps as many).
+const OVERVIEW_RUNS: usize = 10;
 
 async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageError> {
     let all = state.store.list_runs().await?;
     Ok(OverviewPage {
         nav: "overview",
         run_count: all.len(),
-        runs: all.iter().take(10).map(RunRowView::from).collect(),
+        runs: all
+            .iter()
+            .take(OVERVIEW_RUNS)
+            .map(RunRowView::from)
+            .collect(),
+        limit: Some(OVERVIEW_RUNS),
     })
 }
 
@@ -150,75 +193,270 @@ async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageErr
 struct RunsPage {
     nav: &'static str,
     runs: Vec<RunRowView>,
-    formats: &'static [&'static str],
+    limit: Option<usize>,
+    /// Known scenarios, offered in the upload form.
+    scenarios: Vec<String>,
 }
 
 async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
     let runs = state.store.list_runs().await?;
+    let mut scenarios: Vec<String> = runs.iter().filter_map(|r| r.scenario.clone()).collect();
+    scenarios.sort();
+    scenarios.dedup();
     Ok(RunsPage {
         nav: "runs",
         runs: runs.iter().map(RunRowView::from).collect(),
-        formats: crate::ingest::Format::NAMES,
+        limit: None,
+        scenarios,
     })
 }
 
-/// One row of the run page's summary table.
-pub struct StatsView {
-    pub label: String,
-    pub is_total: bool,
-    pub is_transaction: bool,
-    pub cells: Vec<(String, String)>,
+/// A column of the per-label table.
+pub struct Column {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub title: &'static str,
 }
 
-/// Column headers of the summary table, with units (same order as [`StatsView::cells`]).
-const STATS_COLUMNS: &[(&str, &str)] = &[
-    ("Requests", "count"),
-    ("Errors", "count"),
-    ("Error %", "errors / requests × 100"),
-    ("Min", "ms"),
-    ("Mean", "ms"),
-    ("p50", "nearest rank"),
-    ("p90", "nearest rank"),
-    ("p95", "nearest rank"),
-    ("p99", "nearest rank"),
-    ("Max", "ms"),
-    ("Throughput", "req/s"),
-    ("Received", "bytes"),
-    ("Sent", "bytes"),
+/// Columns of the per-label table (same order as [`StatsRowView::cells`]).
+const COLUMNS: &[Column] = &[
+    Column {
+        name: "Samples",
+        unit: "",
+        title: "Requests, counted once; sub-results are not samples",
+    },
+    Column {
+        name: "Errors",
+        unit: "",
+        title: "Samples whose success flag is false",
+    },
+    Column {
+        name: "Error",
+        unit: "%",
+        title: "errors / samples × 100",
+    },
+    Column {
+        name: "Min",
+        unit: "ms",
+        title: "Fastest sample",
+    },
+    Column {
+        name: "Mean",
+        unit: "ms",
+        title: "Arithmetic mean of the response times",
+    },
+    Column {
+        name: "p50",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "p90",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "p95",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "p99",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "Max",
+        unit: "ms",
+        title: "Slowest sample",
+    },
+    Column {
+        name: "Throughput",
+        unit: "req/s",
+        title: "count / (last end − first start)",
+    },
+    Column {
+        name: "Received",
+        unit: "KB/s",
+        title: "bytes received / 1024 / (last end − first start)",
+    },
+    Column {
+        name: "Sent",
+        unit: "KB/s",
+        title: "bytes sent / 1024 / (last end − first start)",
+    },
 ];
 
-fn stats_view(label: &str, is_total: bool, is_transaction: bool, s: &Stats) -> StatsView {
-    let f = |v: Option<f64>| (raw_f(v), format::ms(v));
-    StatsView {
+/// One cell: raw value for sorting, text for people (unit in the column header).
+pub struct Cell {
+    pub raw: String,
+    pub text: String,
+    pub bad: bool,
+}
+
+/// One row of the per-label table.
+pub struct StatsRowView {
+    pub label: String,
+    pub is_transaction: bool,
+    pub cells: Vec<Cell>,
+}
+
+fn cell_f(v: Option<f64>, decimals: usize) -> Cell {
+    Cell {
+        raw: raw_f(v),
+        text: v.map_or_else(|| format::NONE.to_string(), |v| format::float(v, decimals)),
+        bad: false,
+    }
+}
+
+fn cell_i(v: u64, bad: bool) -> Cell {
+    Cell {
+        raw: v.to_string(),
+        text: format::int(v as i64),
+        bad,
+    }
+}
+
+/// KB/s over the scope's window (`None` without a window).
+fn kb_per_s(bytes: u64, window_ms: Option<i64>) -> Option<f64> {
+    window_ms
+        .filter(|w| *w > 0)
+        .map(|w| bytes as f64 / 1024.0 / (w as f64 / 1000.0))
+}
+
+/// Response times: integers as integers, fractions to one decimal ("43.6").
+fn cell_ms(v: Option<f64>) -> Cell {
+    let decimals = if v.is_some_and(|v| v.fract() != 0.0) {
+        1
+    } else {
+        0
+    };
+    cell_f(v, decimals)
+}
+
+fn stats_row(label: &str, is_transaction: bool, s: &Stats) -> StatsRowView {
+    let bytes_known = s.bytes_received > 0 || s.bytes_sent > 0;
+    let kb = |b: u64| {
+        if bytes_known {
+            kb_per_s(b, s.window_ms)
+        } else {
+            None
+        }
+    };
+    let mut error_pct = cell_f(s.error_pct, 2);
+    error_pct.bad = s.error_pct.is_some_and(|p| p > 0.0);
+    StatsRowView {
         label: label.to_string(),
-        is_total,
         is_transaction,
         cells: vec![
-            (s.count.to_string(), format::int(s.count as i64)),
-            (s.errors.to_string(), format::int(s.errors as i64)),
-            (raw_f(s.error_pct), format::pct(s.error_pct)),
-            f(s.min_ms),
-            f(s.mean_ms),
-            f(s.p50_ms),
-            f(s.p90_ms),
-            f(s.p95_ms),
-            f(s.p99_ms),
-            f(s.max_ms),
-            (raw_f(s.throughput_rps), format::rps(s.throughput_rps)),
-            (
-                s.bytes_received.to_string(),
-                format::bytes(s.bytes_received),
-            ),
-            (s.bytes_sent.to_string(), format::bytes(s.bytes_sent)),
+            cell_i(s.count, false),
+            cell_i(s.errors, s.errors > 0),
+            error_pct,
+            cell_ms(s.min_ms),
+            cell_ms(s.mean_ms),
+            cell_ms(s.p50_ms),
+            cell_ms(s.p90_ms),
+            cell_ms(s.p95_ms),
+            cell_ms(s.p99_ms),
+            cell_ms(s.max_ms),
+            cell_f(s.throughput_rps, 1),
+            cell_f(kb(s.bytes_received), 2),
+            cell_f(kb(s.bytes_sent), 2),
         ],
     }
 }
 
-/// A KPI card of the run page.
+/// A KPI card of the run page: value and unit apart, a caption below.
 pub struct Kpi {
-    pub caption: &'static str,
+    pub label: &'static str,
     pub value: String,
+    pub unit: &'static str,
+    pub caption: String,
+    pub title: &'static str,
+    /// "", " is-warn" or " is-err".
     pub class: &'static str,
+}
+
+/// Splits "1.23 s" into ("1.23", "s").
+fn split_unit(text: String) -> (String, &'static str) {
+    for unit in ["ms", "s", "%", "req/s"] {
+        if let Some(v) = text.strip_suffix(&format!(" {unit}")) {
+            return (v.to_string(), unit);
+        }
+    }
+    (text, "")
+}
+
+fn kpis(run: &RunDetail) -> Vec<Kpi> {
+    let o = &run.overall;
+    let kpi = |label, value: String, caption: String, title| {
+        let (value, unit) = split_unit(value);
+        Kpi {
+            label,
+            value,
+            unit,
+            caption,
+            title,
+            class: "",
+        }
+    };
+    let mut error = kpi(
+        "Error rate",
+        format::pct(o.error_pct),
+        format!("{} errors", format::int(o.errors as i64)),
+        "errors / requests × 100",
+    );
+    error.class = match o.error_pct {
+        Some(p) if p >= 5.0 => " is-err",
+        Some(p) if p > 0.0 => " is-warn",
+        _ => "",
+    };
+    let rule = if run.summary_only {
+        "as reported by the tool"
+    } else {
+        "nearest rank on exact values"
+    };
+    vec![
+        kpi(
+            "Requests",
+            format::int(o.count as i64),
+            format!("{} labels", run.labels.len()),
+            "Samples in the run total",
+        ),
+        error,
+        kpi(
+            "p95 response time",
+            format::ms(o.p95_ms),
+            format!(
+                "p99 {} · p50 {}",
+                format::ms(o.p99_ms),
+                format::ms(o.p50_ms)
+            ),
+            rule,
+        ),
+        kpi(
+            "Throughput",
+            format::rps(o.throughput_rps),
+            if run.summary_only {
+                "as reported by the tool".into()
+            } else {
+                "as JMeter computes it".into()
+            },
+            "count / (last end − first start)",
+        ),
+        kpi(
+            "Mean response time",
+            format::ms(o.mean_ms),
+            format!("min {}", format::ms(o.min_ms)),
+            "Arithmetic mean",
+        ),
+        kpi(
+            "Max response time",
+            format::ms(o.max_ms),
+            "slowest single sample".into(),
+            "Slowest sample",
+        ),
+    ]
 }
 
 /// A row of the errors table.
@@ -233,19 +471,43 @@ pub struct ErrorView {
 #[template(path = "run.html")]
 struct RunPage {
     nav: &'static str,
-    run: RunDetail,
+    tool_name: String,
     started: String,
+    imported: String,
     duration: String,
     kpis: Vec<Kpi>,
-    columns: &'static [(&'static str, &'static str)],
-    rows: Vec<StatsView>,
+    columns: &'static [Column],
+    rows: Vec<StatsRowView>,
+    total: StatsRowView,
+    has_transactions: bool,
     labels: Vec<String>,
+    bucket_hint: String,
     errors: Vec<ErrorView>,
+    error_total: String,
     rejected: Vec<RejectedRowRow>,
     rejected_total: String,
+    rejected_more: bool,
     reported: Vec<(String, String)>,
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
     data_json: String,
+    run: RunDetail,
+}
+
+/// Flattens the tool's reported figures into (name, value) rows.
+fn reported_rows(value: &serde_json::Value) -> Vec<(String, String)> {
+    let serde_json::Value::Object(map) = value else {
+        return Vec::new();
+    };
+    map.iter()
+        .map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => format::NONE.to_string(),
+                other => other.to_string(),
+            };
+            (k.replace('_', " "), text)
+        })
+        .collect()
 }
 
 async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<RunPage, PageError> {
@@ -258,73 +520,39 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
     let errors = state.store.run_errors(id).await?;
     let rejected = state.store.run_rejected(id).await?;
     let series = crate::api::series_for(&state, id, None).await?;
-    let o = &run.overall;
-    let kpis = vec![
-        Kpi {
-            caption: "Requests",
-            value: format::int(o.count as i64),
-            class: "",
-        },
-        Kpi {
-            caption: "Error %",
-            value: format::pct(o.error_pct),
-            class: error_class(o.error_pct),
-        },
-        Kpi {
-            caption: "p95",
-            value: format::ms(o.p95_ms),
-            class: "",
-        },
-        Kpi {
-            caption: "Throughput",
-            value: format::rps(o.throughput_rps),
-            class: "",
-        },
-        Kpi {
-            caption: "Mean",
-            value: format::ms(o.mean_ms),
-            class: "",
-        },
-        Kpi {
-            caption: "Max",
-            value: format::ms(o.max_ms),
-            class: "",
-        },
-    ];
-    let mut rows = vec![stats_view("All requests", true, false, o)];
-    rows.extend(
-        run.labels
-            .iter()
-            .map(|l| stats_view(&l.label, false, l.is_transaction, &l.stats)),
-    );
-    let reported = match &run.reported {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.replace('_', " "),
-                    match v {
-                        serde_json::Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    },
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
+    let bucket_hint = if series.bucket_ms == 1000 {
+        "1 s buckets".to_string()
+    } else {
+        format!("{} s buckets", series.bucket_ms / 1000)
     };
     let data = serde_json::json!({
-        "run": &run,
+        "run": {
+            "id": run.id, "name": &run.name, "tool": &run.tool, "scenario": &run.scenario,
+            "started_at_ms": run.started_at_ms, "duration_ms": run.overall.window_ms,
+            "summary_only": run.summary_only,
+        },
         "timeseries": series,
         "timeseries_url": format!("/api/v1/runs/{id}/timeseries"),
     });
+    let error_total: i64 = errors.iter().map(|e| e.count).sum();
     Ok(RunPage {
         nav: "runs",
-        started: format::time(run.started_at_ms.or(Some(run.imported_at_ms))),
-        duration: format::duration(o.window_ms),
-        kpis,
-        columns: STATS_COLUMNS,
+        tool_name: tool_name(&run.tool),
+        started: format::time(run.started_at_ms),
+        imported: format::time(Some(run.imported_at_ms)),
+        duration: format::duration(run.overall.window_ms),
+        kpis: kpis(&run),
+        columns: COLUMNS,
+        rows: run
+            .labels
+            .iter()
+            .map(|l| stats_row(&l.label, l.is_transaction, &l.stats))
+            .collect(),
+        total: stats_row("Total", false, &run.overall),
+        has_transactions: run.labels.iter().any(|l| l.is_transaction),
         labels: run.labels.iter().map(|l| l.label.clone()).collect(),
-        rows,
+        bucket_hint,
+        error_total: format::int(error_total),
         errors: errors
             .into_iter()
             .map(|e| ErrorView {
@@ -334,9 +562,10 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
                 row: e,
             })
             .collect(),
-        rejected,
         rejected_total: format::int(run.rejected_rows),
-        reported,
+        rejected_more: run.rejected_rows > rejected.len() as i64,
+        rejected,
+        reported: reported_rows(&run.reported),
         // `<` escaped so the island can never close its <script> element early.
         data_json: data.to_string().replace('<', "\\u003c"),
         run,

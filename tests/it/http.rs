@@ -90,8 +90,9 @@ async fn an_empty_run_has_nulls_not_zeros() {
     }
     let page = app.get(&format!("/console/runs/{id}")).await;
     assert_eq!(page.status, StatusCode::OK);
-    let cells = select_texts(&page.html(), "#summary-table tbody tr.total td.num");
+    let cells = select_texts(&page.html(), "#label-table tfoot tr.total td.num");
     assert_eq!(cells[2], "–", "error % of an empty run shows a dash");
+    assert_eq!(cells[4], "–", "mean of an empty run shows a dash");
     assert!(!page.text().contains("NaN"));
 }
 
@@ -370,7 +371,11 @@ async fn console_pages_render_runs_with_units() {
         .unwrap();
     let list = app.get("/console/runs").await;
     let html = list.html();
-    assert!(select_texts(&html, "#runs-empty").is_empty());
+    assert_eq!(
+        select_texts(&html, "#runs-empty[hidden]").len(),
+        1,
+        "empty state hidden once a run exists"
+    );
     let names = select_texts(&html, "#runs-table tbody td a");
     assert_eq!(
         names,
@@ -382,18 +387,28 @@ async fn console_pages_render_runs_with_units() {
     let page = app.get(&format!("/console/runs/{id}")).await;
     assert_eq!(page.status, StatusCode::OK);
     let html = page.html();
-    let labels = select_texts(&html, "#summary-table tbody td:first-child");
-    assert_eq!(labels[0], "All requests");
-    assert_eq!(&labels[1..], ["Get catalog", "Get item"]);
-    let total = select_texts(&html, "#summary-table tbody tr.total td.num");
+    let labels = select_texts(&html, "#label-table tbody td.name");
+    assert_eq!(labels, ["Get catalog", "Get item"]);
+    let headers = select_texts(&html, "#label-table thead th");
+    assert_eq!(headers[5], "Mean ms", "units in the column headers");
+    assert_eq!(headers[11], "Throughput req/s");
+    let total = select_texts(&html, "#label-table tfoot tr.total td.num");
     assert_eq!(total[0], "4");
-    assert_eq!(total[2], "50.00 %");
-    assert_eq!(total[4], "191 ms", "mean with its unit");
-    assert_eq!(total[10], "4.94 req/s");
+    assert_eq!(total[2], "50.00");
+    assert_eq!(total[4], "191.3", "mean 191.25 ms");
+    assert_eq!(total[7], "340", "p95");
+    assert_eq!(total[10], "4.9");
+    let kpis = select_texts(&html, ".kpi .kpi-value");
+    assert_eq!(kpis[1], "50.00%", "error rate card");
+    assert_eq!(kpis[3], "4.9req/s");
     let data = select_texts(&html, "script#run-data");
     let island: serde_json::Value = serde_json::from_str(&data[0]).expect("data island is JSON");
     assert_eq!(island["timeseries"]["count"].as_array().unwrap().len(), 1);
-    assert_eq!(island["run"]["overall"]["count"], 4);
+    assert_eq!(island["run"]["id"], id);
+    assert_eq!(
+        island["timeseries"]["count"][0], 4,
+        "all four samples start in one second"
+    );
 
     let overview = app.get("/console").await;
     assert_eq!(overview.status, StatusCode::OK);
