@@ -234,6 +234,7 @@ async fn create_runs(
         let source = params
             .filename
             .clone()
+            .or_else(|| disposition_filename(req.headers()))
             .unwrap_or_else(|| "upload".to_string());
         let import_req = params.request(&state, source)?;
         let stream = req

@@ -334,10 +334,17 @@ fn cell_ms(v: Option<f64>) -> Cell {
     cell_f(v, decimals)
 }
 
-fn stats_row(label: &str, is_transaction: bool, s: &Stats) -> StatsRowView {
-    let bytes_known = s.bytes_received > 0 || s.bytes_sent > 0;
-    let kb = |b: u64| {
-        if bytes_known {
+/// Which byte columns the run's tool wrote (a run total of 0 means the column was absent,
+/// e.g. JMeter 2.13 has no `sentBytes`): those show "–", not a false 0.
+#[derive(Clone, Copy)]
+struct BytesKnown {
+    received: bool,
+    sent: bool,
+}
+
+fn stats_row(label: &str, is_transaction: bool, s: &Stats, known: BytesKnown) -> StatsRowView {
+    let kb = |b: u64, known: bool| {
+        if known {
             kb_per_s(b, s.window_ms)
         } else {
             None
@@ -360,8 +367,8 @@ fn stats_row(label: &str, is_transaction: bool, s: &Stats) -> StatsRowView {
             cell_ms(s.p99_ms),
             cell_ms(s.max_ms),
             cell_f(s.throughput_rps, 1),
-            cell_f(kb(s.bytes_received), 2),
-            cell_f(kb(s.bytes_sent), 2),
+            cell_f(kb(s.bytes_received, known.received), 2),
+            cell_f(kb(s.bytes_sent, known.sent), 2),
         ],
     }
 }
@@ -535,6 +542,12 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         "timeseries_url": format!("/api/v1/runs/{id}/timeseries"),
     });
     let error_total: i64 = errors.iter().map(|e| e.count).sum();
+    let all_bytes =
+        |f: fn(&Stats) -> u64| f(&run.overall) > 0 || run.labels.iter().any(|l| f(&l.stats) > 0);
+    let known = BytesKnown {
+        received: all_bytes(|s| s.bytes_received),
+        sent: all_bytes(|s| s.bytes_sent),
+    };
     Ok(RunPage {
         nav: "runs",
         tool_name: tool_name(&run.tool),
@@ -546,9 +559,9 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         rows: run
             .labels
             .iter()
-            .map(|l| stats_row(&l.label, l.is_transaction, &l.stats))
+            .map(|l| stats_row(&l.label, l.is_transaction, &l.stats, known))
             .collect(),
-        total: stats_row("Total", false, &run.overall),
+        total: stats_row("Total", false, &run.overall, known),
         has_transactions: run.labels.iter().any(|l| l.is_transaction),
         labels: run.labels.iter().map(|l| l.label.clone()).collect(),
         bucket_hint,

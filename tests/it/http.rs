@@ -291,6 +291,27 @@ async fn timeseries_buckets_by_start_second() {
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }
 
+/// The console's upload names the raw body with Content-Disposition (UTF-8 form wins).
+#[tokio::test]
+async fn raw_upload_takes_its_name_from_content_disposition() {
+    let app = spawn_app().await;
+    let req = Request::post("/api/v1/runs")
+        .header(
+            "content-disposition",
+            "attachment; filename=\"r_sum_.jtl\"; filename*=UTF-8''r%C3%A9sum%C3%A9.jtl",
+        )
+        .body(Body::from(fixture("edge-cases/EC01/input.jtl")))
+        .unwrap();
+    let reply = app.send(req).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text());
+    assert_eq!(reply.json()["runs"][0]["name"], "résumé");
+    let id = reply.json()["runs"][0]["id"].as_i64().unwrap();
+    assert_eq!(
+        app.get(&format!("/api/v1/runs/{id}")).await.json()["source"],
+        "résumé.jtl"
+    );
+}
+
 #[tokio::test]
 async fn list_and_delete_runs() {
     let app = spawn_app().await;
