@@ -53,11 +53,14 @@ pub struct ImportedRun {
     pub summary_only: bool,
 }
 
+/// Called with (bytes read, bytes in total if known) while an import runs.
+pub type ProgressFn = Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
+
 /// Where progress goes: the live hub (server) and/or a callback (CLI).
 #[derive(Clone, Default)]
 pub struct Progress {
     pub hub: Option<Hub>,
-    pub callback: Option<Arc<dyn Fn(u64, Option<u64>) + Send + Sync>>,
+    pub callback: Option<ProgressFn>,
 }
 
 /// Counts bytes read and refuses to read past a limit.

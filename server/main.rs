@@ -191,7 +191,7 @@ async fn import_local(
                     ),
                     _ => eprint!("\r{source}: {mb:.0} MB read   "),
                 }
-            }) as std::sync::Arc<dyn Fn(u64, Option<u64>) + Send + Sync>
+            }) as import::ProgressFn
         }),
     };
     let result = if path.as_os_str() == "-" {
