@@ -117,6 +117,8 @@ pub struct RunRowView {
     pub summary_only: bool,
     pub started_raw: i64,
     pub started: String,
+    /// True when the tool gave no start time and `started` is the import time.
+    pub started_is_import: bool,
     pub duration_raw: String,
     pub duration: String,
     pub count_raw: i64,
@@ -146,6 +148,7 @@ impl From<&RunListItem> for RunRowView {
             summary_only: r.summary_only,
             started_raw: r.started_at_ms.unwrap_or(r.imported_at_ms),
             started: format::time(r.started_at_ms.or(Some(r.imported_at_ms))),
+            started_is_import: r.started_at_ms.is_none(),
             duration_raw: r.duration_ms.map(|d| d.to_string()).unwrap_or_default(),
             duration: format::duration(r.duration_ms),
             count_raw: r.count,
@@ -427,7 +430,10 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
         kpi(
             "Requests",
             format::int(o.count as i64),
-            format!("{} labels", run.labels.len()),
+            match run.labels.len() {
+                1 => "1 label".to_string(),
+                n => format!("{n} labels"),
+            },
             "Samples in the run total",
         ),
         error,
@@ -500,21 +506,66 @@ struct RunPage {
     run: RunDetail,
 }
 
-/// Flattens the tool's reported figures into (name, value) rows.
+/// Flattens the tool's reported figures into (name, value) rows: nested objects become one
+/// row each ("connection times ms · total" → "min 22 · mean 81 · …"), numeric keys (a
+/// percentile table) sort by number, and absent figures (`null`) are left out.
 fn reported_rows(value: &serde_json::Value) -> Vec<(String, String)> {
-    let serde_json::Value::Object(map) = value else {
-        return Vec::new();
-    };
-    map.iter()
-        .map(|(k, v)| {
-            let text = match v {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Null => format::NONE.to_string(),
-                other => other.to_string(),
+    fn scalar(v: &serde_json::Value) -> Option<String> {
+        match v {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Object(_) | serde_json::Value::Array(_) => None,
+            other => Some(other.to_string()),
+        }
+    }
+    fn entries(
+        map: &serde_json::Map<String, serde_json::Value>,
+    ) -> Vec<(&String, &serde_json::Value)> {
+        let mut items: Vec<_> = map.iter().collect();
+        if items.iter().all(|(k, _)| k.parse::<f64>().is_ok()) {
+            items.sort_by(|a, b| {
+                a.0.parse::<f64>()
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.0.parse::<f64>().unwrap_or(0.0))
+            });
+        }
+        items
+    }
+    fn walk(
+        prefix: &str,
+        map: &serde_json::Map<String, serde_json::Value>,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (k, v) in entries(map) {
+            let name = if prefix.is_empty() {
+                k.replace('_', " ")
+            } else {
+                format!("{prefix} · {}", k.replace('_', " "))
             };
-            (k.replace('_', " "), text)
-        })
-        .collect()
+            match v {
+                serde_json::Value::Object(inner) if inner.values().all(|x| !x.is_object()) => {
+                    let parts: Vec<String> = entries(inner)
+                        .into_iter()
+                        .filter_map(|(ik, iv)| scalar(iv).map(|t| format!("{ik}: {t}")))
+                        .collect();
+                    if !parts.is_empty() {
+                        out.push((name, parts.join(" · ")));
+                    }
+                }
+                serde_json::Value::Object(inner) => walk(&name, inner, out),
+                other => {
+                    if let Some(text) = scalar(other) {
+                        out.push((name, text));
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let serde_json::Value::Object(map) = value {
+        walk("", map, &mut out);
+    }
+    out
 }
 
 async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<RunPage, PageError> {
