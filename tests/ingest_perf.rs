@@ -1,0 +1,69 @@
+//! Import speed of a large JTL against a bare `csv` ByteRecord pass over the same file.
+//!
+//! Not a timed test in CI: it is `#[ignore]`d and needs a file. Run by hand:
+//!
+//! ```text
+//! HARRIER_PERF_JTL=/path/big.jtl cargo test --release --test ingest_perf -- --ignored --nocapture
+//! ```
+//!
+//! Prints samples/s for both passes, the ratio (target ≥ 0.5) and the process's peak RSS
+//! (target < 200 MB).
+
+use std::fs::File;
+use std::io::BufReader;
+use std::time::Instant;
+
+use harrier::ingest::{self, Format};
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+#[ignore = "needs HARRIER_PERF_JTL and a release build"]
+fn import_speed_vs_bare_csv_pass() {
+    let Ok(path) = std::env::var("HARRIER_PERF_JTL") else {
+        println!("skipping: set HARRIER_PERF_JTL to a large JTL (CSV)");
+        return;
+    };
+
+    let t = Instant::now();
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .from_path(&path)
+        .unwrap();
+    let mut record = csv::ByteRecord::new();
+    let mut rows = 0u64;
+    let mut field_bytes = 0usize;
+    while rdr.read_byte_record(&mut record).unwrap() {
+        rows += 1;
+        field_bytes += record.get(1).map_or(0, <[u8]>::len);
+    }
+    let bare_s = t.elapsed().as_secs_f64();
+    assert!(field_bytes > 0);
+
+    let t = Instant::now();
+    let runs = ingest::parse(
+        BufReader::new(File::open(&path).unwrap()),
+        Format::Auto,
+        &path,
+    )
+    .unwrap();
+    let harrier_s = t.elapsed().as_secs_f64();
+    let data = &runs[0].data;
+    let samples: u64 = data.labels.iter().map(|l| l.stats.count).sum();
+    assert_eq!(samples + data.rejected_rows, rows);
+
+    let ratio = bare_s / harrier_s;
+    println!(
+        "{rows} rows: bare csv {:.0} rows/s ({bare_s:.2} s), harrier {:.0} samples/s ({harrier_s:.2} s), \
+         ratio {ratio:.2}; {} buckets; peak RSS {} MiB",
+        rows as f64 / bare_s,
+        samples as f64 / harrier_s,
+        data.buckets.len(),
+        peak_rss_kib().unwrap_or(0) / 1024,
+    );
+}
