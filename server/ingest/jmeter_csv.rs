@@ -458,6 +458,30 @@ mod tests {
     }
 
     #[test]
+    fn detects_each_default_layout_by_field_count() {
+        // 2.13 (12), 2.13 + failureMessage (13), 5.x without failureMessage (16).
+        let rows: [&[u8]; 3] = [
+            b"1700000000000,75,GET /a,404,Not Found,Users 1-1,text,false,186,3,3,72\n",
+            b"1700000000000,75,GET /a,404,Not Found,Users 1-1,text,false,boom,186,3,3,72\n",
+            b"1700000000000,75,GET /a,404,Not Found,Users 1-1,text,false,186,150,3,3,http://x/a,72,0,5\n",
+        ];
+        for (row, fields) in rows.into_iter().zip([12, 13, 16]) {
+            let layout = detect(row).unwrap_or_else(|| panic!("{fields} fields"));
+            assert_eq!((layout.columns.fields, layout.has_header), (fields, false));
+            let run = parse(row, &layout).unwrap();
+            assert_eq!(
+                (
+                    run.overall.count,
+                    run.overall.errors,
+                    run.overall.bytes_received
+                ),
+                (1, 1, 186)
+            );
+            assert_eq!(run.buckets[0].active_users, Some(3));
+        }
+    }
+
+    #[test]
     fn garbage_is_not_detected() {
         assert_eq!(detect(b"hello, world\nthis is, not a jtl\n"), None);
         assert_eq!(detect(b"1700000000000,12,label,200\n"), None);
