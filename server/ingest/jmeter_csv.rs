@@ -366,8 +366,17 @@ fn parse_row<'a>(
         start_ms,
         elapsed_ms,
         success,
-        response_code: text(c.response_code.map_or(&b""[..], |i| &r[i]), code),
-        message: text(message, message_scratch),
+        // Only errors are grouped by code and message: skip their UTF-8 check otherwise.
+        response_code: if success {
+            ""
+        } else {
+            text(c.response_code.map_or(&b""[..], |i| &r[i]), code)
+        },
+        message: if success {
+            ""
+        } else {
+            text(message, message_scratch)
+        },
         bytes_received,
         bytes_sent,
         active_users,
