@@ -378,6 +378,8 @@ fn unreadable_inputs_are_errors_that_say_why() {
         other => panic!("{other}"),
     }
 
+    let err = parse_bytes(b"not xml at all\n", Format::JmeterXml).unwrap_err();
+    assert!(matches!(err, IngestError::Invalid { line: 1, .. }), "{err}");
     let err = parse_bytes(b"not, a, jtl\n", Format::JmeterCsv).unwrap_err();
     assert!(matches!(err, IngestError::Invalid { line: 1, .. }), "{err}");
     let err = parse_bytes(

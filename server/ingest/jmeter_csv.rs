@@ -366,8 +366,17 @@ fn parse_row<'a>(
         start_ms,
         elapsed_ms,
         success,
-        response_code: text(c.response_code.map_or(&b""[..], |i| &r[i]), code),
-        message: text(message, message_scratch),
+        // Only errors are grouped by code and message: skip their UTF-8 check otherwise.
+        response_code: if success {
+            ""
+        } else {
+            text(c.response_code.map_or(&b""[..], |i| &r[i]), code)
+        },
+        message: if success {
+            ""
+        } else {
+            text(message, message_scratch)
+        },
         bytes_received,
         bytes_sent,
         active_users,
@@ -455,6 +464,30 @@ mod tests {
             run.rejected[3].reason,
             "expected 4 fields, found 3 (row cut off or damaged)"
         );
+    }
+
+    #[test]
+    fn detects_each_default_layout_by_field_count() {
+        // 2.13 (12), 2.13 + failureMessage (13), 5.x without failureMessage (16).
+        let rows: [&[u8]; 3] = [
+            b"1700000000000,75,GET /a,404,Not Found,Users 1-1,text,false,186,3,3,72\n",
+            b"1700000000000,75,GET /a,404,Not Found,Users 1-1,text,false,boom,186,3,3,72\n",
+            b"1700000000000,75,GET /a,404,Not Found,Users 1-1,text,false,186,150,3,3,http://x/a,72,0,5\n",
+        ];
+        for (row, fields) in rows.into_iter().zip([12, 13, 16]) {
+            let layout = detect(row).unwrap_or_else(|| panic!("{fields} fields"));
+            assert_eq!((layout.columns.fields, layout.has_header), (fields, false));
+            let run = parse(row, &layout).unwrap();
+            assert_eq!(
+                (
+                    run.overall.count,
+                    run.overall.errors,
+                    run.overall.bytes_received
+                ),
+                (1, 1, 186)
+            );
+            assert_eq!(run.buckets[0].active_users, Some(3));
+        }
     }
 
     #[test]

@@ -48,11 +48,17 @@ pub fn parse<R: BufRead>(input: R) -> io::Result<RunData> {
                 return Err(io::Error::new(e.kind(), e.to_string()));
             }
             Err(e) => {
-                let (at, what) = match &state.sample {
-                    Some(s) => (s.line, format!("sample cut off or malformed: {e}")),
-                    None => (line, format!("XML error, reading stopped here: {e}")),
-                };
-                builder.reject(at, what);
+                let s = &state.sample;
+                match (state.open, s.valid) {
+                    (true, true) => {
+                        builder.reject(s.line, format!("sample cut off or malformed: {e}"))
+                    }
+                    // Its attributes were rejected already.
+                    (true, false) => {}
+                    (false, _) => {
+                        builder.reject(line, format!("XML error, reading stopped here: {e}"))
+                    }
+                }
                 break;
             }
         };
@@ -87,14 +93,13 @@ pub fn parse<R: BufRead>(input: R) -> io::Result<RunData> {
                 }
             }
             Event::Eof => {
-                // A sample whose attributes were already rejected has no elapsed value.
-                if let Some(s) = state
-                    .sample
-                    .as_ref()
-                    .filter(|s| matches!(s.elapsed, Some(Ok(_))))
-                {
+                if state.open && state.sample.valid {
+                    let s = &state.sample;
                     let name = s.element;
                     builder.reject(s.line, format!("<{name}> not closed before the end of the file (run killed while writing?)"));
+                }
+                if state.top_level.is_none() {
+                    builder.reject(1, "no XML element found: not a JMeter XML JTL");
                 }
                 break;
             }
@@ -136,25 +141,46 @@ enum Capture {
     FailureMessage,
 }
 
-/// The top-level sample being read (its attributes, then its assertion results).
+/// The top-level sample being read (its attributes, then its assertion results). One
+/// value is reused for every sample, so its buffers are allocated once.
 #[derive(Debug, Default)]
 struct Pending {
+    /// False when the attributes were rejected: the element is only tracked so that its
+    /// children are not read as samples.
+    valid: bool,
     element: &'static str,
     line: u64,
-    elapsed: Option<Result<u64, ()>>,
-    start_ms: Option<i64>,
-    success: Option<bool>,
+    elapsed_ms: u64,
+    start_ms: i64,
+    success: bool,
     label: String,
     response_code: String,
     response_message: String,
     bytes_received: u64,
     bytes_sent: u64,
     active_users: Option<u32>,
-    /// First failing assertion's message.
-    assertion_message: Option<String>,
+    /// The first failing assertion's message, when `has_assertion_message`.
+    assertion_message: String,
+    has_assertion_message: bool,
     in_assertion: bool,
     assertion_failed: bool,
     assertion_text: String,
+}
+
+impl Pending {
+    fn reset(&mut self, element: &'static str, line: u64) {
+        self.valid = false;
+        self.element = element;
+        self.line = line;
+        self.label.clear();
+        self.response_code.clear();
+        self.response_message.clear();
+        self.bytes_received = 0;
+        self.bytes_sent = 0;
+        self.active_users = None;
+        self.has_assertion_message = false;
+        self.in_assertion = false;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -163,7 +189,9 @@ struct State {
     depth: usize,
     /// Depth at which samples are top-level: 1 under `<testResults>`, 0 without a root.
     top_level: Option<usize>,
-    sample: Option<Pending>,
+    /// A top-level sample is open; `sample` holds it.
+    open: bool,
+    sample: Pending,
     capture: Option<Capture>,
     text: String,
 }
@@ -183,28 +211,22 @@ impl State {
         let top = *self
             .top_level
             .get_or_insert(usize::from(name == b"testResults"));
-        let Some(sample) = &mut self.sample else {
+        if !self.open {
             if self.depth == top && (name == b"httpSample" || name == b"sample") {
                 let element = if name == b"sample" {
                     "sample"
                 } else {
                     "httpSample"
                 };
-                match read_attributes(e, element, line, decoder) {
-                    Ok(p) => self.sample = Some(p),
-                    Err(why) => {
-                        builder.reject(line, why);
-                        // Still track the element so its children are not read as samples.
-                        self.sample = Some(Pending {
-                            element,
-                            line,
-                            ..Pending::default()
-                        });
-                    }
+                self.open = true;
+                self.sample.reset(element, line);
+                if let Err(why) = read_attributes(e, &mut self.sample, decoder) {
+                    builder.reject(line, why);
                 }
             }
             return false;
-        };
+        }
+        let sample = &mut self.sample;
         let rel = self.depth - top;
         if rel == 1 && name == b"assertionResult" {
             sample.in_assertion = true;
@@ -229,13 +251,14 @@ impl State {
 
     /// Handles an end tag (or the end of an empty tag) leaving depth `self.depth`.
     fn end(&mut self, name: &[u8], builder: &mut RunBuilder) {
-        let top = self.top_level.unwrap_or(0);
-        let Some(sample) = &mut self.sample else {
+        if !self.open {
             return;
-        };
+        }
+        let top = self.top_level.unwrap_or(0);
+        let sample = &mut self.sample;
         if self.depth == top {
-            let done = self.sample.take().expect("checked above");
-            emit(done, builder);
+            self.open = false;
+            emit(sample, builder);
             return;
         }
         let rel = self.depth - top;
@@ -252,106 +275,93 @@ impl State {
         } else if rel == 1 && name == b"assertionResult" {
             sample.in_assertion = false;
             if sample.assertion_failed
-                && sample.assertion_message.is_none()
+                && !sample.has_assertion_message
                 && !sample.assertion_text.is_empty()
             {
-                sample.assertion_message = Some(std::mem::take(&mut sample.assertion_text));
+                std::mem::swap(&mut sample.assertion_message, &mut sample.assertion_text);
+                sample.has_assertion_message = true;
             }
         }
     }
 }
 
-fn read_attributes(
-    e: &BytesStart<'_>,
-    element: &'static str,
-    line: u64,
-    decoder: Decoder,
-) -> Result<Pending, String> {
-    let mut p = Pending {
-        element,
-        line,
-        ..Pending::default()
-    };
-    let mut code_from_rs = None;
+/// Reads a top-level sample's attributes into `p` (its buffers are reused: no allocation
+/// per sample unless a value holds an entity).
+fn read_attributes(e: &BytesStart<'_>, p: &mut Pending, decoder: Decoder) -> Result<(), String> {
+    let element = p.element;
+    let (mut elapsed, mut start_ms, mut success) = (None, None, None);
     for attr in e.attributes() {
         let attr = attr.map_err(|err| format!("<{element}> has a malformed attribute: {err}"))?;
         let raw: &[u8] = &attr.value;
         match attr.key.as_ref() {
             b"t" => {
-                p.elapsed = Some(parse_u64(raw).ok_or(()));
+                let t = parse_u64(raw).ok_or_else(|| {
+                    format!(
+                        "t={:?} is not a whole, non-negative number of ms",
+                        String::from_utf8_lossy(raw)
+                    )
+                })?;
+                elapsed = Some(t);
             }
-            b"ts" => p.start_ms = parse_epoch_ms(raw),
+            b"ts" => start_ms = parse_epoch_ms(raw),
             b"s" => {
-                p.success = match raw {
-                    b"true" => Some(true),
-                    b"false" => Some(false),
+                success = Some(match raw {
+                    b"true" => true,
+                    b"false" => false,
                     _ => {
                         return Err(format!(
                             "s={:?} is not true or false",
                             String::from_utf8_lossy(raw)
                         ));
                     }
-                }
+                })
             }
-            b"lb" => p.label = unescape(&attr, decoder),
-            b"rc" => p.response_code = unescape(&attr, decoder),
-            b"rs" => code_from_rs = Some(unescape(&attr, decoder)),
-            b"rm" => p.response_message = unescape(&attr, decoder),
+            b"lb" => unescape_into(&attr, decoder, &mut p.label),
+            b"rc" => unescape_into(&attr, decoder, &mut p.response_code),
+            // Very old files write `rs`; `rc` wins when both are present.
+            b"rs" if p.response_code.is_empty() => {
+                unescape_into(&attr, decoder, &mut p.response_code)
+            }
+            b"rm" => unescape_into(&attr, decoder, &mut p.response_message),
             b"by" => p.bytes_received = parse_u64(raw).ok_or("by is not a whole number")?,
             b"sby" => p.bytes_sent = parse_u64(raw).ok_or("sby is not a whole number")?,
             b"na" => {
-                p.active_users =
-                    Some(parse_u64(raw).map_or(Err("na is not a whole number"), |v| {
-                        Ok(u32::try_from(v).unwrap_or(u32::MAX))
-                    })?)
+                let na = parse_u64(raw).ok_or("na is not a whole number")?;
+                p.active_users = Some(u32::try_from(na).unwrap_or(u32::MAX));
             }
             _ => {}
         }
     }
-    if p.response_code.is_empty() {
-        p.response_code = code_from_rs.unwrap_or_default();
-    }
-    match (&p.elapsed, p.start_ms, p.success) {
-        (None, _, _) => Err(format!("<{element}> has no t (elapsed) attribute")),
-        (Some(Err(())), _, _) => {
-            let t = e
-                .try_get_attribute("t")
-                .ok()
-                .flatten()
-                .map(|a| String::from_utf8_lossy(&a.value).into_owned());
-            Err(format!(
-                "t={:?} is not a whole, non-negative number of ms",
-                t.unwrap_or_default()
-            ))
-        }
-        (_, None, _) => Err(format!("<{element}> has no valid ts (epoch ms) attribute")),
-        (_, _, None) => Err(format!("<{element}> has no s (success) attribute")),
-        _ => Ok(p),
-    }
+    p.elapsed_ms = elapsed.ok_or_else(|| format!("<{element}> has no t (elapsed) attribute"))?;
+    p.start_ms =
+        start_ms.ok_or_else(|| format!("<{element}> has no valid ts (epoch ms) attribute"))?;
+    p.success = success.ok_or_else(|| format!("<{element}> has no s (success) attribute"))?;
+    p.valid = true;
+    Ok(())
 }
 
-fn unescape(attr: &Attribute<'_>, decoder: Decoder) -> String {
+fn unescape_into(attr: &Attribute<'_>, decoder: Decoder, out: &mut String) {
+    out.clear();
     match attr.decode_and_unescape_value(decoder) {
-        Ok(v) => v.into_owned(),
-        Err(_) => String::from_utf8_lossy(&attr.value).into_owned(),
+        Ok(v) => out.push_str(&v),
+        Err(_) => out.push_str(&String::from_utf8_lossy(&attr.value)),
     }
 }
 
-fn emit(p: Pending, builder: &mut RunBuilder) {
-    // A sample whose attributes were rejected is tracked with no elapsed value.
-    let (Some(Ok(elapsed_ms)), Some(start_ms), Some(success)) = (p.elapsed, p.start_ms, p.success)
-    else {
+fn emit(p: &Pending, builder: &mut RunBuilder) {
+    if !p.valid {
         return;
-    };
-    let message = match &p.assertion_message {
-        Some(m) if !success => m.as_str(),
-        _ => p.response_message.as_str(),
+    }
+    let message = if !p.success && p.has_assertion_message {
+        &p.assertion_message
+    } else {
+        &p.response_message
     };
     builder.push(&Sample {
         label: &p.label,
-        start_ms,
-        elapsed_ms,
-        success,
+        start_ms: p.start_ms,
+        elapsed_ms: p.elapsed_ms,
+        success: p.success,
         response_code: &p.response_code,
         message,
         bytes_received: p.bytes_received,

@@ -24,15 +24,30 @@ pub fn parse_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 20 {
         return None;
     }
+    // Up to 19 digits cannot overflow u64: no checked arithmetic on the hot path.
+    let (head, last) = if b.len() == 20 {
+        (&b[..19], Some(b[19]))
+    } else {
+        (b, None)
+    };
     let mut v: u64 = 0;
-    for &c in b {
+    for &c in head {
         let d = c.wrapping_sub(b'0');
         if d > 9 {
             return None;
         }
-        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+        v = v * 10 + u64::from(d);
     }
-    Some(v)
+    match last {
+        None => Some(v),
+        Some(c) => {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v.checked_mul(10)?.checked_add(u64::from(d))
+        }
+    }
 }
 
 /// Parses a formatted date-time → epoch ms.
@@ -195,5 +210,12 @@ mod tests {
         assert_eq!(parse_epoch_ms(b"1700000000000"), Some(1_700_000_000_000));
         assert_eq!(parse_epoch_ms(b"17e11"), None);
         assert_eq!(parse_epoch_ms(b""), None);
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"99999999999999999999"), None);
+        assert_eq!(
+            parse_u64(b"1234567890123456789"),
+            Some(1_234_567_890_123_456_789)
+        );
     }
 }

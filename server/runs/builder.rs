@@ -45,7 +45,6 @@ pub const ERROR_GROUP_OVERFLOW_MESSAGE: &str =
 /// [`reject`](Self::reject), then call [`finish`](Self::finish).
 #[derive(Debug)]
 pub struct RunBuilder {
-    overall: StatsAcc,
     labels: Vec<LabelAcc>,
     label_index: HashMap<Box<str>, u32, FxBuild>,
     buckets: BucketWindow,
@@ -65,11 +64,32 @@ impl Default for RunBuilder {
 #[derive(Debug)]
 struct LabelAcc {
     name: String,
-    is_transaction: bool,
-    stats: StatsAcc,
+    // Kept apart so that run totals are the union of every label's `requests` (merged
+    // once at the end) instead of a second accumulator updated per sample.
+    requests: StatsAcc,
+    transactions: StatsAcc,
     /// response code → message → index into `error_groups`.
     error_index: HashMap<Box<str>, HashMap<Box<str>, usize, FxBuild>, FxBuild>,
     overflow_group: Option<usize>,
+}
+
+impl LabelAcc {
+    fn stats(&self) -> LabelStats {
+        let stats = match (self.requests.count(), self.transactions.count()) {
+            (_, 0) => self.requests.stats(),
+            (0, _) => self.transactions.stats(),
+            _ => {
+                let mut all = self.requests.clone();
+                all.merge(&self.transactions);
+                all.stats()
+            }
+        };
+        LabelStats {
+            label: self.name.clone(),
+            is_transaction: self.transactions.count() > 0,
+            stats,
+        }
+    }
 }
 
 impl RunBuilder {
@@ -82,7 +102,6 @@ impl RunBuilder {
     /// (at least 1). Smaller windows use less memory and finalize more late samples.
     pub fn with_open_window_s(window_s: i64) -> Self {
         RunBuilder {
-            overall: StatsAcc::new(),
             labels: Vec::new(),
             label_index: HashMap::default(),
             buckets: BucketWindow::new(window_s.max(1)),
@@ -102,13 +121,12 @@ impl RunBuilder {
         };
         self.samples += 1;
         let label = &mut self.labels[label_idx as usize];
-        label.stats.push(s);
-        label.is_transaction |= s.is_transaction;
-        if !s.is_transaction {
-            self.overall.push(s);
-            self.buckets.push(0, s);
+        if s.is_transaction {
+            label.transactions.push(s);
+        } else {
+            label.requests.push(s);
         }
-        self.buckets.push(label_idx + 1, s);
+        self.buckets.push(label_idx + 1, !s.is_transaction, s);
         if !s.success {
             self.count_error(label_idx, s);
         }
@@ -119,8 +137,8 @@ impl RunBuilder {
         let idx = u32::try_from(self.labels.len()).expect("fewer than 2³² labels");
         self.labels.push(LabelAcc {
             name: label.to_owned(),
-            is_transaction: false,
-            stats: StatsAcc::new(),
+            requests: StatsAcc::new(),
+            transactions: StatsAcc::new(),
             error_index: HashMap::default(),
             overflow_group: None,
         });
@@ -243,6 +261,10 @@ impl RunBuilder {
                 b
             })
             .collect();
+        let mut overall = StatsAcc::new();
+        for l in &labels {
+            overall.merge(&l.requests);
+        }
         let mut errors = self.error_groups;
         errors.sort_by(|a, b| {
             b.count
@@ -250,15 +272,8 @@ impl RunBuilder {
                 .then(a.first_seen_ms.cmp(&b.first_seen_ms))
         });
         RunData {
-            overall: self.overall.stats(),
-            labels: labels
-                .iter()
-                .map(|l| LabelStats {
-                    label: l.name.clone(),
-                    is_transaction: l.is_transaction,
-                    stats: l.stats.stats(),
-                })
-                .collect(),
+            overall: overall.stats(),
+            labels: labels.iter().map(LabelAcc::stats).collect(),
             buckets,
             errors,
             rejected_rows: self.rejected_rows,
@@ -347,30 +362,34 @@ impl BucketWindow {
         }
     }
 
+    /// Counts `s` in its label's bucket (scope `label_scope`) and, when `in_run`, in the
+    /// run's bucket (scope 0) of the same second.
     #[inline]
-    fn push(&mut self, scope: u32, s: &Sample<'_>) {
+    fn push(&mut self, label_scope: u32, in_run: bool, s: &Sample<'_>) {
         let sec = s.start_ms.div_euclid(1000);
         if self.slots.is_empty() && self.base_sec == i64::MIN {
             // Leave room for samples up to a window earlier than the first one.
             self.base_sec = sec.saturating_sub(self.window_s);
         }
         if sec < self.base_sec {
-            self.push_late(scope, sec, s);
+            if in_run {
+                self.push_late(0, sec, s);
+            }
+            self.push_late(label_scope, sec, s);
             return;
         }
         if sec >= self.base_sec + self.slots.len() as i64 {
             self.advance_to(sec);
         }
         let slot = &mut self.slots[(sec - self.base_sec) as usize];
-        let scope = scope as usize;
+        let scope = label_scope as usize;
         if slot.len() <= scope {
             slot.resize_with(scope + 1, || None);
         }
-        let bucket = slot[scope].get_or_insert_with(|| {
-            self.open_count += 1;
-            Box::new(OpenBucket::new())
-        });
-        bucket.push(s);
+        if in_run {
+            open_bucket(&mut self.open_count, &mut slot[0]).push(s);
+        }
+        open_bucket(&mut self.open_count, &mut slot[scope]).push(s);
     }
 
     /// Makes `sec` the newest open second: finalizes seconds older than the window.
@@ -431,6 +450,18 @@ impl BucketWindow {
             }
         }
     }
+}
+
+/// The open bucket in `cell`, created (and counted in `open_count`) on first use.
+#[inline]
+fn open_bucket<'a>(
+    open_count: &mut usize,
+    cell: &'a mut Option<Box<OpenBucket>>,
+) -> &'a mut OpenBucket {
+    cell.get_or_insert_with(|| {
+        *open_count += 1;
+        Box::new(OpenBucket::new())
+    })
 }
 
 /// FxHash (rustc's hasher): labels and small keys are hashed once per sample, and

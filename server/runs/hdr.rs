@@ -38,8 +38,17 @@ pub fn new_histogram<T: Counter>() -> Histogram<T> {
 
 /// Serializes `h` in the uncompressed HdrHistogram V2 format.
 pub fn serialize_histogram<T: Counter>(h: &Histogram<T>) -> Vec<u8> {
+    thread_local! {
+        // The serializer keeps a scratch buffer as large as the biggest histogram seen;
+        // one per thread spares an allocation per bucket.
+        static SERIALIZER: std::cell::RefCell<V2Serializer> = std::cell::RefCell::new(V2Serializer::new());
+    }
+    SERIALIZER.with_borrow_mut(|s| serialize_with(s, h))
+}
+
+fn serialize_with<T: Counter>(serializer: &mut V2Serializer, h: &Histogram<T>) -> Vec<u8> {
     let mut out = Vec::new();
-    V2Serializer::new()
+    serializer
         .serialize(h, &mut out)
         // Only counts above i64::MAX or a failing writer can fail; a Vec never fails.
         .expect("V2 serialization into a Vec cannot fail for counts below i64::MAX");

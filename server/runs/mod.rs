@@ -41,9 +41,11 @@ pub struct Sample<'a> {
     pub elapsed_ms: u64,
     /// The tool's success flag (JMeter `success`, Gatling OK/KO).
     pub success: bool,
-    /// Response code as written by the tool (may be text, may be empty).
+    /// Response code as written by the tool (may be text, may be empty). Used only to
+    /// group errors: parsers may leave it empty when `success` is true.
     pub response_code: &'a str,
-    /// Failure message when present, else the response message; used to group errors.
+    /// Failure message when present, else the response message. Used only to group
+    /// errors: parsers may leave it empty when `success` is true.
     pub message: &'a str,
     /// Bytes received (headers + body).
     pub bytes_received: u64,

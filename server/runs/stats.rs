@@ -47,6 +47,20 @@ impl ExactHistogram {
         }
     }
 
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &ExactHistogram) {
+        if self.dense.len() < other.dense.len() {
+            self.dense.resize(other.dense.len(), 0);
+        }
+        for (mine, theirs) in self.dense.iter_mut().zip(&other.dense) {
+            *mine += theirs;
+        }
+        for (&v, &n) in &other.sparse {
+            *self.sparse.entry(v).or_insert(0) += n;
+        }
+        self.count += other.count;
+    }
+
     /// Number of values recorded.
     pub fn count(&self) -> u64 {
         self.count
@@ -171,6 +185,27 @@ impl StatsAcc {
         self.hist.record(s.elapsed_ms);
     }
 
+    /// Adds everything `other` has seen (the union of both sample sets).
+    pub fn merge(&mut self, other: &StatsAcc) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            self.clone_from(other);
+            return;
+        }
+        self.count += other.count;
+        self.errors += other.errors;
+        self.sum_ms += other.sum_ms;
+        self.min_ms = self.min_ms.min(other.min_ms);
+        self.max_ms = self.max_ms.max(other.max_ms);
+        self.first_start_ms = self.first_start_ms.min(other.first_start_ms);
+        self.last_end_ms = self.last_end_ms.max(other.last_end_ms);
+        self.bytes_received = self.bytes_received.saturating_add(other.bytes_received);
+        self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
+        self.hist.merge(&other.hist);
+    }
+
     /// Number of samples pushed.
     pub fn count(&self) -> u64 {
         self.count
@@ -237,5 +272,17 @@ mod tests {
         assert_eq!(h.percentile(100.0), Some(200_000));
         assert_eq!(h.percentiles([10.0, 90.0]), [Some(1), Some(100_000)]);
         assert_eq!(ExactHistogram::new().percentile(50.0), None);
+        let mut other = ExactHistogram::new();
+        for v in [0, 70_000, 9] {
+            other.record(v);
+        }
+        h.merge(&other);
+        assert_eq!(h.count(), 13);
+        assert_eq!(h.iter().take(2).collect::<Vec<_>>(), [(0, 1), (1, 1)]);
+        assert_eq!(
+            h.iter().filter(|&(v, _)| v == 70_000).collect::<Vec<_>>(),
+            [(70_000, 2)]
+        );
+        assert_eq!(h.percentile(100.0), Some(200_000));
     }
 }
