@@ -71,14 +71,17 @@ fn label_counts(run: &RunData) -> Vec<(&str, bool, u64, u64)> {
 fn jmeter_2_13_default_headerless_csv() {
     let run = parse_jmeter("jmeter/default_props_2.13.jtl");
     assert_eq!(run.rejected_rows, 0);
-    // 90 rows: 54 requests + 36 transaction rows.
+    // 90 rows: 54 requests, 18 rows of "TX checkout, step 1" (parent mode: its requests
+    // are written nowhere else, so it counts) and 18 of "TX browse" (classic mode: it
+    // repeats the request rows before it, so it stays out of the totals). Figures computed
+    // independently with Python's csv module over the 72 counted rows.
     assert_eq!(
         figures(&run.overall),
-        (54, 41, 5.0, 1016.0, 7551.0, 52.0, 90.0, 1008.0, 1016.0)
+        (72, 46, 5.0, 1016.0, 10705.0, 57.0, 212.0, 1005.0, 1016.0)
     );
     assert_eq!(run.overall.first_start_ms, Some(1_795_999_948_116));
-    assert_eq!(run.overall.last_end_ms, Some(1_795_999_951_917));
-    assert_eq!(run.overall.bytes_received, 317_572);
+    assert_eq!(run.overall.last_end_ms, Some(1_795_999_952_083));
+    assert_eq!(run.overall.bytes_received, 324_051);
     assert_eq!(
         label_counts(&run),
         [
@@ -86,7 +89,7 @@ fn jmeter_2_13_default_headerless_csv() {
             ("GET /stall", false, 18, 5),
             ("GET /big (assert text)", false, 18, 18),
             ("TX browse", true, 18, 18),
-            ("TX checkout, step 1", true, 18, 5),
+            ("TX checkout, step 1", false, 18, 5),
         ]
     );
     let stall = &run.labels[1].stats;
@@ -107,10 +110,13 @@ fn jmeter_2_13_default_headerless_csv() {
             (1_795_999_948_000, Some(3)),
             (1_795_999_949_000, Some(3)),
             (1_795_999_950_000, Some(3)),
-            (1_795_999_951_000, Some(2)),
+            (1_795_999_951_000, Some(3)),
         ]
     );
-    assert_eq!(seconds.iter().map(|s| s.1).sum::<u64>(), 54);
+    assert_eq!(
+        seconds.iter().map(|s| s.1).collect::<Vec<_>>(),
+        [23, 13, 13, 23]
+    );
 }
 
 #[test]
@@ -119,14 +125,22 @@ fn jmeter_csv_with_header_and_all_columns() {
     assert_eq!(run.rejected_rows, 0);
     assert_eq!(
         figures(&run.overall),
-        (54, 41, 1.0, 1007.0, 7596.0, 51.0, 160.0, 1004.0, 1007.0)
+        (72, 45, 1.0, 1007.0, 11082.0, 56.0, 236.0, 1002.0, 1007.0)
     );
     let checkout = run
         .labels
         .iter()
         .find(|l| l.label == "TX checkout, step 1")
         .unwrap();
-    assert!(checkout.is_transaction);
+    assert!(
+        !checkout.is_transaction,
+        "parent mode: counted in the totals"
+    );
+    let browse = run.labels.iter().find(|l| l.label == "TX browse").unwrap();
+    assert!(
+        browse.is_transaction,
+        "classic mode: left out of the totals"
+    );
     assert_eq!((checkout.stats.count, checkout.stats.errors), (18, 4));
     let big = run
         .errors
@@ -146,38 +160,40 @@ fn jmeter_csv_tab_delimited_with_formatted_timestamps_read_as_utc() {
     assert_eq!(run.rejected_rows, 0);
     assert_eq!(
         figures(&run.overall),
-        (54, 39, 3.0, 1006.0, 5874.0, 52.0, 161.0, 1004.0, 1006.0)
+        (72, 44, 3.0, 1006.0, 9393.0, 58.0, 223.0, 259.0, 1006.0)
     );
     // "2026/11/30 00:52:44.396" read as UTC.
     assert_eq!(run.overall.first_start_ms, Some(1_795_999_964_396));
-    assert_eq!(run.overall.last_end_ms, Some(1_795_999_968_455));
-    assert_eq!(run.overall.window_ms, Some(4059));
+    assert_eq!(run.overall.last_end_ms, Some(1_795_999_968_687));
+    assert_eq!(run.overall.window_ms, Some(4291));
 }
 
 #[test]
 fn jmeter_xml_top_level_samples_only() {
     let run = parse_jmeter("jmeter/results_xml.jtl");
     assert_eq!(run.rejected_rows, 0);
-    // 90 top-level elements (54 requests + 36 transactions); 36 nested sub-results ignored.
+    // 90 top-level elements: 54 requests, 18 "TX checkout, step 1" parents with their 36
+    // requests nested inside (sub-results, not samples; the parent counts) and 18 classic
+    // "TX browse" rows (left out of totals). Checked with Python's xml.etree.
     let total: u64 = run.labels.iter().map(|l| l.stats.count).sum();
     assert_eq!(total, 90);
-    assert_eq!(run.overall.count, 54);
-    assert_eq!(run.overall.errors, 43);
+    assert_eq!(run.overall.count, 72);
+    assert_eq!(run.overall.errors, 50);
     assert_eq!(
         (run.overall.min_ms, run.overall.max_ms),
         (Some(6.0), Some(1018.0))
     );
     assert_eq!(
-        run.overall.mean_ms.map(|m| (m * 54.0).round()),
-        Some(9720.0)
+        run.overall.mean_ms.map(|m| (m * 72.0).round()),
+        Some(12927.0)
     );
     assert_eq!(
         (run.overall.p50_ms, run.overall.p99_ms),
-        (Some(48.0), Some(1018.0))
+        (Some(55.0), Some(1018.0))
     );
     assert_eq!(run.overall.first_start_ms, Some(1_795_999_971_356));
-    assert_eq!(run.overall.last_end_ms, Some(1_795_999_976_243));
-    assert_eq!(run.overall.bytes_received, 322_784);
+    assert_eq!(run.overall.last_end_ms, Some(1_795_999_976_391));
+    assert_eq!(run.overall.bytes_received, 329_313);
     assert!(
         run.labels
             .iter()
@@ -336,7 +352,7 @@ fn gzip_input_is_unwrapped() {
     let runs = parse_bytes(&gz, Format::Auto).unwrap();
     assert_eq!(
         figures(&runs[0].data.overall),
-        (54, 41, 5.0, 1016.0, 7551.0, 52.0, 90.0, 1008.0, 1016.0)
+        (72, 46, 5.0, 1016.0, 10705.0, 57.0, 212.0, 1005.0, 1016.0)
     );
     assert_eq!(runs[0].data.labels.len(), 5);
 }

@@ -126,6 +126,7 @@ pub struct Columns {
     bytes: Option<usize>,
     sent_bytes: Option<usize>,
     all_threads: Option<usize>,
+    thread_name: Option<usize>,
 }
 
 impl Columns {
@@ -145,6 +146,7 @@ impl Columns {
             bytes: None,
             sent_bytes: None,
             all_threads: None,
+            thread_name: None,
         };
         for (i, raw) in names.into_iter().enumerate() {
             c.fields = i + 1;
@@ -164,6 +166,7 @@ impl Columns {
                 b"bytes" => &mut c.bytes,
                 b"sentbytes" => &mut c.sent_bytes,
                 b"allthreads" => &mut c.all_threads,
+                b"threadname" => &mut c.thread_name,
                 _ => continue,
             };
             // First occurrence wins: a sample variable may repeat a built-in name.
@@ -384,6 +387,39 @@ fn parse_row<'a>(
     })
 }
 
+/// Tells the two kinds of JMeter transaction-controller rows apart.
+///
+/// Both carry a `responseMessage` starting `Number of samples in transaction`. In classic
+/// mode the requests were written first, as rows of their own on the same thread, each
+/// starting at or after the transaction's start: the transaction row repeats them and stays
+/// out of run totals. In "generate parent sample" mode the CSV holds only the parent row
+/// (its requests are sub-results, never written to CSV), so it is the one record of those
+/// requests and counts, as in JMeter's own reports.
+#[derive(Default)]
+struct TransactionModes {
+    /// Start of the latest non-transaction row, per thread name.
+    last_request_start: std::collections::HashMap<Box<[u8]>, i64>,
+}
+
+impl TransactionModes {
+    /// Whether `sample` (read on `thread`) is a classic-mode transaction row.
+    fn is_classic(&mut self, thread: &[u8], sample: &Sample<'_>) -> bool {
+        if !sample.is_transaction {
+            match self.last_request_start.get_mut(thread) {
+                Some(start) => *start = sample.start_ms,
+                None => {
+                    self.last_request_start
+                        .insert(thread.into(), sample.start_ms);
+                }
+            }
+            return false;
+        }
+        self.last_request_start
+            .get(thread)
+            .is_some_and(|start| *start >= sample.start_ms)
+    }
+}
+
 /// Reads every row of `input` (the whole file, header included) into a run.
 ///
 /// Rejected rows go to the run's `rejected` list. `Err` only for a read error before any
@@ -395,6 +431,7 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
     let mut record = ByteRecord::new();
     let mut scratch = Scratch::default();
     let mut skip_header = layout.has_header;
+    let mut transactions = TransactionModes::default();
     loop {
         match rdr.read_byte_record(&mut record) {
             Ok(true) => {}
@@ -415,7 +452,12 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
             continue;
         }
         match parse_row(&layout.columns, &record, &mut scratch) {
-            Ok(sample) => builder.push(&sample),
+            Ok(mut sample) => {
+                if let Some(col) = layout.columns.thread_name {
+                    sample.is_transaction = transactions.is_classic(&record[col], &sample);
+                }
+                builder.push(&sample)
+            }
             Err(why) => {
                 let line = record.position().map_or(0, csv::Position::line);
                 builder.reject_with(line, || why.describe(&record, &layout.columns));

@@ -165,6 +165,9 @@ struct Pending {
     in_assertion: bool,
     assertion_failed: bool,
     assertion_text: String,
+    /// The element holds nested samples (sub-results): a transaction in "generate parent
+    /// sample" mode, whose requests are visible only inside it.
+    has_children: bool,
 }
 
 impl Pending {
@@ -180,6 +183,7 @@ impl Pending {
         self.active_users = None;
         self.has_assertion_message = false;
         self.in_assertion = false;
+        self.has_children = false;
     }
 }
 
@@ -228,6 +232,9 @@ impl State {
         }
         let sample = &mut self.sample;
         let rel = self.depth - top;
+        if rel == 1 && (name == b"httpSample" || name == b"sample") {
+            sample.has_children = true;
+        }
         if rel == 1 && name == b"assertionResult" {
             sample.in_assertion = true;
             sample.assertion_failed = false;
@@ -367,7 +374,10 @@ fn emit(p: &Pending, builder: &mut RunBuilder) {
         bytes_received: p.bytes_received,
         bytes_sent: p.bytes_sent,
         active_users: p.active_users,
-        is_transaction: p.response_message.starts_with(TRANSACTION_PREFIX),
+        // A classic-mode transaction row repeats requests written as samples of their own,
+        // so it stays out of run totals; a parent-mode one (children nested inside it) is
+        // the only record of its requests and counts, as in JMeter's own reports.
+        is_transaction: p.response_message.starts_with(TRANSACTION_PREFIX) && !p.has_children,
     });
 }
 
