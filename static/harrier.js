@@ -462,7 +462,7 @@
     let fileName = null;
     let phase = 'idle';        // 'upload' (bytes going up) → 'import' (server still parsing)
     let uploadText = '';
-    let samplesSeen = null;    // latest import_progress.samples for our file
+    let samplesSeen = null;    // latest progress text for our file ("12.3 MB parsed")
 
     const setStatus = (text) => { if (status) status.textContent = text; };
     function showResult(node) {
@@ -483,13 +483,16 @@
     on('import_progress', (msg) => {
       if (!busy || !msg || typeof msg.source !== 'string') return;
       if (msg.source !== fileName && !msg.source.endsWith('/' + fileName)) return;
-      samplesSeen = msg.samples;
+      // the server reports bytes parsed (and samples, when it knows them)
+      samplesSeen = isNum(msg.samples) ? fmt.int(msg.samples) + ' samples'
+        : isNum(msg.bytes_read) ? fmtMB(msg.bytes_read) + ' parsed' : null;
+      if (samplesSeen === null) return;
       if (phase === 'upload') {
         // the server parses while bytes arrive: keep the upload bar, add the count
-        setStatus(uploadText + ' \u00b7 ' + fmt.int(samplesSeen) + ' samples read');
+        setStatus(uploadText + ' \u00b7 ' + samplesSeen);
         return;
       }
-      let text = 'Importing\u2026 ' + fmt.int(samplesSeen) + ' samples';
+      let text = 'Importing\u2026 ' + samplesSeen;
       if (bar && isNum(msg.bytes_total) && msg.bytes_total > 0 && isNum(msg.bytes_read)) {
         bar.max = msg.bytes_total;
         bar.value = msg.bytes_read;
@@ -548,12 +551,12 @@
         if (bar && total) { bar.max = total; bar.value = ev.loaded; }
         const pctText = total ? ' (' + Math.floor(100 * ev.loaded / total) + ' %)' : '';
         uploadText = 'Uploading ' + file.name + '\u2026 ' + fmtMB(ev.loaded) + ' of ' + fmtMB(total) + pctText;
-        setStatus(uploadText + (samplesSeen !== null ? ' \u00b7 ' + fmt.int(samplesSeen) + ' samples read' : ''));
+        setStatus(uploadText + (samplesSeen !== null ? ' \u00b7 ' + samplesSeen : ''));
       };
       xhr.upload.onload = () => {
         phase = 'import';
         if (bar) bar.removeAttribute('value');
-        setStatus(samplesSeen !== null ? 'Importing\u2026 ' + fmt.int(samplesSeen) + ' samples' : 'Importing\u2026');
+        setStatus(samplesSeen !== null ? 'Importing\u2026 ' + samplesSeen : 'Importing\u2026');
       };
       xhr.onerror = () => {
         done();

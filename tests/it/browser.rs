@@ -241,3 +241,89 @@ async fn run_report_shows_summary_and_charts_and_runs_list_updates_live() {
 
     client.close().await.unwrap();
 }
+
+/// The upload form sends a file with progress, then links to the new run; SIGTERM then
+/// stops the server cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_form_imports_a_file_and_sigterm_stops_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harrier, base) = start_harrier(&dir.path().join("harrier.db"));
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    let empty = client.find(Locator::Css("#runs-empty")).await.unwrap();
+    assert!(
+        empty.is_displayed().await.unwrap(),
+        "empty state shown before any run"
+    );
+    let file = fixture_path("edge-cases/EC11/input.jtl");
+    client
+        .find(Locator::Css("#upload-form input[type=file]"))
+        .await
+        .unwrap()
+        .send_keys(file.to_str().unwrap())
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#upload-form input[name=scenario]"))
+        .await
+        .unwrap()
+        .send_keys("checkout")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#upload-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let link = wait()
+        .for_element(Locator::Css("#upload-result a[href^=\"/console/runs/\"]"))
+        .await
+        .expect("a link to the imported run");
+    let href = link.attr("href").await.unwrap().unwrap();
+    let id: i64 = href.rsplit('/').next().unwrap().parse().unwrap();
+    // The same run arrived in the table over the websocket.
+    wait()
+        .for_element(Locator::Css(&format!(
+            "#runs-table tbody tr[data-run-id=\"{id}\"]"
+        )))
+        .await
+        .unwrap();
+    let json: serde_json::Value = reqwest::get(format!("{base}/api/v1/runs/{id}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(json["scenario"], "checkout");
+    assert_eq!(
+        json["source"], "input.jtl",
+        "the raw upload is named after the file"
+    );
+    assert_eq!(json["overall"]["count"], 4);
+    client.close().await.unwrap();
+
+    let pid = harrier.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = harrier.0.try_wait().unwrap() {
+            assert!(status.success(), "harrier exits 0 on SIGTERM, got {status}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "harrier did not stop on SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
