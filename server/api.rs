@@ -4,7 +4,10 @@
 //! - `POST /api/v1/runs?format=&name=&scenario=&tag=k=v&filename=` with the result file as
 //!   the raw body, or as multipart form data (a `file` field; `name`, `scenario`, `format`,
 //!   `tag` fields allowed too) → 201 `{"runs": [ImportedRun…]}`;
-//! - `GET /api/v1/runs/{id}` → [`RunDetail`](crate::store::RunDetail);
+//! - `GET /api/v1/runs/{id}?apdex_t_ms=` → [`RunDetail`](crate::store::RunDetail) with
+//!   Apdex per scope and `capacity` (see [`RunReport::to_json`]);
+//! - `PATCH /api/v1/runs/{id}` with `{"name", "scenario", "notes", "tags"}` (any of them);
+//! - `GET /api/v1/runs/{id}/distribution?label=`, `GET /api/v1/runs/{id}/stats.csv`;
 //! - `GET /api/v1/runs/{id}/timeseries?label=` → [`Series`](crate::runs::timeseries::Series);
 //! - `GET /api/v1/runs/{id}/errors`, `GET /api/v1/runs/{id}/rejected`;
 //! - `DELETE /api/v1/runs/{id}` → 204;
@@ -30,7 +33,10 @@ use crate::error::{Error, Result};
 use crate::import::{self, ImportRequest, Progress};
 use crate::ingest::Format;
 use crate::live::Event;
+use crate::runs::capacity::{self, Capacity};
+use crate::runs::distribution::Apdex;
 use crate::runs::timeseries::{self, BucketIn};
+use crate::store::{BucketRow, RunDetail, RunPatch};
 
 /// Routes of the JSON API.
 pub fn router(_state: &AppState) -> Router<AppState> {
@@ -41,7 +47,12 @@ pub fn router(_state: &AppState) -> Router<AppState> {
                 .post(create_runs)
                 .layer(DefaultBodyLimit::disable()),
         )
-        .route("/api/v1/runs/{id}", get(get_run).delete(delete_run))
+        .route(
+            "/api/v1/runs/{id}",
+            get(get_run).patch(patch_run).delete(delete_run),
+        )
+        .route("/api/v1/runs/{id}/distribution", get(run_distribution))
+        .route("/api/v1/runs/{id}/stats.csv", get(run_stats_csv))
         .route("/api/v1/runs/{id}/timeseries", get(run_timeseries))
         .route("/api/v1/runs/{id}/errors", get(run_errors))
         .route("/api/v1/runs/{id}/rejected", get(run_rejected))
@@ -59,14 +70,231 @@ async fn list_runs(State(state): State<AppState>) -> Result<Json<serde_json::Val
     Ok(Json(serde_json::json!({ "runs": runs })))
 }
 
-async fn get_run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response> {
-    let id = run_id(&id)?;
+#[derive(Deserialize)]
+struct RunQuery {
+    /// Apdex threshold T, ms; default from the configuration (500 ms).
+    apdex_t_ms: Option<u64>,
+}
+
+/// A run with what the report derives from its stored aggregates.
+pub struct RunReport {
+    pub run: RunDetail,
+    /// Apdex T, ms.
+    pub apdex_t_ms: u64,
+    /// Apdex per scope: index 0 the run total, then one per label (`None`: no exact
+    /// distribution, e.g. a summary-only run).
+    pub apdex: Vec<Option<Apdex>>,
+    /// Where a ramped run saturated.
+    pub capacity: Option<Capacity>,
+}
+
+impl RunReport {
+    /// The run's JSON: [`RunDetail`] plus `apdex_t_ms`, an `apdex` object on `overall` and
+    /// on each label (`{t_ms, score, satisfied, tolerating, frustrated}` or `null`), and
+    /// `capacity` (`{users, throughput_rps, at_ms, limited_by, …}` or `null`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(&self.run).unwrap_or_default();
+        let apdex = |i: usize| {
+            serde_json::to_value(self.apdex.get(i).copied().flatten()).unwrap_or_default()
+        };
+        v["apdex_t_ms"] = self.apdex_t_ms.into();
+        v["overall"]["apdex"] = apdex(0);
+        if let Some(labels) = v["labels"].as_array_mut() {
+            for (i, label) in labels.iter_mut().enumerate() {
+                label["apdex"] = apdex(i + 1);
+            }
+        }
+        v["capacity"] = serde_json::to_value(&self.capacity).unwrap_or_default();
+        v
+    }
+}
+
+/// Loads a run and derives Apdex (threshold `apdex_t_ms`) and capacity.
+pub async fn run_report(state: &AppState, id: i64, apdex_t_ms: Option<u64>) -> Result<RunReport> {
     let run = state
         .store
         .get_run(id)
         .await?
         .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
-    Ok(Json(run).into_response())
+    let t = apdex_t_ms
+        .filter(|t| *t > 0)
+        .unwrap_or(state.config.apdex_t_ms);
+    let apdex = state
+        .store
+        .run_distributions(id)
+        .await?
+        .iter()
+        .map(|d| d.apdex(t))
+        .collect();
+    let rows = state.store.run_buckets(id, None).await?.unwrap_or_default();
+    let capacity = capacity::find(&bucket_ins(&rows));
+    Ok(RunReport {
+        run,
+        apdex_t_ms: t,
+        apdex,
+        capacity,
+    })
+}
+
+async fn get_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<RunQuery>,
+) -> Result<Response> {
+    let id = run_id(&id)?;
+    Ok(Json(run_report(&state, id, q.apdex_t_ms).await?.to_json()).into_response())
+}
+
+async fn patch_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response> {
+    let id = run_id(&id)?;
+    let patch: RunPatch = serde_json::from_slice(&body).map_err(|e| {
+        Error::BadRequest(format!(
+            "expected a JSON object with any of name, scenario, notes (strings or null), tags (an object of strings): {e}"
+        ))
+    })?;
+    if patch.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+        return Err(Error::BadRequest("name must not be empty".into()));
+    }
+    if !state.store.update_run(id, &patch).await? {
+        return Err(Error::NotFound(format!("run {id}")));
+    }
+    if let Some(item) = state.store.run_list_item(id).await? {
+        state.hub.publish(&Event::RunUpdated { run: item });
+    }
+    Ok(Json(run_report(&state, id, None).await?.to_json()).into_response())
+}
+
+#[derive(Deserialize)]
+struct LabelQuery {
+    label: Option<String>,
+}
+
+/// `GET /api/v1/runs/{id}/distribution?label=`: the exact response-time distribution as
+/// `{label, count, curve: {p: [...], ms: [...]}, bins: {lower_ms: [...], count: [...]}}`.
+async fn run_distribution(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<LabelQuery>,
+) -> Result<Response> {
+    let id = run_id(&id)?;
+    Ok(Json(distribution_json(&state, id, q.label).await?).into_response())
+}
+
+/// The distribution JSON of a run's label (`None`: all requests).
+pub async fn distribution_json(
+    state: &AppState,
+    id: i64,
+    label: Option<String>,
+) -> Result<serde_json::Value> {
+    let label = label.filter(|l| !l.is_empty());
+    if state.store.get_run(id).await?.is_none() {
+        return Err(Error::NotFound(format!("run {id}")));
+    }
+    let d = state
+        .store
+        .run_distribution(id, label.as_deref())
+        .await?
+        .ok_or_else(|| {
+            Error::NotFound(format!(
+                "label {:?} in run {id}",
+                label.as_deref().unwrap_or("")
+            ))
+        })?;
+    let curve = d.curve();
+    let bins = d.bins(DISTRIBUTION_BINS);
+    Ok(serde_json::json!({
+        "label": label,
+        "count": d.count(),
+        "curve": {"p": curve.iter().map(|c| c.0).collect::<Vec<_>>(), "ms": curve.iter().map(|c| c.1).collect::<Vec<_>>()},
+        "bins": {"lower_ms": bins.iter().map(|b| b.0).collect::<Vec<_>>(), "count": bins.iter().map(|b| b.1).collect::<Vec<_>>()},
+    }))
+}
+
+/// Bars of the response-time distribution chart.
+const DISTRIBUTION_BINS: usize = 60;
+
+/// `GET /api/v1/runs/{id}/stats.csv`: the per-label table (and the total) as CSV.
+async fn run_stats_csv(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<RunQuery>,
+) -> Result<Response> {
+    let id = run_id(&id)?;
+    let report = run_report(&state, id, q.apdex_t_ms).await?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header = [
+        "label",
+        "is_transaction",
+        "count",
+        "errors",
+        "error_pct",
+        "min_ms",
+        "mean_ms",
+        "p50_ms",
+        "p90_ms",
+        "p95_ms",
+        "p99_ms",
+        "max_ms",
+        "throughput_rps",
+        "bytes_received",
+        "bytes_sent",
+        "first_start_ms",
+        "last_end_ms",
+        "window_ms",
+        "apdex",
+    ];
+    let csv_err = |e: csv::Error| Error::Internal(format!("writing CSV: {e}"));
+    w.write_record(header).map_err(csv_err)?;
+    let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let opt_i = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let scopes = std::iter::once(("TOTAL".to_string(), false, &report.run.overall)).chain(
+        report
+            .run
+            .labels
+            .iter()
+            .map(|l| (l.label.clone(), l.is_transaction, &l.stats)),
+    );
+    for (i, (label, tx, s)) in scopes.enumerate() {
+        let apdex = report.apdex.get(i).copied().flatten().map(|a| a.score);
+        w.write_record([
+            label,
+            tx.to_string(),
+            s.count.to_string(),
+            s.errors.to_string(),
+            opt(s.error_pct),
+            opt(s.min_ms),
+            opt(s.mean_ms),
+            opt(s.p50_ms),
+            opt(s.p90_ms),
+            opt(s.p95_ms),
+            opt(s.p99_ms),
+            opt(s.max_ms),
+            opt(s.throughput_rps),
+            s.bytes_received.to_string(),
+            s.bytes_sent.to_string(),
+            opt_i(s.first_start_ms),
+            opt_i(s.last_end_ms),
+            opt_i(s.window_ms),
+            opt(apdex),
+        ])
+        .map_err(csv_err)?;
+    }
+    let body = w
+        .into_inner()
+        .map_err(|e| Error::Internal(format!("writing CSV: {e}")))?;
+    let file = format!("attachment; filename=\"run-{id}-stats.csv\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, file),
+        ],
+        body,
+    )
+        .into_response())
 }
 
 async fn delete_run(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode> {
@@ -113,8 +341,12 @@ pub async fn series_for(
             .find(|s| &s.label == l)
             .and_then(|s| s.stats.last_end_ms),
     };
-    let buckets: Vec<BucketIn> = rows
-        .iter()
+    Ok(timeseries::build(label, &bucket_ins(&rows), last_end_ms))
+}
+
+/// Stored bucket rows as the series and capacity code reads them.
+fn bucket_ins(rows: &[BucketRow]) -> Vec<BucketIn<'_>> {
+    rows.iter()
         .map(|r| BucketIn {
             start_ms: r.start_ms,
             count: r.count.max(0) as u64,
@@ -124,8 +356,7 @@ pub async fn series_for(
             active_users: r.active_users.and_then(|u| u32::try_from(u).ok()),
             histogram: &r.histogram,
         })
-        .collect();
-    Ok(timeseries::build(label, &buckets, last_end_ms))
+        .collect()
 }
 
 async fn run_timeseries(

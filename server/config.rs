@@ -100,6 +100,7 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// listen = "127.0.0.1:7070"
 /// db = "harrier.db"
 /// max_import_bytes = 17179869184
+/// apdex_t_ms = 500
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,7 +108,11 @@ pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     pub db: Option<PathBuf>,
     pub max_import_bytes: Option<u64>,
+    pub apdex_t_ms: Option<u64>,
 }
+
+/// Default Apdex threshold T, ms.
+pub const DEFAULT_APDEX_T_MS: u64 = 500;
 
 /// The resolved settings of a server.
 #[derive(Debug, Clone)]
@@ -116,6 +121,8 @@ pub struct Config {
     pub db: PathBuf,
     /// Largest accepted import body, bytes.
     pub max_import_bytes: u64,
+    /// Apdex threshold T, ms (a request is satisfied at ≤ T, tolerating at ≤ 4T).
+    pub apdex_t_ms: u64,
 }
 
 impl Default for Config {
@@ -124,6 +131,7 @@ impl Default for Config {
             listen: DEFAULT_LISTEN.parse().expect("valid default address"),
             db: PathBuf::from(DEFAULT_DB),
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            apdex_t_ms: DEFAULT_APDEX_T_MS,
         }
     }
 }
@@ -150,6 +158,10 @@ impl Config {
             listen: args.listen.or(file.listen).unwrap_or(defaults.listen),
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
             max_import_bytes: file.max_import_bytes.unwrap_or(defaults.max_import_bytes),
+            apdex_t_ms: file
+                .apdex_t_ms
+                .filter(|t| *t > 0)
+                .unwrap_or(defaults.apdex_t_ms),
         })
     }
 }

@@ -55,6 +55,8 @@ use axum::routing::get;
 use crate::app::AppState;
 use crate::error::Error;
 use crate::runs::Stats;
+use crate::runs::capacity::Capacity;
+use crate::runs::distribution::Apdex;
 use crate::store::{ErrorRow, RejectedRowRow, RunDetail, RunListItem};
 
 /// Console routes.
@@ -302,6 +304,8 @@ pub struct StatsRowView {
     pub label: String,
     pub is_transaction: bool,
     pub cells: Vec<Cell>,
+    /// Apdex score (0–1) for the page's T.
+    pub apdex: Cell,
 }
 
 fn cell_f(v: Option<f64>, decimals: usize) -> Cell {
@@ -345,7 +349,13 @@ struct BytesKnown {
     sent: bool,
 }
 
-fn stats_row(label: &str, is_transaction: bool, s: &Stats, known: BytesKnown) -> StatsRowView {
+fn stats_row(
+    label: &str,
+    is_transaction: bool,
+    s: &Stats,
+    known: BytesKnown,
+    apdex: Option<Apdex>,
+) -> StatsRowView {
     let kb = |b: u64, known: bool| {
         if known {
             kb_per_s(b, s.window_ms)
@@ -355,9 +365,12 @@ fn stats_row(label: &str, is_transaction: bool, s: &Stats, known: BytesKnown) ->
     };
     let mut error_pct = cell_f(s.error_pct, 2);
     error_pct.bad = s.error_pct.is_some_and(|p| p > 0.0);
+    let mut apdex = cell_f(apdex.map(|a| a.score), 2);
+    apdex.bad = apdex.raw.parse::<f64>().is_ok_and(|score| score < 0.7);
     StatsRowView {
         label: label.to_string(),
         is_transaction,
+        apdex,
         cells: vec![
             cell_i(s.count, false),
             cell_i(s.errors, s.errors > 0),
@@ -472,6 +485,38 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
     ]
 }
 
+/// The run page's capacity statement.
+pub struct CapacityView {
+    pub headline: String,
+    pub detail: String,
+}
+
+fn capacity_text(c: &Capacity) -> CapacityView {
+    let why = match c.limited_by {
+        "errors" => format!(
+            "error % passed 1 % (reached {})",
+            format::pct(Some(c.error_pct))
+        ),
+        _ => format!(
+            "p95 passed twice its low-load value ({} → {})",
+            format::ms(c.low_load_p95_ms.map(|v| v as f64)),
+            format::ms(c.p95_ms.map(|v| v as f64))
+        ),
+    };
+    CapacityView {
+        headline: format!(
+            "Saturates at {} users, {}",
+            format::int(i64::from(c.users)),
+            format::rps(Some(c.throughput_rps))
+        ),
+        detail: format!(
+            "The highest throughput sustained before {why}, which happened at {} when the load reached {} users.",
+            format::time(Some(c.at_ms)),
+            format::int(i64::from(c.users))
+        ),
+    }
+}
+
 /// A row of the errors table.
 pub struct ErrorView {
     pub row: ErrorRow,
@@ -501,6 +546,11 @@ struct RunPage {
     rejected_total: String,
     rejected_more: bool,
     reported: Vec<(String, String)>,
+    apdex_t_ms: u64,
+    /// The saturation statement, when the run ramped and saturated.
+    capacity: Option<CapacityView>,
+    /// Tags as "k=v, k=v" for the edit form.
+    tags_text: String,
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
     data_json: String,
     run: RunDetail,
@@ -570,11 +620,13 @@ fn reported_rows(value: &serde_json::Value) -> Vec<(String, String)> {
 
 async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<RunPage, PageError> {
     let id = crate::api::run_id(&id)?;
-    let run = state
-        .store
-        .get_run(id)
-        .await?
-        .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
+    let report = crate::api::run_report(&state, id, None).await?;
+    let crate::api::RunReport {
+        run,
+        apdex_t_ms,
+        apdex,
+        capacity,
+    } = report;
     let errors = state.store.run_errors(id).await?;
     let rejected = state.store.run_rejected(id).await?;
     let series = crate::api::series_for(&state, id, None).await?;
@@ -591,6 +643,8 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         },
         "timeseries": series,
         "timeseries_url": format!("/api/v1/runs/{id}/timeseries"),
+        "distribution_url": format!("/api/v1/runs/{id}/distribution"),
+        "capacity": &capacity,
     });
     let error_total: i64 = errors.iter().map(|e| e.count).sum();
     let all_bytes =
@@ -610,9 +664,26 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         rows: run
             .labels
             .iter()
-            .map(|l| stats_row(&l.label, l.is_transaction, &l.stats, known))
+            .enumerate()
+            .map(|(i, l)| {
+                stats_row(
+                    &l.label,
+                    l.is_transaction,
+                    &l.stats,
+                    known,
+                    apdex.get(i + 1).copied().flatten(),
+                )
+            })
             .collect(),
-        total: stats_row("Total", false, &run.overall, known),
+        total: stats_row(
+            "Total",
+            false,
+            &run.overall,
+            known,
+            apdex.first().copied().flatten(),
+        ),
+        apdex_t_ms,
+        capacity: capacity.as_ref().map(capacity_text),
         has_transactions: run.labels.iter().any(|l| l.is_transaction),
         labels: run.labels.iter().map(|l| l.label.clone()).collect(),
         bucket_hint,
@@ -630,6 +701,12 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         rejected_more: run.rejected_rows > rejected.len() as i64,
         rejected,
         reported: reported_rows(&run.reported),
+        tags_text: run
+            .tags
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         // `<` escaped so the island can never close its <script> element early.
         data_json: data.to_string().replace('<', "\\u003c"),
         run,

@@ -20,6 +20,7 @@ const HUB_CAPACITY: usize = 1024;
 ///
 /// - `hello` `{server_time_ms}`: sent once when a client connects;
 /// - `run_imported` `{run: RunListItem}`: a run was stored (same shape as `GET /api/v1/runs` items);
+/// - `run_updated` `{run: RunListItem}`: name, scenario, tags or notes changed;
 /// - `run_deleted` `{id}`;
 /// - `import_progress` `{import_id, source, bytes_read, bytes_total|null}`: a long import,
 ///   about four times a second;
@@ -33,6 +34,9 @@ pub enum Event {
         server_time_ms: i64,
     },
     RunImported {
+        run: RunListItem,
+    },
+    RunUpdated {
         run: RunListItem,
     },
     RunDeleted {

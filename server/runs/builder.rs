@@ -18,6 +18,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use hdrhistogram::Histogram;
 
+use super::distribution::Distribution;
 use super::hdr::{deserialize_histogram, new_histogram, serialize_histogram};
 use super::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Sample, StatsAcc};
 
@@ -74,6 +75,16 @@ struct LabelAcc {
 }
 
 impl LabelAcc {
+    /// Every sample of the label (requests and transaction rows alike).
+    fn distribution(&self) -> Distribution {
+        if self.transactions.count() == 0 {
+            return Distribution::from(self.requests.histogram());
+        }
+        let mut all = self.requests.histogram().clone();
+        all.merge(self.transactions.histogram());
+        Distribution::from(&all)
+    }
+
     fn stats(&self) -> LabelStats {
         let stats = match (self.requests.count(), self.transactions.count()) {
             (_, 0) => self.requests.stats(),
@@ -271,7 +282,10 @@ impl RunBuilder {
                 .cmp(&a.count)
                 .then(a.first_seen_ms.cmp(&b.first_seen_ms))
         });
+        let mut distributions = vec![Distribution::from(overall.histogram())];
+        distributions.extend(labels.iter().map(LabelAcc::distribution));
         RunData {
+            distributions,
             overall: overall.stats(),
             labels: labels.iter().map(LabelAcc::stats).collect(),
             buckets,

@@ -15,6 +15,8 @@
 //! - transaction-controller rows are shown per label but left out of run totals.
 
 mod builder;
+pub mod capacity;
+pub mod distribution;
 pub mod hdr;
 mod stats;
 pub mod timeseries;
@@ -174,4 +176,7 @@ pub struct RunData {
     /// Free-form figures the tool reported that have no slot in [`Stats`]
     /// (e.g. ab's failure breakdown), as a JSON object.
     pub reported: serde_json::Value,
+    /// Exact response-time distributions: index 0 the run total, then one per label in
+    /// the order of `labels`. Empty for summary-only runs.
+    pub distributions: Vec<distribution::Distribution>,
 }

@@ -7,7 +7,7 @@
 
 mod runs;
 
-pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem};
+pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem, RunPatch};
 
 use std::path::Path;
 use std::str::FromStr;

@@ -6,6 +6,7 @@ use serde::Serialize;
 use sqlx::{FromRow, QueryBuilder, Row, Sqlite, Transaction};
 
 use super::{Result, Store};
+use crate::runs::distribution::Distribution;
 use crate::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
 
 /// SQLite allows 32,766 bound parameters per statement; rows per multi-row INSERT are sized
@@ -25,6 +26,29 @@ pub struct NewRun {
     pub tags: Vec<(String, String)>,
     /// When the import happened, unix epoch ms.
     pub imported_at_ms: i64,
+}
+
+/// Changes to a run's descriptive fields (`None`: leave as is; `Some(None)`: clear).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunPatch {
+    pub name: Option<String>,
+    #[serde(default, with = "double_option")]
+    pub scenario: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub notes: Option<Option<String>>,
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+mod double_option {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
 }
 
 /// One row of the runs list (`GET /api/v1/runs`, `/console/runs`).
@@ -252,11 +276,15 @@ impl Store {
         else {
             return Ok(None);
         };
-        let stats: Vec<StatsRow> =
-            sqlx::query_as("SELECT * FROM run_stats WHERE run_id = ? ORDER BY label_ord")
-                .bind(id)
-                .fetch_all(&self.pool)
-                .await?;
+        let stats: Vec<StatsRow> = sqlx::query_as(
+            "SELECT label_ord, label, is_transaction, count, errors, min_ms, mean_ms, max_ms,
+                        p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms, window_ms,
+                        throughput_rps, bytes_received, bytes_sent
+                 FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
         let tags: Vec<(String, String)> =
             sqlx::query_as("SELECT key, value FROM run_tags WHERE run_id = ? ORDER BY key")
                 .bind(id)
@@ -327,6 +355,49 @@ impl Store {
         Ok(Some(rows))
     }
 
+    /// The exact response-time distribution of a run's label (`None`: the run total);
+    /// `Ok(None)` when the run has no such label, an empty distribution when none was
+    /// stored (summary-only runs).
+    pub async fn run_distribution(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Distribution>> {
+        let row: Option<(Option<Vec<u8>>,)> = match label {
+            None => {
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = ? AND label_ord = 0")
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+            Some(label) => {
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = ? AND label_ord > 0 AND label = ?")
+                    .bind(id)
+                    .bind(label)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+        };
+        Ok(row.map(|(blob,)| {
+            blob.and_then(|b| Distribution::decode(&b))
+                .unwrap_or_default()
+        }))
+    }
+
+    /// Every scope's distribution of a run, in scope order (0 = run total).
+    pub async fn run_distributions(&self, id: i64) -> Result<Vec<Distribution>> {
+        let rows: Vec<(Option<Vec<u8>>,)> = sqlx::query_as(
+            "SELECT distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(b,)| b.and_then(|b| Distribution::decode(&b)).unwrap_or_default())
+            .collect())
+    }
+
     /// A run's error groups, most frequent first.
     pub async fn run_errors(&self, id: i64) -> Result<Vec<ErrorRow>> {
         Ok(sqlx::query_as(
@@ -346,6 +417,44 @@ impl Store {
                 .fetch_all(&self.pool)
                 .await?,
         )
+    }
+
+    /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
+    /// replaces the whole set). `false` if there is no such run.
+    pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET name = COALESCE(?, name),
+                             scenario = CASE WHEN ? THEN ? ELSE scenario END,
+                             notes = CASE WHEN ? THEN ? ELSE notes END
+             WHERE id = ?",
+        )
+        .bind(&patch.name)
+        .bind(patch.scenario.is_some())
+        .bind(patch.scenario.clone().flatten())
+        .bind(patch.notes.is_some())
+        .bind(patch.notes.clone().flatten())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if found && let Some(tags) = &patch.tags {
+            sqlx::query("DELETE FROM run_tags WHERE run_id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            if !tags.is_empty() {
+                let mut qb: QueryBuilder<Sqlite> =
+                    QueryBuilder::new("INSERT INTO run_tags (run_id, key, value) ");
+                qb.push_values(tags, |mut b, (k, v)| {
+                    b.push_bind(id).push_bind(k).push_bind(v);
+                });
+                qb.build().execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(found)
     }
 
     /// Deletes a run and everything stored for it; `false` if there was no such run.
@@ -412,11 +521,17 @@ async fn insert_run_tx(
                 .map(|(i, l)| (i as i64 + 1, Some(l.label.as_str()), l)),
         )
         .collect();
-    for chunk in scopes.chunks(chunk_rows(19)) {
+    let blob = |ord: i64| {
+        data.distributions
+            .get(ord as usize)
+            .filter(|d| !d.is_empty())
+            .map(|d| d.encode())
+    };
+    for chunk in scopes.chunks(chunk_rows(20)) {
         let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
             "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
              mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
-             window_ms, throughput_rps, bytes_received, bytes_sent) ",
+             window_ms, throughput_rps, bytes_received, bytes_sent, distribution) ",
         );
         qb.push_values(chunk, |mut b, (ord, label, l)| {
             let s = &l.stats;
@@ -438,7 +553,8 @@ async fn insert_run_tx(
                 .push_bind(s.window_ms)
                 .push_bind(s.throughput_rps)
                 .push_bind(to_i64(s.bytes_received))
-                .push_bind(to_i64(s.bytes_sent));
+                .push_bind(to_i64(s.bytes_sent))
+                .push_bind(blob(*ord));
         });
         qb.build().execute(&mut **tx).await?;
     }

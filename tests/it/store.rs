@@ -72,6 +72,7 @@ fn sample_run(buckets: usize) -> RunData {
         }],
         summary_only: false,
         reported: serde_json::json!({}),
+        distributions: Vec::new(),
     }
 }
 

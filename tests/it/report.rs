@@ -1,0 +1,218 @@
+//! The run report's derived figures: Apdex, distribution, capacity, edits and exports.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+
+use crate::helpers::{assert_close, fixture, spawn_app};
+
+/// EC01 response times: 95, 120, 210, 340 ms.
+#[tokio::test]
+async fn apdex_per_label_with_a_chosen_threshold() {
+    let app = spawn_app().await;
+    let id = app
+        .import("", fixture("edge-cases/EC01/input.jtl"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(d["apdex_t_ms"], 500);
+    assert_eq!(
+        d["overall"]["apdex"]["score"], 1.0,
+        "all four within 500 ms"
+    );
+    let d = app
+        .get(&format!("/api/v1/runs/{id}?apdex_t_ms=100"))
+        .await
+        .json();
+    let a = &d["overall"]["apdex"];
+    // T = 100: satisfied 95; tolerating 120, 210, 340 (≤ 400): (1 + 3/2) / 4.
+    assert_eq!(
+        (
+            a["satisfied"].as_u64(),
+            a["tolerating"].as_u64(),
+            a["frustrated"].as_u64()
+        ),
+        (Some(1), Some(3), Some(0))
+    );
+    assert_close(a["score"].as_f64().unwrap(), 0.625, "apdex");
+    assert_eq!(
+        d["labels"][1]["apdex"]["satisfied"], 0,
+        "Get item: 210 and 340 ms"
+    );
+    assert!(d["capacity"].is_null(), "four samples never ramp");
+}
+
+#[tokio::test]
+async fn exact_distribution_and_percentile_curve() {
+    let app = spawn_app().await;
+    let id = app
+        .import("", fixture("edge-cases/EC35/input.jtl"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let d = app
+        .get(&format!("/api/v1/runs/{id}/distribution"))
+        .await
+        .json();
+    assert_eq!(d["count"], 19);
+    let bins: u64 = d["bins"]["count"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .sum();
+    assert_eq!(bins, 19, "every sample in a bin");
+    let ps: Vec<f64> = d["curve"]["p"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_f64().unwrap())
+        .collect();
+    let ms: Vec<u64> = d["curve"]["ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    let at = |p: f64| ms[ps.iter().position(|x| *x == p).unwrap()];
+    // EC35's expected.json: min 90, p50 125, p90 1000, p95 1100, max 1100.
+    assert_eq!(
+        (at(0.0), at(50.0), at(90.0), at(95.0), at(100.0)),
+        (90, 125, 1000, 1100, 1100)
+    );
+    let missing = app
+        .get(&format!("/api/v1/runs/{id}/distribution?label=nope"))
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn edit_name_scenario_tags_and_notes() {
+    let app = spawn_app().await;
+    let id = app
+        .import("tag=build=1", fixture("edge-cases/EC01/input.jtl"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let patch = |body: &str| {
+        Request::patch(format!("/api/v1/runs/{id}"))
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let reply = app.send(patch(r#"{"name": "peak, build 2", "notes": "pool 50 → 100", "tags": {"build": "2", "env": "staging"}}"#)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(d["name"], "peak, build 2");
+    assert_eq!(d["notes"], "pool 50 → 100");
+    assert_eq!(
+        d["tags"],
+        serde_json::json!({"build": "2", "env": "staging"})
+    );
+    assert_eq!(d["scenario"], "upload", "untouched when absent");
+    app.send(patch(r#"{"scenario": null}"#)).await;
+    assert!(
+        app.get(&format!("/api/v1/runs/{id}")).await.json()["scenario"].is_null(),
+        "cleared by null"
+    );
+    assert_eq!(
+        app.send(patch(r#"{"name": ""}"#)).await.status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.send(patch(r#"{"colour": "red"}"#)).await.status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.send(patch("not json")).await.status,
+        StatusCode::BAD_REQUEST
+    );
+    let other = Request::patch("/api/v1/runs/999")
+        .body(Body::from("{}"))
+        .unwrap();
+    assert_eq!(app.send(other).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn statistics_export_as_csv() {
+    let app = spawn_app().await;
+    let id = app
+        .import("", fixture("edge-cases/EC11/input.jtl"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let reply = app.get(&format!("/api/v1/runs/{id}/stats.csv")).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(reply.content_type.starts_with("text/csv"));
+    let mut rdr = csv::Reader::from_reader(reply.body.as_slice());
+    let header = rdr.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 4, "total + three labels");
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(&rows[0][col("label")], "TOTAL");
+    assert_eq!(
+        &rows[0][col("count")],
+        "4",
+        "transaction rows left out of the total"
+    );
+    assert_eq!(&rows[0][col("mean_ms")], "282.5");
+    let tx = rows
+        .iter()
+        .find(|r| &r[col("label")] == "Checkout flow")
+        .unwrap();
+    assert_eq!(&tx[col("is_transaction")], "true");
+}
+
+/// A stepped load (4 → 8 → 12 → 16 users) whose p95 more than doubles at 12 users.
+fn ramped_jtl() -> Vec<u8> {
+    let mut out = String::from(
+        "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,bytes,grpThreads,allThreads\n",
+    );
+    let start = 1_700_000_000_000i64;
+    // (users, requests per second, response time ms)
+    let steps = [
+        (4u32, 40u32, 50u32),
+        (8, 80, 52),
+        (12, 90, 180),
+        (16, 88, 400),
+    ];
+    for (step, (users, rps, ms)) in steps.iter().enumerate() {
+        for second in 0..10 {
+            let t0 = start + (step as i64 * 10 + second) * 1000;
+            for i in 0..*rps {
+                let ts = t0 + i64::from(i) * 1000 / i64::from(*rps);
+                out.push_str(&format!(
+                    "{ts},{ms},GET /api,200,OK,T 1-{i},text,true,100,{users},{users}\n"
+                ));
+            }
+        }
+    }
+    out.into_bytes()
+}
+
+#[tokio::test]
+async fn a_ramped_run_reports_where_it_saturates() {
+    let app = spawn_app().await;
+    let id = app.import("name=ramp", ramped_jtl()).await.json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    let c = &d["capacity"];
+    assert_eq!(c["users"], 12, "{c}");
+    assert_eq!(c["limited_by"], "p95");
+    assert_close(
+        c["throughput_rps"].as_f64().unwrap(),
+        80.0,
+        "best throughput before saturation",
+    );
+    assert_eq!(c["at_ms"], 1_700_000_020_000i64);
+    let page = app.get(&format!("/console/runs/{id}")).await;
+    assert!(
+        page.text().contains("Saturates at 12 users"),
+        "stated on the report"
+    );
+}
