@@ -389,6 +389,7 @@ struct ImportParams {
     scenario: Option<String>,
     filename: Option<String>,
     tags: Vec<(String, String)>,
+    replace: Option<i64>,
 }
 
 impl ImportParams {
@@ -399,6 +400,7 @@ impl ImportParams {
             "name" if !value.is_empty() => self.name = Some(value),
             "scenario" if !value.is_empty() => self.scenario = Some(value),
             "filename" if !value.is_empty() => self.filename = Some(value),
+            "replace" if !value.is_empty() => self.replace = Some(run_id(&value)?),
             "tag" if !value.is_empty() => match value.split_once('=') {
                 Some((k, v)) if !k.trim().is_empty() => {
                     self.tags.push((k.trim().into(), v.trim().into()))
@@ -429,6 +431,7 @@ impl ImportParams {
             tags: self.tags.clone(),
             source,
             max_bytes: state.config.max_import_bytes,
+            replace: self.replace,
         })
     }
 }

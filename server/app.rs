@@ -21,6 +21,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::Config;
 use crate::live::Hub;
+use crate::live_runs::LiveRuns;
 use crate::store::Store;
 
 /// Everything a request handler may need; cheap to clone.
@@ -29,6 +30,7 @@ use crate::store::Store;
 /// - `hub`: the live broadcast hub behind `/api/v1/live`;
 /// - `metrics`: renders `/metrics`;
 /// - `config`: resolved settings;
+/// - `live_runs`: runs being streamed in (InfluxDB line protocol);
 /// - `shutdown`: cancelled when the server stops (websocket loops end on it).
 #[derive(Clone)]
 pub struct AppState {
@@ -36,15 +38,19 @@ pub struct AppState {
     pub hub: Hub,
     pub metrics: PrometheusHandle,
     pub config: Arc<Config>,
+    pub live_runs: LiveRuns,
     pub shutdown: CancellationToken,
 }
 
 impl AppState {
     /// State over an open store with a fresh hub and the process-wide metrics recorder.
     pub fn new(store: Store, config: Config) -> AppState {
+        let hub = Hub::new();
+        let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
         AppState {
+            live_runs: LiveRuns::new(store.clone(), hub.clone(), idle),
             store,
-            hub: Hub::new(),
+            hub,
             metrics: crate::telemetry::install(),
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
@@ -65,6 +71,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/static/{*path}", get(static_file))
         .merge(crate::api::router(&state))
+        .merge(crate::write::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
         .route_layer(middleware::from_fn(crate::telemetry::track_http))
@@ -136,9 +143,11 @@ pub async fn serve(
         state.metrics.clone(),
         token.clone(),
     ));
+    let live_stop = token.clone();
+    let live_runs = tokio::spawn(state.live_runs.clone().run(token.clone()));
     let app = router(state);
     let stop = token.clone();
-    axum::serve(listener, app)
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             tokio::select! {
                 _ = shutdown => {}
@@ -146,5 +155,9 @@ pub async fn serve(
             }
             token.cancel();
         })
-        .await
+        .await;
+    // Open live runs are stored as complete before the process ends.
+    live_stop.cancel();
+    let _ = live_runs.await;
+    served
 }

@@ -83,6 +83,10 @@ pub struct ImportArgs {
     /// A tag such as build=123 or env=staging; repeatable.
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tags: Vec<(String, String)>,
+    /// Replace the figures of this existing run (e.g. one streamed live) with the file's
+    /// exact ones, keeping its name, scenario, tags and notes.
+    #[arg(long, value_name = "RUN")]
+    pub replace: Option<i64>,
     #[command(flatten)]
     pub target: TargetArgs,
 }
@@ -101,6 +105,7 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// db = "harrier.db"
 /// max_import_bytes = 17179869184
 /// apdex_t_ms = 500
+/// live_idle_timeout_s = 30
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,7 +114,11 @@ pub struct FileConfig {
     pub db: Option<PathBuf>,
     pub max_import_bytes: Option<u64>,
     pub apdex_t_ms: Option<u64>,
+    pub live_idle_timeout_s: Option<u64>,
 }
+
+/// Default idle time after which a live run is complete, seconds.
+pub const DEFAULT_LIVE_IDLE_TIMEOUT_S: u64 = 30;
 
 /// Default Apdex threshold T, ms.
 pub const DEFAULT_APDEX_T_MS: u64 = 500;
@@ -123,6 +132,8 @@ pub struct Config {
     pub max_import_bytes: u64,
     /// Apdex threshold T, ms (a request is satisfied at ≤ T, tolerating at ≤ 4T).
     pub apdex_t_ms: u64,
+    /// A live run with no points for this long is complete, seconds.
+    pub live_idle_timeout_s: u64,
 }
 
 impl Default for Config {
@@ -132,6 +143,7 @@ impl Default for Config {
             db: PathBuf::from(DEFAULT_DB),
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
             apdex_t_ms: DEFAULT_APDEX_T_MS,
+            live_idle_timeout_s: DEFAULT_LIVE_IDLE_TIMEOUT_S,
         }
     }
 }
@@ -162,6 +174,10 @@ impl Config {
                 .apdex_t_ms
                 .filter(|t| *t > 0)
                 .unwrap_or(defaults.apdex_t_ms),
+            live_idle_timeout_s: file
+                .live_idle_timeout_s
+                .filter(|t| *t > 0)
+                .unwrap_or(defaults.live_idle_timeout_s),
         })
     }
 }

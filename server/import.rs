@@ -37,6 +37,9 @@ pub struct ImportRequest {
     pub source: String,
     /// Largest accepted input, bytes.
     pub max_bytes: u64,
+    /// Replace the aggregates of this existing run (e.g. a live run's streamed figures)
+    /// with the file's exact ones, keeping its name, scenario, tags and notes.
+    pub replace: Option<i64>,
 }
 
 /// One stored run, as reported back to the importer.
@@ -206,6 +209,9 @@ async fn store_runs(
             req.source
         )));
     }
+    if let Some(id) = req.replace {
+        return replace_run(store, req, id, runs).await;
+    }
     let now = crate::now_ms();
     let several = runs.len() > 1;
     let stem = file_stem(&req.source);
@@ -251,6 +257,44 @@ async fn store_runs(
         });
     }
     Ok(out)
+}
+
+async fn replace_run(
+    store: &Store,
+    req: &ImportRequest,
+    id: i64,
+    mut runs: Vec<ingest::ParsedRun>,
+) -> Result<Vec<ImportedRun>> {
+    if runs.len() != 1 {
+        return Err(Error::BadRequest(format!(
+            "{}: holds {} runs; replace needs a file with exactly one",
+            req.source,
+            runs.len()
+        )));
+    }
+    let run = runs.remove(0);
+    let Some(existing) = store.get_run(id).await? else {
+        return Err(Error::NotFound(format!("run {id}")));
+    };
+    if existing.status == "live" {
+        return Err(Error::BadRequest(format!(
+            "run {id} is still live; end it first (POST /api/v1/runs/{id}/end)"
+        )));
+    }
+    store
+        .replace_run_data(id, &run.data, "complete", Some((&run.tool, &req.source)))
+        .await?;
+    metrics::counter!("harrier_samples_imported_total").increment(run.data.overall.count);
+    metrics::counter!("harrier_rejected_rows_total").increment(run.data.rejected_rows);
+    Ok(vec![ImportedRun {
+        id,
+        name: existing.name,
+        tool: run.tool,
+        url: format!("/console/runs/{id}"),
+        samples: run.data.overall.count,
+        rejected_rows: run.data.rejected_rows,
+        summary_only: run.data.summary_only,
+    }])
 }
 
 /// A little entropy for import ids (not security-relevant).

@@ -6,9 +6,11 @@
 //! - [`runs`]: run domain types and statistics;
 //! - [`store`]: the only module with SQL (SQLite via sqlx);
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
+//! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`api`]: the JSON API under `/api/v1`;
 //! - [`console`]: server-rendered pages under `/console`;
 //! - [`telemetry`]: harrier's own `/metrics`;
+//! - [`write`]: InfluxDB line-protocol writes (`/write`, `/api/v2/write`) for live runs;
 //! - [`app`]: state, router, serve loop;
 //! - [`error`]: the one error type, rendered as JSON or as an error page.
 
@@ -20,9 +22,11 @@ pub mod error;
 pub mod import;
 pub mod ingest;
 pub mod live;
+pub mod live_runs;
 pub mod runs;
 pub mod store;
 pub mod telemetry;
+pub mod write;
 
 /// Now, as unix epoch milliseconds.
 pub fn now_ms() -> i64 {

@@ -53,6 +53,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(&config.db)
         .await
         .with_context(|| format!("opening {}", config.db.display()))?;
+    let stale = store.close_stale_live_runs().await?;
+    if stale > 0 {
+        tracing::warn!(
+            runs = stale,
+            "live runs left open by a previous process marked complete"
+        );
+    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| {
@@ -175,6 +182,7 @@ async fn import_local(
         tags: args.tags.clone(),
         source: source.to_string(),
         max_bytes: u64::MAX,
+        replace: args.replace,
     };
     let show = std::io::stderr().is_terminal();
     let progress = Progress {
@@ -226,6 +234,9 @@ async fn import_remote(
     }
     for (k, v) in &args.tags {
         query.push(("tag", format!("{k}={v}")));
+    }
+    if let Some(id) = args.replace {
+        query.push(("replace", id.to_string()));
     }
     let body = if path.as_os_str() == "-" {
         let mut buf = Vec::new();

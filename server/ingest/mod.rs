@@ -14,6 +14,7 @@
 //! again. A UTF-8 byte-order mark is skipped.
 
 pub mod ab;
+pub mod influx;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
 pub mod timestamp;

@@ -44,7 +44,7 @@ pub const ERROR_GROUP_OVERFLOW_MESSAGE: &str =
 ///
 /// Push every accepted sample with [`push`](Self::push) and every damaged row with
 /// [`reject`](Self::reject), then call [`finish`](Self::finish).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RunBuilder {
     labels: Vec<LabelAcc>,
     label_index: HashMap<Box<str>, u32, FxBuild>,
@@ -62,7 +62,7 @@ impl Default for RunBuilder {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct LabelAcc {
     name: String,
     // Kept apart so that run totals are the union of every label's `requests` (merged
@@ -301,7 +301,7 @@ impl RunBuilder {
 /// Per-second buckets: a ring of open seconds plus the finalized ones.
 ///
 /// Scope 0 is the run (non-transaction samples), scope i + 1 is label i.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct BucketWindow {
     window_s: i64,
     /// Second (start_ms / 1000, floored) of `slots[0]`.
@@ -313,7 +313,7 @@ struct BucketWindow {
     closed: HashMap<(u32, i64), Bucket, FxBuild>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct OpenBucket {
     count: u64,
     errors: u64,

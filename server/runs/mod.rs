@@ -18,6 +18,7 @@ mod builder;
 pub mod capacity;
 pub mod distribution;
 pub mod hdr;
+pub mod intervals;
 mod stats;
 pub mod timeseries;
 

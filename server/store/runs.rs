@@ -419,6 +419,76 @@ impl Store {
         )
     }
 
+    /// Creates a run that is still receiving data (`status = 'live'`), with no aggregates
+    /// yet; returns its id.
+    pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
+        let mut tx = self.pool.begin().await?;
+        let id = insert_run_tx(&mut tx, run, &RunData::default()).await?;
+        sqlx::query("UPDATE runs SET status = 'live', started_at_ms = NULL WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Replaces a run's aggregates (a live run's newest snapshot, or exact figures from
+    /// its result file) in one transaction, and sets its status (`live` or `complete`)
+    /// and, when given, its tool and source. `false` if there is no such run.
+    pub async fn replace_run_data(
+        &self,
+        id: i64,
+        data: &RunData,
+        status: &str,
+        tool_source: Option<(&str, &str)>,
+    ) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET status = ?, summary_only = ?, started_at_ms = ?, ended_at_ms = ?,
+                             rejected_rows = ?, reported = ?,
+                             tool = COALESCE(?, tool), source = COALESCE(?, source)
+             WHERE id = ?",
+        )
+        .bind(status)
+        .bind(data.summary_only)
+        .bind(data.overall.first_start_ms)
+        .bind(data.overall.last_end_ms)
+        .bind(to_i64(data.rejected_rows))
+        .bind(data.reported.to_string())
+        .bind(tool_source.map(|t| t.0))
+        .bind(tool_source.map(|t| t.1))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !found {
+            return Ok(false);
+        }
+        for sql in [
+            "DELETE FROM run_stats WHERE run_id = ?",
+            "DELETE FROM run_buckets WHERE run_id = ?",
+            "DELETE FROM run_errors WHERE run_id = ?",
+            "DELETE FROM run_rejected WHERE run_id = ?",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        insert_aggregates(&mut tx, id, data).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks runs left `live` by a previous process (it stopped before they ended) as
+    /// complete; returns how many.
+    pub async fn close_stale_live_runs(&self) -> Result<u64> {
+        Ok(
+            sqlx::query("UPDATE runs SET status = 'complete' WHERE status = 'live'")
+                .execute(&self.pool)
+                .await?
+                .rows_affected(),
+        )
+    }
+
     /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
     /// replaces the whole set). `false` if there is no such run.
     pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
@@ -506,7 +576,16 @@ async fn insert_run_tx(
         });
         qb.build().execute(&mut **tx).await?;
     }
+    insert_aggregates(tx, id, data).await?;
+    Ok(id)
+}
 
+/// Writes a run's statistics, buckets, error groups and rejected rows.
+async fn insert_aggregates(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    data: &RunData,
+) -> Result<()> {
     // Scopes: 0 = run total, then labels in order.
     let overall = LabelStats {
         label: String::new(),
@@ -620,5 +699,5 @@ async fn insert_run_tx(
         });
         qb.build().execute(&mut **tx).await?;
     }
-    Ok(id)
+    Ok(())
 }

@@ -6,5 +6,6 @@ mod helpers;
 mod browser;
 mod http;
 mod live;
+mod live_runs;
 mod report;
 mod store;

@@ -1,0 +1,334 @@
+//! Runs streamed as per-interval aggregates (JMeter's Backend Listener): per label, each
+//! send interval's count, errors, mean, min and max, with no individual samples.
+//!
+//! Each interval is spread evenly over the seconds it covers (its count split across them,
+//! with the same mean, min and max), so the over-time charts show JMeter's own per-interval
+//! rates instead of a spike every five seconds. Run and label percentiles cannot be known
+//! from such data and stay `None`; totals, mean, min, max, error % and throughput are exact
+//! sums of what JMeter sent. Importing the run's JTL afterwards replaces them with exact
+//! figures.
+
+use std::collections::BTreeMap;
+
+use super::hdr::{new_histogram, serialize_histogram};
+use super::{Bucket, ErrorGroup, LabelStats, RunData, Stats};
+
+/// JMeter's default send interval (`backend_influxdb.send_interval`), ms.
+pub const DEFAULT_INTERVAL_MS: i64 = 5_000;
+/// Longest interval a gap between two sends is taken for, ms.
+const MAX_INTERVAL_MS: i64 = 60_000;
+
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    count: u64,
+    errors: u64,
+    sum_ms: f64,
+    min_ms: Option<f64>,
+    max_ms: Option<f64>,
+    bytes_received: u64,
+    bytes_sent: u64,
+}
+
+impl Acc {
+    fn add(&mut self, count: u64, errors: u64, mean: f64, min: f64, max: f64) {
+        self.count += count;
+        self.errors += errors;
+        if mean.is_finite() {
+            self.sum_ms += mean * count as f64;
+        }
+        if min.is_finite() {
+            self.min_ms = Some(self.min_ms.map_or(min, |m| m.min(min)));
+        }
+        if max.is_finite() {
+            self.max_ms = Some(self.max_ms.map_or(max, |m| m.max(max)));
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct LabelRun {
+    name: String,
+    total: Acc,
+    /// Second start (ms) → that second's share.
+    seconds: BTreeMap<i64, Acc>,
+    /// End of the label's previous interval, ms.
+    last_t_ms: Option<i64>,
+    first_start_ms: Option<i64>,
+    last_end_ms: Option<i64>,
+}
+
+/// Accumulates a run from interval aggregates.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalRun {
+    labels: Vec<LabelRun>,
+    errors: Vec<ErrorGroup>,
+    /// Second start (ms) → active users.
+    users: BTreeMap<i64, u32>,
+}
+
+fn second_of(t_ms: i64) -> i64 {
+    t_ms.div_euclid(1000) * 1000
+}
+
+impl IntervalRun {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn label(&mut self, name: &str) -> &mut LabelRun {
+        let i = match self.labels.iter().position(|l| l.name == name) {
+            Some(i) => i,
+            None => {
+                self.labels.push(LabelRun {
+                    name: name.to_string(),
+                    ..LabelRun::default()
+                });
+                self.labels.len() - 1
+            }
+        };
+        &mut self.labels[i]
+    }
+
+    /// One label's interval ending at `t_ms`: `count` samples with the given mean, min and
+    /// max (ms) and bytes.
+    #[expect(clippy::too_many_arguments, reason = "one field per figure JMeter sends")]
+    pub fn interval(
+        &mut self,
+        label: &str,
+        t_ms: i64,
+        count: u64,
+        mean_ms: f64,
+        min_ms: f64,
+        max_ms: f64,
+        bytes_received: u64,
+        bytes_sent: u64,
+    ) {
+        if count == 0 {
+            return;
+        }
+        let l = self.label(label);
+        let len_ms = l.last_t_ms.map_or(DEFAULT_INTERVAL_MS, |prev| {
+            (t_ms - prev).clamp(1000, MAX_INTERVAL_MS)
+        });
+        l.last_t_ms = Some(t_ms);
+        let start = t_ms - len_ms;
+        l.first_start_ms = Some(l.first_start_ms.map_or(start, |f| f.min(start)));
+        l.last_end_ms = Some(l.last_end_ms.map_or(t_ms, |e| e.max(t_ms)));
+        l.total.add(count, 0, mean_ms, min_ms, max_ms);
+        l.total.bytes_received += bytes_received;
+        l.total.bytes_sent += bytes_sent;
+        let secs = (len_ms / 1000).max(1) as u64;
+        let (each, extra) = (count / secs, count % secs);
+        for i in 0..secs {
+            let share = each + u64::from(i < extra);
+            if share > 0 {
+                l.seconds
+                    .entry(second_of(start) + i as i64 * 1000)
+                    .or_default()
+                    .add(share, 0, mean_ms, min_ms, max_ms);
+            }
+        }
+    }
+
+    /// Failed samples of a label in the interval ending at `t_ms` (spread like its count).
+    pub fn interval_errors(&mut self, label: &str, t_ms: i64, errors: u64) {
+        if errors == 0 {
+            return;
+        }
+        let l = self.label(label);
+        l.total.errors += errors;
+        let len_ms = DEFAULT_INTERVAL_MS
+            .min(t_ms - l.first_start_ms.unwrap_or(t_ms - DEFAULT_INTERVAL_MS))
+            .max(1000);
+        let secs: Vec<i64> = l
+            .seconds
+            .range(second_of(t_ms - len_ms)..=second_of(t_ms))
+            .map(|(s, _)| *s)
+            .collect();
+        if secs.is_empty() {
+            l.seconds.entry(second_of(t_ms - 1)).or_default().errors += errors;
+            return;
+        }
+        let n = secs.len() as u64;
+        for (i, s) in secs.iter().enumerate() {
+            let share = errors / n + u64::from((i as u64) < errors % n);
+            if let Some(acc) = l.seconds.get_mut(s) {
+                acc.errors += share;
+            }
+        }
+    }
+
+    /// A kind of error (response code and message) seen `count` times in an interval.
+    pub fn error_kind(&mut self, label: &str, t_ms: i64, code: &str, message: &str, count: u64) {
+        match self
+            .errors
+            .iter_mut()
+            .find(|e| e.label == label && e.response_code == code && e.message == message)
+        {
+            Some(e) => {
+                e.count += count;
+                e.last_seen_ms = e.last_seen_ms.max(t_ms);
+            }
+            None => self.errors.push(ErrorGroup {
+                label: label.to_string(),
+                response_code: code.to_string(),
+                message: message.to_string(),
+                count,
+                first_seen_ms: t_ms,
+                last_seen_ms: t_ms,
+            }),
+        }
+    }
+
+    /// Active users at `t_ms`.
+    pub fn users(&mut self, t_ms: i64, users: u32) {
+        self.users.insert(second_of(t_ms), users);
+    }
+
+    /// Samples received so far.
+    pub fn samples(&self) -> u64 {
+        self.labels.iter().map(|l| l.total.count).sum()
+    }
+
+    /// The run as it stands.
+    pub fn snapshot(&self) -> RunData {
+        let stats = |acc: &Acc, first: Option<i64>, last: Option<i64>| {
+            let window_ms = first.zip(last).map(|(f, l)| l - f);
+            Stats {
+                count: acc.count,
+                errors: acc.errors,
+                error_pct: (acc.count > 0).then(|| acc.errors as f64 * 100.0 / acc.count as f64),
+                min_ms: acc.min_ms,
+                mean_ms: (acc.count > 0).then(|| acc.sum_ms / acc.count as f64),
+                max_ms: acc.max_ms,
+                first_start_ms: first,
+                last_end_ms: last,
+                window_ms,
+                throughput_rps: window_ms
+                    .filter(|w| *w > 0)
+                    .map(|w| acc.count as f64 * 1000.0 / w as f64),
+                bytes_received: acc.bytes_received,
+                bytes_sent: acc.bytes_sent,
+                ..Stats::default()
+            }
+        };
+        let empty_histogram = serialize_histogram(&new_histogram::<u64>());
+        let bucket = |label: Option<String>, start_ms: i64, acc: &Acc, users: Option<u32>| Bucket {
+            label,
+            start_ms,
+            count: acc.count,
+            errors: acc.errors,
+            sum_ms: acc.sum_ms.round().max(0.0) as u64,
+            min_ms: acc.min_ms.unwrap_or(0.0).round().max(0.0) as u64,
+            max_ms: acc.max_ms.unwrap_or(0.0).round().max(0.0) as u64,
+            active_users: users,
+            histogram: empty_histogram.clone(),
+        };
+        let mut overall = Acc::default();
+        let mut overall_seconds: BTreeMap<i64, Acc> = BTreeMap::new();
+        let mut buckets = Vec::new();
+        for l in &self.labels {
+            overall.count += l.total.count;
+            overall.errors += l.total.errors;
+            overall.sum_ms += l.total.sum_ms;
+            overall.bytes_received += l.total.bytes_received;
+            overall.bytes_sent += l.total.bytes_sent;
+            overall.min_ms = match (overall.min_ms, l.total.min_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            overall.max_ms = match (overall.max_ms, l.total.max_ms) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            for (s, acc) in &l.seconds {
+                let o = overall_seconds.entry(*s).or_default();
+                o.add(
+                    acc.count,
+                    acc.errors,
+                    acc.sum_ms / acc.count.max(1) as f64,
+                    acc.min_ms.unwrap_or(f64::NAN),
+                    acc.max_ms.unwrap_or(f64::NAN),
+                );
+                buckets.push(bucket(
+                    Some(l.name.clone()),
+                    *s,
+                    acc,
+                    self.users.get(s).copied(),
+                ));
+            }
+        }
+        let first = self.labels.iter().filter_map(|l| l.first_start_ms).min();
+        let last = self.labels.iter().filter_map(|l| l.last_end_ms).max();
+        let mut run_buckets: Vec<Bucket> = overall_seconds
+            .iter()
+            .map(|(s, acc)| bucket(None, *s, acc, self.users.get(s).copied()))
+            .collect();
+        run_buckets.append(&mut buckets);
+        RunData {
+            overall: stats(&overall, first, last),
+            labels: self
+                .labels
+                .iter()
+                .map(|l| LabelStats {
+                    label: l.name.clone(),
+                    is_transaction: false,
+                    stats: stats(&l.total, l.first_start_ms, l.last_end_ms),
+                })
+                .collect(),
+            buckets: run_buckets,
+            errors: self.errors.clone(),
+            reported: serde_json::json!({
+                "source": "JMeter Backend Listener (InfluxDB line protocol), per send interval",
+                "percentiles": "not known from interval aggregates; import the run's JTL to replace these figures with exact ones",
+            }),
+            ..RunData::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_spread_over_their_seconds_and_sum_exactly() {
+        let mut r = IntervalRun::new();
+        // Two 5 s intervals of one label: 12 then 8 samples; 3 failures in the second.
+        r.interval("GET /", 10_000, 12, 80.0, 20.0, 160.0, 4560, 1200);
+        r.interval("GET /", 15_000, 8, 50.0, 10.0, 90.0, 100, 10);
+        r.interval_errors("GET /", 15_000, 3);
+        r.users(12_000, 4);
+        let d = r.snapshot();
+        assert_eq!((d.overall.count, d.overall.errors), (20, 3));
+        assert_eq!(d.overall.mean_ms, Some((12.0 * 80.0 + 8.0 * 50.0) / 20.0));
+        assert_eq!(
+            (d.overall.min_ms, d.overall.max_ms),
+            (Some(10.0), Some(160.0))
+        );
+        assert_eq!(
+            (d.overall.first_start_ms, d.overall.last_end_ms),
+            (Some(5_000), Some(15_000))
+        );
+        assert_eq!(d.overall.throughput_rps, Some(2.0));
+        assert_eq!(d.overall.p95_ms, None, "no percentiles from aggregates");
+        let run: Vec<(i64, u64, u64)> = d
+            .buckets
+            .iter()
+            .filter(|b| b.label.is_none())
+            .map(|b| (b.start_ms, b.count, b.errors))
+            .collect();
+        assert_eq!(run.len(), 10);
+        assert_eq!(run.iter().map(|b| b.1).sum::<u64>(), 20);
+        assert_eq!(run.iter().map(|b| b.2).sum::<u64>(), 3);
+        assert_eq!(run[0], (5_000, 3, 0), "12 over 5 s: 3, 3, 2, 2, 2");
+        assert_eq!(
+            d.buckets
+                .iter()
+                .find(|b| b.start_ms == 12_000 && b.label.is_none())
+                .unwrap()
+                .active_users,
+            Some(4)
+        );
+    }
+}
