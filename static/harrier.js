@@ -37,7 +37,9 @@
  *     messages may have been missed. #live-status shows the state
  *     (data-state = connecting | live | reconnecting).
  *  5. Runs tables: any table#runs-table (Runs and Overview pages) follows
- *     harrier:run_imported / run_deleted / resync (GET /api/v1/runs).
+ *     harrier:run_imported / run_updated / run_deleted / resync (GET /api/v1/runs).
+ *     run_updated {run: RunListItem} replaces the row in place and re-applies
+ *     the current sort (a row not shown is added, except in a capped table).
  *     table[data-limit="N"] keeps at most N rows (Overview's "recent runs").
  *  6. Upload: form#upload-form → POST /api/v1/runs?format=&name=&scenario= with
  *     the file as the raw body (XMLHttpRequest, upload progress; empty params
@@ -56,8 +58,34 @@
  *     says "(partial)". Empty series → an empty state inside each chart box;
  *     active_users all null → a note in the users box. select#ts-label
  *     refetches timeseries_url?label=… (and keeps ?label= in the page URL).
+ *     Capacity (#run-data.capacity): a dashed vertical line at capacity.at_ms
+ *     labelled "saturates · 12 users" (--c-capacity) on the three over-time
+ *     charts, kept through zoom and label changes.
  *     Chart colours come from the --c-* CSS properties; a colour-scheme switch
  *     redraws.
+ *  7b. Distribution panel, all following select#ts-label:
+ *     distribution — bars of GET distribution_url[?label=] bins (x response
+ *       time ms, y samples); the last bin, when wider than the rest (open-ended,
+ *       up to max), is drawn in --c-dist-tail and marked "max …". Hover: bin
+ *       range, count, % and cumulative %.
+ *     percentiles — curve.p/curve.ms on a "nines" axis x' = −log10(1 − p/100)
+ *       (90 → 1, 99 → 2, 99.9 → 3, 99.99 → 4) and max (p100) at 4.5 so it does
+ *       not sit on p99.99. Hover: "p99.9: 1.23 s".
+ *     vs-users — from the over-time Series: seconds grouped by active users
+ *       (partial last bucket left out; for a label, each second's level comes
+ *       from the run's all-requests series in #run-data): req/s = mean count
+ *       per second, p95 = median of the per-second p95 (right axis), error % =
+ *       Σerrors / Σcount × 100 (second right axis); capacity.users marked.
+ *     Empty states: summary-only run, no samples (run or label), active_users
+ *     all null, fetch error ({"error"} text).
+ *  8. Run edit / delete: form#run-edit-form submit → PATCH /api/v1/runs/{id}
+ *     with {"name", "scenario" (null if empty), "notes" (null if empty),
+ *     "tags": {k: v}} (tags typed as "k=v, k=v"; a pair without "=" or an
+ *     empty name is refused before sending). 2xx → the h1 / title (and any
+ *     [data-run-field]) show the new values, the inputs show what the server
+ *     stored, and a "Saved" callout; otherwise the {"error"} text in a callout.
+ *     harrier:run_updated for this run updates the h1 too. button#run-delete →
+ *     confirm() → DELETE /api/v1/runs/{id} → 2xx → location.href = '/console/runs'.
  *
  * ── DOM contract (templates must follow) ───────────────────────────────────
  *  body[data-page="overview"|"runs"|"run"|…], body[data-live] (presence)
@@ -76,10 +104,21 @@
  *        button[type=submit]; #upload-progress-row (hidden) containing
  *        progress#upload-progress and #upload-status; #upload-result.
  *  Run: script#run-data (application/json) = {run: {id, name, tool,
- *        summary_only, …}, timeseries: Series, timeseries_url};
- *        div.chart[data-chart="latency"|"throughput"|"users"];
+ *        summary_only, …}, timeseries: Series (all requests), timeseries_url,
+ *        distribution_url: "/api/v1/runs/7/distribution",
+ *        capacity: null | {users, throughput_rps, at_ms, limited_by, …}};
+ *        div.chart[data-chart="latency"|"throughput"|"users"|"distribution"|
+ *        "percentiles"|"vs-users"] (each optional; fixed heights in CSS);
  *        select#ts-label (value "" = all requests); optional #ts-note
- *        (text of Series.hdr_note).
+ *        (text of Series.hdr_note). Optional .charts.cols-2 puts two chart
+ *        cards side by side (.chart-card.span-2: a whole row).
+ *        Edit: form#run-edit-form[data-run-id] with input[name=name],
+ *        input[name=scenario], textarea[name=notes], input[name=tags] and a
+ *        submit button; button#run-delete[data-run-id] (inside or outside the
+ *        form); optional #run-edit-result (callouts; made after the form if
+ *        missing); optional #run-name (the name inside the h1; else the h1's
+ *        first text node is replaced); optional [data-run-field="name"|
+ *        "scenario"|"notes"|"tags"] elements re-rendered after a save.
  *
  *  Everything is exposed as window.harrier for templates and tests.
  */
@@ -417,6 +456,18 @@
       }
       refreshEmpty();
     });
+    on('run_updated', (msg) => {
+      const run = msg && msg.run;
+      if (!run || run.id === undefined) return;
+      const old = findRow(run.id);
+      // not shown: a capped table (recent runs) does not take in older runs; a full one does
+      if (!old && limit) return;
+      const tr = runRow(run);
+      if (old) old.replaceWith(tr); else tbody.append(tr);
+      resort(table);
+      trim();
+      refreshEmpty();
+    });
     on('run_deleted', (msg) => {
       const tr = msg && findRow(msg.id);
       if (tr) tr.remove();
@@ -643,6 +694,15 @@
       h('strong', null, title), help ? h('span', null, help) : null));
   }
 
+  /** [title, help] of an empty chart: summary-only run, label without samples, run without samples. */
+  function noDataText(ctx, summaryTitle, why) {
+    if (ctx.run && ctx.run.summary_only) {
+      return [summaryTitle, 'This run was imported from an aggregate report (reported by ' + toolName(ctx.run.tool) + '); it has totals only.'];
+    }
+    if (ctx.label) return ['No samples for \u201c' + ctx.label + '\u201d', 'Pick another label, or \u201cAll requests\u201d.'];
+    return ['No samples in this run', 'Nothing to draw: ' + why + '.'];
+  }
+
   /**
    * Build the three charts from a Series. Returns the uPlot instances.
    * Partial last bucket: its value is left out of the solid line and drawn as
@@ -661,11 +721,7 @@
       box.querySelectorAll('.uplot, .chart-empty').forEach((el) => el.remove());
     }
     if (n === 0) {
-      const [title, help] = ctx.run && ctx.run.summary_only
-        ? ['No over-time data', 'This run was imported from an aggregate report (reported by ' + toolName(ctx.run.tool) + '); it has totals only.']
-        : ctx.label
-          ? ['No samples for \u201c' + ctx.label + '\u201d', 'Pick another label, or \u201cAll requests\u201d.']
-          : ['No samples in this run', 'Nothing to draw: the run has no samples with a start time.'];
+      const [title, help] = noDataText(ctx, 'No over-time data', 'the run has no samples with a start time');
       for (const box of Object.values(boxes)) if (box) emptyBox(box, title, help);
       return charts;
     }
@@ -761,7 +817,7 @@
         series: [xSeries].concat(series_),
         axes: [xAxis].concat(axes),
         hooks: {
-          draw: [drawPartial],
+          draw: [drawPartial, (u) => drawCapacity(u, ctx.capacity && ctx.capacity.at_ms, ctx.capacity)],
           setScale: [(u, key) => { if (key === 'x') syncZoom(u); }],
         },
       };
@@ -842,6 +898,393 @@
     return charts;
   }
 
+  /** "saturates · 12 users" — the capacity marker's label. */
+  function capacityText(cap) {
+    return 'saturates \u00b7 ' + fmt.int(cap.users) + (cap.users === 1 ? ' user' : ' users');
+  }
+
+  /**
+   * Draw hook: the capacity marker, a dashed vertical line at x value `x` (in the
+   * x scale's units) with a small label at the top, in --c-capacity. Nothing when
+   * there is no capacity or the value is outside the visible range (zoomed away).
+   */
+  function drawCapacity(u, x, cap) {
+    if (!cap || !isNum(x)) return;
+    const { min, max } = u.scales.x;
+    if (!isNum(min) || !isNum(max) || x < min || x > max) return;
+    const dpr = devicePixelRatio;
+    const c = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const px = Math.round(u.valToPos(x, 'x', true)) + 0.5;
+    const color = cssVar('--c-capacity', '#c026d3');
+    c.save();
+    c.beginPath();
+    c.rect(left, top, width, height);
+    c.clip();
+    c.strokeStyle = color;
+    c.lineWidth = 1.5 * dpr;
+    c.setLineDash([6 * dpr, 3 * dpr]);
+    c.beginPath();
+    c.moveTo(px, top);
+    c.lineTo(px, top + height);
+    c.stroke();
+    c.setLineDash([]);
+    // the label sits right of the line, or left of it near the right edge
+    const text = capacityText(cap);
+    c.font = '600 ' + (10.5 * dpr) + 'px ' + cssVar('--font', 'sans-serif');
+    const tw = c.measureText(text).width;
+    const padX = 4 * dpr;
+    const boxH = 16 * dpr;
+    const onRight = px + 3 * dpr + tw + 2 * padX <= left + width;
+    const bx = onRight ? px + 3 * dpr : px - 3 * dpr - tw - 2 * padX;
+    const by = top + 3 * dpr;
+    c.fillStyle = cssVar('--surface', '#fff');
+    c.globalAlpha = 0.88;
+    c.fillRect(bx, by, tw + 2 * padX, boxH);
+    c.globalAlpha = 1;
+    c.fillStyle = color;
+    c.textAlign = 'left';
+    c.textBaseline = 'middle';
+    c.fillText(text, bx + padX, by + boxH / 2);
+    c.restore();
+  }
+
+  // ── 7b. distribution, percentile curve, load vs. users ───────────────
+  const NINES_MAX = 4.5;   // x' of p100 ("max"): p99.99 sits at 4, so max gets its own place
+  /** The "nines" axis: x' = −log10(1 − p/100), 90 → 1, 99 → 2, 99.9 → 3, 99.99 → 4; p100 → 4.5. */
+  const nines = (p) => (p >= 100 ? NINES_MAX : Math.min(4, -Math.log10(1 - p / 100)));
+  /** "min", "p50", "p99.9", "max". */
+  const pName = (p) => (p <= 0 ? 'min' : p >= 100 ? 'max' : 'p' + nf(0, 2).format(p));
+  /** Integer-ms bin range: "16 – 30 ms", "1.20 – 1.35 s", "950 ms – 1.02 s", "12 ms". */
+  function msRange(lo, hi) {
+    if (hi <= lo) return fmt.ms(lo);
+    if (Math.round(hi) < 1000) return nf(0, 0).format(lo) + ' \u2013 ' + fmt.ms(hi);
+    if (lo >= 1000) return nf(2, 2).format(lo / 1000) + ' \u2013 ' + fmt.ms(hi);
+    return fmt.ms(lo) + ' \u2013 ' + fmt.ms(hi);
+  }
+
+  /** Shared look of the charts that are not over time. */
+  function plainAxes() {
+    const grid = cssVar('--c-grid', '#eee');
+    const axisColor = cssVar('--c-axis', '#666');
+    const font = '11.5px ' + cssVar('--font', 'sans-serif');
+    const labelFont = '600 11.5px ' + cssVar('--font', 'sans-serif');
+    return (label, valueFmt, extra) => Object.assign({
+      stroke: axisColor, font, labelFont, label, labelSize: 18, labelGap: 2, gap: 4,
+      grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: axisSize,
+      values: (u, splits) => splits.map(valueFmt),
+    }, extra || {});
+  }
+  const X_AXIS_SIZE = 26;   // tick labels + gap under the plot; the axis label comes on top
+  const INT_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6];
+
+  /**
+   * setCursor hook: a small tooltip in the plot area with textFn(u, idx) →
+   * array of lines (strings or nodes; the first is bold), or null to hide it.
+   */
+  function tipHook(textFn) {
+    return (u) => {
+      let tip = u._tip;
+      if (!tip) {
+        tip = u._tip = h('div', { class: 'chart-tip', hidden: true });
+        u.over.append(tip);
+      }
+      const idx = u.cursor.idx;
+      const lines = idx === null || idx === undefined || !(u.cursor.left >= 0) ? null : textFn(u, idx);
+      if (!lines) { tip.hidden = true; return; }
+      tip.replaceChildren(...lines.map((l, i) => h('div', i === 0 ? { class: 'chart-tip-title' } : null, l)));
+      tip.hidden = false;
+      const ow = u.over.clientWidth;
+      const oh = u.over.clientHeight;
+      const x = u.valToPos(u.data[0][idx], 'x');
+      const tw = tip.offsetWidth;
+      const th = tip.offsetHeight;
+      let left = x + 12;
+      if (left + tw > ow) left = x - 12 - tw;
+      let top = u.cursor.top - th - 12;
+      if (top < 0) top = u.cursor.top + 16;
+      left = Math.max(0, Math.min(left, ow - tw));
+      top = Math.max(0, Math.min(top, oh - th));
+      tip.style.transform = 'translate(' + Math.round(left) + 'px,' + Math.round(top) + 'px)';
+    };
+  }
+
+  /** uPlot options common to the distribution charts (no zoom, no legend: a tooltip instead). */
+  function plainOpts(box, extra) {
+    return Object.assign({
+      width: Math.max(200, box.clientWidth),
+      height: Math.max(80, box.clientHeight),
+      pxAlign: 0,
+      padding: [12, 10, 0, 0],
+      legend: { show: false },
+      cursor: { y: false, drag: { x: false, y: false, setScale: false }, points: { size: 6 } },
+    }, extra);
+  }
+
+  /**
+   * The distribution charts of a Distribution {label, count, curve: {p, ms},
+   * bins: {lower_ms, count}} in boxes.distribution and boxes.percentiles.
+   * ctx: {run, label, error (text: loading failed), loading}. Returns the uPlot instances.
+   */
+  function buildDistCharts(boxes, dist, ctx) {
+    const charts = [];
+    const live = Object.values(boxes).filter(Boolean);
+    for (const box of live) box.querySelectorAll('.uplot, .chart-empty').forEach((el) => el.remove());
+    if (!live.length) return charts;
+    if (ctx.run && ctx.run.summary_only) {
+      const [title, help] = noDataText(ctx, 'No distribution', '');
+      for (const box of live) emptyBox(box, title, help);
+      return charts;
+    }
+    if (ctx.error) {
+      for (const box of live) emptyBox(box, 'Could not load the distribution', ctx.error, true);
+      return charts;
+    }
+    if (!dist) {
+      for (const box of live) emptyBox(box, ctx.loading ? 'Loading\u2026' : 'No distribution data', null);
+      return charts;
+    }
+    const total = isNum(dist.count) ? dist.count : 0;
+    const curve = dist.curve || {};
+    const P = Array.isArray(curve.p) ? curve.p : [];
+    const M = Array.isArray(curve.ms) ? curve.ms : [];
+    if (!total || !P.length) {
+      const [title, help] = noDataText(ctx, 'No distribution', 'the run has no samples');
+      for (const box of live) emptyBox(box, title, help);
+      return charts;
+    }
+    const axis = plainAxes();
+    const maxMs = M[M.length - 1];
+    const msTick = (v) => nf(0, v < 10 ? 1 : 0).format(v);
+
+    // histogram: one bar per bin; the last bin is open-ended when max lies past its width
+    const bins = dist.bins || {};
+    const lower = Array.isArray(bins.lower_ms) ? bins.lower_ms : [];
+    const counts = Array.isArray(bins.count) ? bins.count : [];
+    const nb = Math.min(lower.length, counts.length);
+    if (boxes.distribution && nb) {
+      const w = nb > 1 ? Math.max(1, lower[1] - lower[0]) : Math.max(1, maxMs - lower[0] + 1);
+      const openTail = isNum(maxMs) && maxMs > lower[nb - 1] + w - 1;
+      const upper = (i) => (i < nb - 1 ? lower[i + 1] - 1 : Math.max(lower[i] + w - 1, isNum(maxMs) ? maxMs : 0));
+      const xs = lower.slice(0, nb).map((l) => l + w / 2);
+      const main = counts.slice(0, nb).map((c, i) => (openTail && i === nb - 1 ? null : c));
+      const tail = counts.slice(0, nb).map((c, i) => (openTail && i === nb - 1 ? c : null));
+      const cum = [];
+      counts.slice(0, nb).reduce((acc, c, i) => (cum[i] = acc + c), 0);
+      const peak = Math.max(1, ...counts.slice(0, nb));
+      const barPaths = uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [1, Infinity], gap: 1, align: 0 }) : undefined;
+      const distColor = cssVar('--c-dist', '#3b6fd8');
+      const tailColor = cssVar('--c-dist-tail', '#ea7a16');
+      const drawTail = (u) => {
+        if (!openTail) return;
+        const c = u.ctx;
+        const dpr = devicePixelRatio;
+        const x = u.valToPos(xs[nb - 1], 'x', true);
+        const y = u.valToPos(tail[nb - 1], 'y', true);
+        c.save();
+        c.font = (10 * dpr) + 'px ' + cssVar('--font', 'sans-serif');
+        c.fillStyle = tailColor;
+        c.textAlign = 'right';
+        c.textBaseline = 'bottom';
+        c.fillText('max ' + fmt.ms(maxMs), Math.min(x + 6 * dpr, u.bbox.left + u.bbox.width - 2 * dpr), y - 3 * dpr);
+        c.restore();
+      };
+      const u = new uPlot(plainOpts(boxes.distribution, {
+        scales: {
+          x: { time: false, range: () => [lower[0], lower[nb - 1] + w] },
+          y: { range: () => [0, peak * 1.1] },
+        },
+        series: [
+          { label: 'response time' },
+          { label: 'samples', stroke: distColor, fill: cssVar('--c-dist-fill', distColor), width: 0, paths: barPaths, points: { show: false } },
+          { label: 'slower', stroke: tailColor, fill: cssVar('--c-dist-tail-fill', tailColor), width: 0, paths: barPaths, points: { show: false } },
+        ],
+        axes: [
+          axis('response time (ms)', msTick, { space: 60, size: X_AXIS_SIZE }),
+          axis('samples', (v) => nf(0, 0).format(v), { incrs: INT_INCRS }),
+        ],
+        hooks: {
+          draw: [drawTail],
+          setCursor: [tipHook((uu, i) => {
+            const c = counts[i];
+            const last = i === nb - 1 && openTail;
+            return [
+              last ? '\u2265 ' + fmt.ms(lower[i]) + ' (up to ' + fmt.ms(maxMs) + ')' : msRange(lower[i], upper(i)),
+              fmt.int(c) + (c === 1 ? ' sample' : ' samples') + ' \u00b7 ' + fmt.pct(100 * c / total),
+              last ? 'everything slower than the bins above' : '\u2264 ' + fmt.ms(upper(i)) + ': ' + fmt.pct(100 * cum[i] / total) + ' of samples',
+            ];
+          })],
+        },
+      }), [xs, main, tail], boxes.distribution);
+      charts.push(u);
+    } else if (boxes.distribution) {
+      emptyBox(boxes.distribution, 'No distribution', 'The server sent no bins.');
+    }
+
+    // percentile curve on the nines axis
+    if (boxes.percentiles) {
+      const pts = P.map((p, i) => [nines(p), M[i], p]).filter((r) => isNum(r[0]) && isNum(r[1]));
+      // strictly ascending x (p99.99 and a capped value may meet): keep the later point
+      const xs = [];
+      const ys = [];
+      const ps = [];
+      for (const [x, y, p] of pts) {
+        if (xs.length && x <= xs[xs.length - 1]) { xs.pop(); ys.pop(); ps.pop(); }
+        xs.push(x); ys.push(y); ps.push(p);
+      }
+      const ticks = [[0, 'min'], [Math.log10(2), 'p50'], [Math.log10(4), 'p75'], [1, 'p90'], [2, 'p99'], [3, 'p99.9'], [4, 'p99.99'], [NINES_MAX, 'max']];
+      const top = Math.max(...ys);
+      const u = new uPlot(plainOpts(boxes.percentiles, {
+        padding: [12, 16, 0, 0],   // room for the "max" tick
+        scales: {
+          x: { time: false, range: () => [0, NINES_MAX] },
+          y: { range: () => [0, top > 0 ? top * 1.06 : 10] },
+        },
+        series: [
+          { label: 'percentile' },
+          { label: 'response time', stroke: cssVar('--c-curve', '#0f9488'), fill: cssVar('--c-curve-fill', 'transparent'), width: 1.75, points: { show: true, size: 3.5 } },
+        ],
+        axes: [
+          axis('percentile', null, {
+            size: X_AXIS_SIZE,
+            // p75 only where there is room between min and p90
+            splits: (u) => ticks.filter((t) => t[1] !== 'p75' || u.bbox.width / devicePixelRatio > 520).map((t) => t[0]),
+            values: (u, splits) => splits.map((v) => (ticks.find((t) => Math.abs(t[0] - v) < 1e-9) || [0, ''])[1]),
+          }),
+          axis('response time (ms)', msTick),
+        ],
+        hooks: {
+          setCursor: [tipHook((uu, i) => [pName(ps[i]) + ': ' + fmt.ms(ys[i])])],
+        },
+      }), [xs, ys], boxes.percentiles);
+      charts.push(u);
+    }
+    for (const u of charts) fit(u, u.root.parentElement);
+    return charts;
+  }
+
+  /**
+   * Load vs. users from an over-time Series: seconds grouped by active users
+   * (the partial last bucket left out). Per level: req/s = mean count per
+   * second, p95 = median of the per-second p95, error % = Σerrors / Σcount × 100
+   * (no samples → null). A label's series has no user count in seconds without
+   * that label's samples, so each second's level comes from `runSeries` (the
+   * run's all-requests series) when given, else from the series itself.
+   */
+  function usersLevels(series, runSeries) {
+    const t = (series && series.t_ms) || [];
+    const n = t.length;
+    const partial = !!series.last_bucket_partial && n >= 2;
+    const bucketS = (isNum(series.bucket_ms) && series.bucket_ms > 0 ? series.bucket_ms : 1000) / 1000;
+    const au = series.active_users || [];
+    const runUsers = new Map();
+    if (runSeries && runSeries !== series && Array.isArray(runSeries.t_ms) && Array.isArray(runSeries.active_users)
+        && runSeries.bucket_ms === series.bucket_ms) {
+      runSeries.t_ms.forEach((tm, i) => { if (isNum(runSeries.active_users[i])) runUsers.set(tm, runSeries.active_users[i]); });
+    }
+    const levels = new Map();
+    for (let i = 0; i < n; i++) {
+      if (partial && i === n - 1) continue;
+      const users = runUsers.size && runUsers.has(t[i]) ? runUsers.get(t[i]) : au[i];
+      const c = series.count ? series.count[i] : null;
+      if (!isNum(users) || !isNum(c)) continue;
+      let L = levels.get(users);
+      if (!L) levels.set(users, (L = { users, seconds: 0, rpsSum: 0, count: 0, errors: 0, p95: [] }));
+      L.seconds++;
+      L.rpsSum += c / bucketS;
+      L.count += c;
+      const e = series.errors ? series.errors[i] : null;
+      if (isNum(e)) L.errors += e;
+      const p = series.p95_ms ? series.p95_ms[i] : null;
+      if (isNum(p)) L.p95.push(p);
+    }
+    const median = (a) => {
+      if (!a.length) return null;
+      const s = a.slice().sort((x, y) => x - y);
+      const m = s.length >> 1;
+      return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+    };
+    const out = { users: [], seconds: [], rps: [], p95: [], errPct: [] };
+    for (const L of Array.from(levels.values()).sort((a, b) => a.users - b.users)) {
+      out.users.push(L.users);
+      out.seconds.push(L.seconds);
+      out.rps.push(L.rpsSum / L.seconds);
+      out.p95.push(median(L.p95));
+      out.errPct.push(L.count > 0 ? 100 * L.errors / L.count : null);
+    }
+    return out;
+  }
+
+  /** The load-vs-users chart in box; ctx {run, label, capacity, runSeries}. Returns the uPlot or null. */
+  function buildVsUsers(box, series, ctx) {
+    box.querySelectorAll('.uplot, .chart-empty').forEach((el) => el.remove());
+    const n = Array.isArray(series && series.t_ms) ? series.t_ms.length : 0;
+    if (n === 0) {
+      const [title, help] = noDataText(ctx, 'No load data', 'the run has no samples with a start time');
+      emptyBox(box, title, help);
+      return null;
+    }
+    if (allNull(series.active_users) && (!ctx.runSeries || allNull(ctx.runSeries.active_users))) {
+      emptyBox(box, 'No active-user data',
+        ctx.run && String(ctx.run.tool).toLowerCase() === 'jmeter'
+          ? 'This results file has no thread counts (JMeter: save "allThreads" / Save Thread Counts), so load cannot be set against users.'
+          : 'The tool did not report active users for this run, so load cannot be set against users.');
+      return null;
+    }
+    const L = usersLevels(series, ctx.runSeries);
+    if (!L.users.length) {
+      emptyBox(box, 'No complete seconds', 'Every second with a user count is the partial last bucket.');
+      return null;
+    }
+    const axis = plainAxes();
+    const cap = ctx.capacity && isNum(ctx.capacity.users) ? ctx.capacity : null;
+    let lo = L.users[0];
+    let hi = L.users[L.users.length - 1];
+    if (cap) { lo = Math.min(lo, cap.users); hi = Math.max(hi, cap.users); }
+    if (hi === lo) { lo -= 1; hi += 1; }
+    const pad = Math.max(0.5, (hi - lo) * 0.02);
+    const few = L.users.length <= 80;
+    const line = (label, colorVar, scale, fmtFn, extra) => Object.assign({
+      label, scale, stroke: cssVar(colorVar, '#888'), width: 1.75,
+      points: { show: few, size: 4 },
+      value: (u, v, si, idx) => (idx === null || idx === undefined ? '' : fmtFn(v)),
+    }, extra || {});
+    const u = new uPlot({
+      width: Math.max(200, box.clientWidth),
+      height: Math.max(80, box.clientHeight - 30),
+      pxAlign: 0,
+      padding: [12, 8, 0, 0],
+      legend: { live: true },
+      cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 6 }, focus: { prox: 16 } },
+      focus: { alpha: 0.35 },
+      scales: {
+        x: { time: false, range: () => [lo - pad, hi + pad] },
+        rps: { range: (uu, min, max) => [0, max > 0 ? max * 1.1 : 10] },
+        ms: { range: (uu, min, max) => [0, max > 0 ? max * 1.1 : 10] },
+        pct: { range: (uu, min, max) => [0, Math.min(100, Math.max(5, max * 1.15))] },
+      },
+      series: [
+        {
+          label: 'Active users',
+          value: (uu, v, si, idx) => (isNum(v) && idx !== null && idx !== undefined
+            ? fmt.int(v) + (v === 1 ? ' user' : ' users') + ' \u00b7 ' + fmt.int(L.seconds[idx]) + ' s' : ''),
+        },
+        line('requests/s', '--c-rps', 'rps', fmt.rps),
+        line('p95', '--c-p95', 'ms', fmt.ms),
+        line('error %', '--c-errs', 'pct', fmt.pct, { width: 1.25, dash: [4, 3] }),
+      ],
+      axes: [
+        axis('active users', (v) => nf(0, 0).format(v), { incrs: INT_INCRS, space: 40, size: X_AXIS_SIZE }),
+        axis('requests / s', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'rps' }),
+        axis('p95 (ms)', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'ms', side: 1, grid: { show: false } }),
+        axis('error %', (v) => nf(0, v < 10 ? 1 : 0).format(v) + ' %', { scale: 'pct', side: 1, grid: { show: false } }),
+      ],
+      hooks: { draw: [(uu) => drawCapacity(uu, cap && cap.users, cap)] },
+    }, [L.users, L.rps, L.p95, L.errPct], box);
+    fit(u, box);
+    return u;
+  }
+
   /** Size a chart to its box: full width, box height minus the legend. */
   function fit(u, box) {
     const legend = u.root.querySelector('.u-legend');
@@ -863,57 +1306,136 @@
       throughput: $('.chart[data-chart="throughput"]'),
       users: $('.chart[data-chart="users"]'),
     };
-    if (!boxes.latency && !boxes.throughput && !boxes.users) return;
+    const distBoxes = {
+      distribution: $('.chart[data-chart="distribution"]'),
+      percentiles: $('.chart[data-chart="percentiles"]'),
+    };
+    const usersBox = $('.chart[data-chart="vs-users"]');
+    const seriesBoxes = Object.values(boxes).concat([usersBox]).filter(Boolean);
+    const allBoxes = seriesBoxes.concat(Object.values(distBoxes).filter(Boolean));
+    if (!allBoxes.length) return;
     let data = null;
     try { data = island ? JSON.parse(island.textContent) : null; } catch (err) {
       console.error('harrier: bad #run-data', err);
     }
     if (!data) {
-      for (const box of Object.values(boxes)) if (box) emptyBox(box, 'Chart data missing', 'The page did not include the run data.', true);
+      for (const box of allBoxes) emptyBox(box, 'Chart data missing', 'The page did not include the run data.', true);
       return;
     }
     if (typeof uPlot === 'undefined') {
-      for (const box of Object.values(boxes)) if (box) emptyBox(box, 'Chart library not loaded', 'static/vendor/uplot-*/uPlot.iife.min.js is missing.', true);
+      for (const box of allBoxes) emptyBox(box, 'Chart library not loaded', 'static/vendor/uplot-*/uPlot.iife.min.js is missing.', true);
       return;
     }
     const select = $('#ts-label');
     const note = $('#ts-note');
-    const state = { series: data.timeseries, label: '', charts: [] };
+    const hasDist = !!(distBoxes.distribution || distBoxes.percentiles);
+    const state = {
+      series: data.timeseries, label: '', charts: [], usersChart: null,
+      dist: null, distError: null, distLoading: hasDist, distCharts: [],
+    };
+    // data.timeseries is the run's all-requests series: load vs. users takes each second's user level from it
+    const ctx = () => ({ run: data.run, label: state.label, capacity: data.capacity || null, runSeries: data.timeseries || null });
 
-    function draw() {
+    /** Over-time charts and load vs. users (both from state.series). */
+    function drawSeries() {
       for (const u of state.charts) u.destroy();
-      state.charts = buildCharts(boxes, state.series || {}, { run: data.run, label: state.label });
+      state.charts = buildCharts(boxes, state.series || {}, ctx());
+      if (state.usersChart) state.usersChart.destroy();
+      state.usersChart = usersBox ? buildVsUsers(usersBox, state.series || {}, ctx()) : null;
       if (note && state.series && state.series.hdr_note) note.textContent = state.series.hdr_note;
+    }
+    /** Distribution and percentile curve (from state.dist). */
+    function drawDist() {
+      for (const u of state.distCharts) u.destroy();
+      state.distCharts = hasDist
+        ? buildDistCharts(distBoxes, state.dist, Object.assign(ctx(), { error: state.distError, loading: state.distLoading }))
+        : [];
+    }
+    function draw() { drawSeries(); drawDist(); }
+    const allCharts = () => state.charts.concat(state.distCharts, state.usersChart ? [state.usersChart] : []);
+    const withLabel = (base, label) => base + (label ? (base.includes('?') ? '&' : '?') + 'label=' + encodeURIComponent(label) : '');
+
+    async function getJson(url) {
+      const res = await fetch(url, { headers: { Accept: 'application/json' } });
+      let body = null;
+      try { body = await res.json(); } catch (_) { /* not JSON */ }
+      if (!res.ok) throw new Error((body && body.error) || 'HTTP ' + res.status);
+      return body;
     }
 
     let seq = 0;
-    async function load(label) {
+    async function loadSeries(label) {
       const mySeq = ++seq;
-      state.label = label;
       const base = data.timeseries_url;
       if (!base) return;
-      const url = base + (label ? (base.includes('?') ? '&' : '?') + 'label=' + encodeURIComponent(label) : '');
-      for (const box of Object.values(boxes)) if (box) box.setAttribute('aria-busy', 'true');
+      for (const box of seriesBoxes) box.setAttribute('aria-busy', 'true');
       try {
-        const res = await fetch(url, { headers: { Accept: 'application/json' } });
-        let body = null;
-        try { body = await res.json(); } catch (_) { /* not JSON */ }
+        const body = await getJson(withLabel(base, label));
         if (mySeq !== seq) return;
-        if (!res.ok) throw new Error((body && body.error) || 'HTTP ' + res.status);
         state.series = body;
-        draw();
+        drawSeries();
       } catch (err) {
         if (mySeq !== seq) return;
         for (const u of state.charts) u.destroy();
         state.charts = [];
-        for (const box of Object.values(boxes)) if (box) emptyBox(box, 'Could not load the time series', String(err.message || err), true);
+        if (state.usersChart) state.usersChart.destroy();
+        state.usersChart = null;
+        for (const box of seriesBoxes) {
+          box.querySelectorAll('.uplot').forEach((el) => el.remove());
+          emptyBox(box, 'Could not load the time series', String(err.message || err), true);
+        }
       } finally {
-        if (mySeq === seq) for (const box of Object.values(boxes)) if (box) box.removeAttribute('aria-busy');
+        if (mySeq === seq) for (const box of seriesBoxes) box.removeAttribute('aria-busy');
       }
+    }
+
+    let distSeq = 0;
+    async function loadDist(label) {
+      if (!hasDist) return;
+      const mySeq = ++distSeq;
+      const dBoxes = Object.values(distBoxes).filter(Boolean);
+      if ((data.run && data.run.summary_only) || !data.distribution_url) {
+        state.dist = null;
+        state.distLoading = false;
+        state.distError = data.run && data.run.summary_only ? null : 'The page did not include distribution_url.';
+        drawDist();
+        return;
+      }
+      for (const box of dBoxes) box.setAttribute('aria-busy', 'true');
+      try {
+        const body = await getJson(withLabel(data.distribution_url, label));
+        if (mySeq !== distSeq) return;
+        state.dist = body;
+        state.distError = null;
+      } catch (err) {
+        if (mySeq !== distSeq) return;
+        state.dist = null;
+        state.distError = String(err.message || err);
+      } finally {
+        if (mySeq === distSeq) {
+          state.distLoading = false;
+          for (const box of dBoxes) box.removeAttribute('aria-busy');
+        }
+      }
+      if (mySeq === distSeq) drawDist();
+    }
+
+    /** Switch every chart to `label` ("" = all requests). */
+    function load(label) {
+      state.label = label;
+      return Promise.all([loadSeries(label), loadDist(label)]);
     }
 
     draw();
 
+    // a reload keeps the chosen label
+    const wanted = new URL(location.href).searchParams.get('label');
+    if (select && wanted && Array.from(select.options).some((o) => o.value === wanted)) {
+      select.value = wanted;
+      load(wanted);
+    } else {
+      loadDist('');
+    }
     if (select) {
       select.addEventListener('change', () => {
         const label = select.value;
@@ -922,12 +1444,6 @@
         history.replaceState(null, '', u);
         load(label);
       });
-      // a reload keeps the chosen label
-      const wanted = new URL(location.href).searchParams.get('label');
-      if (wanted && Array.from(select.options).some((o) => o.value === wanted)) {
-        select.value = wanted;
-        load(wanted);
-      }
     }
 
     // resize with the container (width changes; heights are fixed in CSS)
@@ -936,10 +1452,10 @@
       const ro = new ResizeObserver(() => {
         cancelAnimationFrame(raf);
         raf = requestAnimationFrame(() => {
-          for (const u of state.charts) fit(u, u.root.parentElement);
+          for (const u of allCharts()) fit(u, u.root.parentElement);
         });
       });
-      for (const box of Object.values(boxes)) if (box) ro.observe(box);
+      for (const box of allBoxes) ro.observe(box);
     }
     // colours come from CSS: redraw when the colour scheme flips
     const mq = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)');
@@ -948,8 +1464,162 @@
     harrier.run = { data, state, redraw: draw, load };
   }
 
+  // ── 8. run edit / delete ─────────────────────────────────────────────
+  /** "build=142, env=staging" → {build: "142", env: "staging"}; throws on a pair without "=". */
+  function parseTags(text) {
+    const tags = {};
+    for (const part of String(text || '').split(',')) {
+      const p = part.trim();
+      if (!p) continue;
+      const eq = p.indexOf('=');
+      const k = eq < 0 ? '' : p.slice(0, eq).trim();
+      if (!k) throw new Error('Tag \u201c' + p + '\u201d is not key=value (write them as build=142, env=staging).');
+      tags[k] = p.slice(eq + 1).trim();
+    }
+    return tags;
+  }
+  /** {build: "142", env: "staging"} → "build=142, env=staging". */
+  const formatTags = (tags) => Object.entries(tags || {}).map(([k, v]) => k + '=' + v).join(', ');
+
+  /**
+   * Show a run's (new) name, scenario, notes and tags on the page: #run-name or
+   * the h1's first text, document.title, and any [data-run-field="name" |
+   * "scenario" | "notes" | "tags"]. Fields missing from `run` are left alone.
+   */
+  function applyRunFields(run) {
+    if (!run) return;
+    if (typeof run.name === 'string' && run.name) {
+      const nameEl = $('#run-name');
+      const h1 = $('.page-header h1') || $('h1');
+      if (nameEl) nameEl.textContent = run.name;
+      else if (h1) {
+        const tn = Array.from(h1.childNodes).find((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+        if (tn) tn.textContent = run.name + ' '; else h1.prepend(run.name + ' ');
+      }
+      const tail = doc.title.lastIndexOf(' \u00b7 ');
+      doc.title = run.name + (tail >= 0 ? doc.title.slice(tail) : '');
+    }
+    for (const el of $$('[data-run-field]')) {
+      const key = el.dataset.runField;
+      if (!(key in run)) continue;
+      if (key === 'tags') {
+        const entries = Object.entries(run.tags || {});
+        el.replaceChildren(...(entries.length
+          ? entries.flatMap(([k, v], i) => [i ? ' ' : '', h('span', { class: 'badge muted' }, k + '=' + v)])
+          : [valueNode(NULL_TEXT)]));
+      } else {
+        el.replaceChildren(valueNode(run[key] ? String(run[key]) : NULL_TEXT));
+      }
+    }
+  }
+
+  /** The callout area of the edit form: #run-edit-result, or one made after the form. */
+  function editResultBox(anchor) {
+    let box = $('#run-edit-result');
+    if (!box && anchor) {
+      box = h('div', { id: 'run-edit-result', class: 'run-edit-result', hidden: true });
+      anchor.after(box);
+    }
+    return {
+      show(node) { if (box) { box.replaceChildren(node); box.hidden = false; } },
+      clear() { if (box) { box.hidden = true; box.replaceChildren(); } },
+    };
+  }
+
+  /** Error text of a failed fetch response: its {"error"} or "HTTP 500 …". */
+  async function responseError(res) {
+    let body = null;
+    try { body = await res.json(); } catch (_) { /* not JSON */ }
+    return (body && body.error) || ('HTTP ' + res.status + (res.statusText ? ' ' + res.statusText : ''));
+  }
+  const NETWORK_ERROR = 'The connection to the server was lost. Check that harrier is running, then try again.';
+
+  function initRunEdit(form) {
+    const id = form.dataset.runId || doc.body.dataset.runId;
+    const result = editResultBox(form);
+    const field = (name) => form.elements.namedItem(name);
+    const val = (name) => { const el = field(name); return el && typeof el.value === 'string' ? el.value.trim() : ''; };
+    const buttons = () => Array.from(form.querySelectorAll('button, input[type="submit"]'));
+    let busy = false;
+
+    form.addEventListener('input', () => { if (!busy) result.clear(); });
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      if (busy || !id) return;
+      const name = val('name');
+      let tags;
+      try {
+        if (!name) throw new Error('The name must not be empty.');
+        tags = parseTags(val('tags'));
+      } catch (err) {
+        result.show(h('div', { class: 'callout warn', role: 'alert' }, h('strong', null, 'Not saved'), h('span', null, err.message)));
+        return;
+      }
+      const body = { name, scenario: val('scenario') || null, notes: val('notes') || null, tags };
+      busy = true;
+      form.setAttribute('aria-busy', 'true');
+      for (const b of buttons()) b.disabled = true;
+      try {
+        const res = await fetch('/api/v1/runs/' + encodeURIComponent(id), {
+          method: 'PATCH',
+          headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+          body: JSON.stringify(body),
+        });
+        if (!res.ok) {
+          result.show(errorBox('Not saved', await responseError(res)));
+          return;
+        }
+        let run = null;
+        try { run = await res.json(); } catch (_) { /* 200 without a body */ }
+        run = run && typeof run === 'object' ? run : body;
+        applyRunFields(run);
+        // show what the server stored (tags normalised, blanks cleared)
+        const set = (k, v) => { const el = field(k); if (el) el.value = v; };
+        set('name', run.name || name);
+        set('scenario', run.scenario || '');
+        set('notes', run.notes || '');
+        set('tags', formatTags(run.tags || tags));
+        result.show(h('div', { class: 'callout ok', role: 'status' }, h('strong', null, 'Saved'), h('span', null, 'Name, scenario, tags and notes are updated.')));
+      } catch (_) {
+        result.show(errorBox('Not saved', NETWORK_ERROR));
+      } finally {
+        busy = false;
+        form.removeAttribute('aria-busy');
+        for (const b of buttons()) b.disabled = false;
+      }
+    });
+
+    // another tab (or the CLI) renamed this run
+    on('run_updated', (msg) => {
+      if (msg && msg.run && String(msg.run.id) === String(id)) applyRunFields(msg.run);
+    });
+  }
+
+  function initRunDelete(button) {
+    const id = button.dataset.runId || doc.body.dataset.runId;
+    const result = editResultBox(button.closest('form') || button);
+    button.addEventListener('click', async () => {
+      if (!id || button.disabled) return;
+      const nameInput = $('#run-edit-form [name="name"]');
+      const name = (nameInput && nameInput.value.trim()) || ('#' + id);
+      if (!window.confirm('Delete run \u201c' + name + '\u201d?\n\nIts samples, charts and statistics are removed for good.')) return;
+      button.disabled = true;
+      try {
+        const res = await fetch('/api/v1/runs/' + encodeURIComponent(id), { method: 'DELETE', headers: { Accept: 'application/json' } });
+        if (res.ok) {
+          location.href = '/console/runs';
+          return;
+        }
+        result.show(errorBox('Not deleted', await responseError(res)));
+      } catch (_) {
+        result.show(errorBox('Not deleted', NETWORK_ERROR));
+      }
+      button.disabled = false;
+    });
+  }
+
   // ── boot ──────────────────────────────────────────────────────────────
-  const harrier = { fmt, sortTable, resort, localizeTimes, runRow, live, buildCharts, toolName };
+  const harrier = { fmt, sortTable, resort, localizeTimes, runRow, live, buildCharts, buildDistCharts, buildVsUsers, usersLevels, parseTags, formatTags, toolName };
   window.harrier = harrier;
 
   function boot() {
@@ -960,6 +1630,10 @@
     const form = $('#upload-form');
     if (form) initUpload(form);
     if (doc.body.dataset.page === 'run') initRunPage();
+    const editForm = $('#run-edit-form');
+    if (editForm) initRunEdit(editForm);
+    const del = $('#run-delete');
+    if (del) initRunDelete(del);
     if (doc.body.hasAttribute('data-live')) startLive();
   }
 
