@@ -19,6 +19,9 @@ pub enum Error {
     /// The request itself is wrong; the message says what to send instead.
     #[error("{0}")]
     BadRequest(String),
+    /// The input is larger than the configured limit.
+    #[error("{0}")]
+    TooLarge(String),
     /// The uploaded file is not importable.
     #[error(transparent)]
     Ingest(#[from] IngestError),
@@ -36,6 +39,7 @@ impl Error {
         match self {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Ingest(IngestError::Io { .. }) => StatusCode::BAD_REQUEST,
             Error::Ingest(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::Store(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

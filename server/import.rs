@@ -67,21 +67,49 @@ pub struct Progress {
 }
 
 /// Counts bytes read and refuses to read past a limit.
+/// Why the input itself (not its content) failed: a read error of the source (an upload
+/// that broke off, a disk error) or the size limit. Parsers keep what they read before a
+/// read error; an import whose *source* failed must store nothing, so this is checked
+/// after parsing.
+#[derive(Debug, Clone)]
+enum SourceFailure {
+    TooLarge(u64),
+    Read(String),
+}
+
+/// Counts bytes read, refuses to read past a limit, and remembers a source failure.
 struct CountingReader<R> {
     inner: R,
     read: Arc<AtomicU64>,
     max: u64,
+    failure: Arc<std::sync::Mutex<Option<SourceFailure>>>,
+}
+
+impl<R: Read> CountingReader<R> {
+    fn fail(&self, failure: SourceFailure) -> std::io::Error {
+        let message = match &failure {
+            SourceFailure::TooLarge(max) => {
+                format!("input larger than the import limit of {max} bytes")
+            }
+            SourceFailure::Read(e) => e.clone(),
+        };
+        if let Ok(mut slot) = self.failure.lock() {
+            slot.get_or_insert(failure);
+        }
+        std::io::Error::other(message)
+    }
 }
 
 impl<R: Read> Read for CountingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => return Err(self.fail(SourceFailure::Read(e.to_string()))),
+        };
         let total = self.read.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
         if total > self.max {
-            return Err(std::io::Error::other(format!(
-                "input larger than the import limit of {} bytes (max_import_bytes in harrier.toml)",
-                self.max
-            )));
+            return Err(self.fail(SourceFailure::TooLarge(self.max)));
         }
         Ok(n)
     }
@@ -110,10 +138,12 @@ pub async fn import_reader<R: Read + Send + 'static>(
         std::process::id() ^ rand_u32()
     );
     let read = Arc::new(AtomicU64::new(0));
+    let failure = Arc::new(std::sync::Mutex::new(None));
     let counting = CountingReader {
         inner: reader,
         read: read.clone(),
         max: req.max_bytes,
+        failure: failure.clone(),
     };
     let (format, source) = (req.format, req.source.clone());
     let parse = tokio::task::spawn_blocking(move || {
@@ -155,13 +185,24 @@ pub async fn import_reader<R: Read + Send + 'static>(
     };
     let parsed = parse.await;
     ticker.abort();
-    let outcome = match parsed {
-        Ok(Ok(runs)) => store_runs(store, &req, runs).await,
-        Ok(Err(e)) => Err(Error::from(e)),
-        Err(join) => Err(Error::Internal(format!(
-            "import of {} stopped: {join}",
+    let source_failure = failure.lock().ok().and_then(|f| f.clone());
+    let outcome = match (source_failure, parsed) {
+        (Some(SourceFailure::TooLarge(max)), _) => Err(Error::TooLarge(format!(
+            "{}: larger than the import limit of {max} bytes; nothing was stored (raise max_import_bytes in harrier.toml)",
             req.source
         ))),
+        (Some(SourceFailure::Read(e)), _) => Err(Error::BadRequest(format!(
+            "{}: reading the input failed ({e}); nothing was stored",
+            req.source
+        ))),
+        (None, parsed) => match parsed {
+            Ok(Ok(runs)) => store_runs(store, &req, runs).await,
+            Ok(Err(e)) => Err(Error::from(e)),
+            Err(join) => Err(Error::Internal(format!(
+                "import of {} stopped: {join}",
+                req.source
+            ))),
+        },
     };
     if let Some(hub) = &progress.hub {
         if let Ok(runs) = &outcome {

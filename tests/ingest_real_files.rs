@@ -457,3 +457,53 @@ fn jmeter_dashboard_statistics_round_trip() {
         );
     }
 }
+
+/// The README's real JMeter 2.13 run without its header line: 16 columns, which JMeter 5.x
+/// also writes (without failureMessage, with sentBytes). Every typed column must fit, so
+/// failureMessage is not read as bytes (which once rejected every failed row).
+#[test]
+fn headerless_16_column_files_pick_the_layout_that_fits() {
+    let with_header = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/checkout-ramp.jtl"
+    ))
+    .unwrap();
+    let body_start = with_header.iter().position(|b| *b == b'\n').unwrap() + 1;
+    let exact = parse_bytes(&with_header, Format::Auto)
+        .unwrap()
+        .remove(0)
+        .data;
+    let headerless = parse_bytes(&with_header[body_start..], Format::Auto)
+        .unwrap()
+        .remove(0)
+        .data;
+    assert_eq!(headerless.rejected_rows, 0);
+    assert_eq!(headerless.overall, exact.overall);
+    assert!(
+        exact.overall.errors > 0,
+        "the file has failed rows with failure messages"
+    );
+
+    // A 5.x file without failureMessage: EC01's 17 columns minus column 9, no header.
+    let ec01 = String::from_utf8(read("edge-cases/EC01/input.jtl")).unwrap();
+    let mut rdr = csv::ReaderBuilder::new().from_reader(ec01.as_bytes());
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rdr.records() {
+        let r = r.unwrap();
+        let row: Vec<&str> = r
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 8)
+            .map(|(_, v)| v)
+            .collect();
+        w.write_record(row).unwrap();
+    }
+    let trimmed = w.into_inner().unwrap();
+    let run = parse_bytes(&trimmed, Format::Auto).unwrap().remove(0).data;
+    assert_eq!(run.rejected_rows, 0);
+    assert_eq!((run.overall.count, run.overall.errors), (4, 2));
+    assert_eq!(
+        run.overall.bytes_sent, 600,
+        "sentBytes read as sentBytes (4 × 150)"
+    );
+}

@@ -21,14 +21,16 @@ use std::io::Read;
 
 use csv::{ByteRecord, ReaderBuilder};
 
-use super::timestamp::{parse_datetime_ms, parse_epoch_ms, parse_u64};
+use super::timestamp::{
+    MIN_PLAUSIBLE_MS, parse_datetime_ms, parse_epoch_ms, parse_sample_epoch_ms, parse_u64,
+};
 use crate::runs::{RunBuilder, RunData, Sample};
 
 /// Delimiters JMeter users set, tried in this order.
 const DELIMITERS: [u8; 4] = [b',', b'\t', b'|', b';'];
 
 /// Records tried when recognising a headerless file (the first may be damaged).
-const DETECT_RECORDS: usize = 5;
+const DETECT_RECORDS: usize = 20;
 
 /// JMeter's default column sets, for files without a header line.
 pub const LAYOUTS: &[(&str, &[&str])] = &[
@@ -65,6 +67,27 @@ pub const LAYOUTS: &[(&str, &[&str])] = &[
             "grpThreads",
             "allThreads",
             "Latency",
+        ],
+    ),
+    (
+        "JMeter 2.13 with failureMessage, URL, IdleTime and Connect (16 columns)",
+        &[
+            "timeStamp",
+            "elapsed",
+            "label",
+            "responseCode",
+            "responseMessage",
+            "threadName",
+            "dataType",
+            "success",
+            "failureMessage",
+            "bytes",
+            "grpThreads",
+            "allThreads",
+            "URL",
+            "Latency",
+            "IdleTime",
+            "Connect",
         ],
     ),
     (
@@ -212,27 +235,60 @@ pub fn detect(prefix: &[u8]) -> Option<Layout> {
                 columns,
             });
         }
-        for _ in 0..DETECT_RECORDS {
-            let layout = LAYOUTS
-                .iter()
-                .map(|(_, names)| Columns::from_layout(names))
-                .find(|c| {
-                    let mut scratch = Scratch::default();
-                    c.fields == record.len() && parse_row(c, &record, &mut scratch).is_ok()
-                });
-            if let Some(columns) = layout {
-                return Some(Layout {
-                    delimiter,
-                    has_header: false,
-                    columns,
-                });
-            }
-            if !matches!(rdr.read_byte_record(&mut record), Ok(true)) {
-                break;
-            }
+        // Headerless: read a few rows, and take the default layout under which the most of
+        // them are fully plausible (every typed column holds its type).
+        let mut rows: Vec<ByteRecord> = vec![record.clone()];
+        while rows.len() < DETECT_RECORDS && matches!(rdr.read_byte_record(&mut record), Ok(true)) {
+            rows.push(record.clone());
+        }
+        let best = LAYOUTS
+            .iter()
+            .filter_map(|(_, names)| {
+                let score = rows
+                    .iter()
+                    .filter(|r| r.len() == names.len() && plausible(names, r))
+                    .count();
+                (score > 0).then(|| {
+                    (
+                        score - usize::from(numeric_failure_messages(names, &rows)),
+                        *names,
+                    )
+                })
+            })
+            .max_by_key(|(score, _)| *score);
+        if let Some((_, names)) = best {
+            return Some(Layout {
+                delimiter,
+                has_header: false,
+                columns: Columns::from_layout(names),
+            });
         }
     }
     None
+}
+
+/// Whether `r` fits the column `names` in every typed column: numbers where JMeter writes
+/// numbers (never empty), `true`/`false` for success, a URL or `null` for URL.
+fn plausible(names: &[&str], r: &ByteRecord) -> bool {
+    names.iter().zip(r.iter()).all(|(name, v)| match *name {
+        "timeStamp" => parse_epoch_ms(v).is_some() || parse_datetime_ms(v).is_some(),
+        "elapsed" | "bytes" | "sentBytes" | "grpThreads" | "allThreads" | "Latency"
+        | "IdleTime" | "Connect" | "SampleCount" | "ErrorCount" => parse_u64(v).is_some(),
+        "success" => v.eq_ignore_ascii_case(b"true") || v.eq_ignore_ascii_case(b"false"),
+        "dataType" => matches!(v, b"text" | b"bin" | b""),
+        "URL" => v == b"null" || v.is_empty() || v.windows(3).any(|w| w == b"://"),
+        _ => true,
+    })
+}
+
+/// True when a layout's `failureMessage` column holds only numbers in every row: then the
+/// column is really `bytes`, and a layout without `failureMessage` fits better.
+fn numeric_failure_messages(names: &[&str], rows: &[ByteRecord]) -> bool {
+    let Some(i) = names.iter().position(|n| *n == "failureMessage") else {
+        return false;
+    };
+    rows.iter()
+        .all(|r| r.get(i).is_some_and(|v| parse_u64(v).is_some()))
 }
 
 /// Why no layout was found, for [`super::IngestError::Invalid`].
@@ -274,7 +330,7 @@ impl RowError {
                 format!("expected {expected} fields, found {found} (row cut off or damaged)")
             }
             RowError::Timestamp => format!(
-                "timeStamp {:?} is neither epoch ms nor a yyyy-MM-dd HH:mm:ss[.SSS] date",
+                "timeStamp {:?} is neither epoch ms nor a yyyy-MM-dd HH:mm:ss[.SSS] date on or after 2000-01-01",
                 field(columns.timestamp)
             ),
             RowError::Elapsed => format!(
@@ -325,9 +381,11 @@ fn parse_row<'a>(
         });
     }
     let ts = &r[c.timestamp];
-    let start_ms = match parse_epoch_ms(ts) {
+    let start_ms = match parse_sample_epoch_ms(ts) {
         Some(v) => v,
-        None => parse_datetime_ms(ts).ok_or(RowError::Timestamp)?,
+        None => parse_datetime_ms(ts)
+            .filter(|ms| *ms >= MIN_PLAUSIBLE_MS)
+            .ok_or(RowError::Timestamp)?,
     };
     let elapsed = &r[c.elapsed];
     let elapsed_ms = match parse_u64(elapsed) {
@@ -495,12 +553,21 @@ mod tests {
 
     #[test]
     fn rejects_bad_rows_with_their_line() {
-        let data = b"timeStamp,elapsed,label,success\n1,-5,a,true\n2,x,a,true\n3,4,a,maybe\n4,\"4\n\",a\n5,6,a,false\n";
+        let data = b"timeStamp,elapsed,label,success\n1700000000001,-5,a,true\n1700000000002,x,a,true\n1700000000003,4,a,maybe\n1700000000004,\"4\n\",a\n1700000000005,6,a,false\n0,7,a,true\n";
         let layout = detect(data).unwrap();
         let run = parse(&data[..], &layout).unwrap();
         assert_eq!(run.overall.count, 1);
         let lines: Vec<u64> = run.rejected.iter().map(|r| r.line).collect();
-        assert_eq!(lines, [2, 3, 4, 5]);
+        assert_eq!(
+            lines,
+            [2, 3, 4, 5, 8],
+            "a timeStamp of 0 is not a real sample time"
+        );
+        assert!(
+            run.rejected[4].reason.contains("2000-01-01"),
+            "{}",
+            run.rejected[4].reason
+        );
         assert_eq!(run.rejected[0].reason, "elapsed -5 is negative");
         assert_eq!(
             run.rejected[3].reason,

@@ -24,7 +24,7 @@ use quick_xml::escape::resolve_predefined_entity;
 use quick_xml::events::attributes::Attribute;
 use quick_xml::events::{BytesStart, Event};
 
-use super::timestamp::{parse_epoch_ms, parse_u64};
+use super::timestamp::{parse_sample_epoch_ms, parse_u64};
 use crate::runs::{RunBuilder, RunData, Sample};
 
 const TRANSACTION_PREFIX: &str = "Number of samples in transaction";
@@ -310,7 +310,7 @@ fn read_attributes(e: &BytesStart<'_>, p: &mut Pending, decoder: Decoder) -> Res
                 })?;
                 elapsed = Some(t);
             }
-            b"ts" => start_ms = parse_epoch_ms(raw),
+            b"ts" => start_ms = parse_sample_epoch_ms(raw),
             b"s" => {
                 success = Some(match raw {
                     b"true" => true,
@@ -340,8 +340,9 @@ fn read_attributes(e: &BytesStart<'_>, p: &mut Pending, decoder: Decoder) -> Res
         }
     }
     p.elapsed_ms = elapsed.ok_or_else(|| format!("<{element}> has no t (elapsed) attribute"))?;
-    p.start_ms =
-        start_ms.ok_or_else(|| format!("<{element}> has no valid ts (epoch ms) attribute"))?;
+    p.start_ms = start_ms.ok_or_else(|| {
+        format!("<{element}> has no valid ts attribute (epoch ms on or after 2000-01-01)")
+    })?;
     p.success = success.ok_or_else(|| format!("<{element}> has no s (success) attribute"))?;
     p.valid = true;
     Ok(())

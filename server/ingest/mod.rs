@@ -66,7 +66,7 @@ pub struct ParsedRun {
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     #[error(
-        "{source_name}: not a supported format (supported: {supported}); pass --format to choose one"
+        "{source_name}: not a supported format (supported: {supported}); name the format with --format (CLI) or ?format= (API)"
     )]
     UnknownFormat {
         source_name: String,
@@ -131,6 +131,13 @@ fn parse_dyn(
     if prefix.starts_with(UTF8_BOM) {
         prefix.drain(..UTF8_BOM.len());
     }
+    if prefix.iter().all(u8::is_ascii_whitespace) {
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: 1,
+            message: "the file is empty".to_owned(),
+        });
+    }
     let format = match format {
         Format::Auto => sniff(&prefix).ok_or_else(|| IngestError::UnknownFormat {
             source_name: source_name.to_owned(),
@@ -138,6 +145,16 @@ fn parse_dyn(
         })?,
         f => f,
     };
+    if format == Format::JmeterXml
+        && prefix.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'<')
+    {
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: 1,
+            message: "not a JMeter XML JTL: expected `<?xml` or `<testResults` at the start"
+                .to_owned(),
+        });
+    }
     let invalid = |line: u64, message: String| IngestError::Invalid {
         source_name: source_name.to_owned(),
         line,

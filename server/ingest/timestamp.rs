@@ -18,6 +18,16 @@ pub fn parse_epoch_ms(b: &[u8]) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// Earliest sample time taken as real: 2000-01-01T00:00:00Z. Load-test results from
+/// before that (a `0`, a seconds value mistaken for ms) are damaged rows.
+pub const MIN_PLAUSIBLE_MS: i64 = 946_684_800_000;
+
+/// Parses an epoch-ms sample time, `None` unless it is on or after [`MIN_PLAUSIBLE_MS`].
+#[inline]
+pub fn parse_sample_epoch_ms(b: &[u8]) -> Option<i64> {
+    parse_epoch_ms(b).filter(|ms| *ms >= MIN_PLAUSIBLE_MS)
+}
+
 /// Parses a non-empty run of ASCII digits; `None` on anything else or overflow.
 #[inline]
 pub fn parse_u64(b: &[u8]) -> Option<u64> {

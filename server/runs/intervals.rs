@@ -91,7 +91,10 @@ impl IntervalRun {
 
     /// One label's interval ending at `t_ms`: `count` samples with the given mean, min and
     /// max (ms) and bytes.
-    #[expect(clippy::too_many_arguments, reason = "one field per figure JMeter sends")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one field per figure JMeter sends"
+    )]
     pub fn interval(
         &mut self,
         label: &str,

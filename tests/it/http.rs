@@ -477,3 +477,80 @@ async fn health_metrics_and_static_files() {
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert!(unknown.json()["error"].is_string());
 }
+
+/// An input over `max_import_bytes` is refused whole (413), never stored cut short.
+#[tokio::test]
+async fn an_import_over_the_size_limit_stores_nothing() {
+    let mut app = spawn_app().await;
+    let mut config = (*app.state.config).clone();
+    config.max_import_bytes = 1_000;
+    app.state.config = std::sync::Arc::new(config);
+    let big = fixture("jmeter/csv_header_allcols.jtl");
+    assert!(big.len() > 1_000);
+    let reply = app.import("", big).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        reply.text()
+    );
+    let err = reply.json()["error"].as_str().unwrap().to_string();
+    assert!(
+        err.contains("nothing was stored") && err.contains("max_import_bytes"),
+        "{err}"
+    );
+    assert_eq!(
+        app.get("/api/v1/runs").await.json()["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    // A small file still goes through.
+    assert_eq!(
+        app.import("", fixture("edge-cases/EC01/input.jtl"))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+}
+
+/// A multipart upload that breaks off mid-file stores nothing.
+#[tokio::test]
+async fn a_broken_multipart_upload_stores_nothing() {
+    let app = spawn_app().await;
+    let boundary = "b0undary";
+    let mut body = Vec::new();
+    body.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cut.jtl\"\r\n\r\n").as_bytes());
+    body.extend(fixture("jmeter/csv_header_allcols.jtl"));
+    // No closing boundary: the body ends inside the file part.
+    let req = Request::post("/api/v1/runs")
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(Body::from(body))
+        .unwrap();
+    let reply = app.send(req).await;
+    assert!(
+        reply.status.is_client_error(),
+        "{} {}",
+        reply.status,
+        reply.text()
+    );
+    assert!(
+        reply.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was stored"),
+        "{}",
+        reply.text()
+    );
+    assert_eq!(
+        app.get("/api/v1/runs").await.json()["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
