@@ -59,6 +59,14 @@ pub fn router(_state: &AppState) -> Router<AppState> {
         .route("/api/v1/live", get(live))
 }
 
+/// `Err(NotFound)` unless run `id` exists.
+async fn require_run(state: &AppState, id: i64) -> Result<()> {
+    match state.store.run_list_item(id).await? {
+        Some(_) => Ok(()),
+        None => Err(Error::NotFound(format!("run {id}"))),
+    }
+}
+
 /// Parses a run id from the path.
 pub fn run_id(raw: &str) -> Result<i64> {
     raw.parse()
@@ -370,11 +378,13 @@ async fn run_timeseries(
 
 async fn run_errors(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response> {
     let id = run_id(&id)?;
+    require_run(&state, id).await?;
     Ok(Json(serde_json::json!({ "errors": state.store.run_errors(id).await? })).into_response())
 }
 
 async fn run_rejected(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response> {
     let id = run_id(&id)?;
+    require_run(&state, id).await?;
     Ok(
         Json(serde_json::json!({ "rejected": state.store.run_rejected(id).await? }))
             .into_response(),

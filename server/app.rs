@@ -74,10 +74,19 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::write::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn(crate::telemetry::track_http))
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        Json(serde_json::json!({"error": format!("{method} is not allowed on {}", uri.path())})),
+    )
+        .into_response()
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {

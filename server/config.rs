@@ -58,10 +58,10 @@ pub struct ServeArgs {
 /// Which harrier a client command talks to: a running server or a database file.
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
-    /// Send to a running harrier (e.g. http://127.0.0.1:7070) instead of writing the database.
+    /// Talk to a running harrier (e.g. http://127.0.0.1:7070) instead of opening the database.
     #[arg(long, env = "HARRIER_SERVER", conflicts_with = "db")]
     pub server: Option<String>,
-    /// SQLite database file to write [default: ./harrier.db].
+    /// SQLite database file [default: db in harrier.toml, else ./harrier.db].
     #[arg(long, env = "HARRIER_DB")]
     pub db: Option<PathBuf>,
 }
@@ -157,6 +157,20 @@ pub struct ConfigError {
 }
 
 impl Config {
+    /// The database a client command (`import`, `runs`) uses: `--db` / `HARRIER_DB`, else
+    /// `db` in the configuration file (`HARRIER_CONFIG`, else `./harrier.toml`), else
+    /// `./harrier.db` — the same file `harrier serve` would open from here.
+    pub fn client_db(db: Option<PathBuf>) -> Result<PathBuf, ConfigError> {
+        if let Some(db) = db {
+            return Ok(db);
+        }
+        let args = ServeArgs {
+            config: std::env::var_os("HARRIER_CONFIG").map(PathBuf::from),
+            ..ServeArgs::default()
+        };
+        Ok(Config::resolve(&args)?.db)
+    }
+
     /// Resolves flags/environment over the file (explicit `--config`, else `./harrier.toml`
     /// when present) over the defaults.
     pub fn resolve(args: &ServeArgs) -> Result<Config, ConfigError> {

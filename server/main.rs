@@ -1,13 +1,13 @@
 //! The `harrier` command: parses the command line and hands over to the library.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
 use harrier::app::{self, AppState};
-use harrier::config::{Cli, Command, Config, DEFAULT_DB, ImportArgs, ServeArgs, TargetArgs};
+use harrier::config::{Cli, Command, Config, ImportArgs, ServeArgs, TargetArgs};
 use harrier::import::{self, ImportRequest, Progress};
 use harrier::ingest::Format;
 use harrier::store::Store;
@@ -52,7 +52,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = Config::resolve(&args)?;
     let store = Store::open(&config.db)
         .await
-        .with_context(|| format!("opening {}", config.db.display()))?;
+        .with_context(|| open_hint(&config.db))?;
     let stale = store.close_stale_live_runs().await?;
     if stale > 0 {
         tracing::warn!(
@@ -101,6 +101,24 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
+/// The context of a database that fails to open: which file, and what usually helps.
+fn open_hint(db: &Path) -> String {
+    format!(
+        "cannot open the database {} (check that its folder exists and that you may write there)",
+        db.display()
+    )
+}
+
+/// A `--server` value as a base URL: `127.0.0.1:7070` gets `http://`, a trailing `/` goes.
+fn server_base(server: &str) -> String {
+    let base = server.trim_end_matches('/');
+    if base.contains("://") {
+        base.to_string()
+    } else {
+        format!("http://{base}")
+    }
+}
+
 fn source_name(path: &Path) -> String {
     if path.as_os_str() == "-" {
         "stdin".to_string()
@@ -117,16 +135,8 @@ async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let store = match &args.target.server {
         Some(_) => None,
         None => {
-            let db = args
-                .target
-                .db
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-            Some(
-                Store::open(&db)
-                    .await
-                    .with_context(|| format!("opening {}", db.display()))?,
-            )
+            let db = Config::client_db(args.target.db.clone())?;
+            Some(Store::open(&db).await.with_context(|| open_hint(&db))?)
         }
     };
     for path in &args.files {
@@ -248,7 +258,7 @@ async fn import_remote(
             .with_context(|| format!("cannot open {}", path.display()))?;
         reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20))
     };
-    let url = format!("{}/api/v1/runs", server.trim_end_matches('/'));
+    let url = format!("{}/api/v1/runs", server_base(server));
     let response = reqwest::Client::new()
         .post(&url)
         .query(&query)
@@ -272,7 +282,7 @@ async fn import_remote(
             tool: r["tool"].as_str().unwrap_or_default().to_string(),
             url: format!(
                 "{}{}",
-                server.trim_end_matches('/'),
+                server_base(server),
                 r["url"].as_str().unwrap_or_default()
             ),
             samples: r["samples"].as_u64().unwrap_or_default(),
@@ -286,7 +296,7 @@ async fn import_remote(
 async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
     let runs: Vec<serde_json::Value> = match &args.server {
         Some(server) => {
-            let url = format!("{}/api/v1/runs", server.trim_end_matches('/'));
+            let url = format!("{}/api/v1/runs", server_base(server));
             let json: serde_json::Value = reqwest::get(&url)
                 .await
                 .with_context(|| format!("cannot reach {url}"))?
@@ -295,10 +305,10 @@ async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
             json["runs"].as_array().cloned().unwrap_or_default()
         }
         None => {
-            let db = args.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-            let store = Store::open(&db)
+            let db = Config::client_db(args.db.clone())?;
+            let store = Store::open_existing(&db)
                 .await
-                .with_context(|| format!("opening {}", db.display()))?;
+                .with_context(|| open_hint(&db))?;
             store
                 .list_runs()
                 .await?
@@ -319,7 +329,7 @@ async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
     for r in runs {
         println!(
             "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
-            r["id"],
+            r["id"].as_i64().unwrap_or_default(),
             r["name"]
                 .as_str()
                 .unwrap_or_default()

@@ -66,6 +66,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/", get(overview))
         .route("/console/runs", get(runs))
         .route("/console/runs/{id}", get(run))
+        .route("/console/alerts", get(alerts))
 }
 
 /// A console error, rendered as an HTML page.
@@ -174,6 +175,16 @@ struct OverviewPage {
     runs: Vec<RunRowView>,
     /// Rows the live table keeps.
     limit: Option<usize>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "alerts.html")]
+struct AlertsPage {
+    nav: &'static str,
+}
+
+async fn alerts() -> AlertsPage {
+    AlertsPage { nav: "alerts" }
 }
 
 /// Recent runs shown on the overview (the live table keeps as many).
@@ -646,7 +657,19 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         "distribution_url": format!("/api/v1/runs/{id}/distribution"),
         "capacity": &capacity,
     });
-    let error_total: i64 = errors.iter().map(|e| e.count).sum();
+    // The section's count matches the run's: errors of transaction rows are listed but
+    // not counted twice.
+    let tx_labels: Vec<&str> = run
+        .labels
+        .iter()
+        .filter(|l| l.is_transaction)
+        .map(|l| l.label.as_str())
+        .collect();
+    let error_total: i64 = errors
+        .iter()
+        .filter(|e| !tx_labels.contains(&e.label.as_str()))
+        .map(|e| e.count)
+        .sum();
     let all_bytes =
         |f: fn(&Stats) -> u64| f(&run.overall) > 0 || run.labels.iter().any(|l| f(&l.stats) > 0);
     let known = BytesKnown {
@@ -687,7 +710,11 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         has_transactions: run.labels.iter().any(|l| l.is_transaction),
         labels: run.labels.iter().map(|l| l.label.clone()).collect(),
         bucket_hint,
-        error_total: format::int(error_total),
+        error_total: format::int(if run.summary_only {
+            run.overall.errors as i64
+        } else {
+            error_total
+        }),
         errors: errors
             .into_iter()
             .map(|e| ErrorView {

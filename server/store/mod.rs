@@ -26,9 +26,26 @@ pub struct Store {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(sqlx::Error),
     #[error("database migration: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Migrate(sqlx::migrate::MigrateError),
+    /// The database file is missing (read-only commands never create one).
+    #[error("no database at {0}: import a run first, or pass --db / set db in harrier.toml")]
+    Missing(String),
+}
+
+// Not `#[from]`: the message already holds the cause, and a chained source would print
+// it a second time.
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Db(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        StoreError::Migrate(e)
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -49,6 +66,15 @@ impl Store {
             .connect_with(options)
             .await?;
         Store::from_pool(pool).await
+    }
+
+    /// Opens an existing database file (for commands that only read); a missing file is
+    /// [`StoreError::Missing`] instead of a new, empty database.
+    pub async fn open_existing(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.display().to_string()));
+        }
+        Store::open(path).await
     }
 
     /// Opens an in-memory database (one connection, so every query sees the same data).

@@ -554,3 +554,25 @@ async fn a_broken_multipart_upload_stores_nothing() {
         0
     );
 }
+
+#[tokio::test]
+async fn unknown_runs_and_wrong_methods_answer_in_json() {
+    let app = spawn_app().await;
+    for path in [
+        "/api/v1/runs/999/errors",
+        "/api/v1/runs/999/rejected",
+        "/api/v1/runs/999/distribution",
+    ] {
+        let reply = app.get(path).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{path}");
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains("run 999"),
+            "{path}"
+        );
+    }
+    let reply = app
+        .send(Request::put("/api/v1/runs").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(reply.json()["error"].as_str().unwrap().contains("PUT"));
+}

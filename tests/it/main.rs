@@ -4,6 +4,7 @@
 mod helpers;
 
 mod browser;
+mod cli;
 mod http;
 mod live;
 mod live_runs;

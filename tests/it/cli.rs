@@ -1,0 +1,101 @@
+//! The `harrier` command as a user runs it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+fn run(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(HARRIER)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("HARRIER_DB")
+        .env_remove("HARRIER_CONFIG")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn help_explains_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, _) = run(dir.path(), &["--help"]);
+    assert!(ok);
+    for cmd in ["serve", "import", "runs"] {
+        assert!(out.contains(cmd), "{out}");
+    }
+    let (ok, out, _) = run(dir.path(), &["import", "--help"]);
+    assert!(ok);
+    for flag in [
+        "--format",
+        "--scenario",
+        "--tag",
+        "--server",
+        "--db",
+        "--replace",
+        "jmeter-csv",
+    ] {
+        assert!(out.contains(flag), "import --help names {flag}: {out}");
+    }
+}
+
+#[test]
+fn import_and_runs_use_the_database_named_in_harrier_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("harrier.toml"), "db = \"team.db\"\n").unwrap();
+    let ec01 = fixture("edge-cases/EC01/input.jtl");
+    let (ok, out, err) = run(
+        dir.path(),
+        &["import", ec01.to_str().unwrap(), "--name", "from toml"],
+    );
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("4 samples"), "{out}");
+    assert!(
+        dir.path().join("team.db").exists(),
+        "the db from harrier.toml"
+    );
+    assert!(!dir.path().join("harrier.db").exists());
+    let (ok, out, _) = run(dir.path(), &["runs"]);
+    assert!(ok);
+    assert!(
+        out.contains("from toml") && out.contains("50.00 %"),
+        "{out}"
+    );
+}
+
+#[test]
+fn runs_on_a_missing_database_says_so_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, _, err) = run(dir.path(), &["runs", "--db", "typo.db"]);
+    assert!(!ok);
+    assert!(err.contains("no database at typo.db"), "{err}");
+    assert!(!dir.path().join("typo.db").exists());
+}
+
+#[test]
+fn a_bad_file_fails_with_a_message_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+    let (ok, _, err) = run(dir.path(), &["import", "notes.txt", "--db", "x.db"]);
+    assert!(!ok);
+    assert!(
+        err.contains("notes.txt: not a supported format") && err.contains("--format"),
+        "{err}"
+    );
+    let (ok, _, err) = run(dir.path(), &["import", "missing.jtl", "--db", "x.db"]);
+    assert!(!ok);
+    assert!(err.contains("cannot open missing.jtl"), "{err}");
+    let (ok, out, _) = run(dir.path(), &["runs", "--db", "x.db"]);
+    assert!(ok);
+    assert!(out.contains("no runs yet"), "{out}");
+}
