@@ -59,30 +59,37 @@ bytes=$(stat -c %s "$file")
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/harrier-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-results="$out/results.tsv"   # tool, run, seconds, max RSS KiB, records/samples
+results="$out/results.tsv"   # tool, run, wall s, max RSS KiB, records/samples, CPU s
 : > "$results"
 
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+rev="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+[ -z "$(git -C "$root" status --porcelain -- server Cargo.toml Cargo.lock 2>/dev/null)" ] || rev="$rev + uncommitted changes"
+echo "== harrier: $harrier (built $(date -u -r "$harrier" '+%F %T') UTC; tree at $rev)" >&2
+echo "== csv_ceiling: $ceiling" >&2
 echo "== $file: $bytes bytes; warming the page cache" >&2
 cat "$file" > /dev/null
 
-# measure TOOL RUN CMD... : wall seconds and max RSS from GNU time -v
+# measure TOOL RUN CMD... : wall seconds (date, ns) and max RSS (GNU time -v)
 measure() {
   local tool="$1" run="$2"; shift 2
+  local t0 t1 wall rss cpu count
+  t0=$(date +%s%N)
   /usr/bin/time -v -o "$work/time.txt" "$@" > "$work/stdout.txt" 2> "$work/stderr.txt" || {
     echo "$tool failed:" >&2; cat "$work/stderr.txt" "$work/stdout.txt" >&2; exit 1; }
-  local wall rss count
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {
-           n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$work/time.txt")
+  t1=$(date +%s%N)
+  # wall time in ns from date (GNU time's own wall clock has 10 ms resolution)
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")
+  cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$work/time.txt")
   if [ "$tool" = csv_ceiling ]; then
     count=$(grep -oE '[0-9]+ records' "$work/stdout.txt" | cut -d' ' -f1)
   else
     count=$(grep -oE '— [0-9]+ samples' "$work/stdout.txt" | grep -oE '[0-9]+' | head -n1)
   fi
   [ -n "$count" ] || { echo "$tool: cannot find the count in its output:" >&2; cat "$work/stdout.txt" >&2; exit 1; }
-  printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$run" "$wall" "$rss" "$count" >> "$results"
-  printf '  %-11s run %s: %8.2f s  peak RSS %7.1f MiB  %s\n' "$tool" "$run" "$wall" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$run" "$wall" "$rss" "$count" "$cpu" >> "$results"
+  printf '  %-11s run %s: %8.3f s wall, %6.2f s CPU, peak RSS %7.1f MiB  %s\n' "$tool" "$run" "$wall" "$cpu" \
     "$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$(head -c 300 "$work/stdout.txt" | tr '\n' ' ')" >&2
 }
 
@@ -101,16 +108,16 @@ awk -F'\t' -v bytes="$bytes" -v file="$file" '
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
-  { cnt[$1]++; secs[$1, cnt[$1]] = $3; if ($4 > rss[$1]) rss[$1] = $4; count[$1] = $5 }
+  { cnt[$1]++; secs[$1, cnt[$1]] = $3; if ($4 > rss[$1]) rss[$1] = $4; count[$1] = $5; cpu[$1] += $6 }
   END {
     printf "\nfile: %s (%.1f MB = %d bytes)\n", file, bytes / 1e6, bytes
-    printf "median of %d runs; MB = 10^6 bytes; peak RSS = largest of the runs, MiB\n\n", cnt["harrier"]
-    printf "| tool | records | seconds | samples/s | MB/s | peak RSS MiB |\n"
-    printf "| --- | ---: | ---: | ---: | ---: | ---: |\n"
+    printf "median of %d runs; MB = 10^6 bytes; peak RSS = largest of the runs, MiB; CPU = user + system\n\n", cnt["harrier"]
+    printf "| tool | records | seconds | samples/s | MB/s | peak RSS MiB | CPU s (mean) |\n"
+    printf "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
     split("csv_ceiling harrier", tools, " ")
     for (k = 1; k <= 2; k++) {
       t = tools[k]; m[t] = median(t)
-      printf "| %s | %d | %.2f | %.0f | %.1f | %.1f |\n", t, count[t], m[t], count[t] / m[t], bytes / 1e6 / m[t], rss[t] / 1024
+      printf "| %s | %d | %.3f | %.0f | %.1f | %.1f | %.2f |\n", t, count[t], m[t], count[t] / m[t], bytes / 1e6 / m[t], rss[t] / 1024, cpu[t] / cnt[t]
     }
     printf "\nharrier speed = %.1f %% of the csv ceiling (ceiling seconds / harrier seconds)\n", 100 * m["csv_ceiling"] / m["harrier"]
     if (count["harrier"] != count["csv_ceiling"])

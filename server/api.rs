@@ -59,6 +59,11 @@ pub fn router(_state: &AppState) -> Router<AppState> {
         .route("/api/v1/live", get(live))
 }
 
+/// The error for a label a run does not have.
+fn no_label(id: i64, label: Option<&str>) -> Error {
+    Error::NotFound(format!("label {:?} in run {id}", label.unwrap_or("")))
+}
+
 /// `Err(NotFound)` unless run `id` exists.
 async fn require_run(state: &AppState, id: i64) -> Result<()> {
     match state.store.run_list_item(id).await? {
@@ -206,12 +211,7 @@ pub async fn distribution_json(
         .store
         .run_distribution(id, label.as_deref())
         .await?
-        .ok_or_else(|| {
-            Error::NotFound(format!(
-                "label {:?} in run {id}",
-                label.as_deref().unwrap_or("")
-            ))
-        })?;
+        .ok_or_else(|| no_label(id, label.as_deref()))?;
     let curve = d.curve();
     let bins = d.bins(DISTRIBUTION_BINS);
     Ok(serde_json::json!({
@@ -335,12 +335,7 @@ pub async fn series_for(
         .store
         .run_buckets(id, label.as_deref())
         .await?
-        .ok_or_else(|| {
-            Error::NotFound(format!(
-                "label {:?} in run {id}",
-                label.as_deref().unwrap_or("")
-            ))
-        })?;
+        .ok_or_else(|| no_label(id, label.as_deref()))?;
     let last_end_ms = match &label {
         None => run.overall.last_end_ms,
         Some(l) => run
