@@ -9,6 +9,8 @@
 //! - [`jmeter_xml`]: JMeter JTL, XML (top-level samples only);
 //! - [`ab`]: ApacheBench text reports (summary-only runs, several per file);
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
+//! - [`wrk`]: wrk / wrk2 text reports (summary-only);
+//! - [`summary`]: helpers shared by the summary-only parsers.
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
 //! again. A UTF-8 byte-order mark is skipped.
@@ -16,7 +18,9 @@
 pub mod ab;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
+pub mod summary;
 pub mod timestamp;
+pub mod wrk;
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
@@ -33,11 +37,13 @@ pub enum Format {
     JmeterXml,
     /// ApacheBench text report(s).
     Ab,
+    /// wrk / wrk2 text report(s) with `--latency`.
+    Wrk,
 }
 
 impl Format {
     /// The names accepted by `--format` and `?format=`.
-    pub const NAMES: &'static [&'static str] = &["auto", "jmeter-csv", "jmeter-xml", "ab"];
+    pub const NAMES: &'static [&'static str] = &["auto", "jmeter-csv", "jmeter-xml", "ab", "wrk"];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
     pub fn from_name(name: &str) -> Option<Format> {
@@ -46,6 +52,7 @@ impl Format {
             "jmeter-csv" | "jtl-csv" => Some(Format::JmeterCsv),
             "jmeter-xml" | "jtl-xml" => Some(Format::JmeterXml),
             "ab" => Some(Format::Ab),
+            "wrk" | "wrk2" => Some(Format::Wrk),
             _ => None,
         }
     }
@@ -144,6 +151,7 @@ fn parse_dyn(
     };
     let data = match format {
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -173,7 +181,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -199,6 +207,9 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     let trimmed = prefix.trim_ascii_start();
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
         return Some(Format::JmeterXml);
+    }
+    if wrk::looks_like(prefix) {
+        return Some(Format::Wrk);
     }
     if jmeter_csv::detect(prefix).is_some() {
         return Some(Format::JmeterCsv);
