@@ -183,3 +183,86 @@ fn wrk2_readme_output_uses_the_corrected_histogram() {
         json!(1040.0)
     );
 }
+
+// ---------------------------------------------------------------- hey
+
+#[test]
+fn hey_text_report_as_printed() {
+    let run = parse_one(&read("hey/slow_text.txt"), Format::Hey, "hey");
+    assert!(run.data.summary_only);
+    let o = &run.data.overall;
+    // Fastest 0.0320, Average 0.1220, Slowest 0.1839 secs.
+    assert_eq!(basics(o), (300, 0, Some(32.0), Some(122.0), Some(183.9)));
+    assert_eq!(
+        pcts(o),
+        [Some(123.9), Some(160.5), Some(166.2), Some(176.0)]
+    );
+    assert_eq!(o.window_ms, Some(6208));
+    assert_eq!(o.throughput_rps, Some(48.3248));
+    assert_eq!(o.bytes_received, 2400);
+    let r = &run.data.reported;
+    assert_eq!(r["status_codes"], json!({"200": 300}));
+    assert_eq!(r["percentiles"]["values_ms"]["10"], json!(80.2));
+    assert_eq!(r["details_ms"]["resp wait"]["average_ms"], json!(77.1));
+    assert_eq!(r["response_time_histogram"]["rows"][3], json!([0.078, 17]));
+}
+
+#[test]
+fn hey_text_errors_count_and_its_broken_p99_is_not_read() {
+    let run = parse_one(&read("hey/stall_timeout_text.txt"), Format::Hey, "hey");
+    let o = &run.data.overall;
+    // 80 responses + 20 time-outs ("Error distribution: [20] …"); hey's Requests/sec uses
+    // the same 100: 100 / 7.5094 s = 13.3166. Latency figures exclude the time-outs.
+    assert_eq!(basics(o), (100, 20, Some(0.6), Some(35.5), Some(60.7)));
+    assert_eq!(o.error_pct, Some(20.0));
+    // hey printed "0% in 0.0000 secs" where p99 belongs (fewer than 100 successes).
+    assert_eq!(pcts(o), [Some(44.0), Some(55.3), Some(59.5), None]);
+    assert_eq!(o.throughput_rps, Some(13.3166));
+    let r = &run.data.reported;
+    assert_eq!(r["percentiles"]["values_ms"]["0"], json!(0.0));
+    assert_eq!(r["error_distribution"][0]["count"], json!(20));
+    assert!(
+        r["error_distribution"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Client.Timeout exceeded")
+    );
+}
+
+/// Expected figures computed independently with Python over the same file:
+/// `csv.DictReader`, each `response-time` / `offset` as `Decimal(s) * 1000` rounded
+/// `ROUND_HALF_UP` to whole ms, nearest rank `sorted[ceil(p/100*n) - 1]`.
+#[test]
+fn hey_csv_rows_are_samples() {
+    let run = parse_one(&read("hey/flaky.csv"), Format::Hey, "hey");
+    assert!(!run.data.summary_only);
+    assert_eq!(run.data.rejected_rows, 0);
+    let o = &run.data.overall;
+    // sum of the 300 rounded times = 14 462 ms. hey's own (unrounded) mean of the same
+    // rows is 48.1413 ms: whole-ms samples shift the mean by 0.07 ms here, and the 0.6 ms
+    // fastest request counts as 1 ms.
+    assert_eq!(
+        basics(o),
+        (300, 0, Some(1.0), Some(14_462.0 / 300.0), Some(76.0))
+    );
+    assert_eq!(pcts(o), [Some(48.0), Some(56.0), Some(63.0), Some(72.0)]);
+    // window = max(offset + time) − min(offset) = 2 473 ms.
+    assert_eq!(o.window_ms, Some(2473));
+    assert_eq!(o.throughput_rps, Some(300.0 / (2473.0 / 1000.0)));
+    // Offsets from the test start, not clock times: no run start.
+    assert_eq!((o.first_start_ms, o.last_end_ms), (None, None));
+    // Per-second buckets by offset: 129, 124, 47 requests.
+    let seconds: Vec<(i64, u64)> = run
+        .data
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| (b.start_ms, b.count))
+        .collect();
+    assert_eq!(seconds, [(0, 129), (1000, 124), (2000, 47)]);
+    // hey writes 500s as ordinary rows (no failure flag): kept as status codes.
+    assert_eq!(
+        run.data.reported["status_codes"],
+        json!({"200": 218, "500": 82})
+    );
+}

@@ -10,12 +10,14 @@
 //! - [`ab`]: ApacheBench text reports (summary-only runs, several per file);
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
 //! - [`wrk`]: wrk / wrk2 text reports (summary-only);
+//! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
 //! - [`summary`]: helpers shared by the summary-only parsers.
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
 //! again. A UTF-8 byte-order mark is skipped.
 
 pub mod ab;
+pub mod hey;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
 pub mod summary;
@@ -39,11 +41,14 @@ pub enum Format {
     Ab,
     /// wrk / wrk2 text report(s) with `--latency`.
     Wrk,
+    /// hey text report (summary-only) or `-o csv` (raw).
+    Hey,
 }
 
 impl Format {
     /// The names accepted by `--format` and `?format=`.
-    pub const NAMES: &'static [&'static str] = &["auto", "jmeter-csv", "jmeter-xml", "ab", "wrk"];
+    pub const NAMES: &'static [&'static str] =
+        &["auto", "jmeter-csv", "jmeter-xml", "ab", "wrk", "hey"];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
     pub fn from_name(name: &str) -> Option<Format> {
@@ -53,6 +58,7 @@ impl Format {
             "jmeter-xml" | "jtl-xml" => Some(Format::JmeterXml),
             "ab" => Some(Format::Ab),
             "wrk" | "wrk2" => Some(Format::Wrk),
+            "hey" => Some(Format::Hey),
             _ => None,
         }
     }
@@ -152,6 +158,7 @@ fn parse_dyn(
     let data = match format {
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -181,7 +188,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -207,6 +214,9 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     let trimmed = prefix.trim_ascii_start();
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
         return Some(Format::JmeterXml);
+    }
+    if hey::looks_like(prefix) {
+        return Some(Format::Hey);
     }
     if wrk::looks_like(prefix) {
         return Some(Format::Wrk);

@@ -110,6 +110,56 @@ pub fn uint(v: Option<&Value>) -> Option<u64> {
     }
 }
 
+/// The label of a tool's requests when the file names no URL (hey, oha CSV).
+pub const ALL_REQUESTS_LABEL: &str = "all requests";
+
+/// A decimal number of seconds as printed (`0.0037`, `12.000118`) → whole ms, rounded half
+/// up on the decimal text itself (no binary rounding: `0.0125` → 13). Exponent notation is
+/// read as a float. `None` for anything else or a negative value.
+pub fn seconds_text_to_ms(text: &[u8]) -> Option<u64> {
+    let t = text.trim_ascii();
+    if t.is_empty() || t[0] == b'-' {
+        return None;
+    }
+    if t.iter().any(|&b| b == b'e' || b == b'E') {
+        let v: f64 = std::str::from_utf8(t).ok()?.parse().ok()?;
+        return (v.is_finite() && v >= 0.0).then(|| (v * 1000.0).round() as u64);
+    }
+    let (int, frac) = match t.iter().position(|&b| b == b'.') {
+        Some(i) => (&t[..i], &t[i + 1..]),
+        None => (t, &b""[..]),
+    };
+    if !int.iter().chain(frac).all(u8::is_ascii_digit) || (int.is_empty() && frac.is_empty()) {
+        return None;
+    }
+    let mut ms: u64 = 0;
+    for &d in int {
+        ms = ms.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    ms = ms.checked_mul(1000)?;
+    let mut scale = 100;
+    for &d in frac.iter().take(3) {
+        ms += u64::from(d - b'0') * scale;
+        scale /= 10;
+    }
+    if frac.get(3).is_some_and(|&d| d >= b'5') {
+        ms += 1;
+    }
+    Some(ms)
+}
+
+/// Marks a raw run whose sample starts are offsets from the test start (the file holds no
+/// clock time): the run gets no start or end time (the console then shows the import
+/// time), while windows, throughput and per-second buckets (seconds since the test start)
+/// stay as computed.
+pub fn relative_times(data: &mut RunData) {
+    for s in std::iter::once(&mut data.overall).chain(data.labels.iter_mut().map(|l| &mut l.stats))
+    {
+        s.first_start_ms = None;
+        s.last_end_ms = None;
+    }
+}
+
 /// A run with one label whose figures are the run's: what a summary-only tool report
 /// becomes. `reported` holds everything the tool printed, raw.
 pub fn one_label_run(
@@ -161,5 +211,13 @@ mod tests {
         assert_eq!(url_path("http://127.0.0.1:8099/flaky?x=1"), "/flaky?x=1");
         assert_eq!(url_path("http://127.0.0.1:8099"), "/");
         assert_eq!(url_without_scheme("http://h:1/a"), "h:1/a");
+        assert_eq!(seconds_text_to_ms(b"0.0037"), Some(4));
+        assert_eq!(seconds_text_to_ms(b"0.0125"), Some(13));
+        assert_eq!(seconds_text_to_ms(b"0.0124999"), Some(12));
+        assert_eq!(seconds_text_to_ms(b"12.000118"), Some(12_000));
+        assert_eq!(seconds_text_to_ms(b"2"), Some(2000));
+        assert_eq!(seconds_text_to_ms(b"1.5e-3"), Some(2));
+        assert_eq!(seconds_text_to_ms(b"-0.1"), None);
+        assert_eq!(seconds_text_to_ms(b"abc"), None);
     }
 }
