@@ -248,7 +248,7 @@ fn hey_csv_rows_are_samples() {
     assert_eq!(pcts(o), [Some(48.0), Some(56.0), Some(63.0), Some(72.0)]);
     // window = max(offset + time) − min(offset) = 2 473 ms.
     assert_eq!(o.window_ms, Some(2473));
-    assert_eq!(o.throughput_rps, Some(300.0 / (2473.0 / 1000.0)));
+    assert_eq!(o.throughput_rps, Some(300.0 * 1000.0 / 2473.0));
     // Offsets from the test start, not clock times: no run start.
     assert_eq!((o.first_start_ms, o.last_end_ms), (None, None));
     // Per-second buckets by offset: 129, 124, 47 requests.
