@@ -266,3 +266,100 @@ fn hey_csv_rows_are_samples() {
         json!({"200": 218, "500": 82})
     );
 }
+
+// ---------------------------------------------------------------- oha
+
+#[test]
+fn oha_json_report_as_written() {
+    let run = parse_one(&read("oha/flaky_300_json.json"), Format::Oha, "oha");
+    assert!(run.data.summary_only);
+    let o = &run.data.overall;
+    // summary.fastest/average/slowest (seconds) in ms; oha counts a 500 as a response,
+    // not an error (successRate 1.0).
+    assert_eq!(
+        basics(o),
+        (300, 0, Some(1.818109), Some(43.177587), Some(48.096772))
+    );
+    assert_eq!(
+        pcts(o),
+        [
+            Some(43.991048),
+            Some(44.163408),
+            Some(44.300773),
+            Some(47.984003)
+        ]
+    );
+    // The same figures, as oha rounded them to 3 decimals in metrics.latency_ms.
+    let m = &run.data.reported["metrics"]["latency_ms"];
+    assert_eq!(
+        (m["p50"].as_f64(), m["p99"].as_f64()),
+        (Some(43.991), Some(47.984))
+    );
+    assert_eq!(o.window_ms, Some(2169));
+    assert_eq!(o.throughput_rps, Some(138.32415306130238));
+    assert_eq!(o.bytes_received, 3085);
+    assert_eq!(
+        run.data.reported["statusCodeDistribution"],
+        json!({"200": 223, "500": 77})
+    );
+}
+
+#[test]
+fn oha_json_timeouts_are_errors() {
+    let run = parse_one(&read("oha/stall_timeout_json.json"), Format::Oha, "oha");
+    let o = &run.data.overall;
+    // 166 responses + 34 "timeout" errors; successRate 0.83 = 166 / 200.
+    assert_eq!(
+        basics(o),
+        (200, 34, Some(0.510612), Some(36.498541), Some(48.049333))
+    );
+    assert_eq!(o.error_pct, Some(17.0));
+    assert_eq!(run.data.reported["summary"]["successRate"], json!(0.83));
+    assert_eq!(
+        pcts(o),
+        [
+            Some(43.928915),
+            Some(44.058369),
+            Some(44.145711),
+            Some(48.016208)
+        ]
+    );
+    assert_eq!(o.window_ms, Some(10_415));
+    assert_eq!(o.throughput_rps, Some(19.202949076466695));
+}
+
+/// Expected figures computed independently with Python over the same file: `csv`,
+/// `Decimal(s) * 1000` rounded `ROUND_HALF_UP` to whole ms, nearest rank.
+#[test]
+fn oha_csv_rows_are_samples() {
+    let run = parse_one(&read("oha/slow_150.csv"), Format::Oha, "oha");
+    assert!(!run.data.summary_only);
+    let o = &run.data.overall;
+    assert_eq!(
+        basics(o),
+        (150, 0, Some(64.0), Some(17_015.0 / 150.0), Some(164.0))
+    );
+    // oha's own rule on the exact seconds (sorted[⌊p/100·n⌋]) gives 115.95, 152.08,
+    // 156.02 and 159.95 ms: for n = 150 its p50 is the 76th value where nearest rank takes
+    // the 75th, but both round to the same whole ms here.
+    assert_eq!(
+        pcts(o),
+        [Some(116.0), Some(152.0), Some(156.0), Some(160.0)]
+    );
+    // First request-start 0.000629744 s → 1 ms; last end − first start = 4 320 ms.
+    assert_eq!(o.window_ms, Some(4320));
+    assert_eq!(o.bytes_received, 1200);
+    assert_eq!((o.first_start_ms, o.last_end_ms), (None, None));
+    let seconds: Vec<(i64, u64)> = run
+        .data
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| (b.start_ms, b.count))
+        .collect();
+    assert_eq!(
+        seconds,
+        [(0, 36), (1000, 36), (2000, 34), (3000, 37), (4000, 7)]
+    );
+    assert_eq!(run.data.reported["status_codes"], json!({"200": 150}));
+}

@@ -11,6 +11,7 @@
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
 //! - [`wrk`]: wrk / wrk2 text reports (summary-only);
 //! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
+//! - [`oha`]: oha JSON report (summary-only) or CSV (raw);
 //! - [`summary`]: helpers shared by the summary-only parsers.
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
@@ -20,6 +21,7 @@ pub mod ab;
 pub mod hey;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
+pub mod oha;
 pub mod summary;
 pub mod timestamp;
 pub mod wrk;
@@ -43,12 +45,21 @@ pub enum Format {
     Wrk,
     /// hey text report (summary-only) or `-o csv` (raw).
     Hey,
+    /// oha JSON report (summary-only) or CSV (raw).
+    Oha,
 }
 
 impl Format {
     /// The names accepted by `--format` and `?format=`.
-    pub const NAMES: &'static [&'static str] =
-        &["auto", "jmeter-csv", "jmeter-xml", "ab", "wrk", "hey"];
+    pub const NAMES: &'static [&'static str] = &[
+        "auto",
+        "jmeter-csv",
+        "jmeter-xml",
+        "ab",
+        "wrk",
+        "hey",
+        "oha",
+    ];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
     pub fn from_name(name: &str) -> Option<Format> {
@@ -59,6 +70,7 @@ impl Format {
             "ab" => Some(Format::Ab),
             "wrk" | "wrk2" => Some(Format::Wrk),
             "hey" => Some(Format::Hey),
+            "oha" => Some(Format::Oha),
             _ => None,
         }
     }
@@ -159,6 +171,7 @@ fn parse_dyn(
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Oha => return oha::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -188,7 +201,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -217,6 +230,9 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     }
     if hey::looks_like(prefix) {
         return Some(Format::Hey);
+    }
+    if oha::looks_like(prefix) {
+        return Some(Format::Oha);
     }
     if wrk::looks_like(prefix) {
         return Some(Format::Wrk);
