@@ -363,3 +363,100 @@ fn oha_csv_rows_are_samples() {
     );
     assert_eq!(run.data.reported["status_codes"], json!({"200": 150}));
 }
+
+// ---------------------------------------------------------------- vegeta
+
+/// Expected figures computed independently with Python over the same file: `json`,
+/// latency `(ns + 500_000) // 1_000_000`, start = the RFC 3339 time (zone applied)
+/// truncated to ms, success = 200 ≤ code < 400, nearest rank.
+#[test]
+fn vegeta_results_json_lines_are_samples() {
+    let run = parse_one(
+        &read("vegeta/SYNTHETIC_results.json"),
+        Format::Vegeta,
+        "vegeta",
+    );
+    assert!(!run.data.summary_only);
+    assert_eq!(run.data.rejected_rows, 0);
+    assert_eq!(run.name_hint.as_deref(), Some("localhost:8112/"));
+    assert_eq!(run.data.labels[0].label, "/");
+    let o = &run.data.overall;
+    // 6 × 503 and 3 × code 0 fail vegeta's rule; the 1 s time-outs stay in the latencies,
+    // as in vegeta's own report.
+    assert_eq!(
+        basics(o),
+        (30, 9, Some(1.0), Some(3473.0 / 30.0), Some(1001.0))
+    );
+    assert_eq!(
+        pcts(o),
+        [Some(17.0), Some(44.0), Some(1001.0), Some(1001.0)]
+    );
+    // 2023-10-12T01:13:45.768758779-04:00 = 05:13:45.768 UTC.
+    assert_eq!(o.first_start_ms, Some(1_697_087_625_768));
+    assert_eq!(o.window_ms, Some(3901));
+    assert_eq!(o.bytes_received, 330);
+    let errors: Vec<(&str, &str, u64)> = run
+        .data
+        .errors
+        .iter()
+        .map(|e| (e.response_code.as_str(), &e.message[..11], e.count))
+        .collect();
+    assert_eq!(
+        errors,
+        [("503", "503 Service", 6), ("0", "Get \"http:/", 3)]
+    );
+    let seconds: Vec<u64> = run
+        .data
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| b.count)
+        .collect();
+    assert_eq!(seconds, [3, 10, 10, 7]);
+}
+
+#[test]
+fn vegeta_report_json_as_written() {
+    let Some(bytes) = public("vegeta/khamonsol_ratelimiter_metrics.json") else {
+        return;
+    };
+    let run = parse_one(&bytes, Format::Vegeta, "vegeta");
+    assert!(run.data.summary_only);
+    let o = &run.data.overall;
+    // status_codes {"0": 390, "200": 8, "503": 202}: 8 successes (success 0.01333).
+    assert_eq!(
+        basics(o),
+        (
+            600,
+            592,
+            Some(1.726583),
+            Some(24_397.8484),
+            Some(30_011.387125)
+        )
+    );
+    assert_eq!(
+        pcts(o),
+        [
+            Some(30_001.427216),
+            Some(30_003.925709),
+            Some(30_005.398387),
+            Some(30_008.85575)
+        ]
+    );
+    // duration 59 899 573 167 ns; rate = requests / duration.
+    assert_eq!(o.window_ms, Some(59_900));
+    assert_eq!(o.throughput_rps, Some(10.016765867883567));
+    assert_eq!(o.bytes_received, 39_898);
+    assert_eq!(run.data.reported["throughput"], json!(0.08898676699908954));
+}
+
+#[test]
+fn vegeta_gob_results_are_refused_with_the_conversion_command() {
+    let Some(bytes) = public("vegeta/khamonsol_ratelimiter_results.gob.bin") else {
+        return;
+    };
+    for format in [Format::Auto, Format::Vegeta] {
+        let err = parse_as(&bytes, format).unwrap_err().to_string();
+        assert!(err.contains("vegeta encode --to json"), "{err}");
+    }
+}

@@ -12,6 +12,7 @@
 //! - [`wrk`]: wrk / wrk2 text reports (summary-only);
 //! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
 //! - [`oha`]: oha JSON report (summary-only) or CSV (raw);
+//! - [`vegeta`]: vegeta results as JSON lines (raw) or `report -type=json` (summary-only);
 //! - [`summary`]: helpers shared by the summary-only parsers.
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
@@ -24,6 +25,7 @@ pub mod jmeter_xml;
 pub mod oha;
 pub mod summary;
 pub mod timestamp;
+pub mod vegeta;
 pub mod wrk;
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
@@ -47,6 +49,8 @@ pub enum Format {
     Hey,
     /// oha JSON report (summary-only) or CSV (raw).
     Oha,
+    /// vegeta results as JSON lines (raw) or `report -type=json` (summary-only).
+    Vegeta,
 }
 
 impl Format {
@@ -59,6 +63,7 @@ impl Format {
         "wrk",
         "hey",
         "oha",
+        "vegeta",
     ];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
@@ -71,6 +76,7 @@ impl Format {
             "wrk" | "wrk2" => Some(Format::Wrk),
             "hey" => Some(Format::Hey),
             "oha" => Some(Format::Oha),
+            "vegeta" => Some(Format::Vegeta),
             _ => None,
         }
     }
@@ -172,6 +178,7 @@ fn parse_dyn(
         Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Oha => return oha::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Vegeta => return vegeta::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -201,7 +208,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -233,6 +240,9 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     }
     if oha::looks_like(prefix) {
         return Some(Format::Oha);
+    }
+    if vegeta::looks_like(prefix) {
+        return Some(Format::Vegeta);
     }
     if wrk::looks_like(prefix) {
         return Some(Format::Wrk);
