@@ -460,3 +460,299 @@ fn vegeta_gob_results_are_refused_with_the_conversion_command() {
         assert!(err.contains("vegeta encode --to json"), "{err}");
     }
 }
+
+// ---------------------------------------------------------------- autocannon
+
+#[test]
+fn autocannon_json_as_written() {
+    let run = parse_one(
+        &read("autocannon/flaky.json"),
+        Format::Autocannon,
+        "autocannon",
+    );
+    assert!(run.data.summary_only);
+    assert_eq!(run.name_hint.as_deref(), Some("127.0.0.1:18431/flaky"));
+    assert_eq!(run.data.labels[0].label, "/flaky");
+    let o = &run.data.overall;
+    // 484 responses, 121 of them HTTP 500: autocannon's `non2xx`, not its `errors`.
+    assert_eq!(basics(o), (484, 0, Some(22.0), Some(48.59), Some(97.0)));
+    // No p95 in autocannon's percentiles (p90, p97_5, p99 are).
+    assert_eq!(pcts(o), [Some(44.0), Some(52.0), None, Some(97.0)]);
+    assert_eq!(o.first_start_ms, Some(1_796_007_148_297));
+    assert_eq!(o.window_ms, Some(3030));
+    // requests.average: the mean of the per-second samples (158, 160, 166).
+    assert_eq!(o.throughput_rps, Some(161.34));
+    assert_eq!(o.bytes_received, 74_657);
+    assert_eq!(run.data.reported["non2xx"], json!(121));
+    assert_eq!(run.data.reported["latency"]["p97_5"], json!(95));
+}
+
+#[test]
+fn autocannon_timeouts_are_errors_and_requests() {
+    let run = parse_one(
+        &read("autocannon/stall_timeout.json"),
+        Format::Autocannon,
+        "autocannon",
+    );
+    let o = &run.data.overall;
+    // requests.total 48 + errors 8 (all time-outs): the 4 requests still in flight at
+    // the end (sent 60) are in neither.
+    assert_eq!(basics(o), (56, 8, Some(1.0), Some(38.8), Some(67.0)));
+    assert_eq!(o.error_pct, Some(8.0 / 56.0 * 100.0));
+    assert_eq!(run.data.reported["timeouts"], json!(8));
+}
+
+// ---------------------------------------------------------------- Artillery
+
+#[test]
+fn artillery_report_per_endpoint() {
+    let run = parse_one(
+        &read("artillery/report.json"),
+        Format::Artillery,
+        "artillery",
+    );
+    assert!(run.data.summary_only);
+    let o = &run.data.overall;
+    // http.requests 90 = 84 responses + 6 errors.ETIMEDOUT; the 7 HTTP 500s are codes.
+    assert_eq!(basics(o), (90, 6, Some(0.0), Some(9.1), Some(38.0)));
+    assert_eq!(pcts(o), [Some(1.0), Some(30.3), Some(34.1), Some(37.0)]);
+    assert_eq!(o.first_start_ms, Some(1_796_007_276_448));
+    // lastCounterAt − firstCounterAt.
+    assert_eq!(o.window_ms, Some(3989));
+    assert_eq!(o.throughput_rps, Some(15.0));
+    assert_eq!(o.bytes_received, 1113);
+    let labels: Vec<(&str, u64, u64, Option<f64>, Option<f64>)> = run
+        .data
+        .labels
+        .iter()
+        .map(|l| {
+            (
+                l.label.as_str(),
+                l.stats.count,
+                l.stats.errors,
+                l.stats.mean_ms,
+                l.stats.p90_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("/flaky", 30, 0, Some(1.3), Some(4.0)),
+            ("/slow", 30, 0, Some(23.7), Some(36.2)),
+            ("/stall", 30, 6, Some(0.6), Some(1.0)),
+        ]
+    );
+}
+
+// ---------------------------------------------------------------- siege
+
+#[test]
+fn siege_log_rows_are_runs() {
+    let bytes = read("siege/siege.log");
+    let runs = parse_as(&bytes, Format::Siege).unwrap();
+    let auto = parse_as(&bytes, Format::Auto).unwrap();
+    assert_eq!(auto.len(), 2);
+    assert!(auto.iter().all(|r| r.tool == "siege"));
+    let figures: Vec<(u64, u64, Option<f64>, Option<i64>, Option<f64>)> = runs
+        .iter()
+        .map(|r| {
+            let o = &r.data.overall;
+            (o.count, o.errors, o.mean_ms, o.window_ms, o.throughput_rps)
+        })
+        .collect();
+    // Trans + Failed; Resp Time 0.00 s (siege's 2 decimals) and 0.03 s.
+    assert_eq!(
+        figures,
+        [
+            (2727, 682, Some(0.0), Some(2160), Some(946.76)),
+            (386, 0, Some(30.0), Some(2580), Some(149.61)),
+        ]
+    );
+    assert_eq!(
+        runs[0].data.reported["logged_at_local_time"],
+        json!("2026-11-30 02:52:14")
+    );
+}
+
+#[test]
+fn siege_summary_matches_its_log_row() {
+    let run = parse_one(&read("siege/flaky_stdout.txt"), Format::Siege, "siege");
+    let o = &run.data.overall;
+    // The same run as the log's first row, plus shortest/longest transaction.
+    assert_eq!(basics(o), (2727, 682, Some(0.0), Some(0.0), Some(50.0)));
+    assert_eq!(o.error_pct, Some(682.0 / 2727.0 * 100.0));
+    assert_eq!(run.data.reported["availability"], json!(74.99));
+    // 0.03 MB = 31 457 bytes (as exact as siege's 2 decimals).
+    assert_eq!(o.bytes_received, 31_457);
+}
+
+// ---------------------------------------------------------------- SoapUI
+
+#[test]
+fn soapui_statistics_export_per_step() {
+    let run = parse_one(
+        &read("soapui/SYNTHETIC_LoadTest_1-statistics.txt"),
+        Format::Soapui,
+        "soapui",
+    );
+    assert!(run.data.summary_only);
+    // The "TestCase:" row: 1 199 test-case iterations, 3 assertion errors.
+    let o = &run.data.overall;
+    assert_eq!(basics(o), (1199, 3, Some(262.0), Some(295.4), Some(593.0)));
+    assert_eq!(pcts(o), [None, None, None, None]);
+    assert_eq!(o.throughput_rps, Some(21.95));
+    let steps: Vec<(&str, u64, u64, Option<f64>)> = run
+        .data
+        .labels
+        .iter()
+        .map(|l| {
+            (
+                l.label.as_str(),
+                l.stats.count,
+                l.stats.errors,
+                l.stats.mean_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("GetQuote - Request 1", 1200, 3, Some(45.27)),
+            ("Property Transfer", 1200, 0, Some(0.11)),
+            ("Delay 250ms", 1199, 0, Some(250.02)),
+        ]
+    );
+    assert_eq!(run.data.labels[0].stats.bytes_received, 2_458_000);
+}
+
+#[test]
+fn soapui_step_names_with_commas_survive_the_missing_quoting() {
+    let text = "Test Step,min,max,avg,last,cnt,tps,bytes,bps,err,rat\n\
+                Search, then buy,5,9,7.5,6,10,2.5,100,25,1,10\n\
+                TestCase:,5,9,7.5,6,10,2.5,100,25,1,10\n";
+    let run = parse_one(text.as_bytes(), Format::Soapui, "soapui");
+    assert_eq!(run.data.labels[0].label, "Search, then buy");
+    assert_eq!(run.data.labels[0].stats.errors, 1);
+}
+
+// ---------------------------------------------------------------- Taurus
+
+/// Expected figures computed independently with Python's `csv` over the same file
+/// (nearest rank), and compared with bzt's own `final-stats.csv` for that run: overall
+/// `avg_rt` 0.14223 s, `perc_50.0` 0.055, `perc_90.0` 0.160, `perc_95.0` 0.279,
+/// `perc_99.0` 1.556, `throughput` (a count) 213, `fail` 63; `/slow` `perc_90.0` 0.171 —
+/// all equal to harrier's figures in ms.
+#[test]
+fn taurus_locust_executor_kpi_jtl() {
+    let run = parse_one(
+        &read("taurus/kpi_locust_executor.jtl"),
+        Format::Taurus,
+        "taurus",
+    );
+    assert!(!run.data.summary_only);
+    assert_eq!(run.data.rejected_rows, 0);
+    assert_eq!(run.data.reported["executor"], json!("locust"));
+    let o = &run.data.overall;
+    assert_eq!(
+        basics(o),
+        (213, 63, Some(4.0), Some(30_295.0 / 213.0), Some(1564.0))
+    );
+    assert_eq!(
+        pcts(o),
+        [Some(55.0), Some(160.0), Some(279.0), Some(1556.0)]
+    );
+    assert_eq!(o.first_start_ms, Some(1_796_000_015_943));
+    assert_eq!(o.window_ms, Some(9511));
+    assert_eq!(o.bytes_received, 1966);
+    let labels: Vec<(&str, u64, u64, Option<f64>)> = run
+        .data
+        .labels
+        .iter()
+        .map(|l| {
+            (
+                l.label.as_str(),
+                l.stats.count,
+                l.stats.errors,
+                l.stats.p90_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("/slow", 54, 0, Some(171.0)),
+            ("/flaky", 53, 10, Some(64.0)),
+            ("/notfound", 53, 53, Some(61.0)),
+            ("/stall", 53, 0, Some(1552.0)),
+        ]
+    );
+    assert!(
+        run.data
+            .buckets
+            .iter()
+            .all(|b| b.active_users.is_none_or(|u| u <= 4))
+    );
+}
+
+// ---------------------------------------------------------------- sniffing
+
+#[test]
+fn auto_picks_each_parser() {
+    let files = [
+        ("wrk/root_latency.txt", "wrk"),
+        ("wrk/stall_timeout_latency.txt", "wrk"),
+        ("hey/slow_text.txt", "hey"),
+        ("hey/flaky.csv", "hey"),
+        ("oha/flaky_300_json.json", "oha"),
+        ("oha/slow_150.csv", "oha"),
+        ("vegeta/SYNTHETIC_results.json", "vegeta"),
+        ("autocannon/flaky.json", "autocannon"),
+        ("artillery/report.json", "artillery"),
+        ("siege/siege.log", "siege"),
+        ("siege/flaky_stdout.txt", "siege"),
+        ("soapui/SYNTHETIC_LoadTest_1-statistics.txt", "soapui"),
+        // The Locust executor's header names timeStamp/elapsed/label/success too: it must
+        // not be taken for a JMeter JTL.
+        ("taurus/kpi_locust_executor.jtl", "taurus"),
+        // Unchanged: the older formats still sniff as before.
+        ("ab/slow_stdout.txt", "ab"),
+    ];
+    for (rel, tool) in files {
+        let bytes = read(rel);
+        assert_eq!(
+            ingest::sniff(&bytes).map(|f| format!("{f:?}").to_lowercase()),
+            Some(tool.to_owned()),
+            "{rel}"
+        );
+        let runs = parse_as(&bytes, Format::Auto).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert!(runs.iter().all(|r| r.tool == tool), "{rel}");
+    }
+    for (rel, tool) in [
+        ("wrk2/README_example_latency_output.txt", "wrk2"),
+        ("vegeta/khamonsol_ratelimiter_metrics.json", "vegeta"),
+    ] {
+        let Some(bytes) = public(rel) else { continue };
+        let runs = parse_as(&bytes, Format::Auto).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert_eq!(runs[0].tool, tool, "{rel}");
+    }
+}
+
+#[test]
+fn unsupported_files_are_still_unknown_format() {
+    for text in [
+        &b"# Release notes\n\nRunning the tests is easy: cargo test.\n"[..],
+        br#"{"name": "harrier", "version": "0.1.0", "summary": {"ok": true}}"#,
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+        b"id,name,price\n1,apple,0.5\n",
+    ] {
+        match parse_as(text, Format::Auto) {
+            Err(IngestError::UnknownFormat { supported, .. }) => {
+                for name in ["(wrk)", "(hey)", "(oha)", "(vegeta)", "(siege)", "(taurus)"] {
+                    assert!(supported.contains(name), "{supported}");
+                }
+            }
+            other => panic!("{:?}: {other:?}", String::from_utf8_lossy(text)),
+        }
+    }
+}

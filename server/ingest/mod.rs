@@ -13,17 +13,27 @@
 //! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
 //! - [`oha`]: oha JSON report (summary-only) or CSV (raw);
 //! - [`vegeta`]: vegeta results as JSON lines (raw) or `report -type=json` (summary-only);
+//! - [`autocannon`]: autocannon `--json` result (summary-only);
+//! - [`artillery`]: Artillery 2.x JSON report (summary-only);
+//! - [`siege`]: siege `-l` log or JSON summary (summary-only);
+//! - [`soapui`]: SoapUI LoadTest statistics export (summary-only);
+//! - [`taurus`]: Taurus (bzt) kpi.jtl (raw);
 //! - [`summary`]: helpers shared by the summary-only parsers.
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
 //! again. A UTF-8 byte-order mark is skipped.
 
 pub mod ab;
+pub mod artillery;
+pub mod autocannon;
 pub mod hey;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
 pub mod oha;
+pub mod siege;
+pub mod soapui;
 pub mod summary;
+pub mod taurus;
 pub mod timestamp;
 pub mod vegeta;
 pub mod wrk;
@@ -51,6 +61,16 @@ pub enum Format {
     Oha,
     /// vegeta results as JSON lines (raw) or `report -type=json` (summary-only).
     Vegeta,
+    /// autocannon `--json` result (summary-only).
+    Autocannon,
+    /// Artillery 2.x JSON report (summary-only).
+    Artillery,
+    /// siege `-l` log or JSON summary (summary-only).
+    Siege,
+    /// SoapUI LoadTest statistics export (summary-only).
+    Soapui,
+    /// Taurus (bzt) kpi.jtl (raw).
+    Taurus,
 }
 
 impl Format {
@@ -64,6 +84,11 @@ impl Format {
         "hey",
         "oha",
         "vegeta",
+        "autocannon",
+        "artillery",
+        "siege",
+        "soapui",
+        "taurus",
     ];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
@@ -77,6 +102,11 @@ impl Format {
             "hey" => Some(Format::Hey),
             "oha" => Some(Format::Oha),
             "vegeta" => Some(Format::Vegeta),
+            "autocannon" => Some(Format::Autocannon),
+            "artillery" => Some(Format::Artillery),
+            "siege" => Some(Format::Siege),
+            "soapui" => Some(Format::Soapui),
+            "taurus" => Some(Format::Taurus),
             _ => None,
         }
     }
@@ -179,6 +209,15 @@ fn parse_dyn(
         Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Oha => return oha::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Vegeta => return vegeta::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Autocannon => {
+            return autocannon::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Artillery => {
+            return artillery::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Taurus => return taurus::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -208,7 +247,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -243,6 +282,21 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     }
     if vegeta::looks_like(prefix) {
         return Some(Format::Vegeta);
+    }
+    if autocannon::looks_like(prefix) {
+        return Some(Format::Autocannon);
+    }
+    if artillery::looks_like(prefix) {
+        return Some(Format::Artillery);
+    }
+    if siege::looks_like(prefix) {
+        return Some(Format::Siege);
+    }
+    if soapui::looks_like(prefix) {
+        return Some(Format::Soapui);
+    }
+    if taurus::looks_like(prefix) {
+        return Some(Format::Taurus);
     }
     if wrk::looks_like(prefix) {
         return Some(Format::Wrk);
