@@ -58,6 +58,9 @@ fn parse_one(bytes: &[u8], format: Format, tool: &str) -> ParsedRun {
     runs.remove(0)
 }
 
+/// A figure in ms, `None` when the tool gives none.
+type Ms = Option<f64>;
+
 /// count, errors, min, mean, max (ms).
 fn basics(s: &Stats) -> (u64, u64, Option<f64>, Option<f64>, Option<f64>) {
     (s.count, s.errors, s.min_ms, s.mean_ms, s.max_ms)
@@ -430,7 +433,7 @@ fn vegeta_report_json_as_written() {
             600,
             592,
             Some(1.726583),
-            Some(24_397.8484),
+            Some(24_397.848_4),
             Some(30_011.387125)
         )
     );
@@ -440,7 +443,7 @@ fn vegeta_report_json_as_written() {
             Some(30_001.427216),
             Some(30_003.925709),
             Some(30_005.398387),
-            Some(30_008.85575)
+            Some(30_008.855_75)
         ]
     );
     // duration 59 899 573 167 ns; rate = requests / duration.
@@ -521,7 +524,7 @@ fn artillery_report_per_endpoint() {
     assert_eq!(o.window_ms, Some(3989));
     assert_eq!(o.throughput_rps, Some(15.0));
     assert_eq!(o.bytes_received, 1113);
-    let labels: Vec<(&str, u64, u64, Option<f64>, Option<f64>)> = run
+    let labels: Vec<(&str, u64, u64, Ms, Ms)> = run
         .data
         .labels
         .iter()
@@ -554,7 +557,9 @@ fn siege_log_rows_are_runs() {
     let auto = parse_as(&bytes, Format::Auto).unwrap();
     assert_eq!(auto.len(), 2);
     assert!(auto.iter().all(|r| r.tool == "siege"));
-    let figures: Vec<(u64, u64, Option<f64>, Option<i64>, Option<f64>)> = runs
+    // count, errors, mean, window, throughput.
+    type Row = (u64, u64, Ms, Option<i64>, Option<f64>);
+    let figures: Vec<Row> = runs
         .iter()
         .map(|r| {
             let o = &r.data.overall;

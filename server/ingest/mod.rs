@@ -154,10 +154,13 @@ const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
 
 /// Reads every run in `input`. `source_name` names the input in errors (a file name).
 ///
-/// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; a line
-/// starting `This is ApacheBench` or `Benchmarking ` → ab; a JMeter CSV header or a
-/// headerless row in a default JMeter layout → JMeter CSV; anything else is
-/// [`IngestError::UnknownFormat`]. gzip input is unwrapped first, a UTF-8 BOM skipped.
+/// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; then each
+/// format's own `looks_like` (FORMATS.md §16: Taurus' Locust-executor header, SoapUI's
+/// statistics header, siege's log header or summary, Artillery's `{"aggregate":{"counters"`,
+/// autocannon's `{"url":…,"latency":{"average"`, vegeta results or report, oha JSON/CSV,
+/// hey CSV/text, wrk's `Running … test @`); a JMeter CSV header or a headerless row in a
+/// default JMeter layout → JMeter CSV; a line starting `This is ApacheBench` or
+/// `Benchmarking ` → ab; anything else is [`IngestError::UnknownFormat`]. gzip input is unwrapped first, a UTF-8 BOM skipped.
 ///
 /// Errors: `UnknownFormat` (sniffing failed), `Invalid` (the file is of the format but
 /// nothing in it is readable: the line of the first problem), `Io` (reading failed before
