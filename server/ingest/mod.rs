@@ -9,15 +9,35 @@
 //! - [`jmeter_xml`]: JMeter JTL, XML (top-level samples only);
 //! - [`ab`]: ApacheBench text reports (summary-only runs, several per file);
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
+//! - [`wrk`]: wrk / wrk2 text reports (summary-only);
+//! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
+//! - [`oha`]: oha JSON report (summary-only) or CSV (raw);
+//! - [`vegeta`]: vegeta results as JSON lines (raw) or `report -type=json` (summary-only);
+//! - [`autocannon`]: autocannon `--json` result (summary-only);
+//! - [`artillery`]: Artillery 2.x JSON report (summary-only);
+//! - [`siege`]: siege `-l` log or JSON summary (summary-only);
+//! - [`soapui`]: SoapUI LoadTest statistics export (summary-only);
+//! - [`taurus`]: Taurus (bzt) kpi.jtl (raw);
+//! - [`summary`]: helpers shared by the summary-only parsers.
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
 //! again. A UTF-8 byte-order mark is skipped.
 
 pub mod ab;
+pub mod artillery;
+pub mod autocannon;
+pub mod hey;
 pub mod influx;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
+pub mod oha;
+pub mod siege;
+pub mod soapui;
+pub mod summary;
+pub mod taurus;
 pub mod timestamp;
+pub mod vegeta;
+pub mod wrk;
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
@@ -34,11 +54,43 @@ pub enum Format {
     JmeterXml,
     /// ApacheBench text report(s).
     Ab,
+    /// wrk / wrk2 text report(s) with `--latency`.
+    Wrk,
+    /// hey text report (summary-only) or `-o csv` (raw).
+    Hey,
+    /// oha JSON report (summary-only) or CSV (raw).
+    Oha,
+    /// vegeta results as JSON lines (raw) or `report -type=json` (summary-only).
+    Vegeta,
+    /// autocannon `--json` result (summary-only).
+    Autocannon,
+    /// Artillery 2.x JSON report (summary-only).
+    Artillery,
+    /// siege `-l` log or JSON summary (summary-only).
+    Siege,
+    /// SoapUI LoadTest statistics export (summary-only).
+    Soapui,
+    /// Taurus (bzt) kpi.jtl (raw).
+    Taurus,
 }
 
 impl Format {
     /// The names accepted by `--format` and `?format=`.
-    pub const NAMES: &'static [&'static str] = &["auto", "jmeter-csv", "jmeter-xml", "ab"];
+    pub const NAMES: &'static [&'static str] = &[
+        "auto",
+        "jmeter-csv",
+        "jmeter-xml",
+        "ab",
+        "wrk",
+        "hey",
+        "oha",
+        "vegeta",
+        "autocannon",
+        "artillery",
+        "siege",
+        "soapui",
+        "taurus",
+    ];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
     pub fn from_name(name: &str) -> Option<Format> {
@@ -47,6 +99,15 @@ impl Format {
             "jmeter-csv" | "jtl-csv" => Some(Format::JmeterCsv),
             "jmeter-xml" | "jtl-xml" => Some(Format::JmeterXml),
             "ab" => Some(Format::Ab),
+            "wrk" | "wrk2" => Some(Format::Wrk),
+            "hey" => Some(Format::Hey),
+            "oha" => Some(Format::Oha),
+            "vegeta" => Some(Format::Vegeta),
+            "autocannon" => Some(Format::Autocannon),
+            "artillery" => Some(Format::Artillery),
+            "siege" => Some(Format::Siege),
+            "soapui" => Some(Format::Soapui),
+            "taurus" => Some(Format::Taurus),
             _ => None,
         }
     }
@@ -94,10 +155,13 @@ const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
 
 /// Reads every run in `input`. `source_name` names the input in errors (a file name).
 ///
-/// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; a line
-/// starting `This is ApacheBench` or `Benchmarking ` → ab; a JMeter CSV header or a
-/// headerless row in a default JMeter layout → JMeter CSV; anything else is
-/// [`IngestError::UnknownFormat`]. gzip input is unwrapped first, a UTF-8 BOM skipped.
+/// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; then each
+/// format's own `looks_like` (FORMATS.md §16: Taurus' Locust-executor header, SoapUI's
+/// statistics header, siege's log header or summary, Artillery's `{"aggregate":{"counters"`,
+/// autocannon's `{"url":…,"latency":{"average"`, vegeta results or report, oha JSON/CSV,
+/// hey CSV/text, wrk's `Running … test @`); a JMeter CSV header or a headerless row in a
+/// default JMeter layout → JMeter CSV; a line starting `This is ApacheBench` or
+/// `Benchmarking ` → ab; anything else is [`IngestError::UnknownFormat`]. gzip input is unwrapped first, a UTF-8 BOM skipped.
 ///
 /// Errors: `UnknownFormat` (sniffing failed), `Invalid` (the file is of the format but
 /// nothing in it is readable: the line of the first problem), `Io` (reading failed before
@@ -162,6 +226,19 @@ fn parse_dyn(
     };
     let data = match format {
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Oha => return oha::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Vegeta => return vegeta::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Autocannon => {
+            return autocannon::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Artillery => {
+            return artillery::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Taurus => return taurus::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -191,7 +268,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -217,6 +294,33 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     let trimmed = prefix.trim_ascii_start();
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
         return Some(Format::JmeterXml);
+    }
+    if hey::looks_like(prefix) {
+        return Some(Format::Hey);
+    }
+    if oha::looks_like(prefix) {
+        return Some(Format::Oha);
+    }
+    if vegeta::looks_like(prefix) {
+        return Some(Format::Vegeta);
+    }
+    if autocannon::looks_like(prefix) {
+        return Some(Format::Autocannon);
+    }
+    if artillery::looks_like(prefix) {
+        return Some(Format::Artillery);
+    }
+    if siege::looks_like(prefix) {
+        return Some(Format::Siege);
+    }
+    if soapui::looks_like(prefix) {
+        return Some(Format::Soapui);
+    }
+    if taurus::looks_like(prefix) {
+        return Some(Format::Taurus);
+    }
+    if wrk::looks_like(prefix) {
+        return Some(Format::Wrk);
     }
     if jmeter_csv::detect(prefix).is_some() {
         return Some(Format::JmeterCsv);
