@@ -29,7 +29,8 @@ use crate::store::Store;
 /// - `hub`: the live broadcast hub behind `/api/v1/live`;
 /// - `metrics`: renders `/metrics`;
 /// - `config`: resolved settings;
-/// - `shutdown`: cancelled when the server stops (websocket loops end on it).
+/// - `shutdown`: cancelled when the server stops (websocket loops end on it);
+/// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them).
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
@@ -37,6 +38,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub config: Arc<Config>,
     pub shutdown: CancellationToken,
+    /// The scrape loops (started by [`serve`]).
+    pub scraper: crate::scrape::Scraper,
 }
 
 impl AppState {
@@ -48,6 +51,7 @@ impl AppState {
             metrics: crate::telemetry::install(),
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
+            scraper: crate::scrape::Scraper::new(),
         }
     }
 }
@@ -65,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/static/{*path}", get(static_file))
         .merge(crate::api::router(&state))
+        .merge(crate::api_routes::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
         .route_layer(middleware::from_fn(crate::telemetry::track_http))
@@ -124,7 +129,8 @@ async fn static_file(Path(path): Path<String>) -> Response {
     }
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` completes, then cancels the
+/// Serves `router(state)` on `listener` (and scrapes the targets, harrier's own `/metrics`
+/// included) until `shutdown` completes, then cancels the
 /// state's token (ending websocket loops) and waits for requests in flight.
 pub async fn serve(
     listener: TcpListener,
@@ -136,6 +142,24 @@ pub async fn serve(
         state.metrics.clone(),
         token.clone(),
     ));
+    let scraper_state = state.clone();
+    let self_addr = listener.local_addr().ok();
+    tokio::spawn(async move {
+        let s = scraper_state;
+        if let Err(e) = s
+            .scraper
+            .start(
+                s.store.clone(),
+                s.hub.clone(),
+                s.shutdown.clone(),
+                &s.config,
+                self_addr,
+            )
+            .await
+        {
+            tracing::error!(error = %e, "starting the scrape loops failed");
+        }
+    });
     let app = router(state);
     let stop = token.clone();
     axum::serve(listener, app)

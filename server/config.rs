@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::store::{Retention, TargetSpec};
+
 /// Default listen address: loopback only, unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
 /// Default database file, relative to the working directory.
@@ -100,6 +102,20 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// listen = "127.0.0.1:7070"
 /// db = "harrier.db"
 /// max_import_bytes = 17179869184
+/// self_scrape = true          # scrape harrier's own /metrics as target "harrier"
+///
+/// [retention]                 # route figures
+/// raw_hours = 48
+/// minute_days = 30
+/// hour_days = 365
+///
+/// [[targets]]
+/// name = "orders"
+/// url = "http://127.0.0.1:9101/metrics"
+/// kind = "prometheus"         # or "jolokia" (a Jolokia agent URL)
+/// interval_s = 15
+/// timeout_s = 10
+/// labels = { service = "orders", instance = "orders-1" }
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +123,10 @@ pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     pub db: Option<PathBuf>,
     pub max_import_bytes: Option<u64>,
+    pub self_scrape: Option<bool>,
+    pub retention: Option<Retention>,
+    #[serde(default)]
+    pub targets: Vec<TargetSpec>,
 }
 
 /// The resolved settings of a server.
@@ -116,6 +136,12 @@ pub struct Config {
     pub db: PathBuf,
     /// Largest accepted import body, bytes.
     pub max_import_bytes: u64,
+    /// Scrape harrier's own `/metrics` (the built-in target "harrier").
+    pub self_scrape: bool,
+    /// How long route figures are kept per resolution.
+    pub retention: Retention,
+    /// Scrape targets from the configuration file.
+    pub targets: Vec<TargetSpec>,
 }
 
 impl Default for Config {
@@ -124,6 +150,9 @@ impl Default for Config {
             listen: DEFAULT_LISTEN.parse().expect("valid default address"),
             db: PathBuf::from(DEFAULT_DB),
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            self_scrape: true,
+            retention: Retention::default(),
+            targets: Vec::new(),
         }
     }
 }
@@ -150,6 +179,9 @@ impl Config {
             listen: args.listen.or(file.listen).unwrap_or(defaults.listen),
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
             max_import_bytes: file.max_import_bytes.unwrap_or(defaults.max_import_bytes),
+            self_scrape: file.self_scrape.unwrap_or(defaults.self_scrape),
+            retention: file.retention.unwrap_or_default(),
+            targets: file.targets,
         })
     }
 }

@@ -15,6 +15,7 @@
 //! - [`error`]: the one error type, rendered as JSON or as an error page.
 
 pub mod api;
+pub mod api_routes;
 pub mod app;
 pub mod config;
 pub mod console;
@@ -24,6 +25,7 @@ pub mod ingest;
 pub mod live;
 pub mod routes;
 pub mod runs;
+pub mod scrape;
 pub mod store;
 pub mod telemetry;
 

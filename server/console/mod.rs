@@ -4,6 +4,7 @@
 //! JavaScript; chart data goes into a JSON data island read by `static/harrier.js`.
 
 pub mod format;
+mod routes;
 
 /// Template filters.
 mod filters {
@@ -64,6 +65,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/", get(overview))
         .route("/console/runs", get(runs))
         .route("/console/runs/{id}", get(run))
+        .merge(routes::router())
 }
 
 /// A console error, rendered as an HTML page.
@@ -172,6 +174,7 @@ struct OverviewPage {
     runs: Vec<RunRowView>,
     /// Rows the live table keeps.
     limit: Option<usize>,
+    routes: routes::RoutesSummary,
 }
 
 /// Recent runs shown on the overview (the live table keeps as many).
@@ -188,6 +191,7 @@ async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageErr
             .map(RunRowView::from)
             .collect(),
         limit: Some(OVERVIEW_RUNS),
+        routes: routes::summary(&state).await?,
     })
 }
 

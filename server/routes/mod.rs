@@ -20,6 +20,7 @@
 pub mod exposition;
 pub mod jolokia;
 pub mod presets;
+pub mod series;
 
 use serde::Serialize;
 

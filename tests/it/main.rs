@@ -6,4 +6,5 @@ mod helpers;
 mod browser;
 mod http;
 mod live;
+mod routes;
 mod store;
