@@ -207,10 +207,8 @@ fn spring(
             }
         }
         "sum" => o.duration_sum_s.get_or_insert_default().add(&key, s.value),
-        "max" => {
-            if s.value.is_finite() {
-                o.max_s = Some(o.max_s.map_or(s.value, |m| m.max(s.value)));
-            }
+        "max" if s.value.is_finite() => {
+            o.max_s = Some(o.max_s.map_or(s.value, |m| m.max(s.value)));
         }
         "bucket" => {
             if let Some(le) = s.label("le").and_then(parse_value) {
@@ -260,17 +258,13 @@ fn camel(
                 .0
                 .add(&key, s.value);
         }
-        "exchanges_inflight" => {
-            if !s.value.is_nan() {
-                o.inflight = Some(o.inflight.unwrap_or(0.0) + s.value);
-            }
+        "exchanges_inflight" if !s.value.is_nan() => {
+            o.inflight = Some(o.inflight.unwrap_or(0.0) + s.value);
         }
         "route_policy_seconds_count" => o.duration_count.get_or_insert_default().add(&key, s.value),
         "route_policy_seconds_sum" => o.duration_sum_s.get_or_insert_default().add(&key, s.value),
-        "route_policy_seconds_max" => {
-            if s.value.is_finite() {
-                o.max_s = Some(o.max_s.map_or(s.value, |m| m.max(s.value)));
-            }
+        "route_policy_seconds_max" if s.value.is_finite() => {
+            o.max_s = Some(o.max_s.map_or(s.value, |m| m.max(s.value)));
         }
         "route_policy_seconds_bucket" => {
             if let Some(le) = s.label("le").and_then(parse_value) {

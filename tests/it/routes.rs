@@ -760,7 +760,7 @@ async fn debian_prometheus_own_metrics() {
             let r = client.get(&url).send().await.ok()?;
             let text = r.text().await.ok()?;
             text.contains("prometheus_http_requests_total")
-                .then(|| serde_json::Value::String(text))
+                .then_some(serde_json::Value::String(text))
         }
     })
     .await;
