@@ -787,3 +787,181 @@ async fn debian_prometheus_own_metrics() {
         "prometheus_http_request_duration_seconds buckets"
     );
 }
+
+/// A chromedriver process killed when dropped.
+struct Driver(std::process::Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn browser() -> (Driver, fantoccini::Client) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let driver = Driver(
+        std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromedriver not found: run scripts/test.sh, which installs Debian's chromium-driver"),
+    );
+    let profile = tempfile::tempdir().unwrap().keep();
+    let caps = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                     "--disable-dev-shm-usage", "--window-size=1400,1800",
+                     format!("--user-data-dir={}", profile.display())]
+        }
+    });
+    let serde_json::Value::Object(caps) = caps else {
+        unreachable!()
+    };
+    let mut last = None;
+    for _ in 0..50 {
+        match fantoccini::ClientBuilder::new(
+            hyper_util::client::legacy::connect::HttpConnector::new(),
+        )
+        .capabilities(caps.clone())
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        {
+            Ok(c) => return (driver, c),
+            Err(e) => {
+                last = Some(e);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    panic!("cannot start headless chromium through chromedriver: {last:?}");
+}
+
+/// The routes page follows `routes_updated` live (a route scraped after the page loaded
+/// appears with figures), filters rows, and the route page draws its four charts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_routes_pages_in_a_browser() {
+    use fantoccini::Locator;
+    let app = spawn_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let (driver, client) = browser().await;
+    client
+        .goto(&format!("http://{addr}/console/routes"))
+        .await
+        .unwrap();
+    // the page is open and live before the target exists
+    wait_for("the live socket", 10, || {
+        let client = client.clone();
+        async move {
+            let state = client
+                .find(Locator::Css("#live-status"))
+                .await
+                .ok()?
+                .attr("data-state")
+                .await
+                .ok()??;
+            (state == "live").then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    let (base, exporter) = moving_exporter().await;
+    let r = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "shop", "url": format!("{base}/metrics"), "interval_s": 1, "timeout_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let tput = wait_for("a live GET /cart row with a throughput", 20, || {
+        let client = client.clone();
+        async move {
+            for row in client
+                .find_all(Locator::Css("#routes-table tbody tr"))
+                .await
+                .ok()?
+            {
+                let text = row.text().await.ok()?;
+                if text.contains("GET /cart") {
+                    let cell = row.find(Locator::Css("td.tput")).await.ok()?;
+                    let value = cell.attr("data-value").await.ok()??;
+                    if !value.is_empty() {
+                        let err = row
+                            .find(Locator::Css("td.err"))
+                            .await
+                            .ok()?
+                            .text()
+                            .await
+                            .ok()?;
+                        return Some(serde_json::json!([value, err]));
+                    }
+                }
+            }
+            None
+        }
+    })
+    .await;
+    assert!(tput[0].as_str().unwrap().parse::<f64>().unwrap() > 0.0);
+    assert_eq!(tput[1], "10.00", "1 of 10 requests is a 503");
+
+    let filter = client.find(Locator::Css("#route-filter")).await.unwrap();
+    filter.send_keys("cart").await.unwrap();
+    let visible = client
+        .execute(
+            "return Array.from(document.querySelectorAll('#routes-table tbody tr')).filter(r => !r.hidden).map(r => r.cells[1].textContent)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(visible, serde_json::json!(["GET /cart"]));
+
+    let link = client
+        .find(Locator::XPath(
+            "//table[@id='routes-table']//a[text()='GET /cart']",
+        ))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    client.goto(&format!("http://{addr}{link}")).await.unwrap();
+    wait_for("four charts", 15, || {
+        let client = client.clone();
+        async move {
+            let n = client
+                .find_all(Locator::Css(".chart .uplot"))
+                .await
+                .ok()?
+                .len();
+            (n == 4).then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    let kpi = client
+        .find(Locator::Css(
+            "#route-kpis .kpi[data-key='error_pct'] .kpi-value",
+        ))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(kpi, "10.00 %");
+
+    client.close().await.unwrap();
+    drop(driver);
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    exporter.abort();
+}
