@@ -31,7 +31,8 @@ use crate::store::Store;
 /// - `metrics`: renders `/metrics`;
 /// - `config`: resolved settings;
 /// - `live_runs`: runs being streamed in (InfluxDB line protocol);
-/// - `shutdown`: cancelled when the server stops (websocket loops end on it).
+/// - `shutdown`: cancelled when the server stops (websocket loops end on it);
+/// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them).
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
@@ -40,6 +41,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub live_runs: LiveRuns,
     pub shutdown: CancellationToken,
+    /// The scrape loops (started by [`serve`]).
+    pub scraper: crate::scrape::Scraper,
 }
 
 impl AppState {
@@ -54,6 +57,7 @@ impl AppState {
             metrics: crate::telemetry::install(),
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
+            scraper: crate::scrape::Scraper::new(),
         }
     }
 }
@@ -72,6 +76,7 @@ pub fn router(state: AppState) -> Router {
         .route("/static/{*path}", get(static_file))
         .merge(crate::api::router(&state))
         .merge(crate::write::router())
+        .merge(crate::api_routes::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -140,7 +145,8 @@ async fn static_file(Path(path): Path<String>) -> Response {
     }
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` completes, then cancels the
+/// Serves `router(state)` on `listener` (and scrapes the targets, harrier's own `/metrics`
+/// included) until `shutdown` completes, then cancels the
 /// state's token (ending websocket loops) and waits for requests in flight.
 pub async fn serve(
     listener: TcpListener,
@@ -154,6 +160,24 @@ pub async fn serve(
     ));
     let live_stop = token.clone();
     let live_runs = tokio::spawn(state.live_runs.clone().run(token.clone()));
+    let scraper_state = state.clone();
+    let self_addr = listener.local_addr().ok();
+    tokio::spawn(async move {
+        let s = scraper_state;
+        if let Err(e) = s
+            .scraper
+            .start(
+                s.store.clone(),
+                s.hub.clone(),
+                s.shutdown.clone(),
+                &s.config,
+                self_addr,
+            )
+            .await
+        {
+            tracing::error!(error = %e, "starting the scrape loops failed");
+        }
+    });
     let app = router(state);
     let stop = token.clone();
     let served = axum::serve(listener, app)

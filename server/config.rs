@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::store::{Retention, TargetSpec};
+
 /// Default listen address: loopback only, unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
 /// Default database file, relative to the working directory.
@@ -106,6 +108,20 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// max_import_bytes = 17179869184
 /// apdex_t_ms = 500
 /// live_idle_timeout_s = 30
+/// self_scrape = true          # scrape harrier's own /metrics as target "harrier"
+///
+/// [retention]                 # route figures
+/// raw_hours = 48
+/// minute_days = 30
+/// hour_days = 365
+///
+/// [[targets]]
+/// name = "orders"
+/// url = "http://127.0.0.1:9101/metrics"
+/// kind = "prometheus"         # or "jolokia" (a Jolokia agent URL)
+/// interval_s = 15
+/// timeout_s = 10
+/// labels = { service = "orders", instance = "orders-1" }
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,6 +131,10 @@ pub struct FileConfig {
     pub max_import_bytes: Option<u64>,
     pub apdex_t_ms: Option<u64>,
     pub live_idle_timeout_s: Option<u64>,
+    pub self_scrape: Option<bool>,
+    pub retention: Option<Retention>,
+    #[serde(default)]
+    pub targets: Vec<TargetSpec>,
 }
 
 /// Default idle time after which a live run is complete, seconds.
@@ -134,6 +154,12 @@ pub struct Config {
     pub apdex_t_ms: u64,
     /// A live run with no points for this long is complete, seconds.
     pub live_idle_timeout_s: u64,
+    /// Scrape harrier's own `/metrics` (the built-in target "harrier").
+    pub self_scrape: bool,
+    /// How long route figures are kept per resolution.
+    pub retention: Retention,
+    /// Scrape targets from the configuration file.
+    pub targets: Vec<TargetSpec>,
 }
 
 impl Default for Config {
@@ -144,6 +170,9 @@ impl Default for Config {
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
             apdex_t_ms: DEFAULT_APDEX_T_MS,
             live_idle_timeout_s: DEFAULT_LIVE_IDLE_TIMEOUT_S,
+            self_scrape: true,
+            retention: Retention::default(),
+            targets: Vec::new(),
         }
     }
 }
@@ -192,6 +221,9 @@ impl Config {
                 .live_idle_timeout_s
                 .filter(|t| *t > 0)
                 .unwrap_or(defaults.live_idle_timeout_s),
+            self_scrape: file.self_scrape.unwrap_or(defaults.self_scrape),
+            retention: file.retention.unwrap_or_default(),
+            targets: file.targets,
         })
     }
 }

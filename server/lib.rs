@@ -4,10 +4,12 @@
 //! - [`config`]: settings from flags, `HARRIER_*` variables and `harrier.toml`;
 //! - [`ingest`]: load-tool result files → runs (parsers, format sniffing);
 //! - [`runs`]: run domain types and statistics;
+//! - [`routes`]: route metrics: exposition parser, presets, RED arithmetic;
+//! - [`scrape`]: the scrape loops (one task per target);
 //! - [`store`]: the only module with SQL (SQLite via sqlx);
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
-//! - [`api`]: the JSON API under `/api/v1`;
+//! - [`api`]: the JSON API under `/api/v1`; [`api_routes`]: its routes and targets part;
 //! - [`console`]: server-rendered pages under `/console`;
 //! - [`telemetry`]: harrier's own `/metrics`;
 //! - [`write`]: InfluxDB line-protocol writes (`/write`, `/api/v2/write`) for live runs;
@@ -15,6 +17,7 @@
 //! - [`error`]: the one error type, rendered as JSON or as an error page.
 
 pub mod api;
+pub mod api_routes;
 pub mod app;
 pub mod config;
 pub mod console;
@@ -23,7 +26,9 @@ pub mod import;
 pub mod ingest;
 pub mod live;
 pub mod live_runs;
+pub mod routes;
 pub mod runs;
+pub mod scrape;
 pub mod store;
 pub mod telemetry;
 pub mod write;

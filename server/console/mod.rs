@@ -4,6 +4,7 @@
 //! JavaScript; chart data goes into a JSON data island read by `static/harrier.js`.
 
 pub mod format;
+mod routes;
 
 /// Template filters.
 mod filters {
@@ -67,6 +68,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/runs", get(runs))
         .route("/console/runs/{id}", get(run))
         .route("/console/alerts", get(alerts))
+        .merge(routes::router())
 }
 
 /// A console error, rendered as an HTML page.
@@ -175,6 +177,7 @@ struct OverviewPage {
     runs: Vec<RunRowView>,
     /// Rows the live table keeps.
     limit: Option<usize>,
+    routes: routes::RoutesSummary,
 }
 
 #[derive(Template, WebTemplate)]
@@ -201,6 +204,7 @@ async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageErr
             .map(RunRowView::from)
             .collect(),
         limit: Some(OVERVIEW_RUNS),
+        routes: routes::summary(&state).await?,
     })
 }
 

@@ -11,7 +11,8 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::RunListItem;
+use crate::routes::RouteRow;
+use crate::store::{RunListItem, TargetRow};
 
 /// Events buffered per client before it counts as lagging.
 const HUB_CAPACITY: usize = 1024;
@@ -25,6 +26,10 @@ const HUB_CAPACITY: usize = 1024;
 /// - `import_progress` `{import_id, source, bytes_read, bytes_total|null}`: a long import,
 ///   about four times a second;
 /// - `import_done` `{import_id, source, run_ids}`; `import_failed` `{import_id, source, error}`;
+/// - `routes_updated` `{target_id, routes: [RouteRow]}`: after a scrape, the route rows of
+///   that target whose figures (1 min window) changed — same shape as `GET /api/v1/routes`;
+/// - `target_status` `{target: TargetRow}`: a target was scraped (up, last error, …), same
+///   shape as `GET /api/v1/targets` items; `target_removed` `{id}`;
 /// - `resync` `{reason}`: the client missed events (it was too slow); it should refetch
 ///   what it shows (`GET /api/v1/runs`).
 #[derive(Debug, Clone, Serialize)]
@@ -57,6 +62,16 @@ pub enum Event {
         import_id: String,
         source: String,
         error: String,
+    },
+    RoutesUpdated {
+        target_id: i64,
+        routes: Vec<RouteRow>,
+    },
+    TargetStatus {
+        target: TargetRow,
+    },
+    TargetRemoved {
+        id: i64,
     },
     Resync {
         reason: String,

@@ -9,4 +9,5 @@ mod http;
 mod live;
 mod live_runs;
 mod report;
+mod routes;
 mod store;

@@ -1,0 +1,11 @@
+//! The exposition parser must never panic: any bytes give a document or a `ParseError`.
+//! When it parses, the derived route observations must not panic either.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(doc) = harrier::routes::exposition::parse_bytes(data) {
+        let _ = harrier::routes::presets::observations(&doc, "fuzz");
+    }
+});

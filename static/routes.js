@@ -1,0 +1,431 @@
+/*!
+ * harrier console — route pages (/console/routes, /console/routes/{id}).
+ * Plain ES2020, loaded with <script defer> before harrier.js; it starts on
+ * DOMContentLoaded, when window.harrier (fmt, live events, sortable tables) exists.
+ *
+ * ── Routes page (body[data-page="routes"]) ─────────────────────────────────
+ *  table#routes-table > tbody > tr[data-route-id] rows, cells in order:
+ *    service · route(link) · state(.badge) · td.tput · td.err · td.mean · td.p95 ·
+ *    td.max · td.inflight · td.since (data-value = last exchange ms) · td.spark
+ *    (data-spark = [[t_ms, per_s], …], an <svg><polyline>).
+ *  harrier:routes_updated {target_id, routes:[RouteRow]} → only those rows are
+ *    rewritten (or added); their sparklines get the new point.
+ *  harrier:target_status {target} → tr[data-target-id] of table#targets-table.
+ *  harrier:target_removed {id} → its row and its routes' rows go.
+ *  harrier:resync → GET /api/v1/routes and /api/v1/targets, everything rewritten.
+ *  input#route-filter hides rows whose service/route/instance/state text lacks
+ *    every word typed; #routes-none-match shows when nothing is left.
+ *  td.since text ("12 s ago") is refreshed every second from its data-value.
+ *
+ * ── Route page (body[data-page="route"]) ───────────────────────────────────
+ *  script#route-data = {route: RouteRow, series: Series+runs, series_url, range_ms}
+ *  div.chart[data-chart="throughput"|"errors"|"latency"|"inflight"] (uPlot)
+ *  button[data-range="15m"|"1h"|"6h"|"24h"|"7d"|"30d"] (aria-pressed) refetch
+ *    series_url?from=&to=; runs overlapping the range are shaded bands (click one:
+ *    /console/runs/{id}) and listed as links in ul#run-bands.
+ *  Live tail: harrier:routes_updated naming this route refetches the series (at
+ *    most every 5 s) and rewrites #route-kpis .kpi[data-key] values.
+ *  Exposed as window.harrier.routes.
+ */
+(() => {
+  'use strict';
+
+  const doc = document;
+  const $ = (sel, root = doc) => root.querySelector(sel);
+  const $$ = (sel, root = doc) => Array.from(root.querySelectorAll(sel));
+  const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+  const dv = (v) => (isNum(v) ? String(v) : '');
+  const on = (type, fn) => doc.addEventListener('harrier:' + type, (e) => fn(e.detail));
+
+  function h(tag, attrs, ...children) {
+    const el = doc.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      el.append(c instanceof Node ? c : String(c));
+    }
+    return el;
+  }
+
+  const STATE_CLASS = { active: 'ok', idle: 'muted', down: 'err' };
+  const SPARK_MS = 15 * 60 * 1000;
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  function start() {
+    const H = window.harrier;
+    if (!H) return;
+    const fmt = H.fmt;
+    const NULL = fmt.NULL;
+    const nullable = (text) => (text === NULL ? h('span', { class: 'num-null' }, NULL) : text);
+    const ago = (ms) => (isNum(ms) ? fmt.duration(Math.max(0, Date.now() - ms)) + ' ago' : NULL);
+    const inflightText = (v) => (isNum(v) ? fmt.num(v, Number.isInteger(v) ? 0 : 1) : NULL);
+
+    // ── routes page ───────────────────────────────────────────────────────
+    function sparkPoints(points) {
+      const now = Date.now();
+      const from = now - SPARK_MS;
+      const pts = points.filter((p) => p[0] >= from);
+      if (pts.length < 2) return '';
+      const max = Math.max(0, ...pts.map((p) => p[1]));
+      return pts.map(([t, v]) => {
+        const x = Math.min(100, Math.max(0, (t - from) / SPARK_MS * 100));
+        const y = max > 0 ? 23 - v / max * 22 : 23;
+        return x.toFixed(1) + ',' + y.toFixed(1);
+      }).join(' ');
+    }
+
+    function sparkCell(points) {
+      const td = h('td', { class: 'spark', 'data-spark': JSON.stringify(points) });
+      const svg = doc.createElementNS(SVG_NS, 'svg');
+      svg.setAttribute('viewBox', '0 0 100 24');
+      svg.setAttribute('preserveAspectRatio', 'none');
+      svg.setAttribute('aria-hidden', 'true');
+      const line = doc.createElementNS(SVG_NS, 'polyline');
+      line.setAttribute('points', sparkPoints(points));
+      svg.append(line);
+      td.append(svg);
+      return td;
+    }
+
+    /** A routes-table row, the same HTML as web/routes_row.html. */
+    function routeRow(r, spark) {
+      const bad = isNum(r.error_pct) && r.error_pct > 0;
+      return h('tr', { 'data-route-id': r.id, 'data-target-id': r.target_id },
+        h('td', { 'data-value': r.service, class: 'service' }, r.service, ' ', h('span', { class: 'hint' }, r.instance)),
+        h('td', { class: 'name route', 'data-value': r.route }, h('a', { href: r.url || '/console/routes/' + r.id }, r.route)),
+        h('td', { class: 'state', 'data-value': r.state }, h('span', { class: 'badge ' + (STATE_CLASS[r.state] || 'warn') }, r.state)),
+        h('td', { class: 'num tput', 'data-value': dv(r.throughput_per_s) }, nullable(fmt.num(r.throughput_per_s, 1))),
+        h('td', { class: bad ? 'num err bad' : 'num err', 'data-value': dv(r.error_pct) }, nullable(fmt.num(r.error_pct, 2))),
+        h('td', { class: 'num mean', 'data-value': dv(r.mean_ms) }, nullable(fmt.ms(r.mean_ms))),
+        h('td', { class: 'num p95', 'data-value': dv(r.p95_ms) }, nullable(fmt.ms(r.p95_ms))),
+        h('td', { class: 'num max', 'data-value': dv(r.max_ms) }, nullable(fmt.ms(r.max_ms))),
+        h('td', { class: 'num inflight', 'data-value': dv(r.inflight) }, nullable(inflightText(r.inflight))),
+        h('td', { class: 'num since', 'data-value': dv(r.last_exchange_ms) }, nullable(ago(r.last_exchange_ms))),
+        sparkCell(spark || []),
+      );
+    }
+
+    function initRoutesPage() {
+      const table = $('#routes-table');
+      if (!table) return;
+      const tbody = table.tBodies[0];
+      const wrap = table.closest('.table-wrap');
+      const empty = $('#routes-empty');
+      const count = $('#routes-count');
+      const filter = $('#route-filter');
+      const noneMatch = $('#routes-none-match');
+      const findRow = (id) => $$('tr[data-route-id]', tbody).find((tr) => tr.dataset.routeId === String(id));
+
+      function applyFilter() {
+        const words = (filter ? filter.value : '').toLowerCase().split(/\s+/).filter(Boolean);
+        let shown = 0;
+        for (const tr of tbody.rows) {
+          const text = Array.from(tr.cells).slice(0, 3).map((c) => c.textContent).join(' ').toLowerCase();
+          const ok = words.every((w) => text.includes(w));
+          tr.hidden = !ok;
+          if (ok) shown++;
+        }
+        if (noneMatch) noneMatch.hidden = !(tbody.rows.length > 0 && shown === 0);
+      }
+      function refresh() {
+        const n = tbody.rows.length;
+        if (wrap) wrap.hidden = n === 0;
+        if (empty) empty.hidden = n > 0;
+        if (count) count.textContent = fmt.int(n);
+        H.resort(table);
+        applyFilter();
+      }
+      function upsert(r) {
+        const old = findRow(r.id);
+        let spark = [];
+        if (old) {
+          try { spark = JSON.parse(old.querySelector('td.spark').dataset.spark || '[]'); } catch (_) { spark = []; }
+        }
+        if (isNum(r.throughput_per_s)) {
+          spark.push([Date.now(), r.throughput_per_s]);
+          spark = spark.filter((p) => p[0] >= Date.now() - SPARK_MS);
+        }
+        const tr = routeRow(r, spark);
+        if (old) old.replaceWith(tr); else tbody.append(tr);
+        tr.classList.add('row-new');
+        tr.addEventListener('animationend', () => tr.classList.remove('row-new'), { once: true });
+      }
+
+      on('routes_updated', (msg) => {
+        if (!msg || !Array.isArray(msg.routes)) return;
+        for (const r of msg.routes) upsert(r);
+        refresh();
+      });
+      on('target_removed', (msg) => {
+        for (const tr of $$('tr[data-target-id]')) if (tr.dataset.targetId === String(msg.id)) tr.remove();
+        refresh();
+      });
+      on('target_status', (msg) => updateTarget(msg && msg.target));
+      let seq = 0;
+      on('resync', async () => {
+        const mine = ++seq;
+        try {
+          const [routes, targets] = await Promise.all([
+            fetch('/api/v1/routes?window=1m').then((r) => r.json()),
+            fetch('/api/v1/targets').then((r) => r.json()),
+          ]);
+          if (mine !== seq || !Array.isArray(routes)) return;
+          const keep = new Set(routes.map((r) => String(r.id)));
+          for (const tr of $$('tr[data-route-id]', tbody)) if (!keep.has(tr.dataset.routeId)) tr.remove();
+          for (const r of routes) {
+            const old = findRow(r.id);
+            let spark = [];
+            if (old) { try { spark = JSON.parse(old.querySelector('td.spark').dataset.spark || '[]'); } catch (_) { /* none */ } }
+            const tr = routeRow(r, spark);
+            if (old) old.replaceWith(tr); else tbody.append(tr);
+          }
+          if (Array.isArray(targets)) targets.forEach(updateTarget);
+          refresh();
+        } catch (err) {
+          console.warn('harrier: routes resync failed', err);
+        }
+      });
+      if (filter) {
+        filter.addEventListener('input', applyFilter);
+        const q = new URL(location.href).searchParams.get('q');
+        if (q) { filter.value = q; }
+      }
+      // "12 s ago" keeps counting
+      setInterval(() => {
+        for (const td of $$('td.since', tbody)) {
+          const v = Number(td.dataset.value);
+          if (td.dataset.value && Number.isFinite(v)) td.textContent = ago(v);
+        }
+      }, 1000);
+      applyFilter();
+    }
+
+    function updateTarget(t) {
+      const table = $('#targets-table');
+      if (!table || !t) return;
+      const tr = $$('tr[data-target-id]', table).find((r) => r.dataset.targetId === String(t.id));
+      if (!tr) return; // a new target: the next resync or reload shows it
+      const status = t.up === true ? ['up', 'ok'] : t.up === false ? ['down', 'err'] : ['pending', 'muted'];
+      const cell = tr.querySelector('td.status');
+      cell.dataset.value = status[0];
+      cell.replaceChildren(h('span', { class: 'badge ' + status[1] }, status[0]));
+      const scraped = tr.querySelector('td.scraped');
+      scraped.dataset.value = dv(t.last_scrape_ms);
+      scraped.replaceChildren(isNum(t.last_scrape_ms)
+        ? h('time', { 'data-ts-ms': t.last_scrape_ms, 'data-ts-format': 'time', title: fmt.isoUtc(t.last_scrape_ms) }, fmt.time(t.last_scrape_ms))
+        : nullable(NULL));
+      const took = tr.querySelector('td.took');
+      took.dataset.value = dv(t.last_duration_ms);
+      took.replaceChildren(nullable(fmt.ms(t.last_duration_ms)));
+      const samples = tr.querySelector('td.samples');
+      samples.dataset.value = dv(t.samples);
+      samples.replaceChildren(nullable(fmt.int(t.samples)));
+      tr.querySelector('td.last-error').replaceChildren(t.last_error ? h('span', { class: 'bad' }, t.last_error) : '');
+    }
+
+    // ── route page ────────────────────────────────────────────────────────
+    const RANGES = { '15m': 15 * 60e3, '1h': 3600e3, '6h': 6 * 3600e3, '24h': 24 * 3600e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 };
+
+    function cssVar(name, fallback) {
+      const v = getComputedStyle(doc.documentElement).getPropertyValue(name).trim();
+      return v || fallback;
+    }
+
+    function initRoutePage() {
+      const island = $('#route-data');
+      if (!island) return;
+      let data;
+      try { data = JSON.parse(island.textContent); } catch (err) { console.error('harrier: bad #route-data', err); return; }
+      const boxes = {};
+      for (const el of $$('.chart[data-chart]')) boxes[el.dataset.chart] = el;
+      const state = { series: data.series, rangeMs: data.range_ms || 3600e3, charts: [], lastFetch: 0, timer: null };
+
+      function emptyBox(box, title, help) {
+        box.querySelectorAll('.chart-empty').forEach((n) => n.remove());
+        box.append(h('div', { class: 'chart-empty', role: 'note' }, h('strong', null, title), help ? h('span', null, help) : null));
+      }
+
+      function bandsHook(runs) {
+        return (u) => {
+          if (!runs || !runs.length) return;
+          const c = u.ctx;
+          const { left, top, width, height } = u.bbox;
+          c.save();
+          c.beginPath();
+          c.rect(left, top, width, height);
+          c.clip();
+          c.fillStyle = cssVar('--c-run-band', 'rgba(124, 58, 237, .10)');
+          c.font = (10 * devicePixelRatio) + 'px ' + cssVar('--font', 'sans-serif');
+          for (const r of runs) {
+            const x0 = u.valToPos(r.started_at_ms, 'x', true);
+            const x1 = u.valToPos(r.ended_at_ms, 'x', true);
+            c.fillRect(x0, top, Math.max(x1 - x0, 2 * devicePixelRatio), height);
+            c.fillStyle = cssVar('--c-axis', '#666');
+            c.fillText(r.name, Math.max(x0, left) + 3 * devicePixelRatio, top + 11 * devicePixelRatio);
+            c.fillStyle = cssVar('--c-run-band', 'rgba(124, 58, 237, .10)');
+          }
+          c.restore();
+        };
+      }
+
+      function runAt(runs, ms) {
+        return (runs || []).find((r) => ms >= r.started_at_ms && ms <= r.ended_at_ms);
+      }
+
+      function draw() {
+        for (const u of state.charts) u.destroy();
+        state.charts = [];
+        for (const box of Object.values(boxes)) box.querySelectorAll('.uplot, .chart-empty').forEach((n) => n.remove());
+        const s = state.series || {};
+        const t = s.t_ms || [];
+        const list = $('#run-bands');
+        if (list) {
+          list.replaceChildren(...(s.runs || []).map((r) => h('li', null, h('a', { href: r.url }, r.name), ' ',
+            h('span', { class: 'hint' }, fmt.ts(r.started_at_ms) + ' \u2013 ' + fmt.time(r.ended_at_ms)))));
+          if (!(s.runs || []).length) list.append(h('li', { class: 'hint' }, 'none'));
+        }
+        if (typeof uPlot === 'undefined') {
+          for (const box of Object.values(boxes)) emptyBox(box, 'Chart library not loaded', 'static/vendor/uplot-*/uPlot.iife.min.js is missing.');
+          return;
+        }
+        if (!t.length) {
+          for (const box of Object.values(boxes)) emptyBox(box, 'No figures in this range', 'Rates need two scrapes of the target; pick a longer range or wait.');
+          return;
+        }
+        const axisColor = cssVar('--c-axis', '#666');
+        const grid = cssVar('--c-grid', '#eee');
+        const font = '11.5px ' + cssVar('--font', 'sans-serif');
+        const xAxis = { stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
+          values: (u, splits, ai, space, incr) => splits.map((v) => (incr >= 86400e3 ? fmt.ts(v).slice(5, 10) : incr < 60e3 ? fmt.time(v) : fmt.time(v).slice(0, 5))) };
+        const yAxis = (label, f, extra) => Object.assign({ stroke: axisColor, font, label, labelSize: 18, size: 60, grid: { stroke: grid, width: 1 }, ticks: { show: false }, values: (u, sp) => sp.map(f) }, extra || {});
+        const line = (label, color, f, extra) => Object.assign({ label, stroke: cssVar(color, '#888'), width: 1.5, points: { show: false },
+          value: (u, v) => (isNum(v) ? f(v) : NULL) }, extra || {});
+        const clean = (arr) => (arr || []).map((v) => (isNum(v) ? v : null));
+        const hooks = { draw: [bandsHook(s.runs)], setScale: [(u, key) => { if (key === 'x') sync(u); }] };
+        let syncing = false;
+        function sync(src) {
+          if (syncing) return;
+          syncing = true;
+          for (const u of state.charts) if (u !== src) u.setScale('x', { min: src.scales.x.min, max: src.scales.x.max });
+          syncing = false;
+        }
+        function make(box, series, cols, axes, scales) {
+          if (!box) return;
+          const u = new uPlot({
+            width: Math.max(200, box.clientWidth), height: Math.max(100, box.clientHeight - 34), ms: 1,
+            cursor: { sync: { key: 'harrier-route' }, drag: { x: true, y: false, setScale: true } },
+            scales: Object.assign({ x: { time: true, min: s.from_ms, max: s.to_ms } }, scales || {}),
+            series: [{ label: 'Time', value: (u, v) => (isNum(v) ? fmt.ts(v) : '') }].concat(series),
+            axes: [xAxis].concat(axes), hooks,
+          }, [t].concat(cols), box);
+          u.over.addEventListener('click', () => {
+            const idx = u.cursor.idx;
+            const ms = isNum(u.cursor.left) ? u.posToVal(u.cursor.left, 'x') : (idx !== null ? t[idx] : null);
+            const run = isNum(ms) && runAt(s.runs, ms);
+            if (run) location.href = run.url;
+          });
+          state.charts.push(u);
+        }
+        const zero = (u, min, max) => [0, max > 0 ? max * 1.1 : 1];
+        make(boxes.throughput, [line('exchanges/s', '--c-rps', (v) => fmt.num(v, 2) + ' /s', { fill: cssVar('--c-rps-fill', 'transparent') })],
+          [clean(s.throughput_per_s)], [yAxis('per second', (v) => fmt.num(v, v < 10 ? 1 : 0))], { y: { range: zero } });
+        make(boxes.errors, [
+          line('failed/s', '--c-errs', (v) => fmt.num(v, 2) + ' /s', { scale: 'y' }),
+          line('error %', '--c-errpct', fmt.pct, { scale: 'pct', dash: [2, 2] }),
+        ], [clean(s.errors_per_s), clean(s.error_pct)], [
+          yAxis('failed / s', (v) => fmt.num(v, v < 10 ? 1 : 0)),
+          yAxis('error %', (v) => fmt.num(v, 0) + ' %', { scale: 'pct', side: 1, grid: { show: false } }),
+        ], { y: { range: zero }, pct: { range: (u, min, max) => [0, Math.min(100, Math.max(5, max * 1.15))] } });
+        make(boxes.latency, [
+          line('mean', '--c-mean', fmt.ms, { dash: [5, 3] }),
+          line('p50', '--c-p50', fmt.ms), line('p95', '--c-p95', fmt.ms), line('p99', '--c-p99', fmt.ms),
+          line('max', '--c-max', fmt.ms, { width: 1 }),
+        ], [clean(s.mean_ms), clean(s.p50_ms), clean(s.p95_ms), clean(s.p99_ms), clean(s.max_ms)],
+        [yAxis('ms', (v) => fmt.num(v, v < 10 ? 1 : 0))], { y: { range: zero } });
+        make(boxes.inflight, [line('inflight', '--c-users', (v) => fmt.num(v, Number.isInteger(v) ? 0 : 1), { fill: cssVar('--c-users-fill', 'transparent') })],
+          [clean(s.inflight)], [yAxis('exchanges', (v) => fmt.num(v, 0))], { y: { range: zero } });
+        const note = $('#series-note');
+        if (note) note.textContent = (s.resolution === 'raw' ? 'per scrape' : s.resolution + ' rollups') + ' · step ' + fmt.duration(s.step_ms) + ' · live · drag to zoom, double-click to reset';
+      }
+
+      let seq = 0;
+      async function load() {
+        const mine = ++seq;
+        const to = Date.now();
+        const from = to - state.rangeMs;
+        state.lastFetch = to;
+        try {
+          const res = await fetch(data.series_url + '?from=' + Math.round(from) + '&to=' + to, { headers: { Accept: 'application/json' } });
+          const body = await res.json();
+          if (mine !== seq) return;
+          if (!res.ok) throw new Error(body && body.error || 'HTTP ' + res.status);
+          state.series = body;
+          draw();
+        } catch (err) {
+          if (mine !== seq) return;
+          for (const box of Object.values(boxes)) emptyBox(box, 'Could not load the time series', String(err.message || err));
+        }
+      }
+
+      for (const btn of $$('button[data-range]')) {
+        btn.addEventListener('click', () => {
+          state.rangeMs = RANGES[btn.dataset.range] || 3600e3;
+          for (const b of $$('button[data-range]')) b.setAttribute('aria-pressed', b === btn ? 'true' : 'false');
+          load();
+        });
+      }
+
+      function updateKpis(r) {
+        const text = {
+          throughput_per_s: fmt.rps(r.throughput_per_s), error_pct: fmt.pct(r.error_pct), mean_ms: fmt.ms(r.mean_ms),
+          p95_ms: fmt.ms(r.p95_ms), max_ms: fmt.ms(r.max_ms), inflight: inflightText(r.inflight),
+        };
+        for (const kpi of $$('#route-kpis .kpi[data-key]')) {
+          const v = text[kpi.dataset.key];
+          if (v !== undefined) kpi.querySelector('.kpi-value').replaceChildren(nullable(v));
+        }
+        const badge = $('#route-state');
+        if (badge) { badge.textContent = r.state; badge.className = 'badge ' + (STATE_CLASS[r.state] || 'warn'); }
+        const since = $('#route-since');
+        if (since) { since.dataset.value = dv(r.last_exchange_ms); since.replaceChildren(nullable(ago(r.last_exchange_ms))); }
+      }
+
+      on('routes_updated', (msg) => {
+        const r = msg && Array.isArray(msg.routes) && msg.routes.find((x) => x.id === data.route.id);
+        if (!r) return;
+        updateKpis(r);
+        const wait = 5000 - (Date.now() - state.lastFetch);
+        clearTimeout(state.timer);
+        state.timer = setTimeout(load, Math.max(0, wait));
+      });
+      on('resync', load);
+
+      if ('ResizeObserver' in window) {
+        let raf = 0;
+        const ro = new ResizeObserver(() => {
+          cancelAnimationFrame(raf);
+          raf = requestAnimationFrame(() => {
+            for (const u of state.charts) {
+              const box = u.root.parentElement;
+              if (box && box.clientWidth && box.clientWidth !== u.width) u.setSize({ width: box.clientWidth, height: u.height });
+            }
+          });
+        });
+        for (const box of Object.values(boxes)) ro.observe(box);
+      }
+      draw();
+      H.routes.page = { data, state, load, draw };
+    }
+
+    H.routes = { routeRow, sparkPoints };
+    if (doc.body.dataset.page === 'routes') initRoutesPage();
+    if (doc.body.dataset.page === 'route') initRoutePage();
+  }
+
+  // Deferred before harrier.js: wait for it (DOMContentLoaded fires after every deferred script).
+  if (window.harrier) start();
+  else doc.addEventListener('DOMContentLoaded', start);
+})();

@@ -1,0 +1,967 @@
+//! Route monitoring: the store (`#[sqlx::test]`), the routes/targets API, and scraping real
+//! HTTP servers on 127.0.0.1:0 (an exposition that moves, a Jolokia agent, harrier itself,
+//! and Debian's `prometheus` when installed).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use harrier::app;
+use harrier::routes::Interval;
+use harrier::store::{HOUR_MS, MINUTE_MS, Retention, RouteWrite, ScrapeStatus, Store, TargetSpec};
+use sqlx::SqlitePool;
+
+use crate::helpers::{assert_close, select_texts, spawn_app};
+
+fn spec(name: &str, url: &str) -> TargetSpec {
+    TargetSpec {
+        name: name.into(),
+        url: url.into(),
+        kind: "prometheus".into(),
+        interval_s: 15.0,
+        timeout_s: 5.0,
+        labels: BTreeMap::new(),
+    }
+}
+
+fn status(at_ms: i64) -> ScrapeStatus {
+    ScrapeStatus {
+        at_ms,
+        up: true,
+        duration_ms: 3.5,
+        samples: 42,
+        error: None,
+    }
+}
+
+/// 100 exchanges in 10 s, 5 failed, 2 s of time in all, buckets 0.01 → 60, 0.1 → 95, +Inf → 100.
+fn interval() -> Interval {
+    Interval {
+        interval_ms: 10_000,
+        exchanges: Some(100.0),
+        failed: Some(5.0),
+        duration_sum_s: Some(2.0),
+        duration_count: Some(100.0),
+        buckets: vec![(0.01, 60.0), (0.1, 95.0), (f64::INFINITY, 100.0)],
+        max_s: Some(0.25),
+        inflight: Some(3.0),
+        resets: 0,
+    }
+}
+
+fn write(route: &str, iv: Option<Interval>) -> RouteWrite {
+    RouteWrite {
+        service: "orders".into(),
+        route: route.into(),
+        source: "http".into(),
+        state: None,
+        last_exchange_ms: None,
+        interval: iv,
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn targets_round_trip_and_names_are_unique(pool: SqlitePool) {
+    let store = Store::from_pool(pool).await.unwrap();
+    let mut s = spec("orders", "http://10.0.0.5:9100/metrics");
+    s.labels.insert("service".into(), "order-service".into());
+    let t = store
+        .insert_target(&s, "api", 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.name, "orders");
+    assert_eq!(t.instance, "10.0.0.5:9100");
+    assert_eq!(t.service, "order-service");
+    assert_eq!(t.up, None);
+    assert!(
+        store
+            .insert_target(&s, "api", 2_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // upsert by name keeps the id and takes the new settings
+    let mut changed = s.clone();
+    changed.interval_s = 30.0;
+    let again = store
+        .upsert_target(&changed, "config", 3_000)
+        .await
+        .unwrap();
+    assert_eq!(again.id, t.id);
+    assert_eq!((again.interval_s, again.origin.as_str()), (30.0, "config"));
+
+    store
+        .record_scrape(t.id, &status(5_000), &[])
+        .await
+        .unwrap();
+    let listed = store.list_targets().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].up, Some(true));
+    assert_eq!(listed[0].samples, Some(42));
+    assert_eq!(listed[0].last_scrape_ms, Some(5_000));
+
+    assert_eq!(
+        store
+            .delete_targets_not_in("config", &["other".into()])
+            .await
+            .unwrap(),
+        vec![t.id]
+    );
+    assert!(!store.delete_target(t.id).await.unwrap());
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_scrape_writes_routes_intervals_and_rollups(pool: SqlitePool) {
+    let store = Store::from_pool(pool).await.unwrap();
+    let t = store
+        .insert_target(&spec("orders", "http://h:1/metrics"), "api", 0)
+        .await
+        .unwrap()
+        .unwrap();
+    let t0 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR_MS; // an hour boundary
+    // first scrape: routes found, no intervals yet
+    let ids = store
+        .record_scrape(
+            t.id,
+            &status(t0),
+            &[write("GET /a", None), write("GET /b", None)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1]);
+    // two more scrapes in the same minute, a third in the next
+    for at in [t0 + 10_000, t0 + 20_000, t0 + 70_000] {
+        let again = store
+            .record_scrape(
+                t.id,
+                &status(at),
+                &[write("GET /a", Some(interval())), write("GET /b", None)],
+            )
+            .await
+            .unwrap();
+        assert_eq!(again, ids, "route ids are stable");
+    }
+    let raw = store
+        .route_intervals(Some(ids[0]), t0, t0 + HOUR_MS)
+        .await
+        .unwrap();
+    assert_eq!(raw.len(), 3);
+    assert_eq!(raw[0].interval, interval());
+
+    let minutes = store
+        .route_rollups(ids[0], MINUTE_MS, t0, t0 + 2 * MINUTE_MS)
+        .await
+        .unwrap();
+    assert_eq!(minutes.len(), 2);
+    assert_eq!(minutes[0].at_ms, t0);
+    let m = &minutes[0].interval;
+    assert_eq!(
+        (m.interval_ms, m.exchanges, m.failed, m.duration_sum_s),
+        (20_000, Some(200.0), Some(10.0), Some(4.0))
+    );
+    assert_eq!(
+        m.buckets,
+        vec![(0.01, 120.0), (0.1, 190.0), (f64::INFINITY, 200.0)]
+    );
+    assert_eq!((m.max_s, m.inflight), (Some(0.25), Some(3.0)));
+    let hours = store
+        .route_rollups(ids[0], HOUR_MS, t0, t0 + HOUR_MS)
+        .await
+        .unwrap();
+    assert_eq!(hours.len(), 1);
+    assert_eq!(hours[0].interval.exchanges, Some(300.0));
+    assert_eq!(hours[0].interval.interval_ms, 30_000);
+
+    // figures over the last minute at t0 + 70 s: the scrapes at +20 s and +70 s
+    let figures = store
+        .route_figures(Some(t.id), MINUTE_MS, t0 + 70_000)
+        .await
+        .unwrap();
+    let (info, f) = figures.iter().find(|(i, _)| i.id == ids[0]).unwrap();
+    assert_eq!(info.route, "GET /a");
+    assert_eq!(info.last_exchange_ms, Some(t0 + 70_000));
+    assert_eq!(f.exchanges, Some(200.0));
+    assert_eq!(f.throughput_per_s(), Some(10.0));
+    assert_eq!(f.error_pct(), Some(5.0));
+    assert_eq!(f.mean_ms(), Some(20.0));
+    // rank 95 of 100 → the 0.1 bucket's upper end
+    assert_close(f.quantile_ms(0.95).unwrap(), 100.0, "p95");
+    let (_, idle) = figures.iter().find(|(i, _)| i.id == ids[1]).unwrap();
+    assert_eq!(idle.exchanges, None);
+
+    // retention: raw kept 1 h, minutes 1 day, hours 1 year
+    let retention = Retention {
+        raw_hours: 1.0,
+        minute_days: 1.0,
+        hour_days: 365.0,
+    };
+    let deleted = store
+        .prune_routes(t0 + 2 * HOUR_MS, &retention)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 3);
+    assert_eq!(
+        store
+            .route_rollups(ids[0], MINUTE_MS, t0, t0 + HOUR_MS)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    store
+        .prune_routes(t0 + 3 * 86_400_000, &retention)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .route_rollups(ids[0], MINUTE_MS, t0, t0 + HOUR_MS)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .route_rollups(ids[0], HOUR_MS, t0, t0 + HOUR_MS)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // deleting the target takes its routes and figures
+    assert!(store.delete_target(t.id).await.unwrap());
+    assert!(store.route_infos(None, None).await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrations = false)]
+async fn runs_overlapping_a_range(pool: SqlitePool) {
+    let store = Store::from_pool(pool.clone()).await.unwrap();
+    for (name, start, end) in [
+        ("before", 0, 900),
+        ("inside", 1_500, 1_800),
+        ("across", 1_900, 5_000),
+    ] {
+        sqlx::query(
+            "INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms) VALUES (?, 'jmeter', 0, ?, ?)",
+        )
+        .bind(name)
+        .bind(start)
+        .bind(end)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let runs = store.runs_overlapping(1_000, 2_000).await.unwrap();
+    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["inside", "across"]);
+    assert_eq!(runs[0].url, format!("/console/runs/{}", runs[0].id));
+}
+
+async fn post_json(
+    app: &crate::helpers::TestApp,
+    uri: &str,
+    body: serde_json::Value,
+) -> crate::helpers::Reply {
+    app.send(
+        Request::post(uri)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn targets_api_adds_lists_and_deletes() {
+    let app = spawn_app().await;
+    let created = post_json(
+        &app,
+        "/api/v1/targets",
+        serde_json::json!({"name": "orders", "url": "http://127.0.0.1:9101/metrics",
+                           "kind": "prometheus", "interval_s": 5, "timeout_s": 2,
+                           "labels": {"env": "test"}}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let t = created.json();
+    assert_eq!(t["name"], "orders");
+    assert_eq!(t["kind"], "prometheus");
+    assert_eq!(t["interval_s"], 5.0);
+    assert_eq!(t["up"], serde_json::Value::Null);
+    assert_eq!(t["labels"]["env"], "test");
+
+    for (body, needle) in [
+        (
+            serde_json::json!({"name": "orders", "url": "http://x/metrics"}),
+            "exists",
+        ),
+        (
+            serde_json::json!({"name": "a", "url": "https://x/metrics"}),
+            "https",
+        ),
+        (
+            serde_json::json!({"name": "a", "url": "ftp://x"}),
+            "http://",
+        ),
+        (
+            serde_json::json!({"name": "a", "url": "http://x", "kind": "statsd"}),
+            "kind",
+        ),
+        (
+            serde_json::json!({"name": "a", "url": "http://x", "interval_s": 5, "timeout_s": 9}),
+            "timeout_s",
+        ),
+        (serde_json::json!({"url": "http://x"}), "name"),
+    ] {
+        let r = post_json(&app, "/api/v1/targets", body.clone()).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.text());
+        let msg = r.json()["error"].as_str().unwrap().to_string();
+        assert!(msg.contains(needle), "{body}: {msg}");
+    }
+
+    let list = app.get("/api/v1/targets").await.json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    for key in [
+        "id",
+        "name",
+        "url",
+        "kind",
+        "interval_s",
+        "up",
+        "last_error",
+        "last_scrape_ms",
+        "samples",
+    ] {
+        assert!(list[0].get(key).is_some(), "targets item lacks {key}");
+    }
+    let id = t["id"].as_i64().unwrap();
+    assert_eq!(
+        app.delete(&format!("/api/v1/targets/{id}")).await.status,
+        204
+    );
+    assert_eq!(
+        app.delete(&format!("/api/v1/targets/{id}")).await.status,
+        404
+    );
+    assert_eq!(
+        app.get("/api/v1/targets").await.json(),
+        serde_json::json!([])
+    );
+}
+
+#[tokio::test]
+async fn routes_api_gives_window_figures_and_series() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let t = store
+        .insert_target(&spec("orders", "http://10.1.1.1:9100/metrics"), "api", 0)
+        .await
+        .unwrap()
+        .unwrap();
+    let now = harrier::now_ms();
+    let ids = store
+        .record_scrape(
+            t.id,
+            &status(now - 25_000),
+            &[write("GET /a", None), write("GET /b", None)],
+        )
+        .await
+        .unwrap();
+    for at in [now - 15_000, now - 5_000] {
+        store
+            .record_scrape(
+                t.id,
+                &status(at),
+                &[write("GET /a", Some(interval())), write("GET /b", None)],
+            )
+            .await
+            .unwrap();
+    }
+    // a run in the range, drawn as a band
+    sqlx::query("INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms) VALUES ('ramp', 'k6', 0, ?, ?)")
+        .bind(now - 20_000)
+        .bind(now - 10_000)
+        .execute(store.pool())
+        .await
+        .unwrap();
+
+    let rows = app.get("/api/v1/routes?window=1m").await.json();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let a = rows.iter().find(|r| r["route"] == "GET /a").unwrap();
+    assert_eq!(a["id"], ids[0]);
+    assert_eq!(a["service"], "orders");
+    assert_eq!(a["instance"], "10.1.1.1:9100");
+    assert_eq!(a["state"], "active");
+    assert_eq!(a["throughput_per_s"], 10.0);
+    assert_eq!(a["error_pct"], 5.0);
+    assert_eq!(a["mean_ms"], 20.0);
+    assert_close(a["p95_ms"].as_f64().unwrap(), 100.0, "p95");
+    assert_eq!(a["max_ms"], 250.0);
+    assert_eq!(a["inflight"], 3.0);
+    assert_eq!(a["last_exchange_ms"], now - 5_000);
+    let b = rows.iter().find(|r| r["route"] == "GET /b").unwrap();
+    assert_eq!(b["state"], "idle");
+    for key in [
+        "throughput_per_s",
+        "error_pct",
+        "mean_ms",
+        "p95_ms",
+        "max_ms",
+        "inflight",
+        "last_exchange_ms",
+    ] {
+        assert_eq!(b[key], serde_json::Value::Null, "{key}");
+    }
+
+    let one = app.get(&format!("/api/v1/routes/{}", ids[0])).await;
+    assert_eq!(one.status, 200);
+    assert_eq!(one.json()["route"], "GET /a");
+    assert_eq!(app.get("/api/v1/routes/999").await.status, 404);
+    assert_eq!(app.get("/api/v1/routes?window=2w").await.status, 400);
+
+    let series = app
+        .get(&format!(
+            "/api/v1/routes/{}/timeseries?from={}&to={}&step=10s",
+            ids[0],
+            now - 60_000,
+            now
+        ))
+        .await;
+    assert_eq!(series.status, 200, "{}", series.text());
+    let s = series.json();
+    assert_eq!(s["resolution"], "raw");
+    assert_eq!(s["step_ms"], 10_000);
+    assert_eq!(s["t_ms"].as_array().unwrap().len(), 2);
+    assert_eq!(s["throughput_per_s"], serde_json::json!([10.0, 10.0]));
+    assert_eq!(s["error_pct"], serde_json::json!([5.0, 5.0]));
+    assert_eq!(s["runs"][0]["name"], "ramp");
+    assert_eq!(
+        s["runs"][0]["url"].as_str().unwrap(),
+        format!("/console/runs/{}", s["runs"][0]["id"])
+    );
+    let bad = app
+        .get(&format!(
+            "/api/v1/routes/{}/timeseries?from=10&to=5",
+            ids[0]
+        ))
+        .await;
+    assert_eq!(bad.status, 400);
+
+    // the console pages show the same rows
+    let page = app.get("/console/routes").await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let html = page.html();
+    let routes = select_texts(&html, "#routes-table tbody tr td.route");
+    assert_eq!(routes, ["GET /a", "GET /b"]);
+    let tput = select_texts(&html, "#routes-table tbody tr[data-route-id] td.tput");
+    assert_eq!(tput[0], "10.0");
+    let detail = app.get(&format!("/console/routes/{}", ids[0])).await;
+    assert_eq!(detail.status, 200);
+    let html = detail.html();
+    assert_eq!(select_texts(&html, "h1 .route-name"), ["GET /a"]);
+    assert_eq!(
+        select_texts(&html, ".chart[data-chart]").len(),
+        4,
+        "throughput, errors, latency and inflight charts"
+    );
+    assert_eq!(app.get("/console/routes/424242").await.status, 404);
+}
+
+/// An exposition whose counters grow by 10 requests (1 failed) per scrape.
+async fn moving_exporter() -> (String, tokio::task::JoinHandle<()>) {
+    let hits = Arc::new(AtomicU64::new(0));
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let n = hits.fetch_add(1, Ordering::SeqCst) + 1;
+                async move {
+                    format!(
+                        "# TYPE shop_http_requests_total counter\n\
+                         shop_http_requests_total{{method=\"GET\",handler=\"/cart\",code=\"200\"}} {}\n\
+                         shop_http_requests_total{{method=\"GET\",handler=\"/cart\",code=\"503\"}} {}\n",
+                        9 * n,
+                        n
+                    )
+                }
+            }),
+        )
+        .route(
+            "/broken",
+            axum::routing::get(|| async { "ok 1\nbroken{a=\"x} 2\n" }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (format!("http://{addr}"), task)
+}
+
+async fn wait_for<F, Fut>(what: &str, secs: u64, mut check: F) -> serde_json::Value
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<serde_json::Value>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn scraping_real_servers_one_failing_target_affects_no_other() {
+    let app = spawn_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let mut live = app.state.hub.subscribe();
+    let (base, exporter) = moving_exporter().await;
+    let client = reqwest::Client::new();
+    let api = format!("http://{addr}/api/v1");
+    for (name, url) in [
+        ("shop", format!("{base}/metrics")),
+        ("broken", format!("{base}/broken")),
+        ("nothing", "http://127.0.0.1:9/metrics".to_string()),
+    ] {
+        let r = client
+            .post(format!("{api}/targets"))
+            .json(&serde_json::json!({"name": name, "url": url, "interval_s": 1, "timeout_s": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+
+    let targets = wait_for("every target scraped twice", 20, || {
+        let (client, api) = (client.clone(), api.clone());
+        async move {
+            let v: serde_json::Value = client
+                .get(format!("{api}/targets"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let shop_routes: serde_json::Value = client
+                .get(format!("{api}/routes"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let all_scraped = v.as_array()?.iter().all(|t| !t["up"].is_null());
+            let rows = shop_routes.as_array()?;
+            let moving = rows
+                .iter()
+                .any(|r| r["route"] == "GET /cart" && r["throughput_per_s"].is_number());
+            // harrier's own scrape (every 10 s) has seen the targets API calls above
+            let own = rows
+                .iter()
+                .any(|r| r["service"] == "harrier" && r["route"] == "POST /api/v1/targets");
+            (all_scraped && moving && own).then_some(v)
+        }
+    })
+    .await;
+    let by_name = |n: &str| {
+        targets
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_name("shop")["up"], true);
+    assert_eq!(by_name("shop")["samples"], 2);
+    let broken = by_name("broken");
+    assert_eq!(broken["up"], false);
+    let err = broken["last_error"].as_str().unwrap();
+    assert!(err.contains("line 2"), "{err}");
+    let nothing = by_name("nothing");
+    assert_eq!(nothing["up"], false);
+    assert!(!nothing["last_error"].as_str().unwrap().is_empty());
+    // the built-in target: harrier's own /metrics
+    let own = by_name("harrier");
+    assert_eq!(own["url"], format!("http://{addr}/metrics"));
+    assert_eq!(own["up"], true, "{own}");
+    assert!(own["samples"].as_i64().unwrap() > 0);
+
+    let routes: serde_json::Value = client
+        .get(format!("{api}/routes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let cart = routes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["route"] == "GET /cart")
+        .unwrap();
+    assert_eq!(cart["service"], "shop");
+    // 10 requests per scrape, 1 of them a 503
+    assert_close(cart["error_pct"].as_f64().unwrap(), 10.0, "error %");
+    assert!(cart["throughput_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        cart["mean_ms"],
+        serde_json::Value::Null,
+        "no durations exposed"
+    );
+    // harrier's own routes, e.g. the targets API the test just called
+    assert!(
+        routes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["service"] == "harrier" && r["route"] == "POST /api/v1/targets"),
+        "{routes}"
+    );
+
+    // live: target_status and routes_updated went out
+    let mut seen = (false, false);
+    while let Ok(msg) = live.try_recv() {
+        let v: serde_json::Value = serde_json::from_str(&msg).unwrap();
+        seen.0 |= v["type"] == "target_status";
+        seen.1 |= v["type"] == "routes_updated" && !v["routes"].as_array().unwrap().is_empty();
+    }
+    assert_eq!(seen, (true, true));
+
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    exporter.abort();
+}
+
+#[tokio::test]
+async fn jolokia_target_reads_camel_routes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/public/jolokia/camel-routes-read-pattern.response.json");
+    let Ok(payload) = std::fs::read_to_string(&path) else {
+        println!("skipping: ../shared not present");
+        return;
+    };
+    let seen_body = Arc::new(std::sync::Mutex::new(None::<serde_json::Value>));
+    let seen = seen_body.clone();
+    let agent = axum::Router::new().route(
+        "/jolokia",
+        axum::routing::post(move |body: axum::Json<serde_json::Value>| {
+            *seen.lock().unwrap() = Some(body.0);
+            let payload = payload.clone();
+            async move { ([("content-type", "application/json")], payload) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let agent_addr = listener.local_addr().unwrap();
+    let agent_task = tokio::spawn(async move { axum::serve(listener, agent).await.unwrap() });
+
+    let app = spawn_app().await;
+    let t = app
+        .state
+        .store
+        .insert_target(
+            &TargetSpec {
+                kind: "jolokia".into(),
+                ..spec("camel", &format!("http://{agent_addr}/jolokia"))
+            },
+            "api",
+            0,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let out = harrier::scrape::scrape_once(&reqwest::Client::new(), &t)
+        .await
+        .unwrap();
+    assert_eq!(out.samples, 45);
+    assert_eq!(out.observations.len(), 1);
+    assert_eq!(
+        out.observations[0].route,
+        "address-updates-to-customer-service-route"
+    );
+    assert_eq!(out.observations[0].inflight, Some(1.0));
+    let body = seen_body.lock().unwrap().clone().unwrap();
+    assert_eq!(body["type"], "read");
+    assert_eq!(
+        body["mbean"],
+        "org.apache.camel:context=*,type=routes,name=*"
+    );
+    assert!(
+        body["attribute"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "ExchangesTotal")
+    );
+    agent_task.abort();
+}
+
+/// Debian's `prometheus` server's own /metrics (Go client_golang: `prometheus_http_requests_total{code,handler}`).
+#[tokio::test]
+async fn debian_prometheus_own_metrics() {
+    let bin = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(bin) = bin else {
+        println!("skipping: prometheus binary absent (apt-get install prometheus)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(&config, "global:\n  scrape_interval: 15s\n").unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _child = Kill(
+        std::process::Command::new(bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start prometheus"),
+    );
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let body = wait_for("prometheus to answer", 30, || {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let r = client.get(&url).send().await.ok()?;
+            let text = r.text().await.ok()?;
+            text.contains("prometheus_http_requests_total")
+                .then_some(serde_json::Value::String(text))
+        }
+    })
+    .await;
+    let text = body.as_str().unwrap();
+    let doc = harrier::routes::exposition::parse(text).expect("prometheus' own exposition parses");
+    let sample_lines = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .count();
+    assert_eq!(doc.sample_count(), sample_lines);
+    let obs = harrier::routes::presets::observations(&doc, "prometheus");
+    let metrics_route = obs
+        .iter()
+        .find(|o| o.route == "/metrics")
+        .unwrap_or_else(|| {
+            panic!(
+                "no /metrics route in {:?}",
+                obs.iter().map(|o| &o.route).collect::<Vec<_>>()
+            )
+        });
+    assert!(metrics_route.total.as_ref().unwrap().sum() >= 1.0);
+    assert!(
+        !metrics_route.buckets.is_empty(),
+        "prometheus_http_request_duration_seconds buckets"
+    );
+}
+
+/// A chromedriver process killed when dropped.
+struct Driver(std::process::Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn browser() -> (Driver, fantoccini::Client) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let driver = Driver(
+        std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromedriver not found: run scripts/test.sh, which installs Debian's chromium-driver"),
+    );
+    let profile = tempfile::tempdir().unwrap().keep();
+    let caps = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                     "--disable-dev-shm-usage", "--window-size=1400,1800",
+                     format!("--user-data-dir={}", profile.display())]
+        }
+    });
+    let serde_json::Value::Object(caps) = caps else {
+        unreachable!()
+    };
+    let mut last = None;
+    for _ in 0..50 {
+        match fantoccini::ClientBuilder::new(
+            hyper_util::client::legacy::connect::HttpConnector::new(),
+        )
+        .capabilities(caps.clone())
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        {
+            Ok(c) => return (driver, c),
+            Err(e) => {
+                last = Some(e);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    panic!("cannot start headless chromium through chromedriver: {last:?}");
+}
+
+/// The routes page follows `routes_updated` live (a route scraped after the page loaded
+/// appears with figures), filters rows, and the route page draws its four charts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_routes_pages_in_a_browser() {
+    use fantoccini::Locator;
+    let app = spawn_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let (driver, client) = browser().await;
+    client
+        .goto(&format!("http://{addr}/console/routes"))
+        .await
+        .unwrap();
+    // the page is open and live before the target exists
+    wait_for("the live socket", 10, || {
+        let client = client.clone();
+        async move {
+            let state = client
+                .find(Locator::Css("#live-status"))
+                .await
+                .ok()?
+                .attr("data-state")
+                .await
+                .ok()??;
+            (state == "live").then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    let (base, exporter) = moving_exporter().await;
+    let r = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "shop", "url": format!("{base}/metrics"), "interval_s": 1, "timeout_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let tput = wait_for("a live GET /cart row with a throughput", 20, || {
+        let client = client.clone();
+        async move {
+            for row in client
+                .find_all(Locator::Css("#routes-table tbody tr"))
+                .await
+                .ok()?
+            {
+                let text = row.text().await.ok()?;
+                if text.contains("GET /cart") {
+                    let cell = row.find(Locator::Css("td.tput")).await.ok()?;
+                    let value = cell.attr("data-value").await.ok()??;
+                    if !value.is_empty() {
+                        let err = row
+                            .find(Locator::Css("td.err"))
+                            .await
+                            .ok()?
+                            .text()
+                            .await
+                            .ok()?;
+                        return Some(serde_json::json!([value, err]));
+                    }
+                }
+            }
+            None
+        }
+    })
+    .await;
+    assert!(tput[0].as_str().unwrap().parse::<f64>().unwrap() > 0.0);
+    assert_eq!(tput[1], "10.00", "1 of 10 requests is a 503");
+
+    let filter = client.find(Locator::Css("#route-filter")).await.unwrap();
+    filter.send_keys("cart").await.unwrap();
+    let visible = client
+        .execute(
+            "return Array.from(document.querySelectorAll('#routes-table tbody tr')).filter(r => !r.hidden).map(r => r.cells[1].textContent)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(visible, serde_json::json!(["GET /cart"]));
+
+    let link = client
+        .find(Locator::XPath(
+            "//table[@id='routes-table']//a[text()='GET /cart']",
+        ))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    client.goto(&format!("http://{addr}{link}")).await.unwrap();
+    wait_for("four charts", 15, || {
+        let client = client.clone();
+        async move {
+            let n = client
+                .find_all(Locator::Css(".chart .uplot"))
+                .await
+                .ok()?
+                .len();
+            (n == 4).then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    let kpi = client
+        .find(Locator::Css(
+            "#route-kpis .kpi[data-key='error_pct'] .kpi-value",
+        ))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(kpi, "10.00 %");
+
+    client.close().await.unwrap();
+    drop(driver);
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    exporter.abort();
+}
