@@ -14,6 +14,8 @@
 //! again. A UTF-8 byte-order mark is skipped.
 
 pub mod ab;
+pub mod active_users;
+pub mod gatling;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
 pub mod timestamp;
@@ -33,11 +35,14 @@ pub enum Format {
     JmeterXml,
     /// ApacheBench text report(s).
     Ab,
+    /// Gatling simulation.log: text (2.x – 3.12) or binary (3.13+).
+    Gatling,
 }
 
 impl Format {
     /// The names accepted by `--format` and `?format=`.
-    pub const NAMES: &'static [&'static str] = &["auto", "jmeter-csv", "jmeter-xml", "ab"];
+    pub const NAMES: &'static [&'static str] =
+        &["auto", "jmeter-csv", "jmeter-xml", "ab", "gatling"];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
     pub fn from_name(name: &str) -> Option<Format> {
@@ -46,6 +51,7 @@ impl Format {
             "jmeter-csv" | "jtl-csv" => Some(Format::JmeterCsv),
             "jmeter-xml" | "jtl-xml" => Some(Format::JmeterXml),
             "ab" => Some(Format::Ab),
+            "gatling" => Some(Format::Gatling),
             _ => None,
         }
     }
@@ -144,6 +150,7 @@ fn parse_dyn(
     };
     let data = match format {
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Gatling => return gatling::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -196,6 +203,9 @@ fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
 
 /// Recognises a format from the first bytes of a file (BOM already skipped).
 pub fn sniff(prefix: &[u8]) -> Option<Format> {
+    if let Some(f) = sniff_formats_a(prefix) {
+        return Some(f);
+    }
     let trimmed = prefix.trim_ascii_start();
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
         return Some(Format::JmeterXml);
@@ -209,4 +219,24 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
         .take(50)
         .any(|line| line.starts_with(b"This is ApacheBench") || line.starts_with(b"Benchmarking "));
     ab.then_some(Format::Ab)
+}
+
+/// Gatling, k6 and Locust files (FORMATS.md §16), recognised by their first bytes.
+fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
+    let first_line = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
+    let fields: Vec<&[u8]> = first_line.split(|&b| b == b'\t').collect();
+    // Text simulation.log: ASSERTION or RUN first (2.0–2.1: RUN is the third field).
+    if matches!(fields[0], b"RUN" | b"ASSERTION" | b"USER" | b"REQUEST")
+        || (fields.len() > 3 && fields[2] == b"RUN")
+    {
+        return Some(Format::Gatling);
+    }
+    // Binary simulation.log: RUN header 0x00, then the version string "3.x.y".
+    if let [0, a, b, c, d, rest @ ..] = prefix {
+        let len = u32::from_be_bytes([*a, *b, *c, *d]) as usize;
+        if (3..=32).contains(&len) && rest.len() > len && rest[0].is_ascii_digit() {
+            return Some(Format::Gatling);
+        }
+    }
+    None
 }
