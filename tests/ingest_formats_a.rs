@@ -436,3 +436,254 @@ fn gatling_binary_log_of_an_unknown_version_is_refused_by_name() {
     assert!(matches!(err, IngestError::Invalid { .. }), "{msg}");
     assert!(msg.contains("Gatling 4.14.3"), "{msg}");
 }
+
+// ---- k6 ----
+
+/// A figure copied from a tool's JSON: serde_json's default float parser may land one
+/// unit in the last place away from the shortest representation k6 wrote.
+fn assert_near(got: Option<f64>, want: f64) {
+    let got = got.unwrap_or_else(|| panic!("expected {want}, got None"));
+    assert!(
+        (got - want).abs() <= 1e-12 * want.abs(),
+        "expected {want}, got {got}"
+    );
+}
+
+#[test]
+fn ec24_k6_ndjson_null_tags_and_mixed_time_offsets() {
+    let exp = expected("EC24");
+    let exp = &exp["expected"];
+    let run = one_run(&case_dir("EC24").join("k6-out.json"), "k6");
+    let data = &run.data;
+    let r = &data.reported;
+    assert_eq!(data.rejected_rows, 0);
+    assert_eq!(r["lines"], exp["lines"]);
+    assert_eq!(r["metric_definitions"], exp["metric_definitions"]);
+    for (metric, n) in exp["points"].as_object().unwrap() {
+        assert_eq!(&r["points"][metric], n, "points of {metric}");
+    }
+    assert_eq!(Some(data.overall.count), exp["http_reqs_total"].as_u64());
+    let d = &exp["http_req_duration_ms"];
+    for (key, field) in [
+        ("count", "count"),
+        ("min", "min_ms"),
+        ("max", "max_ms"),
+        ("mean", "mean_ms"),
+        ("p50", "p50_ms"),
+        ("p90", "p90_ms"),
+        ("p95", "p95_ms"),
+        ("p99", "p99_ms"),
+    ] {
+        let ours = serde_json::to_value(&data.overall).unwrap()[field].clone();
+        assert_number(&format!("EC24.{key}"), &ours, &d[key]);
+    }
+    assert_eq!(&r["requests_by_status"], &exp["by_status"]);
+    assert_eq!(r["first_request_utc"], exp["first_request_utc"]);
+    assert_eq!(r["last_request_utc"], exp["last_request_utc"]);
+    assert_eq!(r["first_request_time_ms"], exp["first_request_epoch_ms"]);
+    assert_eq!(r["last_request_time_ms"], exp["last_request_epoch_ms"]);
+    assert_eq!(r["vus_max"], exp["vus_max"]);
+    // The points carry each request's end; the first request started 95.4 ms before its
+    // point (…20.2985669 − 0.0954 s = …20.2031669), the last ended at …21.9.
+    assert_eq!(data.overall.first_start_ms, Some(1_700_000_000_203));
+    assert_eq!(data.overall.last_end_ms, Some(1_700_000_001_900));
+    // The file predates http_req_failed: no error rate rather than a made-up 0 %.
+    assert_eq!(data.overall.error_pct, None);
+    assert!(r["errors"].as_str().unwrap().starts_with("unknown"));
+    // vus gauge: 1 at …20.0, 2 at …21.0.
+    let users: Vec<(i64, Option<u32>)> = data
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| (b.start_ms, b.active_users))
+        .collect();
+    assert_eq!(
+        users,
+        [(1_700_000_000_000, Some(1)), (1_700_000_001_000, Some(2))]
+    );
+}
+
+/// The NDJSON and the --summary-export of one k6 1.1.0 run (tests/fixtures/k6/SOURCE.md).
+#[test]
+fn k6_ndjson_against_the_summary_export_of_the_same_run() {
+    let run = one_run(&fixture("k6/points.ndjson.gz"), "k6");
+    let data = &run.data;
+    assert_eq!(data.rejected_rows, 0);
+    let summary = one_run(&fixture("k6/summary-export.json"), "k6");
+    assert!(summary.data.summary_only);
+    let (ours, k6) = (&data.overall, &summary.data.overall);
+
+    // Equal: count, errors (http_req_failed passes = 6), error rate, min, max.
+    assert_eq!((ours.count, ours.errors), (60, 6));
+    assert_eq!((k6.count, k6.errors), (60, 6));
+    assert_eq!(ours.error_pct, Some(10.0));
+    assert_eq!(k6.error_pct, Some(10.0));
+    assert_eq!(summary.data.reported["http_req_failed_rate"], 0.1);
+    assert_eq!(ours.min_ms, Some(0.389495));
+    assert_eq!(k6.min_ms, Some(0.389495));
+    assert_eq!(ours.max_ms, Some(1003.908951));
+    assert_eq!(k6.max_ms, Some(1003.908951));
+    // avg: k6 sums the float ms values, harrier the integer ns: equal to 1e-12.
+    assert!((ours.mean_ms.unwrap() - 93.0691841).abs() < 1e-9);
+    assert!((k6.mean_ms.unwrap() - ours.mean_ms.unwrap()).abs() < 1e-9);
+
+    // Different by rule: k6 interpolates linearly at 0-based rank p·(n − 1) between
+    // neighbours; harrier takes the ⌈p·n⌉-th value (nearest rank). n = 60 (independently
+    // computed from the file's http_req_duration points):
+    // - med:   k6 rank 29.5 → between the 30th (49.963963) and 31st → 50.07048;
+    //          harrier the 30th → 49.963963;
+    // - p(90): k6 rank 53.1 → 90.6956774; harrier the 54th → 90.368491;
+    // - p(95): k6 rank 56.05, between the 57th (100.867533, the slowest /slow) and the
+    //          58th (a 1 s stall) → 145.847…; harrier the 57th → 100.867533;
+    // - p(99): k6 rank 58.41 → 1002.1268…; harrier the 60th → 1003.908951.
+    assert_eq!(
+        (ours.p50_ms, ours.p90_ms, ours.p95_ms, ours.p99_ms),
+        (
+            Some(49.963963),
+            Some(90.368491),
+            Some(100.867533),
+            Some(1003.908951)
+        )
+    );
+    assert_near(k6.p50_ms, 50.07048);
+    assert_near(k6.p90_ms, 90.69567740000001);
+    assert_near(k6.p95_ms, 145.84714444999744);
+    assert_near(k6.p99_ms, 1002.1268247300001);
+    // Throughput: k6's http_reqs.rate divides by the whole test duration (3.27 s incl.
+    // start-up and graceful stop); harrier by first request start → last request end.
+    assert_near(k6.throughput_rps, 18.369236304701218);
+    assert_eq!(ours.first_start_ms, Some(1_795_999_868_231));
+    assert_eq!(ours.last_end_ms, Some(1_795_999_871_407));
+
+    // Per label (name tag, else url): the poster scenario's /echo is also a sub-metric in
+    // the export (http_req_duration{scenario:poster}): same count, avg, min, max.
+    let echo = label(data, "http://127.0.0.1:8099/echo");
+    let sub = &summary.data.reported["metrics"]["http_req_duration{scenario:poster}"];
+    assert_eq!(echo.count, sub["count"].as_u64().unwrap());
+    assert_eq!(echo.min_ms, sub["min"].as_f64());
+    assert_eq!(echo.max_ms, sub["max"].as_f64());
+    assert!((echo.mean_ms.unwrap() - sub["avg"].as_f64().unwrap()).abs() < 1e-12);
+    let names: Vec<(&str, u64, u64)> = data
+        .labels
+        .iter()
+        .map(|l| (l.label.as_str(), l.stats.count, l.stats.errors))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("http://127.0.0.1:8099/echo", 12, 0),
+            ("GET /slow", 12, 0),
+            ("http://127.0.0.1:8099/flaky", 12, 3),
+            ("http://127.0.0.1:8099/notfound", 12, 0),
+            ("http://127.0.0.1:8099/stall", 12, 3),
+        ]
+    );
+    // The 404s are expected (responseCallback) so not failures; the stalls time out.
+    let stall = data
+        .errors
+        .iter()
+        .find(|e| e.label.ends_with("/stall"))
+        .unwrap();
+    assert_eq!((stall.response_code.as_str(), stall.count), ("0", 3));
+    assert_eq!(stall.message, "request timeout");
+    // vus gauge: 2 at …09.2, …10.2, …11.2; the first second has no reading yet (k6
+    // writes the gauge once a second), so its user count is unknown, not 0.
+    assert_eq!(data.reported["vus_max"], 2);
+    let users: Vec<Option<u32>> = data
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| b.active_users)
+        .collect();
+    assert_eq!(users, [None, Some(2), Some(2), Some(2)]);
+}
+
+#[test]
+fn k6_csv_gives_the_same_requests_as_the_ndjson() {
+    let csv = one_run(&fixture("k6/points.csv.gz"), "k6").data;
+    let json = one_run(&fixture("k6/points.ndjson.gz"), "k6").data;
+    assert_eq!(csv.rejected_rows, 0);
+    let strip = |s: &Stats| Stats {
+        first_start_ms: None,
+        last_end_ms: None,
+        window_ms: None,
+        throughput_rps: None,
+        ..s.clone()
+    };
+    // Response-time statistics agree exactly (CSV values have 6 decimals = ns).
+    assert_eq!(strip(&csv.overall), strip(&json.overall));
+    for (c, j) in csv.labels.iter().zip(&json.labels) {
+        assert_eq!(c.label, j.label);
+        assert_eq!(strip(&c.stats), strip(&j.stats), "{}", c.label);
+    }
+    assert_eq!(csv.labels.len(), json.labels.len());
+    // Times: the CSV stamps are whole seconds (k6's default), so the window differs.
+    assert_eq!(csv.reported["first_request_time_ms"], 1_795_999_868_000i64);
+    assert_eq!(csv.reported["last_request_time_ms"], 1_795_999_871_000i64);
+}
+
+#[test]
+fn k6_handle_summary_data_is_a_summary_only_run() {
+    let run = one_run(&fixture("k6/handleSummary_data.json"), "k6");
+    let d = &run.data;
+    assert!(d.summary_only);
+    let s = &d.overall;
+    assert_eq!((s.count, s.errors), (85, 4));
+    assert_near(s.mean_ms, 68.54178796470589);
+    assert_near(s.p50_ms, 43.927244);
+    assert_near(s.p99_ms, 1001.15909988);
+    assert_eq!(s.window_ms, Some(3642));
+    assert_eq!(d.reported["input"], "handleSummary data");
+    // {"ok": false} is a failed threshold (not inverted in this format) …
+    assert_eq!(
+        d.reported["thresholds"]["http_req_duration"]["p(95)<100"]["passed"],
+        false
+    );
+    assert_eq!(d.reported["thresholds_failed"], 1);
+    let checks = d.reported["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["name"] == "flaky is 200" && c["fails"] == 2)
+    );
+    // … while the export writes true for a failed threshold.
+    let export = one_run(&fixture("k6/summary-export.json"), "k6").data;
+    assert_eq!(export.reported["input"], "--summary-export");
+    assert_eq!(
+        export.reported["thresholds"]["http_req_duration"]["p(95)<100"]["passed"],
+        false
+    );
+    assert_eq!(
+        export.reported["thresholds"]["http_req_failed"]["rate<0.10"]["passed"],
+        false
+    );
+    assert_eq!(
+        export.reported["thresholds"]["checks"]["rate>0.9"]["passed"],
+        true
+    );
+    assert_near(export.overall.p99_ms, 1002.1268247300001);
+    assert_eq!(export.overall.window_ms, None);
+}
+
+#[test]
+fn k6_public_2022_ndjson_with_type_first_keys() {
+    let Some(path) = public("k6/czrpb_workloads_k6out_head560.ndjson") else {
+        return;
+    };
+    let run = one_run(&path, "k6");
+    let d = &run.data;
+    assert_eq!(d.rejected_rows, 0);
+    // 560 lines cut from a longer file: 50 http_reqs points, the last request lost its
+    // http_req_failed point to the cut (counted as not failed, and reported).
+    assert_eq!(d.reported["points"]["http_reqs"], 50);
+    assert_eq!(d.reported["points"]["http_req_failed"], 49);
+    assert_eq!(d.reported["requests_without_http_req_failed"], 1);
+    assert_eq!(d.reported["metric_definitions"], 15);
+    assert_eq!(d.overall.count, 50);
+    assert_eq!(d.overall.errors, 0);
+    assert_eq!(d.reported["requests_by_status"]["308"], 25);
+    assert_eq!(d.overall.min_ms, Some(126.457969));
+    assert_eq!(d.overall.max_ms, Some(143.131211));
+    assert_eq!(d.overall.p50_ms, Some(135.582625));
+}

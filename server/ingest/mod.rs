@@ -18,6 +18,10 @@ pub mod active_users;
 pub mod gatling;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
+pub mod k6_csv;
+pub mod k6_json;
+pub mod k6_points;
+pub mod k6_summary;
 pub mod timestamp;
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
@@ -37,6 +41,12 @@ pub enum Format {
     Ab,
     /// Gatling simulation.log: text (2.x – 3.12) or binary (3.13+).
     Gatling,
+    /// k6 `--out json` (NDJSON points).
+    K6Json,
+    /// k6 `--out csv` (points).
+    K6Csv,
+    /// k6 `--summary-export` or handleSummary data (summary-only).
+    K6Summary,
 }
 
 impl Format {
@@ -52,6 +62,11 @@ impl Format {
             "jmeter-xml" | "jtl-xml" => Some(Format::JmeterXml),
             "ab" => Some(Format::Ab),
             "gatling" => Some(Format::Gatling),
+            // `k6` sniffs which of its outputs a file is.
+            "k6" => Some(Format::Auto),
+            "k6-json" => Some(Format::K6Json),
+            "k6-csv" => Some(Format::K6Csv),
+            "k6-summary" => Some(Format::K6Summary),
             _ => None,
         }
     }
@@ -151,6 +166,11 @@ fn parse_dyn(
     let data = match format {
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Gatling => return gatling::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Json => return k6_json::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Csv => return k6_csv::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Summary => {
+            return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
+        }
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -230,6 +250,24 @@ fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
         || (fields.len() > 3 && fields[2] == b"RUN")
     {
         return Some(Format::Gatling);
+    }
+    let trimmed = prefix.trim_ascii_start();
+    if first_line.starts_with(b"metric_name,timestamp,metric_value") {
+        return Some(Format::K6Csv);
+    }
+    // k6 NDJSON: every line an object with "type" Metric or Point (any key order).
+    if trimmed.starts_with(b"{") {
+        let line = trimmed.split(|&b| b == b'\n').next().unwrap_or_default();
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+            && matches!(v["type"].as_str(), Some("Metric" | "Point"))
+            && v.get("metric").is_some()
+        {
+            return Some(Format::K6Json);
+        }
+        let has = |needle: &[u8]| prefix.windows(needle.len()).any(|w| w == needle);
+        if has(b"\"root_group\"") && has(b"\"metrics\"") {
+            return Some(Format::K6Summary);
+        }
     }
     // Binary simulation.log: RUN header 0x00, then the version string "3.x.y".
     if let [0, a, b, c, d, rest @ ..] = prefix {
