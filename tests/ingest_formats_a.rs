@@ -687,3 +687,279 @@ fn k6_public_2022_ndjson_with_type_first_keys() {
     assert_eq!(d.overall.max_ms, Some(143.131211));
     assert_eq!(d.overall.p50_ms, Some(135.582625));
 }
+
+// ---- Locust ----
+
+#[test]
+fn ec27_locust_stats_quoted_names_aggregated_row_and_na() {
+    let exp = expected("EC27");
+    let exp = &exp["expected"];
+    let run = one_run(&case_dir("EC27").join("input_stats.csv"), "locust");
+    let data = &run.data;
+    assert!(data.summary_only);
+    assert_eq!(data.rejected_rows, 0);
+    assert_eq!(Some(data.labels.len() as u64), exp["endpoints"].as_u64());
+    let by_endpoint = exp["by_endpoint"].as_object().unwrap();
+    let mut got: Vec<&str> = data.labels.iter().map(|l| l.label.as_str()).collect();
+    let mut want: Vec<&str> = by_endpoint.keys().map(String::as_str).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want, "EC27: exactly these endpoints (Type + Name)");
+    // The case names the figures after Locust's columns.
+    let rename = |v: &Value| -> Value {
+        let mut out = serde_json::Map::new();
+        for (k, v) in v.as_object().unwrap() {
+            let k = match k.as_str() {
+                "request_count" => "count",
+                "failure_count" => "errors",
+                other => other,
+            };
+            out.insert(k.to_owned(), v.clone());
+        }
+        Value::Object(out)
+    };
+    for l in &data.labels {
+        assert_stats(
+            &format!("EC27.by_endpoint[{}]", l.label),
+            &l.stats,
+            &rename(&by_endpoint[&l.label]),
+        );
+    }
+    assert_stats("EC27.totals", &data.overall, &rename(&exp["totals"]));
+    let sum: u64 = data.labels.iter().map(|l| l.stats.count).sum();
+    assert_eq!(Some(sum), exp["sum_of_endpoint_request_counts"].as_u64());
+    // The endpoint without requests shows no data, not 0 ms (its row holds 0 and N/A).
+    let delete = label(data, "DELETE /cart");
+    assert_eq!(
+        (
+            delete.min_ms,
+            delete.max_ms,
+            delete.p50_ms,
+            delete.throughput_rps
+        ),
+        (None, None, None, Some(0.0))
+    );
+    assert_eq!(
+        data.reported["percentile_rule"],
+        ingest::locust::PERCENTILE_RULE
+    );
+}
+
+#[test]
+fn locust_stats_csv_as_written() {
+    let run = one_run(&fixture("locust/run_stats.csv"), "locust");
+    let d = &run.data;
+    assert!(d.summary_only);
+    let o = &d.overall;
+    assert_eq!((o.count, o.errors), (330, 82));
+    assert_eq!(
+        (o.min_ms, o.max_ms, o.p50_ms, o.p90_ms, o.p95_ms, o.p99_ms),
+        (
+            Some(1.1185760000103073),
+            Some(192.7635920000057),
+            Some(51.0),
+            Some(130.0),
+            Some(160.0),
+            Some(170.0)
+        )
+    );
+    assert_eq!(o.mean_ms, Some(64.08662969393858));
+    assert_eq!(o.throughput_rps, Some(54.861495881108034));
+    let names: Vec<&str> = d.labels.iter().map(|l| l.label.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "GET /flaky",
+            "GET /notfound",
+            "GET /slow",
+            "POST POST echo, named"
+        ]
+    );
+    let echo = label(d, "POST POST echo, named");
+    assert_eq!((echo.count, echo.errors, echo.p95_ms), (40, 31, Some(73.0)));
+    // Columns harrier has no slot for stay in `reported`, as Locust wrote them.
+    assert_eq!(d.reported["aggregated"]["percentiles_ms"]["99.9%"], 190.0);
+    assert_eq!(d.reported["endpoints"][0]["percentiles_ms"]["66%"], 47.0);
+    // Known lag (FORMATS.md §6.1): the console of the same run said 368 requests and 92
+    // failures; the final CSV was written before the last requests were counted. harrier
+    // imports what the file says.
+    assert_ne!(o.count, 368);
+}
+
+#[test]
+fn locust_stats_history_alone_is_an_over_time_summary() {
+    let run = one_run(&fixture("locust/run_stats_history.csv"), "locust");
+    let d = &run.data;
+    assert!(d.summary_only);
+    assert_eq!(d.reported["input"], "stats_history.csv");
+    // The last rows (…536) carry the cumulative totals, equal to run_stats.csv's.
+    let o = &d.overall;
+    assert_eq!((o.count, o.errors), (330, 82));
+    assert_eq!(o.p50_ms, Some(51.0));
+    assert_eq!(o.mean_ms, Some(64.08662969393858));
+    // Windowed percentiles are not run figures.
+    assert_eq!((o.p90_ms, o.p95_ms, o.p99_ms), (None, None, None));
+    let flaky = label(d, "GET /flaky");
+    assert_eq!((flaky.count, flaky.errors), (113, 24));
+    assert_near(flaky.max_ms, 89.35187600002337);
+    let history = d.reported["history"].as_array().unwrap();
+    assert_eq!(history.len(), 7);
+    assert_eq!(history[0]["time_ms"], 1_795_999_530_000i64);
+    assert_eq!(history[0]["total_requests"], 0);
+    assert_eq!(history[0]["window_percentiles_ms"]["50%"], Value::Null);
+    assert_eq!(history[6]["users"], 6.0);
+    assert_eq!(d.reported["peak_users"], 6.0);
+}
+
+#[test]
+fn locust_json_percentiles_by_locusts_rule() {
+    let run = one_run(&fixture("locust/run_final_stats.json"), "locust");
+    let d = &run.data;
+    assert!(d.summary_only);
+    // Independently computed with Locust's own algorithm over the file (Python).
+    let o = &d.overall;
+    assert_eq!((o.count, o.errors), (79, 16));
+    assert_eq!(
+        (o.p50_ms, o.p90_ms, o.p95_ms, o.p99_ms),
+        (Some(55.0), Some(130.0), Some(140.0), Some(170.0))
+    );
+    assert!((o.mean_ms.unwrap() - 64.17925822784906).abs() < 1e-9);
+    assert_near(o.min_ms, 1.3039359999993394);
+    assert_near(o.max_ms, 166.39555900002279);
+    assert_eq!(o.first_start_ms, Some(1_795_999_550_436));
+    assert_eq!(o.last_end_ms, Some(1_795_999_552_483));
+    assert!((o.throughput_rps.unwrap() - 38.582813898568716).abs() < 1e-9);
+    assert_eq!(o.bytes_received, 747);
+    let flaky = label(d, "GET /flaky");
+    // n = 26: Locust's p50 is the 14th value (⌊13⌋ + 1) = 12 ms; nearest rank would take
+    // the 13th (11 ms). harrier shows Locust's figure for a Locust summary.
+    assert_eq!(flaky.p50_ms, Some(12.0));
+    assert_eq!((flaky.count, flaky.errors), (26, 5));
+    // Locust rounds before counting: /notfound's p90 (66) is above its exact max (65.52).
+    let notfound = label(d, "GET /notfound");
+    assert_eq!(notfound.p90_ms, Some(66.0));
+    assert_near(notfound.max_ms, 65.51948699996046);
+    assert_eq!(d.labels.len(), 4);
+}
+
+// ---- format sniffing ----
+
+#[test]
+fn every_real_file_is_sniffed_as_its_format() {
+    let mut files: Vec<(PathBuf, Format, &str)> = vec![
+        (
+            case_dir("EC19").join("simulation.log"),
+            Format::Gatling,
+            "gatling",
+        ),
+        (case_dir("EC24").join("k6-out.json"), Format::K6Json, "k6"),
+        (
+            case_dir("EC27").join("input_stats.csv"),
+            Format::Locust,
+            "locust",
+        ),
+        (fixture("k6/points.ndjson.gz"), Format::K6Json, "k6"),
+        (fixture("k6/points.csv.gz"), Format::K6Csv, "k6"),
+        (fixture("k6/summary-export.json"), Format::K6Summary, "k6"),
+        (
+            fixture("k6/handleSummary_data.json"),
+            Format::K6Summary,
+            "k6",
+        ),
+        (fixture("locust/run_stats.csv"), Format::Locust, "locust"),
+        (
+            fixture("locust/run_stats_history.csv"),
+            Format::Locust,
+            "locust",
+        ),
+        (
+            fixture("locust/run_final_stats.json"),
+            Format::Locust,
+            "locust",
+        ),
+    ];
+    if let Some(dir) = public("") {
+        for (rel, format, tool) in [
+            (
+                "gatling/v3.9.5_report/simulation.log",
+                Format::Gatling,
+                "gatling",
+            ),
+            (
+                "gatling/v3.12.0_fixture_text_simulation.log",
+                Format::Gatling,
+                "gatling",
+            ),
+            (
+                "gatling/taurus_fixtures/gatling-3.3.1_text_with_userId.simulation.log",
+                Format::Gatling,
+                "gatling",
+            ),
+            (
+                "gatling/v3.14.3_report/simulation.log",
+                Format::Gatling,
+                "gatling",
+            ),
+            (
+                "gatling/v3.15_fixture_binary_simulation.log",
+                Format::Gatling,
+                "gatling",
+            ),
+            (
+                "gatling/taurus_fixtures/gatling-3.14.3_binary.simulation.log",
+                Format::Gatling,
+                "gatling",
+            ),
+            (
+                "gatling/taurus_fixtures/gatling-3.14.3_binary_with_groups.simulation.log",
+                Format::Gatling,
+                "gatling",
+            ),
+            (
+                "k6/czrpb_workloads_k6out_head560.ndjson",
+                Format::K6Json,
+                "k6",
+            ),
+        ] {
+            files.push((dir.join(rel), format, tool));
+        }
+    }
+    for (path, format, tool) in &files {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let plain = if bytes.starts_with(&[0x1f, 0x8b]) {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut out)
+                .unwrap();
+            out
+        } else {
+            bytes
+        };
+        let prefix = &plain[..plain.len().min(64 * 1024)];
+        assert_eq!(ingest::sniff(prefix), Some(*format), "{}", path.display());
+        // Auto parses with that parser, and gives the same run as naming the format.
+        let auto = parse_path(path, Format::Auto).unwrap();
+        let named = parse_path(path, *format).unwrap();
+        assert_eq!(auto[0].tool, *tool, "{}", path.display());
+        assert_eq!(
+            auto[0].data.overall,
+            named[0].data.overall,
+            "{}",
+            path.display()
+        );
+    }
+    // Locust's failures.csv is not a run: it is not claimed by any parser.
+    let err = parse_path(&fixture("locust/run_failures.csv"), Format::Auto).unwrap_err();
+    assert!(matches!(err, IngestError::UnknownFormat { .. }), "{err}");
+    // Every new --format name resolves.
+    for (name, format) in [
+        ("gatling", Format::Gatling),
+        ("k6-json", Format::K6Json),
+        ("k6-csv", Format::K6Csv),
+        ("k6-summary", Format::K6Summary),
+        ("k6", Format::Auto),
+        ("locust", Format::Locust),
+    ] {
+        assert_eq!(Format::from_name(name), Some(format), "{name}");
+        assert!(Format::NAMES.contains(&name), "{name} listed");
+    }
+}

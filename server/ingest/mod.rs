@@ -8,6 +8,11 @@
 //! - [`jmeter_csv`]: JMeter JTL, CSV (any delimiter, with or without header);
 //! - [`jmeter_xml`]: JMeter JTL, XML (top-level samples only);
 //! - [`ab`]: ApacheBench text reports (summary-only runs, several per file);
+//! - [`gatling`]: Gatling simulation.log, text (2.x – 3.12) and binary (3.13 – 3.15);
+//! - [`k6_json`], [`k6_csv`]: k6 `--out json` / `--out csv` points, regrouped into requests
+//!   by [`k6_points`]; [`k6_summary`]: k6 end-of-test summaries (summary-only);
+//! - [`locust`]: Locust `_stats.csv`, `_stats_history.csv`, `--json` (summary-only);
+//! - [`active_users`]: active users per second from user records (Gatling, k6);
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
@@ -22,6 +27,7 @@ pub mod k6_csv;
 pub mod k6_json;
 pub mod k6_points;
 pub mod k6_summary;
+pub mod locust;
 pub mod timestamp;
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
@@ -47,12 +53,24 @@ pub enum Format {
     K6Csv,
     /// k6 `--summary-export` or handleSummary data (summary-only).
     K6Summary,
+    /// Locust `_stats.csv`, `_stats_history.csv` or `--json` output (summary-only).
+    Locust,
 }
 
 impl Format {
     /// The names accepted by `--format` and `?format=`.
-    pub const NAMES: &'static [&'static str] =
-        &["auto", "jmeter-csv", "jmeter-xml", "ab", "gatling"];
+    pub const NAMES: &'static [&'static str] = &[
+        "auto",
+        "jmeter-csv",
+        "jmeter-xml",
+        "ab",
+        "gatling",
+        "k6",
+        "k6-json",
+        "k6-csv",
+        "k6-summary",
+        "locust",
+    ];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
     pub fn from_name(name: &str) -> Option<Format> {
@@ -67,6 +85,7 @@ impl Format {
             "k6-json" => Some(Format::K6Json),
             "k6-csv" => Some(Format::K6Csv),
             "k6-summary" => Some(Format::K6Summary),
+            "locust" => Some(Format::Locust),
             _ => None,
         }
     }
@@ -116,7 +135,8 @@ const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
 ///
 /// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; a line
 /// starting `This is ApacheBench` or `Benchmarking ` → ab; a JMeter CSV header or a
-/// headerless row in a default JMeter layout → JMeter CSV; anything else is
+/// headerless row in a default JMeter layout → JMeter CSV; Gatling, k6 and Locust files
+/// by the rules of FORMATS.md §16 (see `sniff_formats_a`); anything else is
 /// [`IngestError::UnknownFormat`]. gzip input is unwrapped first, a UTF-8 BOM skipped.
 ///
 /// Errors: `UnknownFormat` (sniffing failed), `Invalid` (the file is of the format but
@@ -171,6 +191,7 @@ fn parse_dyn(
         Format::K6Summary => {
             return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
         }
+        Format::Locust => return locust::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -200,7 +221,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), Gatling simulation.log text or binary (gatling), k6 --out json / --out csv / summary export (k6-json, k6-csv, k6-summary), Locust stats CSV, stats history CSV or --json (locust); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -254,6 +275,20 @@ fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
     let trimmed = prefix.trim_ascii_start();
     if first_line.starts_with(b"metric_name,timestamp,metric_value") {
         return Some(Format::K6Csv);
+    }
+    // Locust CSVs (2.x and 0.x headers) and --json output.
+    let header = String::from_utf8_lossy(first_line);
+    if (header.contains("Name")
+        && (header.contains("Request Count") || header.contains("# requests")))
+        || header.starts_with("Timestamp,User Count,")
+    {
+        return Some(Format::Locust);
+    }
+    if trimmed.starts_with(b"[") {
+        let has = |needle: &[u8]| prefix.windows(needle.len()).any(|w| w == needle);
+        if has(b"\"num_requests\"") && has(b"\"response_times\"") {
+            return Some(Format::Locust);
+        }
     }
     // k6 NDJSON: every line an object with "type" Metric or Point (any key order).
     if trimmed.starts_with(b"{") {
