@@ -963,3 +963,28 @@ fn every_real_file_is_sniffed_as_its_format() {
         assert!(Format::NAMES.contains(&name), "{name} listed");
     }
 }
+
+/// Import speed of one big file; not a CI test. Run by hand:
+///
+/// ```text
+/// HARRIER_PERF_FILE=/path/big.ndjson cargo test --release --test ingest_formats_a -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore]
+fn speed_of_one_big_file() {
+    let Ok(path) = std::env::var("HARRIER_PERF_FILE") else {
+        println!("set HARRIER_PERF_FILE");
+        return;
+    };
+    let bytes = std::fs::metadata(&path).unwrap().len();
+    let t = std::time::Instant::now();
+    let runs = parse_path(Path::new(&path), Format::Auto).unwrap();
+    let s = t.elapsed().as_secs_f64();
+    let n = runs[0].data.overall.count;
+    println!(
+        "{path}: {} {n} requests in {s:.2} s: {:.0} requests/s, {:.1} MB/s",
+        runs[0].tool,
+        n as f64 / s,
+        bytes as f64 / s / 1e6
+    );
+}
