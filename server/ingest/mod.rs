@@ -8,6 +8,11 @@
 //! - [`jmeter_csv`]: JMeter JTL, CSV (any delimiter, with or without header);
 //! - [`jmeter_xml`]: JMeter JTL, XML (top-level samples only);
 //! - [`ab`]: ApacheBench text reports (summary-only runs, several per file);
+//! - [`gatling`]: Gatling simulation.log, text (2.x – 3.12) and binary (3.13 – 3.15);
+//! - [`k6_json`], [`k6_csv`]: k6 `--out json` / `--out csv` points, regrouped into requests
+//!   by [`k6_points`]; [`k6_summary`]: k6 end-of-test summaries (summary-only);
+//! - [`locust`]: Locust `_stats.csv`, `_stats_history.csv`, `--json` (summary-only);
+//! - [`active_users`]: active users per second from user records (Gatling, k6);
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
 //! - [`wrk`]: wrk / wrk2 text reports (summary-only);
 //! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
@@ -24,12 +29,19 @@
 //! again. A UTF-8 byte-order mark is skipped.
 
 pub mod ab;
+pub mod active_users;
 pub mod artillery;
 pub mod autocannon;
+pub mod gatling;
 pub mod hey;
 pub mod influx;
 pub mod jmeter_csv;
 pub mod jmeter_xml;
+pub mod k6_csv;
+pub mod k6_json;
+pub mod k6_points;
+pub mod k6_summary;
+pub mod locust;
 pub mod oha;
 pub mod siege;
 pub mod soapui;
@@ -72,6 +84,16 @@ pub enum Format {
     Soapui,
     /// Taurus (bzt) kpi.jtl (raw).
     Taurus,
+    /// Gatling simulation.log: text (2.x – 3.12) or binary (3.13+).
+    Gatling,
+    /// k6 `--out json` (NDJSON points).
+    K6Json,
+    /// k6 `--out csv` (points).
+    K6Csv,
+    /// k6 `--summary-export` or handleSummary data (summary-only).
+    K6Summary,
+    /// Locust `_stats.csv`, `_stats_history.csv` or `--json` output (summary-only).
+    Locust,
 }
 
 impl Format {
@@ -90,6 +112,12 @@ impl Format {
         "siege",
         "soapui",
         "taurus",
+        "gatling",
+        "k6",
+        "k6-json",
+        "k6-csv",
+        "k6-summary",
+        "locust",
     ];
 
     /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
@@ -108,6 +136,13 @@ impl Format {
             "siege" => Some(Format::Siege),
             "soapui" => Some(Format::Soapui),
             "taurus" => Some(Format::Taurus),
+            "gatling" => Some(Format::Gatling),
+            // `k6` sniffs which of its outputs a file is.
+            "k6" => Some(Format::Auto),
+            "k6-json" => Some(Format::K6Json),
+            "k6-csv" => Some(Format::K6Csv),
+            "k6-summary" => Some(Format::K6Summary),
+            "locust" => Some(Format::Locust),
             _ => None,
         }
     }
@@ -159,9 +194,11 @@ const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
 /// format's own `looks_like` (FORMATS.md §16: Taurus' Locust-executor header, SoapUI's
 /// statistics header, siege's log header or summary, Artillery's `{"aggregate":{"counters"`,
 /// autocannon's `{"url":…,"latency":{"average"`, vegeta results or report, oha JSON/CSV,
-/// hey CSV/text, wrk's `Running … test @`); a JMeter CSV header or a headerless row in a
+/// hey CSV/text, wrk's `Running … test @`); Gatling, k6 and Locust files by the rules of
+/// FORMATS.md §16 (see `sniff_formats_a`); a JMeter CSV header or a headerless row in a
 /// default JMeter layout → JMeter CSV; a line starting `This is ApacheBench` or
-/// `Benchmarking ` → ab; anything else is [`IngestError::UnknownFormat`]. gzip input is unwrapped first, a UTF-8 BOM skipped.
+/// `Benchmarking ` → ab; anything else is [`IngestError::UnknownFormat`]. gzip input is
+/// unwrapped first, a UTF-8 BOM skipped.
 ///
 /// Errors: `UnknownFormat` (sniffing failed), `Invalid` (the file is of the format but
 /// nothing in it is readable: the line of the first problem), `Io` (reading failed before
@@ -239,6 +276,13 @@ fn parse_dyn(
         Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Taurus => return taurus::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Gatling => return gatling::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Json => return k6_json::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Csv => return k6_csv::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Summary => {
+            return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Locust => return locust::parse(Cursor::new(prefix).chain(input), source_name),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -268,7 +312,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), Gatling simulation.log text or binary (gatling), k6 --out json / --out csv / summary export (k6-json, k6-csv, k6-summary), Locust stats CSV, stats history CSV or --json (locust), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -291,6 +335,9 @@ fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
 
 /// Recognises a format from the first bytes of a file (BOM already skipped).
 pub fn sniff(prefix: &[u8]) -> Option<Format> {
+    if let Some(f) = sniff_formats_a(prefix) {
+        return Some(f);
+    }
     let trimmed = prefix.trim_ascii_start();
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
         return Some(Format::JmeterXml);
@@ -331,4 +378,56 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
         .take(50)
         .any(|line| line.starts_with(b"This is ApacheBench") || line.starts_with(b"Benchmarking "));
     ab.then_some(Format::Ab)
+}
+
+/// Gatling, k6 and Locust files (FORMATS.md §16), recognised by their first bytes.
+fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
+    let first_line = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
+    let fields: Vec<&[u8]> = first_line.split(|&b| b == b'\t').collect();
+    // Text simulation.log: ASSERTION or RUN first (2.0–2.1: RUN is the third field).
+    if matches!(fields[0], b"RUN" | b"ASSERTION" | b"USER" | b"REQUEST")
+        || (fields.len() > 3 && fields[2] == b"RUN")
+    {
+        return Some(Format::Gatling);
+    }
+    let trimmed = prefix.trim_ascii_start();
+    if first_line.starts_with(b"metric_name,timestamp,metric_value") {
+        return Some(Format::K6Csv);
+    }
+    // Locust CSVs (2.x and 0.x headers) and --json output.
+    let header = String::from_utf8_lossy(first_line);
+    if (header.contains("Name")
+        && (header.contains("Request Count") || header.contains("# requests")))
+        || header.starts_with("Timestamp,User Count,")
+    {
+        return Some(Format::Locust);
+    }
+    if trimmed.starts_with(b"[") {
+        let has = |needle: &[u8]| prefix.windows(needle.len()).any(|w| w == needle);
+        if has(b"\"num_requests\"") && has(b"\"response_times\"") {
+            return Some(Format::Locust);
+        }
+    }
+    // k6 NDJSON: every line an object with "type" Metric or Point (any key order).
+    if trimmed.starts_with(b"{") {
+        let line = trimmed.split(|&b| b == b'\n').next().unwrap_or_default();
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+            && matches!(v["type"].as_str(), Some("Metric" | "Point"))
+            && v.get("metric").is_some()
+        {
+            return Some(Format::K6Json);
+        }
+        let has = |needle: &[u8]| prefix.windows(needle.len()).any(|w| w == needle);
+        if has(b"\"root_group\"") && has(b"\"metrics\"") {
+            return Some(Format::K6Summary);
+        }
+    }
+    // Binary simulation.log: RUN header 0x00, then the version string "3.x.y".
+    if let [0, a, b, c, d, rest @ ..] = prefix {
+        let len = u32::from_be_bytes([*a, *b, *c, *d]) as usize;
+        if (3..=32).contains(&len) && rest.len() > len && rest[0].is_ascii_digit() {
+            return Some(Format::Gatling);
+        }
+    }
+    None
 }

@@ -200,7 +200,7 @@ async fn unknown_format_is_a_clear_error_and_stores_nothing() {
     );
 
     let reply = app
-        .import("format=gatling", fixture("edge-cases/EC01/input.jtl"))
+        .import("format=tsung", fixture("edge-cases/EC01/input.jtl"))
         .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     assert!(
