@@ -378,7 +378,8 @@
   // ── 5. runs tables ────────────────────────────────────────────────────
   const TOOL_NAMES = {
     jmeter: 'JMeter', gatling: 'Gatling', k6: 'k6', ab: 'ab', locust: 'Locust',
-    soapui: 'SoapUI', wrk: 'wrk', vegeta: 'Vegeta', artillery: 'Artillery',
+    soapui: 'SoapUI', wrk: 'wrk', vegeta: 'Vegeta', artillery: 'Artillery', taurus: 'Taurus',
+    hey: 'hey', oha: 'oha', autocannon: 'autocannon', siege: 'siege',
   };
   const toolName = (t) => (t && TOOL_NAMES[String(t).toLowerCase()]) || t || NULL_TEXT;
 
@@ -733,9 +734,13 @@
     const font = '11.5px ' + cssVar('--font', 'sans-serif');
     const labelFont = '600 11.5px ' + cssVar('--font', 'sans-serif');
 
+    // Some tools (hey, oha CSV) write offsets from the test start, not clock times: then
+    // the x axis reads "+1 min 20 s" instead of a date in 1970.
+    const relative = isNum(t[0]) && t[0] < 946684800000;
+    const offsetTicks = (u, splits) => splits.map((v) => '+' + fmt.duration(v));
     const xAxis = {
       stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
-      values: timeTicks,
+      values: relative ? offsetTicks : timeTicks,
       // HH:MM needs ~50 px, HH:MM:SS (ticks < 1 min apart) ~80 px
       space: (u, ai, min, max, dim) => ((max - min) / Math.max(dim, 1) * 50 <= 30000 ? 80 : 50),
     };
@@ -746,7 +751,7 @@
     }, extra || {});
     const xSeries = {
       label: 'Time',
-      value: (u, v, si, idx) => (isNum(v) ? fmt.ts(v) + (partial && idx === lastIdx ? ' (partial)' : '') : ''),
+      value: (u, v, si, idx) => (isNum(v) ? (relative ? '+' + fmt.duration(v) : fmt.ts(v)) + (partial && idx === lastIdx ? ' (partial)' : '') : ''),
     };
 
     /** A line series whose legend shows the formatted value (and "(partial)"). */

@@ -41,6 +41,9 @@ pub fn tool_name(tool: &str) -> String {
         "gatling" => "Gatling".into(),
         "locust" => "Locust".into(),
         "soapui" => "SoapUI".into(),
+        "vegeta" => "Vegeta".into(),
+        "artillery" => "Artillery".into(),
+        "taurus" => "Taurus".into(),
         other => other.into(),
     }
 }

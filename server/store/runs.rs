@@ -216,6 +216,12 @@ fn with_urls(mut rows: Vec<RunListItem>) -> Vec<RunListItem> {
     rows
 }
 
+/// A run's start or end as a clock time: some tools (hey and oha CSV) write only offsets
+/// from the test's start, which are not times of day and stay out of `started_at_ms`.
+fn clock_time(ms: Option<i64>) -> Option<i64> {
+    ms.filter(|t| *t >= crate::ingest::timestamp::MIN_PLAUSIBLE_MS)
+}
+
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -451,8 +457,8 @@ impl Store {
         )
         .bind(status)
         .bind(data.summary_only)
-        .bind(data.overall.first_start_ms)
-        .bind(data.overall.last_end_ms)
+        .bind(clock_time(data.overall.first_start_ms))
+        .bind(clock_time(data.overall.last_end_ms))
         .bind(to_i64(data.rejected_rows))
         .bind(data.reported.to_string())
         .bind(tool_source.map(|t| t.0))
@@ -560,8 +566,8 @@ async fn insert_run_tx(
     .bind(&run.tool)
     .bind(&run.source)
     .bind(data.summary_only)
-    .bind(data.overall.first_start_ms)
-    .bind(data.overall.last_end_ms)
+    .bind(clock_time(data.overall.first_start_ms))
+    .bind(clock_time(data.overall.last_end_ms))
     .bind(run.imported_at_ms)
     .bind(to_i64(data.rejected_rows))
     .bind(data.reported.to_string())
