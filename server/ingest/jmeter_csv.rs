@@ -456,7 +456,7 @@ fn parse_row<'a>(
 #[derive(Default)]
 struct TransactionModes {
     /// Start of the latest non-transaction row, per thread name.
-    last_request_start: std::collections::HashMap<Box<[u8]>, i64>,
+    last_request_start: std::collections::HashMap<Box<[u8]>, i64, rustc_hash::FxBuildHasher>,
 }
 
 impl TransactionModes {
@@ -484,45 +484,95 @@ impl TransactionModes {
 /// sample was accepted; a read error later (a truncated `.gz`) ends the import with a
 /// rejection at the line where reading stopped.
 pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Error> {
+    // Two stages on two threads: this one splits records (the csv crate), a worker parses
+    // rows and feeds the run builder. Each stage is about half the work, so a large file
+    // imports in about half the time on two cores. Batches of records travel in vectors
+    // that come back empty for reuse, so nothing is allocated per row.
+    let (to_worker, batches) = std::sync::mpsc::sync_channel::<Batch>(4);
+    let (to_reader, recycled) = std::sync::mpsc::channel::<Vec<ByteRecord>>();
+    let columns = layout.columns.clone();
+    let worker = std::thread::spawn(move || {
+        let mut builder = RunBuilder::new();
+        let mut scratch = Scratch::default();
+        let mut transactions = TransactionModes::default();
+        for batch in batches {
+            match batch {
+                Batch::Records(records) => {
+                    for record in &records {
+                        match parse_row(&columns, record, &mut scratch) {
+                            Ok(mut sample) => {
+                                if let Some(col) = columns.thread_name {
+                                    sample.is_transaction = transactions.is_classic(&record[col], &sample);
+                                }
+                                builder.push(&sample)
+                            }
+                            Err(why) => {
+                                let line = record.position().map_or(0, csv::Position::line);
+                                builder.reject_with(line, || why.describe(record, &columns));
+                            }
+                        }
+                    }
+                    let _ = to_reader.send(records);
+                }
+                Batch::Stopped { line, message } => builder.reject(line, format!("reading stopped here: {message}")),
+            }
+        }
+        builder.finish()
+    });
+
     let mut rdr = reader_builder(layout.delimiter).from_reader(input);
-    let mut builder = RunBuilder::new();
-    let mut record = ByteRecord::new();
-    let mut scratch = Scratch::default();
     let mut skip_header = layout.has_header;
-    let mut transactions = TransactionModes::default();
-    loop {
-        match rdr.read_byte_record(&mut record) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => {
-                // Byte records with `flexible` only fail on I/O (e.g. a truncated .gz).
-                let line = rdr.position().line();
-                let message = e.to_string();
-                if let (0, csv::ErrorKind::Io(io)) = (builder.samples(), e.into_kind()) {
-                    return Err(io);
+    let mut sent_rows = 0u64;
+    let mut failure = None;
+    'read: loop {
+        let mut records = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH_ROWS));
+        records.resize_with(BATCH_ROWS, ByteRecord::new);
+        let mut filled = 0;
+        while filled < BATCH_ROWS {
+            match rdr.read_byte_record(&mut records[filled]) {
+                Ok(true) if skip_header => skip_header = false,
+                Ok(true) => filled += 1,
+                Ok(false) => {
+                    records.truncate(filled);
+                    let _ = to_worker.send(Batch::Records(records));
+                    break 'read;
                 }
-                builder.reject_with(line, || format!("reading stopped here: {message}"));
-                break;
+                Err(e) => {
+                    // Byte records with `flexible` only fail on I/O (e.g. a truncated .gz).
+                    records.truncate(filled);
+                    sent_rows += filled as u64;
+                    let line = rdr.position().line();
+                    let message = e.to_string();
+                    if let (0, csv::ErrorKind::Io(io)) = (sent_rows, e.into_kind()) {
+                        failure = Some(io);
+                    } else {
+                        let _ = to_worker.send(Batch::Records(records));
+                        let _ = to_worker.send(Batch::Stopped { line, message });
+                    }
+                    break 'read;
+                }
             }
         }
-        if skip_header {
-            skip_header = false;
-            continue;
-        }
-        match parse_row(&layout.columns, &record, &mut scratch) {
-            Ok(mut sample) => {
-                if let Some(col) = layout.columns.thread_name {
-                    sample.is_transaction = transactions.is_classic(&record[col], &sample);
-                }
-                builder.push(&sample)
-            }
-            Err(why) => {
-                let line = record.position().map_or(0, csv::Position::line);
-                builder.reject_with(line, || why.describe(&record, &layout.columns));
-            }
+        sent_rows += filled as u64;
+        if to_worker.send(Batch::Records(records)).is_err() {
+            break;
         }
     }
-    Ok(builder.finish())
+    drop(to_worker);
+    let data = worker.join().map_err(|_| std::io::Error::other("the row parser stopped unexpectedly"))?;
+    match failure {
+        Some(io) => Err(io),
+        None => Ok(data),
+    }
+}
+
+/// Records handed from the reading thread to the row parser.
+const BATCH_ROWS: usize = 1024;
+
+enum Batch {
+    Records(Vec<ByteRecord>),
+    /// Reading stopped on an I/O error after `line` (the rows before it were sent).
+    Stopped { line: u64, message: String },
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use hdrhistogram::Histogram;
 
@@ -478,69 +477,11 @@ fn open_bucket<'a>(
     })
 }
 
-/// FxHash (rustc's hasher): labels and small keys are hashed once per sample, and
-/// SipHash's DoS resistance buys nothing for a file the user chose to import.
-#[derive(Debug, Default, Clone, Copy)]
-struct FxHasher {
-    hash: u64,
-}
+/// FxHash (rustc's hasher, from the `rustc-hash` crate): labels and small keys are
+/// hashed once per sample, and SipHash's DoS resistance buys nothing for a file the user
+/// chose to import.
+pub(crate) type FxBuild = rustc_hash::FxBuildHasher;
 
-type FxBuild = BuildHasherDefault<FxHasher>;
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("chunk of 8")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(buf));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-
-    #[inline]
-    fn write_i64(&mut self, i: i64) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
 
 #[cfg(test)]
 mod tests {
