@@ -63,9 +63,15 @@ results="$out/results.tsv"   # tool, run, wall s, max RSS KiB, records/samples, 
 : > "$results"
 
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-rev="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
-[ -z "$(git -C "$root" status --porcelain -- server Cargo.toml Cargo.lock 2>/dev/null)" ] || rev="$rev + uncommitted changes"
-echo "== harrier: $harrier (built $(date -u -r "$harrier" '+%F %T') UTC; tree at $rev)" >&2
+if [ "$build" = 1 ]; then
+  rev="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  [ -z "$(git -C "$root" status --porcelain -- server web static migrations Cargo.toml Cargo.lock 2>/dev/null)" ] ||
+    rev="$rev + uncommitted changes"
+  rev="built now from $rev"
+else
+  rev="--no-build: revision not known to this script"
+fi
+echo "== harrier: $harrier (modified $(date -u -r "$harrier" '+%F %T') UTC; $rev)" >&2
 echo "== csv_ceiling: $ceiling" >&2
 echo "== $file: $bytes bytes; warming the page cache" >&2
 cat "$file" > /dev/null
