@@ -327,3 +327,71 @@ async fn upload_form_imports_a_file_and_sigterm_stops_the_server() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A ramped run's report states where it saturates and marks it on the charts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ramped_run_report_marks_saturation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
+    let file = dir.path().join("ramp.jtl");
+    std::fs::write(&file, crate::report::ramped_jtl()).unwrap();
+    let id = cli_import(&base, &file, "ramp");
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+
+    client
+        .goto(&format!("{base}/console/runs/{id}"))
+        .await
+        .unwrap();
+    let callout = text_of(&client, "#capacity").await;
+    assert!(
+        callout.starts_with("Saturates at 12 users, 80.0 req/s"),
+        "{callout}"
+    );
+    assert!(callout.contains("p95 passed twice"), "{callout}");
+    wait()
+        .for_element(Locator::Css(".chart[data-chart=\"latency\"] canvas"))
+        .await
+        .expect("latency chart drawn");
+    wait()
+        .for_element(Locator::Css(".chart[data-chart=\"vs-users\"] canvas"))
+        .await
+        .expect("against-users chart drawn");
+    // The marker is drawn on the canvas: count pixels of the capacity colour in a thin
+    // column at the saturation time.
+    let marked = client
+        .execute(
+            r#"
+            const u = window.harrier.run.state.charts[0];
+            const cap = window.harrier.run.data.capacity;
+            const probe = document.createElement('span');
+            probe.style.color = 'var(--c-capacity)';
+            document.body.append(probe);
+            const [r, g, b] = getComputedStyle(probe).color.match(/\d+/g).map(Number);
+            probe.remove();
+            const x = Math.round(u.valToPos(cap.at_ms, 'x', true));
+            const { top, height } = u.bbox;
+            const px = u.ctx.getImageData(x - 2, top, 5, height).data;
+            let hits = 0;
+            for (let i = 0; i < px.length; i += 4) {
+              if (Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 90 && px[i + 3] > 100) hits++;
+            }
+            return { users: cap.users, hits };
+            "#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(marked["users"], 12);
+    assert!(
+        marked["hits"].as_u64().unwrap() > 20,
+        "the saturation line is drawn: {marked}"
+    );
+    if let Ok(png) = client.screenshot().await {
+        let _ = std::fs::write(
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ramp-report.png"),
+            png,
+        );
+    }
+    client.close().await.unwrap();
+}

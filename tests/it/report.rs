@@ -168,7 +168,7 @@ async fn statistics_export_as_csv() {
 }
 
 /// A stepped load (4 → 8 → 12 → 16 users) whose p95 more than doubles at 12 users.
-fn ramped_jtl() -> Vec<u8> {
+pub(crate) fn ramped_jtl() -> Vec<u8> {
     let mut out = String::from(
         "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,bytes,grpThreads,allThreads\n",
     );

@@ -101,7 +101,10 @@ async fn a_run_round_trips_with_every_figure(pool: SqlitePool) {
         "labels keep order, text and transaction flag"
     );
     assert_eq!(run.rejected_rows, 3);
-    assert_eq!(run.started_at_ms, None, "1,000 ms after 1970 is an offset, not a clock time");
+    assert_eq!(
+        run.started_at_ms, None,
+        "1,000 ms after 1970 is an offset, not a clock time"
+    );
 
     let total = store.run_buckets(id, None).await.unwrap().unwrap();
     assert_eq!(total.len(), 3);
