@@ -502,7 +502,8 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
                         match parse_row(&columns, record, &mut scratch) {
                             Ok(mut sample) => {
                                 if let Some(col) = columns.thread_name {
-                                    sample.is_transaction = transactions.is_classic(&record[col], &sample);
+                                    sample.is_transaction =
+                                        transactions.is_classic(&record[col], &sample);
                                 }
                                 builder.push(&sample)
                             }
@@ -514,7 +515,9 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
                     }
                     let _ = to_reader.send(records);
                 }
-                Batch::Stopped { line, message } => builder.reject(line, format!("reading stopped here: {message}")),
+                Batch::Stopped { line, message } => {
+                    builder.reject(line, format!("reading stopped here: {message}"))
+                }
             }
         }
         builder.finish()
@@ -525,7 +528,9 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
     let mut sent_rows = 0u64;
     let mut failure = None;
     'read: loop {
-        let mut records = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH_ROWS));
+        let mut records = recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH_ROWS));
         records.resize_with(BATCH_ROWS, ByteRecord::new);
         let mut filled = 0;
         while filled < BATCH_ROWS {
@@ -559,7 +564,9 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
         }
     }
     drop(to_worker);
-    let data = worker.join().map_err(|_| std::io::Error::other("the row parser stopped unexpectedly"))?;
+    let data = worker
+        .join()
+        .map_err(|_| std::io::Error::other("the row parser stopped unexpectedly"))?;
     match failure {
         Some(io) => Err(io),
         None => Ok(data),
@@ -572,7 +579,10 @@ const BATCH_ROWS: usize = 1024;
 enum Batch {
     Records(Vec<ByteRecord>),
     /// Reading stopped on an I/O error after `line` (the rows before it were sent).
-    Stopped { line: u64, message: String },
+    Stopped {
+        line: u64,
+        message: String,
+    },
 }
 
 #[cfg(test)]

@@ -482,7 +482,6 @@ fn open_bucket<'a>(
 /// chose to import.
 pub(crate) type FxBuild = rustc_hash::FxBuildHasher;
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
