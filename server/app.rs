@@ -65,6 +65,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/static/{*path}", get(static_file))
         .merge(crate::api::router(&state))
+        .merge(crate::comparisons::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
         .route_layer(middleware::from_fn(crate::telemetry::track_http))

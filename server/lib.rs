@@ -4,6 +4,8 @@
 //! - [`config`]: settings from flags, `HARRIER_*` variables and `harrier.toml`;
 //! - [`ingest`]: load-tool result files → runs (parsers, format sniffing);
 //! - [`runs`]: run domain types and statistics;
+//! - [`compare`]: run comparison, bootstrap verdicts, change points, gates (pure);
+//! - [`comparisons`]: comparisons of stored runs, baselines, checks, trends, and their API;
 //! - [`store`]: the only module with SQL (SQLite via sqlx);
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`api`]: the JSON API under `/api/v1`;
@@ -14,6 +16,8 @@
 
 pub mod api;
 pub mod app;
+pub mod compare;
+pub mod comparisons;
 pub mod config;
 pub mod console;
 pub mod error;

@@ -1,12 +1,14 @@
 //! The SQLite store: the only module that speaks SQL.
 //!
 //! Owns the connection pool, the migrations (`migrations/`, applied at open) and one file
-//! per table group (`runs.rs`). Writes of many rows go in multi-row statements inside one
+//! per table group (`runs.rs`, `compare.rs`). Writes of many rows go in multi-row statements inside one
 //! transaction per import, so an import that fails leaves nothing behind. Must not know
 //! about HTTP or file formats.
 
+mod compare;
 mod runs;
 
+pub use compare::{CheckRow, ScenarioItem, ScopeBucketRow};
 pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem, RunPatch};
 
 use std::path::Path;
