@@ -3,6 +3,7 @@
 //! Pages read the store and never write. Everything but the charts reads without
 //! JavaScript; chart data goes into a JSON data island read by `static/harrier.js`.
 
+mod compare;
 pub mod format;
 
 /// Template filters.
@@ -66,6 +67,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/", get(overview))
         .route("/console/runs", get(runs))
         .route("/console/runs/{id}", get(run))
+        .merge(compare::router())
 }
 
 /// A console error, rendered as an HTML page.
