@@ -10,7 +10,7 @@ use harrier::compare::render::{self, Overlay};
 use harrier::compare::{Comparison, Options};
 use harrier::comparisons::{self, BaselineSpec, CheckReport, CheckRequest};
 use harrier::config::{
-    BaselineArgs, CheckArgs, CompareArgs, CompareFormat, DEFAULT_DB, TargetArgs,
+    BaselineArgs, CheckArgs, CompareArgs, CompareFormat, DEFAULT_DB, SeedArgs, TargetArgs,
 };
 use harrier::store::Store;
 
@@ -127,9 +127,7 @@ pub async fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
             let mut overlays = Vec::new();
             for id in &args.runs {
                 overlays.push(match &src {
-                    Source::Db(store) => comparisons::overlay(store, *id)
-                        .await
-                        .map_err(lib_err)?,
+                    Source::Db(store) => comparisons::overlay(store, *id).await.map_err(lib_err)?,
                     Source::Server(base) => {
                         let series = get_json(&format!("{base}/api/v1/runs/{id}/timeseries"))
                             .await
@@ -207,11 +205,9 @@ async fn check_inner(args: CheckArgs) -> anyhow::Result<bool> {
         ..Options::default()
     };
     let report: CheckReport = match source(&args.target).await? {
-        Source::Db(store) => {
-            comparisons::check(&store, run, spec, &parsed, &opts, !args.no_record)
-                .await
-                .map_err(lib_err)?
-        }
+        Source::Db(store) => comparisons::check(&store, run, spec, &parsed, &opts, !args.no_record)
+            .await
+            .map_err(lib_err)?,
         Source::Server(base) => {
             let url = format!("{base}/api/v1/runs/{run}/check");
             let body = CheckRequest {
@@ -229,7 +225,9 @@ async fn check_inner(args: CheckArgs) -> anyhow::Result<bool> {
                 .json(&body)
                 .send()
                 .await
-                .with_context(|| format!("cannot reach {url} (is `harrier serve` running there?)"))?;
+                .with_context(|| {
+                    format!("cannot reach {url} (is `harrier serve` running there?)")
+                })?;
             serde_json::from_value(answer(res, &url).await?)
                 .with_context(|| format!("{url} answered an unexpected shape"))?
         }
@@ -317,7 +315,9 @@ pub async fn baseline(args: BaselineArgs) -> anyhow::Result<ExitCode> {
                     ))
                     .into());
                 }
-                store.set_baseline(&scenario, run, harrier::now_ms()).await?;
+                store
+                    .set_baseline(&scenario, run, harrier::now_ms())
+                    .await?;
             } else if args.clear && !store.clear_baseline(&scenario).await? {
                 println!("{scenario}: no pinned baseline");
             }
@@ -356,7 +356,43 @@ pub async fn baseline(args: BaselineArgs) -> anyhow::Result<ExitCode> {
             "{scenario}: baseline run #{id} ({})",
             shown["source"].as_str().unwrap_or("auto")
         ),
-        None => println!("{scenario}: no baseline pinned; `auto` uses the latest earlier run that passed its check"),
+        None => println!(
+            "{scenario}: no baseline pinned; `auto` uses the latest earlier run that passed its check"
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `harrier seed FILE…`: published figures as summary-only runs.
+pub async fn seed(args: SeedArgs) -> anyhow::Result<ExitCode> {
+    let db = args.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
+    let store = Store::open(&db)
+        .await
+        .with_context(|| format!("opening {}", db.display()))?;
+    for path in &args.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError(format!("cannot read {}: {e}", path.display())))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let runs = harrier::seed::parse(&text, &name, harrier::now_ms())
+            .map_err(|e| InputError(e.to_string()))?;
+        let batch: Vec<_> = runs.iter().map(|r| (r.run.clone(), &r.data)).collect();
+        let ids = store.insert_runs(&batch).await?;
+        for (id, r) in ids.iter().zip(&runs) {
+            if let Some(notes) = &r.notes {
+                let patch = harrier::store::RunPatch {
+                    notes: Some(Some(notes.clone())),
+                    ..Default::default()
+                };
+                store.update_run(*id, &patch).await?;
+            }
+            println!(
+                "{name}: run {id} \"{}\" (summary, as published)",
+                r.run.name
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -339,9 +339,9 @@ pub struct TrendPoint {
     pub mean_ms: Option<f64>,
     pub throughput_rps: Option<f64>,
     pub error_pct: Option<f64>,
-    /// Figures on which the run is worse than the baseline: the bootstrap verdict says
-    /// `worse`, or (without per-second data) the change passes the minimum effect the
-    /// wrong way.
+    /// Figures on which a run after the baseline is worse than it: the bootstrap verdict
+    /// says `worse`, or (without per-second data) the change passes the minimum effect
+    /// the wrong way. Empty for the baseline and the runs before it.
     pub regressions: Vec<Figure>,
     /// The latest check: `true` passed, `false` failed, `null` never checked.
     pub check_passed: Option<bool>,
@@ -415,6 +415,7 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
     .map_err(|e| Error::Internal(format!("trend task: {e}")))?;
     let (comparison, inputs) = comparison;
     let offset = usize::from(baseline.is_some());
+    let baseline_pos = baseline.and_then(|b| runs.iter().position(|r| r.id == b));
     let points: Vec<TrendPoint> = runs
         .iter()
         .enumerate()
@@ -422,8 +423,9 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
             let input = &inputs[i + offset];
             let stats = &input.scopes[0].stats;
             let mut regressions = Vec::new();
+            // Only runs after the baseline can regress from it.
             if let Some(c) = &comparison
-                && Some(r.id) != baseline
+                && baseline_pos.is_some_and(|b| i > b)
                 && let Some(rs) = c.scopes[0].runs.get(i + 1)
             {
                 for f in TREND_FIGURES {

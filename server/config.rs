@@ -51,6 +51,19 @@ pub enum Command {
     Check(CheckArgs),
     /// Show, pin or unpin the baseline of a scenario (the run later runs are judged against).
     Baseline(BaselineArgs),
+    /// Import `harrier-seed` JSON files (published figures) as summary-only runs into the
+    /// local database.
+    Seed(SeedArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SeedArgs {
+    /// harrier-seed JSON files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// SQLite database file to write [default: ./harrier.db].
+    #[arg(long, env = "HARRIER_DB")]
+    pub db: Option<PathBuf>,
 }
 
 /// Output formats of `harrier compare`.

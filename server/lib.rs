@@ -6,6 +6,7 @@
 //! - [`runs`]: run domain types and statistics;
 //! - [`compare`]: run comparison, bootstrap verdicts, change points, gates (pure);
 //! - [`comparisons`]: comparisons of stored runs, baselines, checks, trends, and their API;
+//! - [`seed`]: `harrier-seed` JSON (published figures as summary-only runs);
 //! - [`store`]: the only module with SQL (SQLite via sqlx);
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`api`]: the JSON API under `/api/v1`;
@@ -25,6 +26,7 @@ pub mod import;
 pub mod ingest;
 pub mod live;
 pub mod runs;
+pub mod seed;
 pub mod store;
 pub mod telemetry;
 

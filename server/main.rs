@@ -46,6 +46,9 @@ fn main() -> ExitCode {
             Command::Baseline(args) => cli_compare::baseline(args)
                 .await
                 .or_else(|e| cli_error("baseline", e)),
+            Command::Seed(args) => cli_compare::seed(args)
+                .await
+                .or_else(|e| cli_error("seed", e)),
         }
     });
     match result {

@@ -278,6 +278,8 @@
     initPicker();
     initPin();
   }
-  if (doc.readyState === 'loading') doc.addEventListener('DOMContentLoaded', boot);
-  else boot();
+  // Deferred scripts run in document order and this one may come before harrier.js:
+  // start on DOMContentLoaded, which fires after every deferred script has run.
+  if (doc.readyState === 'complete') boot();
+  else doc.addEventListener('DOMContentLoaded', boot);
 })();

@@ -433,6 +433,14 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
         }
     }
     let resampled = resample_all(runs, opts);
+    // A summary-only run whose tool did not report a count has count 0: unknown, not 0.
+    let value = |ri: usize, stats: Option<&Stats>, f: Figure| -> Option<f64> {
+        let s = stats?;
+        if f == Figure::Count && s.count == 0 && runs[ri].run.summary_only {
+            return None;
+        }
+        f.of(s)
+    };
     let find = |ri: usize, label: &Option<String>| -> Option<usize> {
         runs[ri].scopes.iter().position(|s| &s.label == label)
     };
@@ -448,6 +456,9 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
                     let si = find(ri, label);
                     let stats = si.map(|i| &run.scopes[i].stats);
                     let mut rs = RunScope::new(run.run.id, stats);
+                    if value(ri, stats, Figure::Count).is_none() {
+                        rs.count = None;
+                    }
                     if ri > 0 {
                         let mut changes = BTreeMap::new();
                         for f in Figure::ALL {
@@ -460,8 +471,8 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
                             };
                             let c = change(
                                 f,
-                                ref_stats.and_then(|s| f.of(s)),
-                                stats.and_then(|s| f.of(s)),
+                                value(0, ref_stats, f),
+                                value(ri, stats, f),
                                 samples,
                                 opts,
                             );

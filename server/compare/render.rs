@@ -240,13 +240,11 @@ fn tick_step(span: f64, ticks: f64) -> f64 {
     }
 }
 
+/// One run's line: (run index for the colour, points with gaps as `None`).
+pub type Line = (usize, Vec<(f64, Option<f64>)>);
+
 /// An SVG line chart: one line per run (gaps where a value is missing).
-pub fn svg_chart(
-    title: &str,
-    x_label: &str,
-    lines: &[(usize, Vec<(f64, Option<f64>)>)],
-    y_fmt: fn(f64) -> String,
-) -> String {
+pub fn svg_chart(title: &str, x_label: &str, lines: &[Line], y_fmt: fn(f64) -> String) -> String {
     let (w, h) = (760.0, 240.0);
     let (l, r, t, b) = (64.0, 12.0, 26.0, 34.0);
     let pts = lines.iter().flat_map(|(_, p)| p.iter());
@@ -454,7 +452,7 @@ pub fn html(c: &Comparison, overlays: &[Overlay], generated_at: &str) -> String 
     }
     // Charts: runs aligned at their start.
     let idx = |id: i64| c.runs.iter().position(|r| r.id == id).unwrap_or(0);
-    let lines = |get: fn(&Overlay) -> &Vec<Option<f64>>| -> Vec<(usize, Vec<(f64, Option<f64>)>)> {
+    let lines = |get: fn(&Overlay) -> &Vec<Option<f64>>| -> Vec<Line> {
         overlays
             .iter()
             .map(|o| {
@@ -483,7 +481,7 @@ pub fn html(c: &Comparison, overlays: &[Overlay], generated_at: &str) -> String 
         &lines(|o| &o.error_pct),
         |v| format!("{} %", crate::console::format::float(v, 1)),
     ));
-    let curves: Vec<(usize, Vec<(f64, Option<f64>)>)> = overlays
+    let curves: Vec<Line> = overlays
         .iter()
         .map(|o| {
             (
@@ -501,10 +499,11 @@ pub fn html(c: &Comparison, overlays: &[Overlay], generated_at: &str) -> String 
     s.push_str("</div>");
     let _ = write!(
         s,
-        "<p class=\"note\">Minimum effect {} %. {} Over-time percentiles per bucket come from HDR histograms; table figures are exact.</p></body></html>\n",
+        "<p class=\"note\">Minimum effect {} %. {} Over-time percentiles per bucket come from HDR histograms; table figures are exact.</p></body></html>",
         c.min_effect_pct,
         esc(&c.method)
     );
+    s.push('\n');
     s
 }
 

@@ -231,10 +231,7 @@ fn run_heads(c: &Comparison) -> Vec<RunHead> {
 }
 
 fn ids_text(ids: &[i64]) -> String {
-    ids.iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// `?run=N&against=baseline|previous` → the comparison of that pair.
@@ -464,10 +461,7 @@ async fn scenario_page(
                 .iter()
                 .map(|f| {
                     let v = trend_value(p, *f);
-                    (
-                        v.map(|v| v.to_string()).unwrap_or_default(),
-                        f.format(v),
-                    )
+                    (v.map(|v| v.to_string()).unwrap_or_default(), f.format(v))
                 })
                 .collect(),
             regressions: p.regressions.iter().map(|f| f.name()).collect(),

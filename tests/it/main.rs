@@ -4,6 +4,7 @@
 mod helpers;
 
 mod browser;
+mod compare;
 mod http;
 mod live;
 mod report;
