@@ -20,6 +20,7 @@
 //! previous run).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -32,8 +33,8 @@ use crate::app::AppState;
 use crate::compare::gates::{self, Gate, GateResult, Status};
 use crate::compare::render::Overlay;
 use crate::compare::{
-    self, Better, Comparison, Figure, Options, RunInput, RunRef, ScopeInput, SecondIn, Verdict,
-    changepoint,
+    self, Better, Comparison, Figure, Options, RunInput, RunRef, ScopeInput, ScopeResamples,
+    SecondIn, Verdict, changepoint,
 };
 use crate::error::{Error, Result};
 use crate::store::{BucketRow, RunDetail, Store};
@@ -75,29 +76,8 @@ fn run_ref(run: &RunDetail) -> RunRef {
     }
 }
 
-/// Loads a run as a comparison input: the run total and (when `labels`) every label, each
-/// with its per-second buckets. `NotFound` when there is no such run.
-pub async fn load_run(store: &Store, id: i64, labels: bool) -> Result<RunInput> {
-    let run = store
-        .get_run(id)
-        .await?
-        .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
-    let mut per_scope: Vec<Vec<SecondIn>> = vec![Vec::new(); run.labels.len() + 1];
-    if labels {
-        for row in store.run_all_buckets(id).await? {
-            if let Some(v) = per_scope.get_mut(row.label_ord as usize) {
-                v.push(second(row.bucket));
-            }
-        }
-    } else {
-        per_scope[0] = store
-            .run_buckets(id, None)
-            .await?
-            .unwrap_or_default()
-            .into_iter()
-            .map(second)
-            .collect();
-    }
+/// Builds a comparison input from a run and its seconds per scope (index 0: the total).
+fn input_of(run: &RunDetail, labels: bool, per_scope: Vec<Vec<SecondIn>>) -> RunInput {
     let mut per_scope = per_scope.into_iter();
     let mut scopes = vec![ScopeInput {
         label: None,
@@ -105,18 +85,155 @@ pub async fn load_run(store: &Store, id: i64, labels: bool) -> Result<RunInput> 
         seconds: per_scope.next().unwrap_or_default(),
     }];
     if labels {
-        for (l, seconds) in run.labels.iter().zip(per_scope) {
+        for l in &run.labels {
             scopes.push(ScopeInput {
                 label: Some(l.label.clone()),
                 stats: l.stats.clone(),
-                seconds,
+                seconds: per_scope.next().unwrap_or_default(),
             });
         }
     }
-    Ok(RunInput {
-        run: run_ref(&run),
+    RunInput {
+        run: run_ref(run),
         scopes,
+    }
+}
+
+/// Loads a run as a comparison input: the run total and (when `labels`) every label, each
+/// with its per-second buckets. `NotFound` when there is no such run.
+pub async fn load_run(store: &Store, id: i64, labels: bool) -> Result<RunInput> {
+    let run = store
+        .get_run(id)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
+    Ok(input_of(
+        &run,
+        labels,
+        load_seconds(store, &run, labels).await?,
+    ))
+}
+
+async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Vec<Vec<SecondIn>>> {
+    let mut per_scope: Vec<Vec<SecondIn>> = vec![Vec::new(); run.labels.len() + 1];
+    if labels {
+        for row in store.run_all_buckets(run.id).await? {
+            if let Some(v) = per_scope.get_mut(row.label_ord as usize) {
+                v.push(second(row.bucket));
+            }
+        }
+    } else {
+        per_scope[0] = store
+            .run_buckets(run.id, None)
+            .await?
+            .unwrap_or_default()
+            .into_iter()
+            .map(second)
+            .collect();
+    }
+    Ok(per_scope)
+}
+
+/// (run id, import time, with labels, resamples): a run's buckets never change once
+/// imported, so its resamples can be kept (the import time tells a reused id apart).
+type CacheKey = (i64, i64, bool, usize);
+
+/// Resamples of the runs compared last, newest at the back.
+static RESAMPLE_CACHE: std::sync::Mutex<
+    std::collections::VecDeque<(CacheKey, Arc<ScopeResamples>)>,
+> = std::sync::Mutex::new(std::collections::VecDeque::new());
+/// Runs whose resamples are kept (about 1 MB each with a dozen labels).
+const CACHED_RUNS: usize = 40;
+
+fn cache_get(key: CacheKey) -> Option<Arc<ScopeResamples>> {
+    let cache = RESAMPLE_CACHE.lock().ok()?;
+    cache
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.clone())
+}
+
+fn cache_put(key: CacheKey, value: Arc<ScopeResamples>) {
+    if let Ok(mut cache) = RESAMPLE_CACHE.lock() {
+        cache.retain(|(k, _)| *k != key);
+        cache.push_back((key, value));
+        while cache.len() > CACHED_RUNS {
+            cache.pop_front();
+        }
+    }
+}
+
+/// Loads runs (concurrently) and their resamples (kept from earlier comparisons, or
+/// computed on blocking threads), in the order of `ids`.
+pub async fn load_resampled(
+    store: &Store,
+    ids: &[i64],
+    labels: bool,
+    opts: &Options,
+) -> Result<(Vec<RunInput>, Vec<Arc<ScopeResamples>>)> {
+    let loads = ids.iter().map(|&id| async move {
+        let run = store
+            .get_run(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
+        let key = (id, run.imported_at_ms, labels, opts.resamples);
+        if let Some(hit) = cache_get(key) {
+            return Ok::<_, Error>((input_of(&run, labels, Vec::new()), Some(hit), key));
+        }
+        let seconds = load_seconds(store, &run, labels).await?;
+        Ok((input_of(&run, labels, seconds), None, key))
+    });
+    let loaded = futures_util::future::try_join_all(loads).await?;
+    let mut inputs = Vec::with_capacity(loaded.len());
+    let mut cached = Vec::with_capacity(loaded.len());
+    let mut keys = Vec::with_capacity(loaded.len());
+    for (input, hit, key) in loaded {
+        inputs.push(input);
+        cached.push(hit);
+        keys.push(key);
+    }
+    let opts = *opts;
+    let (mut inputs, fresh) = tokio::task::spawn_blocking(move || {
+        let missing: Vec<RunInput> = inputs
+            .iter()
+            .zip(&cached)
+            .filter(|(_, c)| c.is_none())
+            .map(|(i, _)| i.clone())
+            .collect();
+        let fresh = compare::resample_all(&missing, &opts);
+        let mut fresh = fresh.into_iter();
+        let all: Vec<Arc<ScopeResamples>> = cached
+            .into_iter()
+            .map(|c| c.unwrap_or_else(|| Arc::new(fresh.next().unwrap_or_default())))
+            .collect();
+        (std::mem::take(&mut inputs), all)
     })
+    .await
+    .map_err(|e| Error::Internal(format!("resampling task: {e}")))?;
+    for (key, r) in keys.iter().zip(&fresh) {
+        cache_put(*key, r.clone());
+    }
+    // The seconds are no longer needed once resampled.
+    for i in &mut inputs {
+        for s in &mut i.scopes {
+            s.seconds = Vec::new();
+        }
+    }
+    Ok((inputs, fresh))
+}
+
+/// Compares loaded runs with their resamples on a blocking thread.
+async fn compare_loaded(
+    inputs: Vec<RunInput>,
+    resampled: Vec<Arc<ScopeResamples>>,
+    opts: &Options,
+) -> Result<Comparison> {
+    let opts = *opts;
+    tokio::task::spawn_blocking(move || {
+        let refs: Vec<&ScopeResamples> = resampled.iter().map(|r| r.as_ref()).collect();
+        compare::compare_resampled(&inputs, &refs, &opts)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("comparison task: {e}")))
 }
 
 /// Run ids from `"3,5,8"` (spaces allowed).
@@ -156,14 +273,8 @@ pub fn validate(ids: &[i64], min_effect_pct: f64) -> Result<()> {
 /// Compares stored runs (the first is the reference), per label and overall.
 pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Comparison> {
     validate(ids, opts.min_effect_pct)?;
-    let mut inputs = Vec::with_capacity(ids.len());
-    for id in ids {
-        inputs.push(load_run(store, *id, true).await?);
-    }
-    let opts = *opts;
-    tokio::task::spawn_blocking(move || compare::compare(&inputs, &opts))
-        .await
-        .map_err(|e| Error::Internal(format!("comparison task: {e}")))
+    let (inputs, resampled) = load_resampled(store, ids, true, opts).await?;
+    compare_loaded(inputs, resampled, opts).await
 }
 
 /// Where a baseline came from.
@@ -286,15 +397,9 @@ pub async fn check(
         BaselineSpec::Run(id) => (Some(id), Some(BaselineSource::Given)),
         BaselineSpec::None => (None, None),
     };
-    let mut inputs = Vec::new();
-    if let Some(b) = baseline {
-        inputs.push(load_run(store, b, true).await?);
-    }
-    inputs.push(load_run(store, run_id, true).await?);
-    let opts = *opts;
-    let comparison = tokio::task::spawn_blocking(move || compare::compare(&inputs, &opts))
-        .await
-        .map_err(|e| Error::Internal(format!("comparison task: {e}")))?;
+    let ids: Vec<i64> = baseline.into_iter().chain([run_id]).collect();
+    let (inputs, resampled) = load_resampled(store, &ids, true, opts).await?;
+    let comparison = compare_loaded(inputs, resampled, opts).await?;
     let results = gates::evaluate(gates, &comparison);
     let passed = results.iter().all(|r| r.status != Status::Fail);
     if record {
@@ -395,25 +500,16 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
         .into_iter()
         .map(|c| (c.run_id, c.passed))
         .collect();
-    let mut inputs = Vec::with_capacity(runs.len());
-    if let Some(b) = baseline {
-        inputs.push(load_run(store, b, false).await?);
-    }
-    for r in &runs {
-        inputs.push(load_run(store, r.id, false).await?);
-    }
-    let opts = *opts;
-    let comparison = tokio::task::spawn_blocking(move || {
-        let c = if inputs.len() >= 2 && baseline.is_some() {
-            Some(compare::compare(&inputs, &opts))
-        } else {
-            None
-        };
-        (c, inputs)
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("trend task: {e}")))?;
-    let (comparison, inputs) = comparison;
+    let ids: Vec<i64> = baseline
+        .into_iter()
+        .chain(runs.iter().map(|r| r.id))
+        .collect();
+    let (inputs, resampled) = load_resampled(store, &ids, false, opts).await?;
+    let comparison = if baseline.is_some() && inputs.len() >= 2 {
+        Some(compare_loaded(inputs.clone(), resampled, opts).await?)
+    } else {
+        None
+    };
     let offset = usize::from(baseline.is_some());
     let baseline_pos = baseline.and_then(|b| runs.iter().position(|r| r.id == b));
     let points: Vec<TrendPoint> = runs

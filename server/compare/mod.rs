@@ -339,12 +339,15 @@ fn interval(v: &mut [f64]) -> Option<(f64, f64)> {
     if v.len() < 20 {
         return None;
     }
-    v.sort_unstable_by(f64::total_cmp);
     let last = (v.len() - 1) as f64;
-    Some((
-        v[(0.025 * last).floor() as usize],
-        v[(0.975 * last).ceil() as usize],
-    ))
+    let (lo, hi) = (
+        (0.025 * last).floor() as usize,
+        (0.975 * last).ceil() as usize,
+    );
+    // Two selections instead of a sort: this runs per figure, scope and run.
+    let low = *v.select_nth_unstable_by(lo, f64::total_cmp).1;
+    let high = *v.select_nth_unstable_by(hi, f64::total_cmp).1;
+    Some((low, high))
 }
 
 /// The verdict for a change of `figure`: `change` is the observed effect (% of the
@@ -423,6 +426,19 @@ fn change(
 ///
 /// Bootstraps each run's scopes on up to as many threads as the machine has cores.
 pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
+    let resampled = resample_all(runs, opts);
+    let refs: Vec<&ScopeResamples> = resampled.iter().collect();
+    compare_resampled(runs, &refs, opts)
+}
+
+/// [`compare`] with each run's resamples already computed ([`resample_run`], one entry per
+/// scope of the run, in the run's scope order) — e.g. kept from an earlier comparison;
+/// the runs' `seconds` are then not read.
+pub fn compare_resampled(
+    runs: &[RunInput],
+    resampled: &[&ScopeResamples],
+    opts: &Options,
+) -> Comparison {
     // Scope keys in order.
     let mut labels: Vec<Option<String>> = vec![None];
     for r in runs {
@@ -432,7 +448,6 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
             }
         }
     }
-    let resampled = resample_all(runs, opts);
     // A summary-only run whose tool did not report a count has count 0: unknown, not 0.
     let value = |ri: usize, stats: Option<&Stats>, f: Figure| -> Option<f64> {
         let s = stats?;
@@ -499,9 +514,12 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
     }
 }
 
-type ScopeResamples = Vec<Option<bootstrap::Resampled>>;
+/// A run's resamples, one per scope (`None`: no per-second data).
+pub type ScopeResamples = Vec<Option<bootstrap::Resampled>>;
 
-fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
+/// Bootstraps every scope of one run (seeded by run id and label, so the same run always
+/// gives the same resamples).
+pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
     run.scopes
         .iter()
         .map(|s| {
@@ -514,7 +532,8 @@ fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
         .collect()
 }
 
-fn resample_all(runs: &[RunInput], opts: &Options) -> Vec<ScopeResamples> {
+/// [`resample_run`] for several runs, on up to as many threads as the machine has cores.
+pub fn resample_all(runs: &[RunInput], opts: &Options) -> Vec<ScopeResamples> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
