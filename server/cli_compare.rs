@@ -140,7 +140,7 @@ pub async fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
                 });
             }
             let now = harrier::console::format::time(Some(harrier::now_ms()));
-            render::html(&comparison, &overlays, &format!("{now} UTC"))
+            render::html(&comparison, &overlays, &now)
         }
     };
     write_out(&args.output, &text)?;
@@ -351,12 +351,13 @@ pub async fn baseline(args: BaselineArgs) -> anyhow::Result<ExitCode> {
             get_json(&url).await?
         }
     };
-    match shown["run_id"].as_i64() {
-        Some(id) => println!(
-            "{scenario}: baseline run #{id} ({})",
-            shown["source"].as_str().unwrap_or("auto")
+    match (shown["run_id"].as_i64(), shown["source"].as_str()) {
+        (Some(id), Some("pinned")) => println!("{scenario}: baseline run #{id} (pinned)"),
+        (Some(id), source) => println!(
+            "{scenario}: no baseline pinned; auto uses run #{id} ({})",
+            source.unwrap_or("auto")
         ),
-        None => println!(
+        (None, _) => println!(
             "{scenario}: no baseline pinned; `auto` uses the latest earlier run that passed its check"
         ),
     }
