@@ -63,6 +63,42 @@ fn second(b: BucketRow) -> SecondIn {
     }
 }
 
+/// Reads [`Store::run_packed_buckets`]' packed text back into seconds.
+fn unpack(packed: &str) -> Option<Vec<SecondIn>> {
+    fn hex(s: &str) -> Option<Vec<u8>> {
+        let nib = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let b = s.as_bytes();
+        let mut out = Vec::with_capacity(b.len() / 2);
+        for p in b.chunks_exact(2) {
+            out.push(nib(p[0])? << 4 | nib(p[1])?);
+        }
+        Some(out)
+    }
+    packed
+        .split(';')
+        .filter(|b| !b.is_empty())
+        .map(|b| {
+            let mut f = b.split(',');
+            let mut int = || f.next()?.parse::<i64>().ok();
+            let (start_ms, count, errors, sum_ms, max_ms) =
+                (int()?, int()?, int()?, int()?, int()?);
+            Some(SecondIn {
+                start_ms,
+                count: count.max(0) as u64,
+                errors: errors.max(0) as u64,
+                sum_ms: sum_ms.max(0) as u64,
+                max_ms: max_ms.max(0) as u64,
+                histogram: hex(b.rsplit(',').next()?)?,
+            })
+        })
+        .collect()
+}
+
 fn run_ref(run: &RunDetail) -> RunRef {
     RunRef {
         id: run.id,
@@ -116,9 +152,14 @@ pub async fn load_run(store: &Store, id: i64, labels: bool) -> Result<RunInput> 
 async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Vec<Vec<SecondIn>>> {
     let mut per_scope: Vec<Vec<SecondIn>> = vec![Vec::new(); run.labels.len() + 1];
     if labels {
-        for row in store.run_all_buckets(run.id).await? {
+        for row in store.run_packed_buckets(run.id).await? {
             if let Some(v) = per_scope.get_mut(row.label_ord as usize) {
-                v.push(second(row.bucket));
+                *v = unpack(&row.packed).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "run {}: stored buckets of scope {} cannot be read",
+                        run.id, row.label_ord
+                    ))
+                })?;
             }
         }
     } else {
@@ -193,19 +234,14 @@ pub async fn load_resampled(
     }
     let opts = *opts;
     let (mut inputs, fresh) = tokio::task::spawn_blocking(move || {
-        let missing: Vec<RunInput> = inputs
-            .iter()
-            .zip(&cached)
-            .filter(|(_, c)| c.is_none())
-            .map(|(i, _)| i.clone())
-            .collect();
-        let fresh = compare::resample_all(&missing, &opts);
-        let mut fresh = fresh.into_iter();
+        let need: Vec<bool> = cached.iter().map(Option::is_none).collect();
+        let computed = compare::resample_selected(&inputs, &need, &opts);
         let all: Vec<Arc<ScopeResamples>> = cached
             .into_iter()
-            .map(|c| c.unwrap_or_else(|| Arc::new(fresh.next().unwrap_or_default())))
+            .zip(computed)
+            .map(|(c, r)| c.unwrap_or_else(|| Arc::new(r.unwrap_or_default())))
             .collect();
-        (std::mem::take(&mut inputs), all)
+        (inputs, all)
     })
     .await
     .map_err(|e| Error::Internal(format!("resampling task: {e}")))?;
@@ -830,4 +866,34 @@ async fn check_handler(
     }
     let report = check(&state.store, id, spec, &gates, &opts, req.record).await?;
     Ok(Json(report).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_buckets_read_back() {
+        let mut h = crate::runs::hdr::new_histogram::<u64>();
+        h.record(42).unwrap();
+        let bytes = crate::runs::hdr::serialize_histogram(&h);
+        let hex: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
+        let packed = format!("1000,1,0,42,42,{hex};2000,3,1,30,12,{hex}");
+        let s = unpack(&packed).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (
+                s[1].start_ms,
+                s[1].count,
+                s[1].errors,
+                s[1].sum_ms,
+                s[1].max_ms
+            ),
+            (2000, 3, 1, 30, 12)
+        );
+        assert_eq!(s[0].histogram, bytes);
+        assert!(unpack("1000,1,0,42").is_none());
+        assert!(unpack("1000,1,0,42,42,ZZ").is_none());
+        assert_eq!(unpack("").unwrap().len(), 0);
+    }
 }

@@ -251,13 +251,20 @@ fn window(p: f64, blocks: &[Vec<(u32, u64)>]) -> Option<Window> {
     if lo > hi {
         return None;
     }
-    let mut win: Vec<u32> = blocks
+    // Bins present in any block inside the window, ascending (marked, not sorted).
+    let mut present = vec![false; (hi - lo) as usize + 1];
+    for b in blocks {
+        let start = b.partition_point(|x| x.0 < lo);
+        for &(idx, _) in b[start..].iter().take_while(|x| x.0 <= hi) {
+            present[(idx - lo) as usize] = true;
+        }
+    }
+    let win: Vec<u32> = present
         .iter()
-        .flat_map(|b| b.iter().map(|x| x.0))
-        .filter(|i| (lo..=hi).contains(i))
+        .enumerate()
+        .filter(|(_, p)| **p)
+        .map(|(i, _)| lo + i as u32)
         .collect();
-    win.sort_unstable();
-    win.dedup();
     let w = win.len();
     let mut below = Vec::with_capacity(blocks.len());
     let mut cum = vec![0u64; w * blocks.len()];

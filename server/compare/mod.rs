@@ -534,26 +534,46 @@ pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
 
 /// [`resample_run`] for several runs, on up to as many threads as the machine has cores.
 pub fn resample_all(runs: &[RunInput], opts: &Options) -> Vec<ScopeResamples> {
+    resample_selected(runs, &vec![true; runs.len()], opts)
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect()
+}
+
+/// [`resample_run`] for the runs whose `need` is true (`None` for the others), threads
+/// taking the next run as they finish one.
+pub fn resample_selected(
+    runs: &[RunInput],
+    need: &[bool],
+    opts: &Options,
+) -> Vec<Option<ScopeResamples>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let todo: Vec<usize> = (0..runs.len())
+        .filter(|&i| need.get(i).copied().unwrap_or(false))
+        .collect();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .min(runs.len())
+        .min(todo.len())
         .max(1);
-    if threads == 1 {
-        return runs.iter().map(|r| resample_run(r, opts)).collect();
-    }
-    let mut out: Vec<ScopeResamples> = vec![Vec::new(); runs.len()];
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<ScopeResamples>>> = Mutex::new(vec![None; runs.len()]);
     std::thread::scope(|scope| {
-        let chunk = runs.len().div_ceil(threads);
-        for (runs, out) in runs.chunks(chunk).zip(out.chunks_mut(chunk)) {
-            scope.spawn(move || {
-                for (r, o) in runs.iter().zip(out.iter_mut()) {
-                    *o = resample_run(r, opts);
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = todo.get(k) else { break };
+                    let r = resample_run(&runs[i], opts);
+                    if let Ok(mut o) = out.lock() {
+                        o[i] = Some(r);
+                    }
                 }
             });
         }
     });
-    out
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 mod compare;
 mod runs;
 
-pub use compare::{CheckRow, ScenarioItem, ScopeBucketRow};
+pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem, RunPatch};
 
 use std::path::Path;
