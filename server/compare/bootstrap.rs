@@ -5,7 +5,15 @@
 //! so seconds are resampled in blocks: the scope's seconds, from its first to its last
 //! (empty seconds included, so a pause still lowers throughput), are cut into consecutive
 //! non-overlapping blocks of L ≈ √n seconds (Carlstein's block bootstrap), and each
-//! resample draws ⌈n / L⌉ blocks with replacement from a seeded PRNG. A resample's figures
+//! resample draws ⌈n / L⌉ blocks with replacement from a seeded PRNG.
+//!
+//! The draws are shared: resample i of every run draws the same sequence of *relative*
+//! positions (block ⌊u · B⌋ of the run's B blocks for the same u), seeded by the label and
+//! i, not by the run. Runs of one scenario share their load profile, so a difference of two
+//! resamples compares a ramp with a ramp and a plateau with a plateau; independent draws
+//! would count the ramp-versus-plateau spread as noise and blur every interval of a ramped
+//! run. For stationary runs the shared draws change nothing (their data are independent).
+//! A resample's figures
 //! are those of the merged drawn seconds: count, error %, mean (Σ sum / Σ count), max,
 //! throughput (Σ count / Σ seconds) and p50/p90/p95/p99 (nearest rank on the merged HDR
 //! histograms, ≤ 0.1 % relative error, see [`super::sparse`]).
@@ -62,20 +70,23 @@ impl Rng {
     }
 }
 
-/// FNV-1a: a stable seed from a run id and a label.
-pub fn seed_for(run_id: i64, label: Option<&str>) -> u64 {
+/// FNV-1a: a stable seed from a label (the same for every run, so their draws pair up).
+pub fn seed_for(label: Option<&str>) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |b: u8| {
+    for b in label.unwrap_or("\u{0}total").bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
-    };
-    for b in run_id.to_le_bytes() {
-        eat(b);
-    }
-    for b in label.unwrap_or("\u{0}total").bytes() {
-        eat(b);
     }
     h
+}
+
+/// The seed of resample `i` (SplitMix64's finalizer over the mix, so neighbouring
+/// resamples do not share draws).
+fn resample_seed(seed: u64, i: usize) -> u64 {
+    let mut z = seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 struct Block {
@@ -191,13 +202,13 @@ pub fn resample(seconds: &[SecondIn], resamples: usize, seed: u64) -> Option<Res
         .filter_map(|&(p, f)| window(p, &bins).map(|w| (f, w)))
         .collect();
 
-    let mut rng = Rng::new(seed);
     let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); Figure::ALL.len()];
     let mut picks = vec![0usize; n_blocks];
-    for _ in 0..resamples {
+    for i in 0..resamples {
+        let mut rng = Rng::new(resample_seed(seed, i));
         let (mut count, mut errors, mut sum, mut max, mut secs) = (0u64, 0u64, 0u64, 0u64, 0u64);
         for p in picks.iter_mut() {
-            *p = rng.below(n_blocks);
+            *p = ((rng.unit() * n_blocks as f64) as usize).min(n_blocks - 1);
             let b = &blocks[*p];
             count += b.count;
             errors += b.errors;

@@ -12,7 +12,8 @@
 //! - change = run − reference, absolute and in % of the reference (error % changes are
 //!   also read in percentage points);
 //! - the 95 % interval of the change comes from a block bootstrap of both runs' per-second
-//!   buckets (see [`bootstrap`]): resample both runs independently, take the difference,
+//!   buckets (see [`bootstrap`]): resample both runs, drawing blocks at the same relative
+//!   places in each (runs of a scenario share their load profile), take the difference,
 //!   keep the 2.5th and 97.5th percentiles of [`DEFAULT_RESAMPLES`] differences;
 //! - `worse` / `better`: the interval excludes 0 AND the change is at least the minimum
 //!   effect (default [`DEFAULT_MIN_EFFECT_PCT`] % of the reference; for error % at least
@@ -46,7 +47,8 @@ pub const MIN_ERROR_EFFECT_POINTS: f64 = 0.1;
 
 /// How the verdicts were computed, for people.
 pub const METHOD: &str = "Change vs the reference run; 95 % interval from a block bootstrap \
-of both runs' per-second buckets (blocks of ≈ √n consecutive seconds, 1,000 resamples, seeded); \
+of both runs' per-second buckets (blocks of ≈ √n consecutive seconds drawn at the same relative \
+places in both runs, so a ramp is compared with a ramp; 1,000 resamples, seeded); \
 a change is called better or worse only when the interval excludes 0 and the change is at least \
 the minimum effect. Percentiles of resamples come from merged HDR histograms (≤ 0.1 % error).";
 
@@ -517,8 +519,8 @@ pub fn compare_resampled(
 /// A run's resamples, one per scope (`None`: no per-second data).
 pub type ScopeResamples = Vec<Option<bootstrap::Resampled>>;
 
-/// Bootstraps every scope of one run (seeded by run id and label, so the same run always
-/// gives the same resamples).
+/// Bootstraps every scope of one run (seeded by the label, so the same run always gives
+/// the same resamples and resample i of two runs draws the same relative blocks).
 pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
     run.scopes
         .iter()
@@ -526,7 +528,7 @@ pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
             bootstrap::resample(
                 &s.seconds,
                 opts.resamples,
-                bootstrap::seed_for(run.run.id, s.label.as_deref()),
+                bootstrap::seed_for(s.label.as_deref()),
             )
         })
         .collect()

@@ -26,10 +26,13 @@ pub fn synthetic(
         factor,
         errors_per_mille,
         0.04,
+        0,
     )
 }
 
-/// [`synthetic`] with the per-second drift's innovation (0: independent seconds).
+/// [`synthetic`] with the per-second drift's innovation (0: independent seconds) and a
+/// load ramp over the first `ramp_s` seconds (requests per second and response times grow
+/// with the load, as when users are added).
 #[expect(clippy::too_many_arguments)]
 pub fn synthetic_drift(
     id: i64,
@@ -40,6 +43,7 @@ pub fn synthetic_drift(
     factor: f64,
     errors_per_mille: u64,
     drift: f64,
+    ramp_s: i64,
 ) -> RunInput {
     let mut rng = Rng::new(seed);
     let mut gauss = move || {
@@ -55,8 +59,14 @@ pub fn synthetic_drift(
         ar = 0.8 * ar + drift * gauss();
         let mut h = new_histogram::<u64>();
         let (mut sum, mut max, mut errors) = (0u64, 0u64, 0u64);
-        for i in 0..per_s {
-            let v = (median_ms * factor * (0.35 * gauss() + ar).exp())
+        let load = if s < ramp_s {
+            (s + 1) as f64 / ramp_s as f64
+        } else {
+            1.0
+        };
+        let n = (per_s as f64 * load).ceil() as usize;
+        for i in 0..n {
+            let v = (median_ms * factor * (0.3 + 0.7 * load) * (0.35 * gauss() + ar).exp())
                 .round()
                 .max(1.0) as u64;
             h.record(v).unwrap();
@@ -70,7 +80,7 @@ pub fn synthetic_drift(
         errors_total += errors;
         out.push(SecondIn {
             start_ms: t0 + s * 1000,
-            count: per_s as u64,
+            count: n as u64,
             errors,
             sum_ms: sum,
             max_ms: max,
@@ -163,13 +173,14 @@ fn a_shifted_run_is_worse_and_the_reverse_is_better() {
 
 #[test]
 fn pure_noise_is_never_called_a_regression() {
-    // Ten independent pairs from one distribution (correlated seconds): no figure of any
+    // Ten independent pairs from one distribution (5-minute runs of 60 requests/s with
+    // correlated seconds): no figure of any
     // pair may be called worse, and calls either way stay within the 5 % an interval of
     // 95 % allows (here: at most 3 of 70 verdicts).
     let (mut calls, mut verdicts) = (0, 0);
     for k in 0..10u64 {
-        let a = synthetic(1, 100 + k, 240, 30, 150.0, 1.0, 10);
-        let b = synthetic(2, 200 + k, 240, 30, 150.0, 1.0, 10);
+        let a = synthetic(1, 100 + k, 300, 60, 150.0, 1.0, 10);
+        let b = synthetic(2, 200 + k, 300, 60, 150.0, 1.0, 10);
         let c = compare(&[a, b], &Options::default());
         for f in Figure::ALL.into_iter().filter(|f| f.has_verdict()) {
             let v = verdict_of(&c, 1, f);
@@ -193,8 +204,8 @@ fn pure_noise_is_never_called_a_regression() {
 #[test]
 fn a_significant_but_tiny_move_is_below_the_minimum_effect() {
     // A huge run (600 s × 400/s, steady): a 2 % shift is far outside the noise…
-    let a = synthetic_drift(1, 5, 600, 400, 100.0, 1.0, 0, 0.0);
-    let b = synthetic_drift(2, 6, 600, 400, 100.0, 1.02, 0, 0.0);
+    let a = synthetic_drift(1, 5, 600, 400, 100.0, 1.0, 0, 0.0, 0);
+    let b = synthetic_drift(2, 6, 600, 400, 100.0, 1.02, 0, 0.0, 0);
     let c = compare(&[a.clone(), b.clone()], &Options::default());
     let ch = c.scopes[0].runs[1].change(Figure::MeanMs).unwrap();
     assert!(ch.ci_low.unwrap() > 0.0, "significant: {ch:?}");
@@ -236,6 +247,34 @@ fn a_label_missing_from_a_run_is_not_present() {
     assert!(!c.scopes[1].runs[1].present);
     assert!(!c.scopes[2].runs[0].present);
     assert_eq!(c.scopes[1].runs[1].change(Figure::P95Ms).unwrap().abs, None);
+}
+
+#[test]
+fn ramped_runs_are_compared_ramp_with_ramp() {
+    // Two runs with the same ramp (a third of the run), the second 12 % slower: blocks
+    // drawn at the same places keep the ramp out of the noise, so the shift is called…
+    let a = synthetic_drift(1, 31, 300, 60, 200.0, 1.0, 0, 0.04, 100);
+    let b = synthetic_drift(2, 32, 300, 60, 200.0, 1.12, 0, 0.04, 100);
+    let c = compare(&[a.clone(), b], &Options::default());
+    for f in [Figure::MeanMs, Figure::P50Ms, Figure::P90Ms] {
+        assert_eq!(
+            verdict_of(&c, 1, f),
+            Some(Verdict::Worse),
+            "{f:?}: {:?}",
+            c.scopes[0].runs[1].change(f)
+        );
+    }
+    // …while a re-run with the same ramp is not.
+    let again = synthetic_drift(3, 33, 300, 60, 200.0, 1.0, 0, 0.04, 100);
+    let c = compare(&[a, again], &Options::default());
+    for f in Figure::ALL.into_iter().filter(|f| f.has_verdict()) {
+        assert_ne!(verdict_of(&c, 1, f), Some(Verdict::Worse), "{f:?}");
+    }
+    let ch = c.scopes[0].runs[1].change(Figure::ThroughputRps).unwrap();
+    assert!(
+        ch.ci_high.unwrap() - ch.ci_low.unwrap() < 10.0,
+        "the ramp is not noise: {ch:?}"
+    );
 }
 
 #[test]
