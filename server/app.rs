@@ -77,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::router(&state))
         .merge(crate::write::router())
         .merge(crate::api_routes::router())
+        .merge(crate::comparisons::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)

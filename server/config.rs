@@ -41,6 +41,100 @@ pub enum Command {
     Import(ImportArgs),
     /// List the stored runs.
     Runs(TargetArgs),
+    /// Compare 2 to 10 runs: figures per label and overall, changes vs the first run (the
+    /// reference) and a verdict per figure (better / worse / no change beyond the noise).
+    Compare(CompareArgs),
+    /// Check a run against gates (absolute, or relative to a baseline); exit 0 when every
+    /// gate passes, 1 when one fails, 2 on a usage or input error.
+    ///
+    /// Gates, one argument each: `p95<500ms`, `error_rate<1%`, `throughput>200/s`,
+    /// `label=Login p95<300ms`; relative to the baseline: `p95 +10%`, `throughput -5%`
+    /// (these fail only when the change is also beyond the noise).
+    Check(CheckArgs),
+    /// Show, pin or unpin the baseline of a scenario (the run later runs are judged against).
+    Baseline(BaselineArgs),
+    /// Import `harrier-seed` JSON files (published figures) as summary-only runs into the
+    /// local database.
+    Seed(SeedArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SeedArgs {
+    /// harrier-seed JSON files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// SQLite database file to write [default: ./harrier.db].
+    #[arg(long, env = "HARRIER_DB")]
+    pub db: Option<PathBuf>,
+}
+
+/// Output formats of `harrier compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    /// A plain-text table per label.
+    Table,
+    /// The comparison as JSON (as `GET /api/v1/compare`).
+    Json,
+    /// Markdown tables to paste into a pull request.
+    Markdown,
+    /// One self-contained HTML file (inline CSS and SVG charts) that can be mailed.
+    Html,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Run ids; the first is the reference.
+    #[arg(required = true, num_args = 2..=10, value_name = "RUN")]
+    pub runs: Vec<i64>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CompareFormat,
+    /// Write to this file instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Smallest change (% of the reference) called better or worse.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_MIN_EFFECT_PCT)]
+    pub min_effect_pct: f64,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The run to check.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Gates, one argument each (quote those with spaces).
+    #[arg(value_name = "GATE")]
+    pub gates: Vec<String>,
+    /// Baseline for relative gates: a run id, `auto` (the scenario's pinned baseline, else
+    /// the latest earlier run that passed its check) or `none`.
+    #[arg(long, default_value = "auto")]
+    pub baseline: String,
+    /// Write a JUnit XML report (one test case per gate) for Jenkins or GitLab.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Smallest change (% of the baseline) a verdict calls worse.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_MIN_EFFECT_PCT)]
+    pub min_effect_pct: f64,
+    /// Do not store the result (stored results let `auto` skip runs that failed).
+    #[arg(long)]
+    pub no_record: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BaselineArgs {
+    /// The scenario.
+    pub scenario: String,
+    /// Pin this run as the baseline (it must belong to the scenario).
+    #[arg(value_name = "RUN", conflicts_with = "clear")]
+    pub run: Option<i64>,
+    /// Unpin the baseline (`auto` then picks the latest passing run).
+    #[arg(long)]
+    pub clear: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 /// Where `serve` listens and keeps its data.

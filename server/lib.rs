@@ -6,6 +6,9 @@
 //! - [`runs`]: run domain types and statistics;
 //! - [`routes`]: route metrics: exposition parser, presets, RED arithmetic;
 //! - [`scrape`]: the scrape loops (one task per target);
+//! - [`compare`]: run comparison, bootstrap verdicts, change points, gates (pure);
+//! - [`comparisons`]: comparisons of stored runs, baselines, checks, trends, and their API;
+//! - [`seed`]: `harrier-seed` JSON (published figures as summary-only runs);
 //! - [`store`]: the only module with SQL (SQLite via sqlx);
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
@@ -19,6 +22,8 @@
 pub mod api;
 pub mod api_routes;
 pub mod app;
+pub mod compare;
+pub mod comparisons;
 pub mod config;
 pub mod console;
 pub mod error;
@@ -29,6 +34,7 @@ pub mod live_runs;
 pub mod routes;
 pub mod runs;
 pub mod scrape;
+pub mod seed;
 pub mod store;
 pub mod telemetry;
 pub mod write;

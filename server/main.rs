@@ -13,6 +13,8 @@ use harrier::ingest::Format;
 use harrier::store::Store;
 use tracing_subscriber::EnvFilter;
 
+mod cli_compare;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -37,6 +39,16 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve(args).await,
             Command::Import(args) => import_files(args).await,
             Command::Runs(args) => list_runs(args).await,
+            Command::Check(args) => Ok(cli_compare::check(args).await),
+            Command::Compare(args) => cli_compare::compare(args)
+                .await
+                .or_else(|e| cli_error("compare", e)),
+            Command::Baseline(args) => cli_compare::baseline(args)
+                .await
+                .or_else(|e| cli_error("baseline", e)),
+            Command::Seed(args) => cli_compare::seed(args)
+                .await
+                .or_else(|e| cli_error("seed", e)),
         }
     });
     match result {
@@ -46,6 +58,12 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Reports a failed client command; its exit code tells an input error (2) from others.
+fn cli_error(command: &str, e: anyhow::Error) -> anyhow::Result<ExitCode> {
+    eprintln!("harrier {command}: {e:#}");
+    Ok(cli_compare::error_code(&e))
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {

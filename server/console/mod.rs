@@ -3,6 +3,7 @@
 //! Pages read the store and never write. Everything but the charts reads without
 //! JavaScript; chart data goes into a JSON data island read by `static/harrier.js`.
 
+mod compare;
 pub mod format;
 mod routes;
 
@@ -72,6 +73,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/runs/{id}", get(run))
         .route("/console/alerts", get(alerts))
         .merge(routes::router())
+        .merge(compare::router())
 }
 
 /// A console error, rendered as an HTML page.

@@ -14,7 +14,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
 
 /// A child process killed when dropped.
-struct Proc(Child);
+pub(crate) struct Proc(pub(crate) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -24,7 +24,7 @@ impl Drop for Proc {
 }
 
 /// Starts `harrier serve` on a free port; returns the process and the base URL it printed.
-fn start_harrier(db: &Path) -> (Proc, String) {
+pub(crate) fn start_harrier(db: &Path) -> (Proc, String) {
     let mut child = Command::new(HARRIER)
         .args(["serve", "--listen", "127.0.0.1:0", "--db"])
         .arg(db)
@@ -77,7 +77,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn browser() -> (Proc, Client) {
+pub(crate) async fn browser() -> (Proc, Client) {
     let port = free_port();
     let driver = Command::new("chromedriver")
         .arg(format!("--port={port}"))

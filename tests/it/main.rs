@@ -5,6 +5,7 @@ mod helpers;
 
 mod browser;
 mod cli;
+mod compare;
 mod http;
 mod live;
 mod live_runs;

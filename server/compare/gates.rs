@@ -1,0 +1,583 @@
+//! Gates of `harrier check`: pass/fail rules over a run, absolute or relative to a
+//! baseline, and their JUnit XML report.
+//!
+//! Grammar (one command-line argument per gate; spaces allowed):
+//! - absolute: `[label=NAME ]FIGURE OP VALUE[UNIT]`, e.g. `p95<500ms`, `error_rate<1%`,
+//!   `throughput>200/s`, `label=Login p95<300ms`, `mean <= 1.5s`;
+//! - relative to the baseline: `[label=NAME ]FIGURE ±N%`, e.g. `p95 +10%` (p95 may rise by
+//!   at most 10 %), `throughput -5%` (may fall by at most 5 %). The sign names the bad
+//!   direction and must match the figure (`p95 -10%` is refused). For `error_rate` the
+//!   number is in percentage points. A relative gate fails only when the change is beyond
+//!   the tolerance AND the bootstrap verdict says `worse` (beyond the noise); when either
+//!   run has no per-second data (summary-only) there is no verdict and the tolerance alone
+//!   decides, which the message says.
+//!
+//! FIGURE: `p50` `p90` `p95` `p99` `mean` (`avg`) `max` (ms; units `ms`, `s`),
+//! `error_rate` (`error_pct`, `errors`; unit `%`), `throughput` (`rps`, `tps`; units `/s`,
+//! `req/s`, `rps`, `tps`). OP: `<` `<=` `>` `>=`. NAME may be quoted (`label="Get item"`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Better, Comparison, Figure, RunScope, Verdict};
+
+/// A comparison operator of an absolute gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+        }
+    }
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "≤",
+            Op::Gt => ">",
+            Op::Ge => "≥",
+        }
+    }
+}
+
+/// What a gate asks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Rule {
+    /// The run's figure must satisfy `figure OP limit` (limit in the figure's unit).
+    Absolute { op: Op, limit: f64 },
+    /// The change vs the baseline may not pass `tolerance` in the bad direction (% of the
+    /// baseline; percentage points for error %).
+    Relative { tolerance: f64 },
+}
+
+/// One parsed gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    /// As written.
+    pub text: String,
+    /// `None`: the run total.
+    pub label: Option<String>,
+    pub figure: Figure,
+    pub rule: Rule,
+}
+
+/// A gate that does not parse: says what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("gate {text:?}: {reason}")]
+pub struct GateError {
+    pub text: String,
+    pub reason: String,
+}
+
+fn figure_of(name: &str) -> Option<Figure> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "p50" | "median" => Figure::P50Ms,
+        "p90" => Figure::P90Ms,
+        "p95" => Figure::P95Ms,
+        "p99" => Figure::P99Ms,
+        "mean" | "avg" | "average" => Figure::MeanMs,
+        "max" => Figure::MaxMs,
+        "error_rate" | "error_pct" | "errors" | "error" => Figure::ErrorPct,
+        "throughput" | "rps" | "tps" => Figure::ThroughputRps,
+        _ => return None,
+    })
+}
+
+const FIGURES_HELP: &str = "p50, p90, p95, p99, mean, max, error_rate or throughput";
+
+/// Parses `VALUE[UNIT]` for `figure` into the figure's unit (ms, %, req/s).
+fn value_of(figure: Figure, text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("expected a number, got {t:?}"))?;
+    let scale = match (figure, unit.to_ascii_lowercase().as_str()) {
+        (Figure::ErrorPct, "%" | "") => 1.0,
+        (Figure::ThroughputRps, "" | "/s" | "req/s" | "rps" | "tps" | "hits/s") => 1.0,
+        (Figure::ErrorPct | Figure::ThroughputRps, u) => {
+            return Err(format!(
+                "unit {u:?} does not fit {}: use {}",
+                figure.name(),
+                if figure == Figure::ErrorPct {
+                    "%"
+                } else {
+                    "/s"
+                }
+            ));
+        }
+        (_, "" | "ms") => 1.0,
+        (_, "s") => 1000.0,
+        (_, u) => return Err(format!("unit {u:?} is not a time unit: use ms or s")),
+    };
+    Ok(v * scale)
+}
+
+/// Parses the expression after an optional label.
+fn parse_expr(text: &str) -> Result<(Figure, Rule), String> {
+    let t = text.trim();
+    if let Some(pos) = t.find(['<', '>']) {
+        let name = t[..pos].trim();
+        let figure = figure_of(name)
+            .ok_or_else(|| format!("unknown figure {name:?}: use {FIGURES_HELP}"))?;
+        let rest = &t[pos..];
+        let (op, rest) = if let Some(r) = rest.strip_prefix("<=") {
+            (Op::Le, r)
+        } else if let Some(r) = rest.strip_prefix(">=") {
+            (Op::Ge, r)
+        } else if let Some(r) = rest.strip_prefix('<') {
+            (Op::Lt, r)
+        } else {
+            (Op::Gt, &rest[1..])
+        };
+        return Ok((
+            figure,
+            Rule::Absolute {
+                op,
+                limit: value_of(figure, rest)?,
+            },
+        ));
+    }
+    let Some(pos) = t.find(['+', '-']) else {
+        return Err(format!(
+            "expected FIGURE<VALUE (e.g. p95<500ms) or FIGURE +N% (e.g. p95 +10%), got {t:?}"
+        ));
+    };
+    let name = t[..pos].trim();
+    let figure =
+        figure_of(name).ok_or_else(|| format!("unknown figure {name:?}: use {FIGURES_HELP}"))?;
+    let rising = t[pos..].starts_with('+');
+    let num = t[pos + 1..].trim();
+    let num = num
+        .strip_suffix('%')
+        .ok_or_else(|| format!("a relative gate is a percentage, e.g. {name} +10%"))?;
+    let tolerance: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number before %, got {num:?}"))?;
+    let bad_is_rising = figure.better() == Better::Lower;
+    if rising != bad_is_rising {
+        return Err(format!(
+            "{} gets worse when it {}: write {name} {}{tolerance}%",
+            figure.name(),
+            if bad_is_rising { "rises" } else { "falls" },
+            if bad_is_rising { "+" } else { "-" },
+        ));
+    }
+    Ok((figure, Rule::Relative { tolerance }))
+}
+
+/// Parses one gate argument.
+pub fn parse(text: &str) -> Result<Gate, GateError> {
+    let err = |reason: String| GateError {
+        text: text.to_string(),
+        reason,
+    };
+    let t = text.trim();
+    let (label, expr) = match t.strip_prefix("label=") {
+        None => (None, t.to_string()),
+        Some(rest) if rest.starts_with('"') => {
+            let end = rest[1..]
+                .find('"')
+                .ok_or_else(|| err("the label's closing quote is missing".into()))?;
+            (Some(rest[1..=end].to_string()), rest[end + 2..].to_string())
+        }
+        Some(rest) => {
+            // The label may hold spaces: it ends at the first space after which the rest
+            // parses as a gate.
+            let mut found = None;
+            for (i, _) in rest.match_indices(' ') {
+                if parse_expr(&rest[i + 1..]).is_ok() {
+                    found = Some((rest[..i].to_string(), rest[i + 1..].to_string()));
+                    break;
+                }
+            }
+            match found {
+                Some((l, e)) => (Some(l), e),
+                None => {
+                    return Err(err(
+                        "expected label=NAME followed by a space and a gate, e.g. label=Login p95<300ms"
+                            .into(),
+                    ));
+                }
+            }
+        }
+    };
+    if label.as_deref().is_some_and(str::is_empty) {
+        return Err(err("the label is empty".into()));
+    }
+    let (figure, rule) = parse_expr(&expr).map_err(err)?;
+    Ok(Gate {
+        text: text.to_string(),
+        label,
+        figure,
+        rule,
+    })
+}
+
+/// A gate's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Fail,
+    /// Not judged: a relative gate without a baseline.
+    Skipped,
+}
+
+/// One gate's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub label: Option<String>,
+    pub figure: Figure,
+    pub status: Status,
+    /// The run's value of the figure.
+    pub value: Option<f64>,
+    /// The baseline's value (relative gates).
+    pub baseline_value: Option<f64>,
+    /// Why it passed or failed, for people.
+    pub message: String,
+}
+
+fn scope<'a>(c: &'a Comparison, label: Option<&str>, run: usize) -> Option<&'a RunScope> {
+    c.scope(label)
+        .and_then(|s| s.runs.get(run))
+        .filter(|r| r.present)
+}
+
+fn label_text(label: Option<&str>) -> String {
+    label.map_or(String::new(), |l| format!(" of {l:?}"))
+}
+
+/// Evaluates `gates` on the last run of `comparison` (`[baseline, run]`, or `[run]` alone
+/// when there is no baseline).
+pub fn evaluate(gates: &[Gate], comparison: &Comparison) -> Vec<GateResult> {
+    let run_idx = comparison.runs.len().saturating_sub(1);
+    let has_baseline = comparison.runs.len() >= 2;
+    gates
+        .iter()
+        .map(|g| {
+            let label = g.label.as_deref();
+            let f = g.figure;
+            let run = scope(comparison, label, run_idx);
+            let value = run.and_then(|r| r.get(f));
+            let mut res = GateResult {
+                gate: g.text.clone(),
+                label: g.label.clone(),
+                figure: f,
+                status: Status::Fail,
+                value,
+                baseline_value: None,
+                message: String::new(),
+            };
+            let what = format!("{}{}", f.name(), label_text(label));
+            if run.is_none() {
+                res.message = format!("the run has no label {:?}", label.unwrap_or(""));
+                return res;
+            }
+            match &g.rule {
+                Rule::Absolute { op, limit } => match value {
+                    None => res.message = format!("{what} is not known for this run"),
+                    Some(v) => {
+                        let ok = op.holds(v, *limit);
+                        res.status = if ok { Status::Pass } else { Status::Fail };
+                        res.message = format!(
+                            "{what} = {}, {} {} {}",
+                            f.format(Some(v)),
+                            if ok { "within" } else { "breaks" },
+                            op.as_str(),
+                            f.format(Some(*limit))
+                        );
+                    }
+                },
+                Rule::Relative { tolerance } => {
+                    if !has_baseline {
+                        res.status = Status::Skipped;
+                        res.message = "no baseline to compare with".into();
+                        return res;
+                    }
+                    let base = scope(comparison, label, 0);
+                    res.baseline_value = base.and_then(|b| b.get(f));
+                    let change = run.and_then(|r| r.change(f));
+                    let effect = change.and_then(|c| {
+                        if f == Figure::ErrorPct {
+                            c.abs
+                        } else {
+                            c.pct
+                        }
+                    });
+                    let Some(effect) = effect else {
+                        res.message = format!("{what}: no change can be computed (baseline {}, run {})",
+                            f.format(res.baseline_value), f.format(value));
+                        return res;
+                    };
+                    let unit = if f == Figure::ErrorPct { " points" } else { " %" };
+                    let bad_effect = if f.better() == Better::Higher { -effect } else { effect };
+                    let beyond = bad_effect > *tolerance;
+                    let verdict = change.and_then(|c| c.verdict);
+                    let ci = change
+                        .and_then(|c| c.ci_low.zip(c.ci_high))
+                        .map(|(lo, hi)| {
+                            format!(" (95 % interval {:+.1} … {:+.1}{unit})", lo, hi)
+                        })
+                        .unwrap_or_default();
+                    let head = format!(
+                        "{what} {} vs baseline {}: {:+.1}{unit}{ci}",
+                        f.format(value),
+                        f.format(res.baseline_value),
+                        effect
+                    );
+                    let sign = if f.better() == Better::Higher { "-" } else { "+" };
+                    let (status, why) = match (beyond, verdict) {
+                        (false, _) => (Status::Pass, format!("within {sign}{tolerance}{unit}")),
+                        (true, Some(Verdict::Worse)) => (
+                            Status::Fail,
+                            format!("beyond {sign}{tolerance}{unit} and beyond the noise"),
+                        ),
+                        (true, Some(_)) => (
+                            Status::Pass,
+                            format!(
+                                "beyond {sign}{tolerance}{unit} but within the noise (or below the minimum effect)"
+                            ),
+                        ),
+                        (true, None) => (
+                            Status::Fail,
+                            format!(
+                                "beyond {sign}{tolerance}{unit}; no per-second data to judge the noise, so the tolerance alone decides"
+                            ),
+                        ),
+                    };
+                    res.status = status;
+                    res.message = format!("{head} — {why}");
+                }
+            }
+            res
+        })
+        .collect()
+}
+
+/// JUnit XML (the format Jenkins' JUnit plugin and GitLab's test reports read): one
+/// `<testsuite>` for the check, one `<testcase>` per gate, `<failure>` or `<skipped>`.
+pub fn junit_xml(suite: &str, results: &[GateResult]) -> String {
+    use quick_xml::Writer;
+    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+    let failures = results.iter().filter(|r| r.status == Status::Fail).count();
+    let skipped = results
+        .iter()
+        .filter(|r| r.status == Status::Skipped)
+        .count();
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    // Writing into a Vec cannot fail.
+    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    let (tests, fails, skips) = (
+        results.len().to_string(),
+        failures.to_string(),
+        skipped.to_string(),
+    );
+    let mut suites = BytesStart::new("testsuites");
+    suites.push_attribute(("name", "harrier check"));
+    suites.push_attribute(("tests", tests.as_str()));
+    suites.push_attribute(("failures", fails.as_str()));
+    let _ = w.write_event(Event::Start(suites));
+    let mut ts = BytesStart::new("testsuite");
+    ts.push_attribute(("name", suite));
+    ts.push_attribute(("tests", tests.as_str()));
+    ts.push_attribute(("failures", fails.as_str()));
+    ts.push_attribute(("errors", "0"));
+    ts.push_attribute(("skipped", skips.as_str()));
+    let _ = w.write_event(Event::Start(ts));
+    for r in results {
+        let mut tc = BytesStart::new("testcase");
+        tc.push_attribute(("name", r.gate.as_str()));
+        tc.push_attribute(("classname", suite));
+        tc.push_attribute(("time", "0"));
+        let _ = w.write_event(Event::Start(tc));
+        match r.status {
+            Status::Pass => {
+                let _ = w.write_event(Event::Start(BytesStart::new("system-out")));
+                let _ = w.write_event(Event::Text(BytesText::new(&r.message)));
+                let _ = w.write_event(Event::End(BytesEnd::new("system-out")));
+            }
+            Status::Fail => {
+                let mut f = BytesStart::new("failure");
+                f.push_attribute(("message", r.message.as_str()));
+                f.push_attribute(("type", "gate"));
+                let _ = w.write_event(Event::Start(f));
+                let _ = w.write_event(Event::Text(BytesText::new(&r.message)));
+                let _ = w.write_event(Event::End(BytesEnd::new("failure")));
+            }
+            Status::Skipped => {
+                let mut s = BytesStart::new("skipped");
+                s.push_attribute(("message", r.message.as_str()));
+                let _ = w.write_event(Event::Empty(s));
+            }
+        }
+        let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
+    }
+    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
+    let _ = w.write_event(Event::End(BytesEnd::new("testsuites")));
+    let mut out = String::from_utf8(w.into_inner()).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn abs(figure: Figure, op: Op, limit: f64) -> (Figure, Rule) {
+        (figure, Rule::Absolute { op, limit })
+    }
+
+    #[test]
+    fn parses_every_documented_form() {
+        let cases: &[(&str, Option<&str>, (Figure, Rule))] = &[
+            ("p95<500ms", None, abs(Figure::P95Ms, Op::Lt, 500.0)),
+            ("p99 <= 1.5s", None, abs(Figure::P99Ms, Op::Le, 1500.0)),
+            ("error_rate<1%", None, abs(Figure::ErrorPct, Op::Lt, 1.0)),
+            (
+                "throughput>200/s",
+                None,
+                abs(Figure::ThroughputRps, Op::Gt, 200.0),
+            ),
+            ("mean>=10", None, abs(Figure::MeanMs, Op::Ge, 10.0)),
+            (
+                "label=Login p95<300ms",
+                Some("Login"),
+                abs(Figure::P95Ms, Op::Lt, 300.0),
+            ),
+            (
+                "label=Get item p90<2s",
+                Some("Get item"),
+                abs(Figure::P90Ms, Op::Lt, 2000.0),
+            ),
+            (
+                "label=\"Search, filtered\" max<9s",
+                Some("Search, filtered"),
+                abs(Figure::MaxMs, Op::Lt, 9000.0),
+            ),
+            (
+                "p95 +10%",
+                None,
+                (Figure::P95Ms, Rule::Relative { tolerance: 10.0 }),
+            ),
+            (
+                "throughput -5%",
+                None,
+                (Figure::ThroughputRps, Rule::Relative { tolerance: 5.0 }),
+            ),
+            (
+                "label=Login error_rate +0.5%",
+                Some("Login"),
+                (Figure::ErrorPct, Rule::Relative { tolerance: 0.5 }),
+            ),
+        ];
+        for (text, label, (figure, rule)) in cases {
+            let g = parse(text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(g.label.as_deref(), *label, "{text}");
+            assert_eq!(&g.figure, figure, "{text}");
+            assert_eq!(&g.rule, rule, "{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_gates_say_what_was_expected() {
+        for (text, needle) in [
+            ("p95", "expected FIGURE<VALUE"),
+            ("p42<5ms", "unknown figure"),
+            ("p95<fast", "expected a number"),
+            ("p95<5%", "not a time unit"),
+            ("error_rate<1ms", "does not fit"),
+            ("p95 -10%", "gets worse when it rises"),
+            ("throughput +5%", "gets worse when it falls"),
+            ("p95 +10", "percentage"),
+            ("label=Login", "expected label=NAME"),
+            ("label=\"Login p95<3", "closing quote"),
+        ] {
+            let e = parse(text).expect_err(text);
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn junit_parses_back() {
+        let r = |gate: &str, status, message: &str| GateResult {
+            gate: gate.into(),
+            label: None,
+            figure: Figure::P95Ms,
+            status,
+            value: Some(1.0),
+            baseline_value: None,
+            message: message.into(),
+        };
+        let xml = junit_xml(
+            "checkout <run 7>",
+            &[
+                r("p95<500ms", Status::Pass, "p95 = 412 ms"),
+                r(
+                    "p99<1s",
+                    Status::Fail,
+                    "p99 = 1.20 s, breaks < \"1.00 s\" & more",
+                ),
+                r("p95 +10%", Status::Skipped, "no baseline"),
+            ],
+        );
+        let mut reader = quick_xml::Reader::from_str(&xml);
+        let (mut cases, mut failures, mut skipped) = (Vec::new(), Vec::new(), 0);
+        let mut in_failure = false;
+        loop {
+            match reader.read_event().unwrap() {
+                quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e) => {
+                    let name = e.name().as_ref().to_vec();
+                    let attr = |k: &str| {
+                        e.attributes()
+                            .flatten()
+                            .find(|a| a.key.as_ref() == k.as_bytes())
+                            .map(|a| a.unescape_value().unwrap().into_owned())
+                    };
+                    match name.as_slice() {
+                        b"testsuite" => {
+                            assert_eq!(attr("name").as_deref(), Some("checkout <run 7>"));
+                            assert_eq!(attr("tests").as_deref(), Some("3"));
+                            assert_eq!(attr("failures").as_deref(), Some("1"));
+                            assert_eq!(attr("skipped").as_deref(), Some("1"));
+                        }
+                        b"testcase" => cases.push(attr("name").unwrap()),
+                        b"failure" => {
+                            in_failure = true;
+                            failures.push(attr("message").unwrap());
+                        }
+                        b"skipped" => skipped += 1,
+                        _ => {}
+                    }
+                }
+                quick_xml::events::Event::Text(t) if in_failure => {
+                    assert!(t.decode().unwrap().contains("breaks"));
+                    in_failure = false;
+                }
+                quick_xml::events::Event::Eof => break,
+                _ => {}
+            }
+        }
+        assert_eq!(cases, ["p95<500ms", "p99<1s", "p95 +10%"]);
+        assert_eq!(failures, ["p99 = 1.20 s, breaks < \"1.00 s\" & more"]);
+        assert_eq!(skipped, 1);
+    }
+}
