@@ -212,6 +212,7 @@ pub fn parse(text: &str) -> Result<Exposition, ParseError> {
         by_name: HashMap::new(),
         current: None,
         typed: HashMap::new(),
+        series_lines: HashMap::new(),
     };
     let mut seen_eof = false;
     for (i, raw) in text.split('\n').enumerate() {
@@ -266,6 +267,9 @@ struct Parser {
     current: Option<usize>,
     /// Families that had a `# TYPE` line.
     typed: HashMap<String, ()>,
+    /// Each series (name and sorted labels) → the line it was first written on: a series
+    /// written twice makes the document ambiguous, as Prometheus itself rejects it.
+    series_lines: HashMap<(String, Vec<(String, String)>), usize>,
 }
 
 fn is_name_start(c: u8) -> bool {
@@ -627,6 +631,18 @@ impl Parser {
         }
         if c.pos < line.len() {
             return Err(c.error("unexpected text after the sample"));
+        }
+        let mut key_labels = labels.clone();
+        key_labels.sort();
+        if let Some(first) = self
+            .series_lines
+            .insert((name.to_string(), key_labels), line_no)
+        {
+            return Err(err(
+                line_no,
+                1,
+                format!("duplicate series {name} (first written on line {first})"),
+            ));
         }
         let idx = self.family_for_sample(name);
         self.families[idx].samples.push(Sample {

@@ -965,3 +965,117 @@ async fn console_routes_pages_in_a_browser() {
     server.await.unwrap().unwrap();
     exporter.abort();
 }
+
+/// Each way a target can fail shows as its own clear state, and the others keep working:
+/// a slow answer (timeout), an HTTP error status, an oversized body, a duplicate series.
+#[tokio::test]
+async fn scrape_faults_each_show_a_clear_state() {
+    let app = spawn_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let faulty = axum::Router::new()
+        .route(
+            "/slow",
+            axum::routing::get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "up 1\n"
+            }),
+        )
+        .route(
+            "/error",
+            axum::routing::get(|| async {
+                (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "down for maintenance",
+                )
+            }),
+        )
+        .route(
+            "/huge",
+            axum::routing::get(|| async {
+                // 40 MiB of valid comment lines: over the scrape body limit.
+                "# padding padding padding padding padding padding padding padding\n"
+                    .repeat(40 << 20 >> 6)
+            }),
+        )
+        .route(
+            "/duplicate",
+            axum::routing::get(|| async {
+                "# TYPE a_total counter\na_total{x=\"1\"} 1\na_total{x=\"1\"} 2\n"
+            }),
+        );
+    let fl = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fbase = format!("http://{}", fl.local_addr().unwrap());
+    let faulty_task = tokio::spawn(async move { axum::serve(fl, faulty).await.unwrap() });
+    let client = reqwest::Client::new();
+    let api = format!("http://{addr}/api/v1");
+    for name in ["slow", "error", "huge", "duplicate"] {
+        let r = client
+            .post(format!("{api}/targets"))
+            .json(&serde_json::json!({"name": name, "url": format!("{fbase}/{name}"), "interval_s": 2, "timeout_s": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+    let targets = wait_for("every faulty target scraped", 30, || {
+        let (client, api) = (client.clone(), api.clone());
+        async move {
+            let v: serde_json::Value = client
+                .get(format!("{api}/targets"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let all = v
+                .as_array()?
+                .iter()
+                .filter(|t| t["name"] != "harrier")
+                .all(|t| !t["up"].is_null());
+            all.then_some(v)
+        }
+    })
+    .await;
+    let by_name = |n: &str| {
+        targets
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    for (name, says) in [
+        ("slow", "no answer within"),
+        ("error", "503"),
+        ("huge", "larger than"),
+        (
+            "duplicate",
+            "duplicate series a_total (first written on line 2)",
+        ),
+    ] {
+        let t = by_name(name);
+        assert_eq!(t["up"], false, "{name}: {t}");
+        let err = t["last_error"].as_str().unwrap_or_default();
+        assert!(err.contains(says), "{name}: {err}");
+    }
+    // harrier itself kept serving and scraping its own metrics.
+    assert_eq!(
+        client
+            .get(format!("http://{addr}/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    faulty_task.abort();
+}
