@@ -13,9 +13,11 @@
 //! - [`console`]: server-rendered pages under `/console`;
 //! - [`telemetry`]: harrier's own `/metrics`;
 //! - [`write`]: InfluxDB line-protocol writes (`/write`, `/api/v2/write`) for live runs;
+//! - [`alerts`]: threshold alert rules, their evaluation and notifications;
 //! - [`app`]: state, router, serve loop;
 //! - [`error`]: the one error type, rendered as JSON or as an error page.
 
+pub mod alerts;
 pub mod api;
 pub mod api_routes;
 pub mod app;
