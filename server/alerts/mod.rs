@@ -4,4 +4,5 @@
 //!
 //! Owns the rule model and the state machine; SQL lives in `store`, HTTP in `api_alerts`.
 
+pub mod eval;
 pub mod rule;
