@@ -1,12 +1,15 @@
 //! The SQLite store: the only module that speaks SQL.
 //!
 //! Owns the connection pool, the migrations (`migrations/`, applied at open) and one file
-//! per table group (`runs.rs`, `routes.rs`). Writes of many rows go in multi-row statements inside one
+//! per table group (`runs.rs`, `routes.rs`, `alerts.rs`). Writes of many rows go in multi-row statements inside one
 //! transaction per import, so an import that fails leaves nothing behind. Must not know
 //! about HTTP or file formats.
 
+mod alerts;
 mod routes;
 mod runs;
+
+pub use alerts::{Delivery, HistoryRow, Notification, StoredRule};
 
 pub use routes::{
     HOUR_MS, MINUTE_MS, Retention, RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval,
