@@ -77,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::router(&state))
         .merge(crate::write::router())
         .merge(crate::api_routes::router())
+        .merge(crate::api_alerts::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -146,7 +147,7 @@ async fn static_file(Path(path): Path<String>) -> Response {
 }
 
 /// Serves `router(state)` on `listener` (and scrapes the targets, harrier's own `/metrics`
-/// included) until `shutdown` completes, then cancels the
+/// included, and evaluates the alert rules) until `shutdown` completes, then cancels the
 /// state's token (ending websocket loops) and waits for requests in flight.
 pub async fn serve(
     listener: TcpListener,
@@ -178,6 +179,12 @@ pub async fn serve(
             tracing::error!(error = %e, "starting the scrape loops failed");
         }
     });
+    tokio::spawn(crate::alerts::evaluator::run(
+        state.store.clone(),
+        state.hub.clone(),
+        Arc::new(state.config.alerts.clone()),
+        token.clone(),
+    ));
     let app = router(state);
     let stop = token.clone();
     let served = axum::serve(listener, app)

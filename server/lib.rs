@@ -10,6 +10,7 @@
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`api`]: the JSON API under `/api/v1`; [`api_routes`]: its routes and targets part;
+//!   [`api_alerts`]: its alerts and alert-rules part;
 //! - [`console`]: server-rendered pages under `/console`;
 //! - [`telemetry`]: harrier's own `/metrics`;
 //! - [`write`]: InfluxDB line-protocol writes (`/write`, `/api/v2/write`) for live runs;
@@ -19,6 +20,7 @@
 
 pub mod alerts;
 pub mod api;
+pub mod api_alerts;
 pub mod api_routes;
 pub mod app;
 pub mod config;

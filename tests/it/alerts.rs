@@ -1,0 +1,286 @@
+//! Threshold alerts: the alert-rules API, and rules evaluated over stored route figures
+//! (pending → firing → resolved) with their live events, history and notices.
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use harrier::alerts::evaluator::{evaluate_once, seed};
+use harrier::routes::Interval;
+use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
+use serde_json::{Value, json};
+
+use crate::helpers::{Reply, TestApp, spawn_app};
+
+async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Value) -> Reply {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    app.send(req).await
+}
+
+fn rule(name: &str) -> Value {
+    json!({
+        "name": name,
+        "subject": {"route": "/check*"},
+        "measure": "error_pct",
+        "comparison": ">",
+        "threshold": 10,
+        "window": "1m",
+        "for": "30s",
+        "severity": "page",
+        "summary": "Route {{ labels.route }} {{ value }} % errors"
+    })
+}
+
+#[tokio::test]
+async fn alert_rules_api_round_trip() {
+    let app = spawn_app().await;
+    seed(&app.state.store, &app.state.config.alerts)
+        .await
+        .unwrap();
+    let list = app.get("/api/v1/alert-rules").await.json();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["RouteErrorRateCritical", "RouteErrorRateWarning"]);
+    assert_eq!(list[1]["threshold"], 5.0);
+    assert_eq!(list[1]["for"], "2m");
+    assert_eq!(list[1]["min_count"], 20);
+    assert_eq!(list[1]["origin"], "builtin");
+
+    let created = send_json(&app, "POST", "/api/v1/alert-rules", &rule("CheckoutErrors")).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    assert_eq!(created.json()["origin"], "api");
+    assert_eq!(created.json()["window"], "1m");
+    let again = send_json(&app, "POST", "/api/v1/alert-rules", &rule("CheckoutErrors")).await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST);
+    assert!(again.json()["error"].as_str().unwrap().contains("exists"));
+
+    let mut bad = rule("Bad");
+    bad["recovery_threshold"] = json!(20);
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &bad).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("recovery_threshold"),
+        "{}",
+        r.text()
+    );
+    let mut bad = rule("Bad");
+    bad["comparison"] = json!("=>");
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &bad).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("=>"),
+        "{}",
+        r.text()
+    );
+
+    let mut changed = rule("CheckoutErrors");
+    changed["threshold"] = json!(25);
+    let r = send_json(&app, "PUT", "/api/v1/alert-rules/CheckoutErrors", &changed).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(
+        app.get("/api/v1/alert-rules/CheckoutErrors").await.json()["threshold"],
+        25.0
+    );
+    let r = send_json(&app, "PUT", "/api/v1/alert-rules/Nope", &changed).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    assert_eq!(
+        app.delete("/api/v1/alert-rules/CheckoutErrors")
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.get("/api/v1/alert-rules/CheckoutErrors").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.delete("/api/v1/alert-rules/CheckoutErrors")
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+fn interval(exchanges: f64, failed: f64) -> Interval {
+    Interval {
+        interval_ms: 15_000,
+        exchanges: Some(exchanges),
+        failed: Some(failed),
+        duration_sum_s: Some(exchanges * 0.05),
+        duration_count: Some(exchanges),
+        buckets: vec![(0.1, exchanges), (f64::INFINITY, exchanges)],
+        max_s: Some(0.1),
+        inflight: Some(1.0),
+        resets: 0,
+    }
+}
+
+fn write(route: &str, iv: Interval) -> RouteWrite {
+    RouteWrite {
+        service: "orders".into(),
+        route: route.into(),
+        source: "http".into(),
+        state: None,
+        last_exchange_ms: None,
+        interval: Some(iv),
+    }
+}
+
+async fn scrape(app: &TestApp, target: i64, at_ms: i64, routes: &[RouteWrite]) {
+    let status = ScrapeStatus {
+        at_ms,
+        up: true,
+        duration_ms: 1.0,
+        samples: 10,
+        error: None,
+    };
+    app.state
+        .store
+        .record_scrape(target, &status, routes)
+        .await
+        .unwrap();
+}
+
+/// Next live event of `type`, skipping others.
+async fn next_event(
+    rx: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<str>>,
+    ty: &str,
+) -> Value {
+    loop {
+        let msg = rx
+            .try_recv()
+            .unwrap_or_else(|e| panic!("no {ty} event: {e}"));
+        let v: Value = serde_json::from_str(&msg).unwrap();
+        if v["type"] == ty {
+            return v;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_route_error_spike_goes_pending_fires_and_resolves() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let spec = TargetSpec {
+        name: "orders".into(),
+        url: "http://10.0.0.5:9100/metrics".into(),
+        kind: "prometheus".into(),
+        interval_s: 15.0,
+        timeout_s: 5.0,
+        labels: BTreeMap::new(),
+    };
+    let target = store
+        .insert_target(&spec, "api", 0)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &rule("CheckoutErrors")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let mut rx = app.state.hub.subscribe();
+
+    let t0 = 1_800_000_000_000;
+    // /checkout: 30 % errors over 100 exchanges; /checkin: 50 % over 10 (under the
+    // min-count guard); /search is not watched.
+    scrape(
+        &app,
+        target,
+        t0,
+        &[
+            write("/checkout", interval(100.0, 30.0)),
+            write("/checkin", interval(10.0, 5.0)),
+            write("/search", interval(100.0, 90.0)),
+        ],
+    )
+    .await;
+    let round = evaluate_once(store, &app.state.hub, t0 + 1_000)
+        .await
+        .unwrap();
+    assert_eq!(round.transitions.len(), 1);
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts.as_array().unwrap().len(), 1, "{alerts}");
+    assert_eq!(alerts[0]["rule"], "CheckoutErrors");
+    assert_eq!(alerts[0]["state"], "pending");
+    assert_eq!(alerts[0]["value"], 30.0);
+    assert_eq!(alerts[0]["active_since_ms"], t0 + 1_000);
+    assert_eq!(alerts[0]["labels"]["route"], "/checkout");
+    assert_eq!(alerts[0]["labels"]["service"], "orders");
+    assert_eq!(alerts[0]["labels"]["instance"], "10.0.0.5:9100");
+
+    // 15 s later: still pending (for 30 s); 30 s after it started: firing.
+    evaluate_once(store, &app.state.hub, t0 + 16_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.get("/api/v1/alerts").await.json()[0]["state"],
+        "pending"
+    );
+    let round = evaluate_once(store, &app.state.hub, t0 + 31_000)
+        .await
+        .unwrap();
+    assert_eq!(round.notifications.len(), 1);
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts[0]["state"], "firing");
+    assert_eq!(alerts[0]["fired_at_ms"], t0 + 31_000);
+    assert_eq!(alerts[0]["summary"], "Route /checkout 30 % errors");
+    let fired = next_event(&mut rx, "alert_firing").await;
+    assert_eq!(fired["alert"]["labels"]["route"], "/checkout");
+    assert_eq!(fired["alert"]["severity"], "page");
+
+    // Still bad: no second firing.
+    let round = evaluate_once(store, &app.state.hub, t0 + 46_000)
+        .await
+        .unwrap();
+    assert!(round.transitions.is_empty());
+
+    // A clean minute: resolved.
+    scrape(
+        &app,
+        target,
+        t0 + 60_000,
+        &[write("/checkout", interval(100.0, 0.0))],
+    )
+    .await;
+    let round = evaluate_once(store, &app.state.hub, t0 + 62_000)
+        .await
+        .unwrap();
+    assert_eq!(round.notifications.len(), 1);
+    assert!(
+        app.get("/api/v1/alerts")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let resolved = next_event(&mut rx, "alert_resolved").await;
+    assert_eq!(resolved["resolved_at_ms"], t0 + 62_000);
+    assert_eq!(resolved["alert"]["state"], "resolved");
+
+    let history = app
+        .get("/api/v1/alerts/history?rule=CheckoutErrors")
+        .await
+        .json();
+    let changes: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["change"].as_str().unwrap())
+        .collect();
+    assert_eq!(changes, ["resolved", "firing", "pending"]);
+    let bad = app.get("/api/v1/alerts/history?limit=0").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
