@@ -49,6 +49,7 @@ CREATE TABLE alert_notifications (
     created_at_ms    INTEGER NOT NULL,
     delivered_at_ms  INTEGER,                     -- NULL: still to send
     attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms  INTEGER NOT NULL DEFAULT 0,  -- retry with backoff: not before this
     last_error       TEXT
 );
 CREATE INDEX alert_notifications_undelivered ON alert_notifications (delivered_at_ms, id);

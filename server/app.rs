@@ -179,10 +179,25 @@ pub async fn serve(
             tracing::error!(error = %e, "starting the scrape loops failed");
         }
     });
+    let alerts_wake = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(crate::alerts::evaluator::run(
         state.store.clone(),
         state.hub.clone(),
         Arc::new(state.config.alerts.clone()),
+        alerts_wake.clone(),
+        token.clone(),
+    ));
+    let external_url = state
+        .config
+        .alerts
+        .external_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", self_addr.map_or(state.config.listen, |a| a)));
+    tokio::spawn(crate::alerts::notify::run(
+        state.store.clone(),
+        Arc::new(state.config.alerts.channels.clone()),
+        external_url,
+        alerts_wake,
         token.clone(),
     ));
     let app = router(state);

@@ -138,9 +138,16 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
     })
 }
 
-/// Seeds the rules, then evaluates every `evaluation_interval` until `shutdown`. A failed
+/// Seeds the rules, then evaluates every `evaluation_interval` until `shutdown`; `wake`
+/// is notified when a round raises notices. A failed
 /// round is logged and the next one runs as usual.
-pub async fn run(store: Store, hub: Hub, config: Arc<AlertsConfig>, shutdown: CancellationToken) {
+pub async fn run(
+    store: Store,
+    hub: Hub,
+    config: Arc<AlertsConfig>,
+    wake: Arc<tokio::sync::Notify>,
+    shutdown: CancellationToken,
+) {
     if let Err(e) = seed(&store, &config).await {
         tracing::error!(error = %e, "storing the alert rules failed");
     }
@@ -154,6 +161,9 @@ pub async fn run(store: Store, hub: Hub, config: Arc<AlertsConfig>, shutdown: Ca
                 match evaluate_once(&store, &hub, crate::now_ms()).await {
                     Ok(round) => {
                         metrics::counter!("harrier_alert_evaluations_total").increment(1);
+                        if !round.notifications.is_empty() {
+                            wake.notify_one();
+                        }
                         if !round.transitions.is_empty() {
                             tracing::info!(transitions = round.transitions.len(), "alerts changed");
                         }

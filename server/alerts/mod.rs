@@ -1,12 +1,14 @@
 //! Threshold alerts: rules over subject sets ([`rule`]), their pure evaluation
 //! ([`eval`]: inactive → pending → firing → resolved, after Prometheus'
-//! `rules/alerting.go`), and the evaluator loop over the route figures ([`evaluator`]).
+//! `rules/alerting.go`), the evaluator loop over the route figures ([`evaluator`]), and
+//! the notifications to channels ([`notify`]).
 //!
 //! Owns the rule model, the state machine and the `[alerts]` settings; SQL lives in
 //! `store`, HTTP in `api_alerts`.
 
 pub mod eval;
 pub mod evaluator;
+pub mod notify;
 pub mod rule;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +41,10 @@ fn yes() -> bool {
 /// comparison = ">"
 /// threshold = 800
 /// for = "2m"
+///
+/// [[alerts.channels]]         # Alertmanager-compatible webhook
+/// name = "ops"
+/// url = "http://127.0.0.1:9095/hook"
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +55,13 @@ pub struct AlertsConfig {
     pub builtin_rules: bool,
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// Where notices go (see [`notify::ChannelSpec`]).
+    #[serde(default)]
+    pub channels: Vec<notify::ChannelSpec>,
+    /// harrier's address as seen by the receivers (`externalURL` in webhook messages);
+    /// default `http://` + the listen address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_url: Option<String>,
 }
 
 impl Default for AlertsConfig {
@@ -57,6 +70,8 @@ impl Default for AlertsConfig {
             evaluation_interval: default_interval(),
             builtin_rules: true,
             rules: Vec::new(),
+            channels: Vec::new(),
+            external_url: None,
         }
     }
 }
@@ -78,6 +93,16 @@ impl AlertsConfig {
                 return Err(format!(
                     "alerts.rules[{i}]: the name {:?} is used twice",
                     r.name
+                ));
+            }
+        }
+        for (i, c) in self.channels.iter().enumerate() {
+            c.validate()
+                .map_err(|e| format!("alerts.channels[{i}] ({}): {e}", c.name))?;
+            if self.channels[..i].iter().any(|o| o.name == c.name) {
+                return Err(format!(
+                    "alerts.channels[{i}]: the name {:?} is used twice",
+                    c.name
                 ));
             }
         }

@@ -395,13 +395,23 @@ impl Store {
             .collect())
     }
 
-    /// Notifications not yet delivered, oldest first.
-    pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>> {
+    /// Notifications not yet delivered whose next attempt is due at `now_ms` and that
+    /// have had fewer than `max_attempts` attempts, oldest first.
+    pub async fn due_notifications(
+        &self,
+        now_ms: i64,
+        max_attempts: i64,
+        limit: i64,
+    ) -> Result<Vec<Notification>> {
         let rows: Vec<RawNotification> = sqlx::query_as(
             "SELECT id, rule, labels, change, value, started_at_ms, ended_at_ms, created_at_ms,
                     attempts
-             FROM alert_notifications WHERE delivered_at_ms IS NULL ORDER BY id LIMIT ?",
+             FROM alert_notifications
+             WHERE delivered_at_ms IS NULL AND next_attempt_ms <= ? AND attempts < ?
+             ORDER BY id LIMIT ?",
         )
+        .bind(now_ms)
+        .bind(max_attempts)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
@@ -421,9 +431,13 @@ impl Store {
             .collect())
     }
 
-    /// Logs one delivery attempt; `delivered` marks the notification done.
-    pub async fn record_delivery(&self, d: &Delivery, delivered: bool) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+    /// Notifications not yet delivered, oldest first (whatever their retry time).
+    pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>> {
+        self.due_notifications(i64::MAX, i64::MAX, limit).await
+    }
+
+    /// Logs one delivery attempt of a notification to a channel.
+    pub async fn record_delivery(&self, d: &Delivery) -> Result<()> {
         sqlx::query(
             "INSERT INTO alert_deliveries (notification_id, channel, at_ms, status, error)
              VALUES (?, ?, ?, ?, ?)",
@@ -433,20 +447,43 @@ impl Store {
         .bind(d.at_ms)
         .bind(d.status)
         .bind(&d.error)
-        .execute(&mut *tx)
+        .execute(&self.pool)
         .await?;
+        Ok(())
+    }
+
+    /// The channels that have accepted notification `id` (a 2xx answer).
+    pub async fn delivered_channels(&self, id: i64) -> Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT channel FROM alert_deliveries
+             WHERE notification_id = ? AND status BETWEEN 200 AND 299",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(c,)| c).collect())
+    }
+
+    /// Ends one round of attempts on notification `id`: delivered (to every channel) at
+    /// `delivered_at_ms`, or to be retried not before `next_attempt_ms`.
+    pub async fn settle_notification(
+        &self,
+        id: i64,
+        delivered_at_ms: Option<i64>,
+        next_attempt_ms: i64,
+        error: Option<&str>,
+    ) -> Result<()> {
         sqlx::query(
-            "UPDATE alert_notifications SET attempts = attempts + 1, last_error = ?,
-               delivered_at_ms = CASE WHEN ? THEN ? ELSE delivered_at_ms END
+            "UPDATE alert_notifications SET attempts = attempts + 1, delivered_at_ms = ?,
+               next_attempt_ms = ?, last_error = ?
              WHERE id = ?",
         )
-        .bind(&d.error)
-        .bind(delivered)
-        .bind(d.at_ms)
-        .bind(d.notification_id)
-        .execute(&mut *tx)
+        .bind(delivered_at_ms)
+        .bind(next_attempt_ms)
+        .bind(error)
+        .bind(id)
+        .execute(&self.pool)
         .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -620,16 +657,21 @@ mod tests {
             ("firing", 2 * MIN)
         );
         store
-            .record_delivery(
-                &Delivery {
-                    notification_id: notes[0].id,
-                    channel: "hook".into(),
-                    at_ms: 2 * MIN,
-                    status: Some(200),
-                    error: None,
-                },
-                true,
-            )
+            .record_delivery(&Delivery {
+                notification_id: notes[0].id,
+                channel: "hook".into(),
+                at_ms: 2 * MIN,
+                status: Some(200),
+                error: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            store.delivered_channels(notes[0].id).await.unwrap(),
+            ["hook"]
+        );
+        store
+            .settle_notification(notes[0].id, Some(2 * MIN), 0, None)
             .await
             .unwrap();
         drop(store);

@@ -2,15 +2,17 @@
 //! (pending → firing → resolved) with their live events, history and notices.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use harrier::alerts::evaluator::{evaluate_once, seed};
+use harrier::alerts::notify::{ChannelSpec, deliver_due};
 use harrier::routes::Interval;
 use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
 use serde_json::{Value, json};
 
-use crate::helpers::{Reply, TestApp, spawn_app};
+use crate::helpers::{Reply, TestApp, fixture, spawn_app};
 
 async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Value) -> Reply {
     let req = Request::builder()
@@ -154,6 +156,24 @@ async fn scrape(app: &TestApp, target: i64, at_ms: i64, routes: &[RouteWrite]) {
         .unwrap();
 }
 
+async fn add_target(app: &TestApp) -> i64 {
+    let spec = TargetSpec {
+        name: "orders".into(),
+        url: "http://10.0.0.5:9100/metrics".into(),
+        kind: "prometheus".into(),
+        interval_s: 15.0,
+        timeout_s: 5.0,
+        labels: BTreeMap::new(),
+    };
+    app.state
+        .store
+        .insert_target(&spec, "api", 0)
+        .await
+        .unwrap()
+        .unwrap()
+        .id
+}
+
 /// Next live event of `type`, skipping others.
 async fn next_event(
     rx: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<str>>,
@@ -283,4 +303,147 @@ async fn a_route_error_spike_goes_pending_fires_and_resolves() {
     assert_eq!(changes, ["resolved", "firing", "pending"]);
     let bad = app.get("/api/v1/alerts/history?limit=0").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
+
+/// A webhook receiver on 127.0.0.1:0 that answers 500 to the first `fail_first` messages
+/// and 200 after, keeping every body.
+async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let got: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                let mut v = seen.lock().unwrap();
+                v.push(body);
+                if v.len() <= fail_first {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    StatusCode::OK
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/hook"), got)
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+#[tokio::test]
+async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let (url, got) = receiver(1).await;
+    let channels = [ChannelSpec {
+        name: "ops".into(),
+        kind: "webhook".into(),
+        url,
+        timeout_s: 5.0,
+    }];
+    let client = reqwest::Client::new();
+    let ext = "http://127.0.0.1:7070";
+    let deliver = |now: i64| deliver_due(store, &client, &channels, ext, now);
+
+    let t0 = 1_800_000_000_000;
+    scrape(
+        &app,
+        target,
+        t0,
+        &[write("/checkout", interval(100.0, 30.0))],
+    )
+    .await;
+    evaluate_once(store, &app.state.hub, t0 + 1_000)
+        .await
+        .unwrap();
+    // first attempt answered 500: retried after 1 s, not before
+    assert_eq!(deliver(t0 + 1_000).await.unwrap(), 0);
+    assert_eq!(deliver(t0 + 1_500).await.unwrap(), 0);
+    assert_eq!(got.lock().unwrap().len(), 1);
+    assert_eq!(deliver(t0 + 2_000).await.unwrap(), 1);
+    assert_eq!(got.lock().unwrap().len(), 2);
+    // still firing: nothing new to send
+    evaluate_once(store, &app.state.hub, t0 + 16_000)
+        .await
+        .unwrap();
+    assert_eq!(deliver(t0 + 16_000).await.unwrap(), 0);
+    assert_eq!(got.lock().unwrap().len(), 2);
+
+    scrape(
+        &app,
+        target,
+        t0 + 60_000,
+        &[write("/checkout", interval(100.0, 0.0))],
+    )
+    .await;
+    evaluate_once(store, &app.state.hub, t0 + 62_000)
+        .await
+        .unwrap();
+    assert_eq!(deliver(t0 + 62_000).await.unwrap(), 1);
+    assert_eq!(deliver(t0 + 70_000).await.unwrap(), 0);
+
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(
+        msgs.len(),
+        3,
+        "one firing (sent twice: one retry) and one resolved"
+    );
+    let statuses: Vec<&str> = msgs.iter().map(|m| m["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["firing", "firing", "resolved"]);
+
+    // The shape of Alertmanager's own messages (fixture captured from Alertmanager).
+    let fixture: Value = serde_json::from_slice(&fixture(
+        "alertmanager/alertmanager-webhook-one-resolved.json",
+    ))
+    .unwrap();
+    for m in &msgs {
+        assert_eq!(keys(m), keys(&fixture));
+        assert_eq!(keys(&m["alerts"][0]), keys(&fixture["alerts"][0]));
+        assert_eq!(m["version"], "4");
+        assert_eq!(m["receiver"], "ops");
+        assert_eq!(m["groupKey"], "{}:{alertname=\"CheckoutErrors\"}");
+        assert_eq!(m["alerts"][0]["fingerprint"].as_str().unwrap().len(), 16);
+    }
+    let firing = &msgs[1]["alerts"][0];
+    assert_eq!(firing["labels"]["alertname"], "CheckoutErrors");
+    assert_eq!(firing["labels"]["route"], "/checkout");
+    assert_eq!(firing["labels"]["severity"], "page");
+    assert_eq!(
+        firing["annotations"]["summary"],
+        "Route /checkout 30 % errors"
+    );
+    assert_eq!(firing["startsAt"], "2027-01-15T08:00:01Z");
+    assert_eq!(firing["endsAt"], "0001-01-01T00:00:00Z");
+    let resolved = &msgs[2]["alerts"][0];
+    assert_eq!(resolved["status"], "resolved");
+    assert_eq!(resolved["startsAt"], firing["startsAt"]);
+    assert_eq!(resolved["endsAt"], "2027-01-15T08:01:02Z");
+    assert_eq!(
+        resolved["fingerprint"], firing["fingerprint"],
+        "one alert, one identity"
+    );
+
+    let log = store.alert_deliveries(10).await.unwrap();
+    let codes: Vec<Option<i64>> = log.iter().rev().map(|d| d.status).collect();
+    assert_eq!(codes, [Some(500), Some(200), Some(200)]);
+    assert!(
+        log.last()
+            .unwrap()
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("500")
+    );
 }
