@@ -182,6 +182,14 @@ impl Store {
     /// dropped (they belong to the old condition). `false` when no such rule is in force.
     pub async fn update_alert_rule(&self, name: &str, rule: &Rule, now_ms: i64) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
+        // A deleted built-in may hold the new name; it gives way.
+        sqlx::query(
+            "DELETE FROM alert_rules WHERE name = ? AND name <> ? AND deleted_at_ms IS NOT NULL",
+        )
+        .bind(&rule.name)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
         let done = sqlx::query(
             "UPDATE alert_rules SET name = ?, body = ?, updated_at_ms = ?
              WHERE name = ? AND deleted_at_ms IS NULL",
@@ -297,7 +305,7 @@ impl Store {
     }
 
     /// Saves one evaluation round in one transaction: the active alerts of the `rules`
-    /// evaluated are replaced by `alerts`; `transitions` go to the history, and those that
+    /// evaluated are replaced by `alerts` (alerts of rules no longer in force are dropped); `transitions` go to the history, and those that
     /// notify (firing, resolved) to the outbox. Returns the outbox ids added.
     pub async fn save_evaluation(
         &self,
@@ -346,6 +354,14 @@ impl Store {
             });
             q.build().execute(&mut *tx).await?;
         }
+        // A rule deleted or changed while this round ran: its alerts go (they were
+        // evaluated under the old rule).
+        sqlx::query(
+            "DELETE FROM alerts WHERE rule NOT IN
+               (SELECT name FROM alert_rules WHERE deleted_at_ms IS NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
         let notices: Vec<&Transition> = transitions.iter().filter(|t| t.notifies()).collect();
         let mut ids = Vec::new();
         for chunk in notices.chunks(BATCH_ROWS) {
@@ -620,6 +636,7 @@ mod tests {
     async fn restart_in_the_middle_of_pending_resumes_the_for_timer(pool: SqlitePool) {
         let r = rule();
         let store = Store::from_pool(pool.clone()).await.unwrap();
+        store.insert_alert_rule(&r, "api", 0).await.unwrap();
         let t = round(&store, &r, 9.0, 0).await;
         assert_eq!(t[0].change, Change::Pending);
         round(&store, &r, 9.0, MIN).await;
@@ -647,6 +664,7 @@ mod tests {
     async fn restart_while_firing_neither_resends_nor_loses(pool: SqlitePool) {
         let r = rule();
         let store = Store::from_pool(pool.clone()).await.unwrap();
+        store.insert_alert_rule(&r, "api", 0).await.unwrap();
         for i in 0..=2 {
             round(&store, &r, 9.0, i * MIN).await;
         }
@@ -711,5 +729,48 @@ mod tests {
         assert_eq!(changes, ["resolved", "firing", "pending"]);
         let log = store.alert_deliveries(10).await.unwrap();
         assert_eq!((log.len(), log[0].status), (1, Some(200)));
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn alerts_of_a_rule_deleted_mid_round_are_dropped(pool: SqlitePool) {
+        let store = Store::from_pool(pool).await.unwrap();
+        let r = rule();
+        store.insert_alert_rule(&r, "api", 0).await.unwrap();
+        // the round read the rule, then the rule was deleted before the round saved
+        let o = evaluate(&r, &measured(9.0), &[], 0);
+        assert!(store.delete_alert_rule(&r.name, 1).await.unwrap());
+        store
+            .save_evaluation(std::slice::from_ref(&r.name), &o.alerts, &o.transitions, 2)
+            .await
+            .unwrap();
+        assert!(store.list_alerts().await.unwrap().is_empty());
+
+        // renaming a rule onto the name of a deleted built-in works
+        store
+            .seed_alert_rules(&Rule::defaults(), &[], 3)
+            .await
+            .unwrap();
+        assert!(
+            store
+                .delete_alert_rule("RouteErrorRateWarning", 4)
+                .await
+                .unwrap()
+        );
+        let mut renamed = Rule::defaults().remove(1);
+        renamed.name = "RouteErrorRateWarning".into();
+        assert!(
+            store
+                .update_alert_rule("RouteErrorRateCritical", &renamed, 5)
+                .await
+                .unwrap()
+        );
+        let names: Vec<String> = store
+            .list_alert_rules()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.rule.name)
+            .collect();
+        assert_eq!(names, ["RouteErrorRateWarning"]);
     }
 }
