@@ -447,3 +447,74 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
             .contains("500")
     );
 }
+
+/// `harrier serve` evaluates on its own every `evaluation_interval` and sends to the
+/// configured channel, with the rule and the channel from the configuration.
+#[tokio::test]
+async fn serve_evaluates_and_notifies_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("harrier.db");
+    let store = harrier::store::Store::open(&db).await.unwrap();
+    let (url, got) = receiver(0).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    let config = harrier::config::Config {
+        db,
+        self_scrape: false,
+        alerts: harrier::alerts::AlertsConfig {
+            evaluation_interval: harrier::alerts::rule::Duration(1_000),
+            builtin_rules: false,
+            rules: vec![serde_json::from_value(r).unwrap()],
+            channels: vec![ChannelSpec {
+                name: "ops".into(),
+                kind: "webhook".into(),
+                url,
+                timeout_s: 5.0,
+            }],
+            external_url: Some("http://harrier.test".into()),
+        },
+        ..harrier::config::Config::default()
+    };
+    let state = harrier::app::AppState::new(store, config);
+    let app = TestApp {
+        state: state.clone(),
+        _dir: dir,
+    };
+    let target = add_target(&app).await;
+    let now = harrier::now_ms();
+    scrape(
+        &app,
+        target,
+        now,
+        &[write("/checkout", interval(100.0, 30.0))],
+    )
+    .await;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let shutdown = state.shutdown.clone();
+    let server = tokio::spawn(harrier::app::serve(listener, state, std::future::pending()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while got.lock().unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no webhook message within 15 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let msg = got.lock().unwrap()[0].clone();
+    assert_eq!(msg["status"], "firing");
+    assert_eq!(msg["externalURL"], "http://harrier.test");
+    assert_eq!(msg["alerts"][0]["labels"]["route"], "/checkout");
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts[0]["state"], "firing");
+    let rules = app.get("/api/v1/alert-rules").await.json();
+    assert_eq!(rules[0]["origin"], "config");
+    let r = app.delete("/api/v1/alert-rules/CheckoutErrors").await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "config rules are changed in harrier.toml"
+    );
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
