@@ -42,6 +42,21 @@ pub enum Command {
     Import(ImportArgs),
     /// List the stored runs.
     Runs(TargetArgs),
+    /// Alert rule tools.
+    #[command(subcommand)]
+    Rules(RulesCommand),
+}
+
+/// `harrier rules …`.
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Unit-test alert rules against input series, like `promtool test rules` (exit 0 all
+    /// passed, 1 a test failed, 2 a file cannot be read).
+    Test {
+        /// Rule test files (TOML: rules, series, tests; see `alerts::ruletest`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
 }
 
 /// Where `serve` listens and keeps its data.

@@ -10,6 +10,7 @@ pub mod eval;
 pub mod evaluator;
 pub mod notify;
 pub mod rule;
+pub mod ruletest;
 
 use serde::{Deserialize, Serialize};
 

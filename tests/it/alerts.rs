@@ -518,3 +518,50 @@ async fn serve_evaluates_and_notifies_on_its_own() {
     shutdown.cancel();
     server.await.unwrap().unwrap();
 }
+
+/// `harrier rules test`: the promtool fixture's case passes (0), a wrong expectation
+/// fails (1) naming the time and rule, an unreadable file is a usage error (2).
+#[test]
+fn rules_test_command_exit_codes() {
+    let harrier = env!("CARGO_BIN_EXE_harrier");
+    let good = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/alerts/route-error-rate.test.toml");
+    let out = std::process::Command::new(harrier)
+        .args(["rules", "test"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SUCCESS"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.test.toml");
+    let text = std::fs::read_to_string(&good).unwrap().replacen(
+        "eval_time = \"34m\"",
+        "eval_time = \"34m\"\nexp_alerts = [{ labels = { route = \"/checkout\" } }]",
+        1,
+    );
+    std::fs::write(&bad, text).unwrap();
+    let out = std::process::Command::new(harrier)
+        .args(["rules", "test"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("FAILED") && stdout.contains("34m RouteErrorRateHigh"),
+        "{stdout}"
+    );
+
+    let out = std::process::Command::new(harrier)
+        .args(["rules", "test", "/nonexistent/x.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
