@@ -78,6 +78,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::write::router())
         .merge(crate::api_routes::router())
         .merge(crate::comparisons::router())
+        .merge(crate::api_alerts::router())
         .merge(crate::console::router())
         .fallback(crate::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -147,7 +148,7 @@ async fn static_file(Path(path): Path<String>) -> Response {
 }
 
 /// Serves `router(state)` on `listener` (and scrapes the targets, harrier's own `/metrics`
-/// included) until `shutdown` completes, then cancels the
+/// included, and evaluates the alert rules) until `shutdown` completes, then cancels the
 /// state's token (ending websocket loops) and waits for requests in flight.
 pub async fn serve(
     listener: TcpListener,
@@ -179,6 +180,27 @@ pub async fn serve(
             tracing::error!(error = %e, "starting the scrape loops failed");
         }
     });
+    let alerts_wake = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(crate::alerts::evaluator::run(
+        state.store.clone(),
+        state.hub.clone(),
+        Arc::new(state.config.alerts.clone()),
+        alerts_wake.clone(),
+        token.clone(),
+    ));
+    let external_url = state
+        .config
+        .alerts
+        .external_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", self_addr.map_or(state.config.listen, |a| a)));
+    tokio::spawn(crate::alerts::notify::run(
+        state.store.clone(),
+        Arc::new(state.config.alerts.channels.clone()),
+        external_url,
+        alerts_wake,
+        token.clone(),
+    ));
     let app = router(state);
     let stop = token.clone();
     let served = axum::serve(listener, app)

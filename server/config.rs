@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::alerts::AlertsConfig;
 use crate::store::{Retention, TargetSpec};
 
 /// Default listen address: loopback only, unless told otherwise.
@@ -56,6 +57,21 @@ pub enum Command {
     /// Import `harrier-seed` JSON files (published figures) as summary-only runs into the
     /// local database.
     Seed(SeedArgs),
+    /// Alert rule tools.
+    #[command(subcommand)]
+    Rules(RulesCommand),
+}
+
+/// `harrier rules …`.
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Unit-test alert rules against input series, like `promtool test rules` (exit 0 all
+    /// passed, 1 a test failed, 2 a file cannot be read).
+    Test {
+        /// Rule test files (TOML: rules, series, tests; see `alerts::ruletest`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -216,6 +232,9 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// interval_s = 15
 /// timeout_s = 10
 /// labels = { service = "orders", instance = "orders-1" }
+///
+/// [alerts]                    # see alerts::AlertsConfig
+/// evaluation_interval = "15s"
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -229,6 +248,7 @@ pub struct FileConfig {
     pub retention: Option<Retention>,
     #[serde(default)]
     pub targets: Vec<TargetSpec>,
+    pub alerts: Option<AlertsConfig>,
 }
 
 /// Default idle time after which a live run is complete, seconds.
@@ -254,6 +274,8 @@ pub struct Config {
     pub retention: Retention,
     /// Scrape targets from the configuration file.
     pub targets: Vec<TargetSpec>,
+    /// Alert settings and rules from the configuration file.
+    pub alerts: AlertsConfig,
 }
 
 impl Default for Config {
@@ -267,6 +289,7 @@ impl Default for Config {
             self_scrape: true,
             retention: Retention::default(),
             targets: Vec::new(),
+            alerts: AlertsConfig::default(),
         }
     }
 }
@@ -303,6 +326,18 @@ impl Config {
             None => FileConfig::default(),
         };
         let defaults = Config::default();
+        let alerts = file.alerts.unwrap_or_default();
+        if let Err(message) = alerts.validate() {
+            return Err(ConfigError {
+                path: args
+                    .config
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("harrier.toml"))
+                    .display()
+                    .to_string(),
+                message,
+            });
+        }
         Ok(Config {
             listen: args.listen.or(file.listen).unwrap_or(defaults.listen),
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
@@ -318,6 +353,7 @@ impl Config {
             self_scrape: file.self_scrape.unwrap_or(defaults.self_scrape),
             retention: file.retention.unwrap_or_default(),
             targets: file.targets,
+            alerts,
         })
     }
 }

@@ -13,13 +13,17 @@
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`api`]: the JSON API under `/api/v1`; [`api_routes`]: its routes and targets part;
+//!   [`api_alerts`]: its alerts and alert-rules part;
 //! - [`console`]: server-rendered pages under `/console`;
 //! - [`telemetry`]: harrier's own `/metrics`;
 //! - [`write`]: InfluxDB line-protocol writes (`/write`, `/api/v2/write`) for live runs;
+//! - [`alerts`]: threshold alert rules, their evaluation and notifications;
 //! - [`app`]: state, router, serve loop;
 //! - [`error`]: the one error type, rendered as JSON or as an error page.
 
+pub mod alerts;
 pub mod api;
+pub mod api_alerts;
 pub mod api_routes;
 pub mod app;
 pub mod compare;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use harrier::app::{self, AppState};
-use harrier::config::{Cli, Command, Config, ImportArgs, ServeArgs, TargetArgs};
+use harrier::config::{Cli, Command, Config, ImportArgs, RulesCommand, ServeArgs, TargetArgs};
 use harrier::import::{self, ImportRequest, Progress};
 use harrier::ingest::Format;
 use harrier::store::Store;
@@ -49,6 +49,7 @@ fn main() -> ExitCode {
             Command::Seed(args) => cli_compare::seed(args)
                 .await
                 .or_else(|e| cli_error("seed", e)),
+            Command::Rules(RulesCommand::Test { files }) => Ok(test_rules(&files)),
         }
     });
     match result {
@@ -362,4 +363,31 @@ async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `harrier rules test FILE…`: 0 all passed, 1 a test failed, 2 a file cannot be run.
+fn test_rules(files: &[std::path::PathBuf]) -> ExitCode {
+    let mut code = ExitCode::SUCCESS;
+    for path in files {
+        let result = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| harrier::alerts::ruletest::run(&text));
+        match result {
+            Ok(failures) if failures.is_empty() => println!("{}: SUCCESS", path.display()),
+            Ok(failures) => {
+                println!("{}: FAILED", path.display());
+                for f in failures {
+                    println!("  {f}");
+                }
+                if code != ExitCode::from(2) {
+                    code = ExitCode::from(1);
+                }
+            }
+            Err(e) => {
+                eprintln!("harrier: {}: {e}", path.display());
+                code = ExitCode::from(2);
+            }
+        }
+    }
+    code
 }

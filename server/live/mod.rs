@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use crate::alerts::AlertView;
 use crate::routes::RouteRow;
 use crate::store::{RunListItem, TargetRow};
 
@@ -30,6 +31,8 @@ const HUB_CAPACITY: usize = 1024;
 ///   that target whose figures (1 min window) changed — same shape as `GET /api/v1/routes`;
 /// - `target_status` `{target: TargetRow}`: a target was scraped (up, last error, …), same
 ///   shape as `GET /api/v1/targets` items; `target_removed` `{id}`;
+/// - `alert_firing` `{alert: AlertView}`: an alert fired (same shape as `GET /api/v1/alerts`
+///   items); `alert_resolved` `{alert: AlertView, resolved_at_ms}`: its episode ended;
 /// - `resync` `{reason}`: the client missed events (it was too slow); it should refetch
 ///   what it shows (`GET /api/v1/runs`).
 #[derive(Debug, Clone, Serialize)]
@@ -72,6 +75,13 @@ pub enum Event {
     },
     TargetRemoved {
         id: i64,
+    },
+    AlertFiring {
+        alert: AlertView,
+    },
+    AlertResolved {
+        alert: AlertView,
+        resolved_at_ms: i64,
     },
     Resync {
         reason: String,

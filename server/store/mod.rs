@@ -1,14 +1,16 @@
 //! The SQLite store: the only module that speaks SQL.
 //!
 //! Owns the connection pool, the migrations (`migrations/`, applied at open) and one file
-//! per table group (`runs.rs`, `routes.rs`, `compare.rs`). Writes of many rows go in
-//! multi-row statements inside one transaction per import, so an import that fails leaves
-//! nothing behind. Must not know about HTTP or file formats.
+//! per table group (`runs.rs`, `routes.rs`, `compare.rs`, `alerts.rs`). Writes of many rows
+//! go in multi-row statements inside one transaction per import, so an import that fails
+//! leaves nothing behind. Must not know about HTTP or file formats.
 
+mod alerts;
 mod compare;
 mod routes;
 mod runs;
 
+pub use alerts::{Delivery, HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use routes::{
     HOUR_MS, MINUTE_MS, Retention, RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval,

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod alerts;
 mod browser;
 mod cli;
 mod compare;

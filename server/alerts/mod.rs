@@ -1,0 +1,186 @@
+//! Threshold alerts: rules over subject sets ([`rule`]), their pure evaluation
+//! ([`eval`]: inactive → pending → firing → resolved, after Prometheus'
+//! `rules/alerting.go`), the evaluator loop over the route figures ([`evaluator`]), and
+//! the notifications to channels ([`notify`]).
+//!
+//! Owns the rule model, the state machine and the `[alerts]` settings; SQL lives in
+//! `store`, HTTP in `api_alerts`.
+
+pub mod eval;
+pub mod evaluator;
+pub mod notify;
+pub mod rule;
+pub mod ruletest;
+
+use serde::{Deserialize, Serialize};
+
+use self::eval::Alert;
+use self::rule::{Duration, Labels, Rule};
+
+/// Default time between evaluations: 15 s (Prometheus' default `evaluation_interval`).
+pub const DEFAULT_EVALUATION_INTERVAL_MS: i64 = 15_000;
+
+fn default_interval() -> Duration {
+    Duration(DEFAULT_EVALUATION_INTERVAL_MS)
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[alerts]` in `harrier.toml`.
+///
+/// ```toml
+/// [alerts]
+/// evaluation_interval = "15s"
+/// builtin_rules = true        # the two route error-rate rules (see Rule::defaults)
+///
+/// [[alerts.rules]]            # same shape as POST /api/v1/alert-rules
+/// name = "CheckoutSlow"
+/// subject = { route = "/checkout*" }
+/// measure = "p95_ms"
+/// comparison = ">"
+/// threshold = 800
+/// for = "2m"
+///
+/// [[alerts.channels]]         # Alertmanager-compatible webhook
+/// name = "ops"
+/// url = "http://127.0.0.1:9095/hook"
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertsConfig {
+    #[serde(default = "default_interval")]
+    pub evaluation_interval: Duration,
+    #[serde(default = "yes")]
+    pub builtin_rules: bool,
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+    /// Where notices go (see [`notify::ChannelSpec`]).
+    #[serde(default)]
+    pub channels: Vec<notify::ChannelSpec>,
+    /// harrier's address as seen by the receivers (`externalURL` in webhook messages);
+    /// default `http://` + the listen address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_url: Option<String>,
+}
+
+impl Default for AlertsConfig {
+    fn default() -> Self {
+        AlertsConfig {
+            evaluation_interval: default_interval(),
+            builtin_rules: true,
+            rules: Vec::new(),
+            channels: Vec::new(),
+            external_url: None,
+        }
+    }
+}
+
+impl AlertsConfig {
+    /// Checks the interval (1 s to 1 h) and every rule; names must be unique.
+    pub fn validate(&self) -> Result<(), String> {
+        let ms = self.evaluation_interval.ms();
+        if !(1000..=3_600_000).contains(&ms) {
+            return Err(format!(
+                "alerts.evaluation_interval must be from 1s to 1h, got {}",
+                self.evaluation_interval
+            ));
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            r.validate()
+                .map_err(|e| format!("alerts.rules[{i}]: {e}"))?;
+            if self.rules[..i].iter().any(|o| o.name == r.name) {
+                return Err(format!(
+                    "alerts.rules[{i}]: the name {:?} is used twice",
+                    r.name
+                ));
+            }
+        }
+        for (i, c) in self.channels.iter().enumerate() {
+            c.validate()
+                .map_err(|e| format!("alerts.channels[{i}] ({}): {e}", c.name))?;
+            if self.channels[..i].iter().any(|o| o.name == c.name) {
+                return Err(format!(
+                    "alerts.channels[{i}]: the name {:?} is used twice",
+                    c.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An active alert as the API and the live events show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AlertView {
+    pub rule: String,
+    pub labels: Labels,
+    /// `pending` or `firing` (`resolved` in an `alert_resolved` event).
+    pub state: String,
+    /// The last measured value (the rule's measure over its window); `null` if none.
+    pub value: Option<f64>,
+    /// When the condition became true, unix ms.
+    pub active_since_ms: i64,
+    /// When it fired, unix ms.
+    pub fired_at_ms: Option<i64>,
+    pub severity: String,
+    /// The rule's summary template, rendered.
+    pub summary: Option<String>,
+}
+
+impl AlertView {
+    /// The view of `alert` under `rule` (when the rule is known).
+    pub fn new(alert: &Alert, rule: Option<&Rule>) -> AlertView {
+        AlertView {
+            rule: alert.rule.clone(),
+            labels: alert.labels.clone(),
+            state: alert.state.as_str().to_string(),
+            value: alert.value.filter(|v| v.is_finite()),
+            active_since_ms: alert.active_since_ms,
+            fired_at_ms: alert.fired_at_ms,
+            severity: rule.map(|r| r.severity.clone()).unwrap_or_default(),
+            summary: rule.and_then(|r| {
+                r.summary
+                    .as_deref()
+                    .map(|t| rule::render(t, r, &alert.labels, alert.value))
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::FileConfig;
+
+    #[test]
+    fn alerts_section_of_harrier_toml() {
+        let text = r#"
+            [alerts]
+            evaluation_interval = "30s"
+            builtin_rules = false
+
+            [[alerts.rules]]
+            name = "CheckoutSlow"
+            subject = { route = "/checkout*" }
+            measure = "p95_ms"
+            comparison = ">"
+            threshold = 800
+            for = "2m"
+        "#;
+        let file: FileConfig = toml::from_str(text).unwrap();
+        let alerts = file.alerts.unwrap();
+        alerts.validate().unwrap();
+        assert_eq!(alerts.evaluation_interval.ms(), 30_000);
+        assert!(!alerts.builtin_rules);
+        assert_eq!(alerts.rules[0].name, "CheckoutSlow");
+        assert_eq!(alerts.rules[0].window.ms(), 300_000);
+
+        let mut twice = alerts.clone();
+        twice.rules.push(alerts.rules[0].clone());
+        assert!(twice.validate().unwrap_err().contains("used twice"));
+        let mut fast = alerts;
+        fast.evaluation_interval = super::rule::Duration(10);
+        assert!(fast.validate().unwrap_err().contains("evaluation_interval"));
+    }
+}

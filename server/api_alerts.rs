@@ -1,0 +1,175 @@
+//! The alerts part of the JSON API.
+//!
+//! - `GET /api/v1/alerts` → `[AlertView…]`: the active alerts, `{"rule", "labels",
+//!   "state": "pending"|"firing", "value", "active_since_ms", "fired_at_ms", "severity",
+//!   "summary"}`, firing first;
+//! - `GET /api/v1/alerts/history?rule=&limit=` → `[HistoryRow…]` newest first (`limit`
+//!   default 200, at most 5000): `{"id", "rule", "labels", "change": "pending"|"firing"|
+//!   "resolved"|"inactive", "value", "at_ms"}`;
+//! - `GET /api/v1/alert-rules` → `[StoredRule…]` (the rule with `origin` and `updated_at_ms`);
+//! - `POST /api/v1/alert-rules` with a rule (see [`Rule`]) → 201 `StoredRule`;
+//! - `GET|PUT|DELETE /api/v1/alert-rules/{name}` → `StoredRule` | `StoredRule` | 204.
+//!   Rules from `harrier.toml` are changed there, not here (400).
+//!
+//! Errors are `{"error": "…"}`; a rule that does not validate names the field.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use crate::alerts::AlertView;
+use crate::alerts::eval::Phase;
+use crate::alerts::rule::Rule;
+use crate::app::AppState;
+use crate::error::{Error, Result};
+use crate::store::{HistoryRow, StoredRule};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/alerts", get(list_alerts))
+        .route("/api/v1/alerts/history", get(history))
+        .route("/api/v1/alert-rules", get(list_rules).post(create_rule))
+        .route(
+            "/api/v1/alert-rules/{name}",
+            get(get_rule).put(update_rule).delete(delete_rule),
+        )
+}
+
+async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView>>> {
+    let rules = state.store.list_alert_rules().await?;
+    let mut alerts = state.store.list_alerts().await?;
+    alerts.sort_by_key(|a| (a.state != Phase::Firing, a.active_since_ms));
+    Ok(Json(
+        alerts
+            .iter()
+            .map(|a| {
+                let rule = rules
+                    .iter()
+                    .find(|r| r.rule.name == a.rule)
+                    .map(|r| &r.rule);
+                AlertView::new(a, rule)
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Deserialize)]
+struct HistoryQuery {
+    rule: Option<String>,
+    limit: Option<String>,
+}
+
+async fn history(
+    State(state): State<AppState>,
+    Query(q): Query<HistoryQuery>,
+) -> Result<Json<Vec<HistoryRow>>> {
+    let limit = match q.limit.as_deref().filter(|s| !s.is_empty()) {
+        None => 200,
+        Some(s) => s
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=5000).contains(n))
+            .ok_or_else(|| {
+                Error::BadRequest(format!("limit must be a number from 1 to 5000, got {s:?}"))
+            })?,
+    };
+    let rule = q.rule.as_deref().filter(|s| !s.is_empty());
+    Ok(Json(state.store.alert_history(rule, limit).await?))
+}
+
+async fn list_rules(State(state): State<AppState>) -> Result<Json<Vec<StoredRule>>> {
+    Ok(Json(state.store.list_alert_rules().await?))
+}
+
+fn parse_rule(body: std::result::Result<Json<Rule>, JsonRejection>) -> Result<Rule> {
+    let Json(rule) =
+        body.map_err(|e| Error::BadRequest(format!("alert rule: {}", e.body_text())))?;
+    rule.validate()
+        .map_err(|e| Error::BadRequest(e.to_string()))?;
+    Ok(rule)
+}
+
+async fn stored(state: &AppState, name: &str) -> Result<StoredRule> {
+    state
+        .store
+        .get_alert_rule(name)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("alert rule {name:?}")))
+}
+
+async fn create_rule(
+    State(state): State<AppState>,
+    body: std::result::Result<Json<Rule>, JsonRejection>,
+) -> Result<Response> {
+    let rule = parse_rule(body)?;
+    if !state
+        .store
+        .insert_alert_rule(&rule, "api", crate::now_ms())
+        .await?
+    {
+        return Err(Error::BadRequest(format!(
+            "an alert rule named {:?} exists; change it with PUT or pick another name",
+            rule.name
+        )));
+    }
+    Ok((StatusCode::CREATED, Json(stored(&state, &rule.name).await?)).into_response())
+}
+
+async fn get_rule(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<StoredRule>> {
+    Ok(Json(stored(&state, &name).await?))
+}
+
+fn not_from_config(s: &StoredRule) -> Result<()> {
+    if s.origin == "config" {
+        return Err(Error::BadRequest(format!(
+            "alert rule {:?} is defined in harrier.toml; change it there",
+            s.rule.name
+        )));
+    }
+    Ok(())
+}
+
+async fn update_rule(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: std::result::Result<Json<Rule>, JsonRejection>,
+) -> Result<Json<StoredRule>> {
+    let rule = parse_rule(body)?;
+    not_from_config(&stored(&state, &name).await?)?;
+    if rule.name != name && state.store.get_alert_rule(&rule.name).await?.is_some() {
+        return Err(Error::BadRequest(format!(
+            "an alert rule named {:?} exists; pick another name",
+            rule.name
+        )));
+    }
+    if !state
+        .store
+        .update_alert_rule(&name, &rule, crate::now_ms())
+        .await?
+    {
+        return Err(Error::NotFound(format!("alert rule {name:?}")));
+    }
+    Ok(Json(stored(&state, &rule.name).await?))
+}
+
+async fn delete_rule(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<StatusCode> {
+    not_from_config(&stored(&state, &name).await?)?;
+    if !state
+        .store
+        .delete_alert_rule(&name, crate::now_ms())
+        .await?
+    {
+        return Err(Error::NotFound(format!("alert rule {name:?}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,776 @@
+//! Alert tables: rules (`alert_rules`), active alerts with their timers (`alerts`), the
+//! history of transitions (`alert_history`), and the notification outbox with its delivery
+//! log (`alert_notifications`, `alert_deliveries`).
+//!
+//! An evaluation round is saved in one transaction ([`Store::save_evaluation`]): the new
+//! states, their transitions and the notices they raise, so a restart resumes the `for`
+//! timers and neither loses nor re-sends a notification.
+
+use serde::Serialize;
+use sqlx::{FromRow, QueryBuilder, Sqlite};
+
+use super::{Result, Store};
+use crate::alerts::eval::{Alert, Phase, Transition};
+use crate::alerts::rule::{Labels, Rule};
+
+const BATCH_ROWS: usize = 500;
+
+/// A stored rule and where it came from (`builtin`, `config` or `api`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredRule {
+    #[serde(flatten)]
+    pub rule: Rule,
+    pub origin: String,
+    pub updated_at_ms: i64,
+}
+
+#[derive(FromRow)]
+struct RuleRow {
+    body: String,
+    origin: String,
+    updated_at_ms: i64,
+}
+
+impl RuleRow {
+    fn into_stored(self) -> Option<StoredRule> {
+        match serde_json::from_str::<Rule>(&self.body) {
+            Ok(rule) => Some(StoredRule {
+                rule,
+                origin: self.origin,
+                updated_at_ms: self.updated_at_ms,
+            }),
+            Err(e) => {
+                tracing::error!(error = %e, body = %self.body, "stored alert rule unreadable; skipped");
+                None
+            }
+        }
+    }
+}
+
+#[derive(FromRow)]
+struct AlertRow {
+    rule: String,
+    labels: String,
+    state: String,
+    value: Option<f64>,
+    active_since_ms: i64,
+    fired_at_ms: Option<i64>,
+    keep_firing_since_ms: Option<i64>,
+    last_eval_ms: i64,
+}
+
+/// One transition in the history (`GET /api/v1/alerts/history`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryRow {
+    pub id: i64,
+    pub rule: String,
+    pub labels: Labels,
+    /// `pending`, `firing`, `resolved` or `inactive`.
+    pub change: String,
+    pub value: Option<f64>,
+    pub at_ms: i64,
+}
+
+#[derive(FromRow)]
+struct RawHistory {
+    id: i64,
+    rule: String,
+    labels: String,
+    change: String,
+    value: Option<f64>,
+    at_ms: i64,
+}
+
+/// A notice to deliver: an episode fired or resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notification {
+    pub id: i64,
+    pub rule: String,
+    pub labels: Labels,
+    /// `firing` or `resolved`.
+    pub change: String,
+    pub value: Option<f64>,
+    pub started_at_ms: i64,
+    pub ended_at_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub attempts: i64,
+}
+
+#[derive(FromRow)]
+struct RawNotification {
+    id: i64,
+    rule: String,
+    labels: String,
+    change: String,
+    value: Option<f64>,
+    started_at_ms: i64,
+    ended_at_ms: Option<i64>,
+    created_at_ms: i64,
+    attempts: i64,
+}
+
+/// One delivery attempt of a notification to a channel.
+#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
+pub struct Delivery {
+    pub notification_id: i64,
+    pub channel: String,
+    pub at_ms: i64,
+    /// The HTTP status, when the channel answered.
+    pub status: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// Labels as stored: a JSON object with sorted keys (the alert's identity).
+fn labels_json(l: &Labels) -> String {
+    serde_json::to_string(l).unwrap_or_else(|_| "{}".into())
+}
+
+fn labels_of(s: &str) -> Labels {
+    serde_json::from_str(s).unwrap_or_default()
+}
+
+fn rule_json(r: &Rule) -> String {
+    serde_json::to_string(r).unwrap_or_default()
+}
+
+impl Store {
+    /// The rules in force (deleted built-ins left out), by name.
+    pub async fn list_alert_rules(&self) -> Result<Vec<StoredRule>> {
+        let rows: Vec<RuleRow> = sqlx::query_as(
+            "SELECT body, origin, updated_at_ms FROM alert_rules
+             WHERE deleted_at_ms IS NULL ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().filter_map(RuleRow::into_stored).collect())
+    }
+
+    /// One rule in force, by name.
+    pub async fn get_alert_rule(&self, name: &str) -> Result<Option<StoredRule>> {
+        let row: Option<RuleRow> = sqlx::query_as(
+            "SELECT body, origin, updated_at_ms FROM alert_rules
+             WHERE name = ? AND deleted_at_ms IS NULL",
+        )
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.and_then(RuleRow::into_stored))
+    }
+
+    /// Adds a rule; `false` when a rule of that name is in force. A deleted built-in of
+    /// the same name is replaced.
+    pub async fn insert_alert_rule(&self, rule: &Rule, origin: &str, now_ms: i64) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO alert_rules (name, body, origin, created_at_ms, updated_at_ms)
+             VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (name) DO UPDATE SET body = excluded.body, origin = excluded.origin,
+               created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms,
+               deleted_at_ms = NULL
+             WHERE alert_rules.deleted_at_ms IS NOT NULL",
+        )
+        .bind(&rule.name)
+        .bind(rule_json(rule))
+        .bind(origin)
+        .bind(now_ms)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Replaces rule `name` (which may be renamed to `rule.name`); its active alerts are
+    /// dropped (they belong to the old condition). `false` when no such rule is in force.
+    pub async fn update_alert_rule(&self, name: &str, rule: &Rule, now_ms: i64) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        // A deleted built-in may hold the new name; it gives way.
+        sqlx::query(
+            "DELETE FROM alert_rules WHERE name = ? AND name <> ? AND deleted_at_ms IS NOT NULL",
+        )
+        .bind(&rule.name)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        let done = sqlx::query(
+            "UPDATE alert_rules SET name = ?, body = ?, updated_at_ms = ?
+             WHERE name = ? AND deleted_at_ms IS NULL",
+        )
+        .bind(&rule.name)
+        .bind(rule_json(rule))
+        .bind(now_ms)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM alerts WHERE rule = ?")
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Deletes rule `name` and its active alerts (a built-in rule is marked deleted so it
+    /// is not seeded again). `false` when no such rule is in force.
+    pub async fn delete_alert_rule(&self, name: &str, now_ms: i64) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let marked = sqlx::query(
+            "UPDATE alert_rules SET deleted_at_ms = ?
+             WHERE name = ? AND origin = 'builtin' AND deleted_at_ms IS NULL",
+        )
+        .bind(now_ms)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let deleted = sqlx::query(
+            "DELETE FROM alert_rules WHERE name = ? AND origin <> 'builtin' AND deleted_at_ms IS NULL",
+        )
+        .bind(name)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        sqlx::query("DELETE FROM alerts WHERE rule = ?")
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(marked + deleted > 0)
+    }
+
+    /// At start-up: adds the built-in rules that were never stored (a deleted one stays
+    /// deleted) and writes the configuration file's rules over any stored rule of the
+    /// same name (`origin = config`).
+    pub async fn seed_alert_rules(
+        &self,
+        builtin: &[Rule],
+        config: &[Rule],
+        now_ms: i64,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for r in builtin {
+            sqlx::query(
+                "INSERT INTO alert_rules (name, body, origin, created_at_ms, updated_at_ms)
+                 VALUES (?, ?, 'builtin', ?, ?) ON CONFLICT (name) DO NOTHING",
+            )
+            .bind(&r.name)
+            .bind(rule_json(r))
+            .bind(now_ms)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for r in config {
+            sqlx::query(
+                "INSERT INTO alert_rules (name, body, origin, created_at_ms, updated_at_ms)
+                 VALUES (?, ?, 'config', ?, ?)
+                 ON CONFLICT (name) DO UPDATE SET body = excluded.body, origin = 'config',
+                   updated_at_ms = excluded.updated_at_ms, deleted_at_ms = NULL
+                 WHERE alert_rules.body <> excluded.body OR alert_rules.origin <> 'config'
+                   OR alert_rules.deleted_at_ms IS NOT NULL",
+            )
+            .bind(&r.name)
+            .bind(rule_json(r))
+            .bind(now_ms)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The active alerts (pending and firing), by rule and labels.
+    pub async fn list_alerts(&self) -> Result<Vec<Alert>> {
+        let rows: Vec<AlertRow> = sqlx::query_as(
+            "SELECT rule, labels, state, value, active_since_ms, fired_at_ms,
+                    keep_firing_since_ms, last_eval_ms
+             FROM alerts ORDER BY rule, labels",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                Some(Alert {
+                    state: Phase::parse(&r.state)?,
+                    labels: labels_of(&r.labels),
+                    rule: r.rule,
+                    value: r.value,
+                    active_since_ms: r.active_since_ms,
+                    fired_at_ms: r.fired_at_ms,
+                    keep_firing_since_ms: r.keep_firing_since_ms,
+                    last_eval_ms: r.last_eval_ms,
+                })
+            })
+            .collect())
+    }
+
+    /// Saves one evaluation round in one transaction: the active alerts of the `rules`
+    /// evaluated are replaced by `alerts` (alerts of rules no longer in force are dropped); `transitions` go to the history, and those that
+    /// notify (firing, resolved) to the outbox. Returns the outbox ids added.
+    pub async fn save_evaluation(
+        &self,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Vec<i64>> {
+        let mut tx = self.pool.begin().await?;
+        for chunk in rules.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Sqlite>::new("DELETE FROM alerts WHERE rule IN (");
+            let mut sep = q.separated(", ");
+            for r in chunk {
+                sep.push_bind(r);
+            }
+            q.push(")");
+            q.build().execute(&mut *tx).await?;
+        }
+        for chunk in alerts.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO alerts (rule, labels, state, value, active_since_ms, fired_at_ms, \
+                 keep_firing_since_ms, last_eval_ms) ",
+            );
+            q.push_values(chunk, |mut b, a| {
+                b.push_bind(&a.rule)
+                    .push_bind(labels_json(&a.labels))
+                    .push_bind(a.state.as_str())
+                    .push_bind(a.value.filter(|v| v.is_finite()))
+                    .push_bind(a.active_since_ms)
+                    .push_bind(a.fired_at_ms)
+                    .push_bind(a.keep_firing_since_ms)
+                    .push_bind(a.last_eval_ms);
+            });
+            q.build().execute(&mut *tx).await?;
+        }
+        for chunk in transitions.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO alert_history (rule, labels, change, value, at_ms) ",
+            );
+            q.push_values(chunk, |mut b, t| {
+                b.push_bind(&t.rule)
+                    .push_bind(labels_json(&t.labels))
+                    .push_bind(t.change.as_str())
+                    .push_bind(t.value.filter(|v| v.is_finite()))
+                    .push_bind(t.at_ms);
+            });
+            q.build().execute(&mut *tx).await?;
+        }
+        // A rule deleted or changed while this round ran: its alerts go (they were
+        // evaluated under the old rule).
+        sqlx::query(
+            "DELETE FROM alerts WHERE rule NOT IN
+               (SELECT name FROM alert_rules WHERE deleted_at_ms IS NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        let notices: Vec<&Transition> = transitions.iter().filter(|t| t.notifies()).collect();
+        let mut ids = Vec::new();
+        for chunk in notices.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO alert_notifications (rule, labels, change, value, started_at_ms, \
+                 ended_at_ms, created_at_ms) ",
+            );
+            q.push_values(chunk, |mut b, t| {
+                let resolved = t.change == crate::alerts::eval::Change::Resolved;
+                b.push_bind(&t.rule)
+                    .push_bind(labels_json(&t.labels))
+                    .push_bind(t.change.as_str())
+                    .push_bind(t.value.filter(|v| v.is_finite()))
+                    .push_bind(t.alert.fired_at_ms.unwrap_or(t.alert.active_since_ms))
+                    .push_bind(resolved.then_some(t.at_ms))
+                    .push_bind(now_ms);
+            });
+            q.push(" RETURNING id");
+            let rows: Vec<(i64,)> = q.build_query_as().fetch_all(&mut *tx).await?;
+            ids.extend(rows.into_iter().map(|(id,)| id));
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    /// The history, newest first: at most `limit` rows, of one rule when given.
+    pub async fn alert_history(&self, rule: Option<&str>, limit: i64) -> Result<Vec<HistoryRow>> {
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT id, rule, labels, change, value, at_ms FROM alert_history",
+        );
+        if let Some(r) = rule {
+            q.push(" WHERE rule = ").push_bind(r);
+        }
+        q.push(" ORDER BY at_ms DESC, id DESC LIMIT ")
+            .push_bind(limit);
+        let rows: Vec<RawHistory> = q.build_query_as().fetch_all(&self.pool).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| HistoryRow {
+                id: r.id,
+                labels: labels_of(&r.labels),
+                rule: r.rule,
+                change: r.change,
+                value: r.value,
+                at_ms: r.at_ms,
+            })
+            .collect())
+    }
+
+    /// Notifications not yet delivered whose next attempt is due at `now_ms` and that
+    /// have had fewer than `max_attempts` attempts, oldest first.
+    pub async fn due_notifications(
+        &self,
+        now_ms: i64,
+        max_attempts: i64,
+        limit: i64,
+    ) -> Result<Vec<Notification>> {
+        let rows: Vec<RawNotification> = sqlx::query_as(
+            "SELECT id, rule, labels, change, value, started_at_ms, ended_at_ms, created_at_ms,
+                    attempts
+             FROM alert_notifications
+             WHERE delivered_at_ms IS NULL AND next_attempt_ms <= ? AND attempts < ?
+             ORDER BY id LIMIT ?",
+        )
+        .bind(now_ms)
+        .bind(max_attempts)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Notification {
+                id: r.id,
+                labels: labels_of(&r.labels),
+                rule: r.rule,
+                change: r.change,
+                value: r.value,
+                started_at_ms: r.started_at_ms,
+                ended_at_ms: r.ended_at_ms,
+                created_at_ms: r.created_at_ms,
+                attempts: r.attempts,
+            })
+            .collect())
+    }
+
+    /// Notifications not yet delivered, oldest first (whatever their retry time).
+    pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>> {
+        self.due_notifications(i64::MAX, i64::MAX, limit).await
+    }
+
+    /// Logs one delivery attempt of a notification to a channel.
+    pub async fn record_delivery(&self, d: &Delivery) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO alert_deliveries (notification_id, channel, at_ms, status, error)
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(d.notification_id)
+        .bind(&d.channel)
+        .bind(d.at_ms)
+        .bind(d.status)
+        .bind(&d.error)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The channels that have accepted notification `id` (a 2xx answer).
+    pub async fn delivered_channels(&self, id: i64) -> Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT channel FROM alert_deliveries
+             WHERE notification_id = ? AND status BETWEEN 200 AND 299",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(c,)| c).collect())
+    }
+
+    /// Ends one round of attempts on notification `id`: delivered (to every channel) at
+    /// `delivered_at_ms`, or to be retried not before `next_attempt_ms`.
+    pub async fn settle_notification(
+        &self,
+        id: i64,
+        delivered_at_ms: Option<i64>,
+        next_attempt_ms: i64,
+        error: Option<&str>,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE alert_notifications SET attempts = attempts + 1, delivered_at_ms = ?,
+               next_attempt_ms = ?, last_error = ?
+             WHERE id = ?",
+        )
+        .bind(delivered_at_ms)
+        .bind(next_attempt_ms)
+        .bind(error)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The delivery log, newest first.
+    pub async fn alert_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
+        Ok(sqlx::query_as(
+            "SELECT notification_id, channel, at_ms, status, error FROM alert_deliveries
+             ORDER BY id DESC LIMIT ?",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::SqlitePool;
+
+    use super::*;
+    use crate::alerts::eval::{Change, Measured, evaluate};
+    use crate::alerts::rule::Duration;
+
+    const MIN: i64 = 60_000;
+
+    fn rule() -> Rule {
+        let mut r = Rule::defaults().remove(0);
+        r.name = "HighErrors".into();
+        r.for_ = Duration(2 * MIN);
+        r
+    }
+
+    fn measured(v: f64) -> Vec<Measured> {
+        vec![Measured {
+            labels: [
+                ("route".to_string(), "/checkout".to_string()),
+                ("service".to_string(), "orders".to_string()),
+            ]
+            .into(),
+            value: Some(v),
+            count: Some(100.0),
+        }]
+    }
+
+    /// One evaluation round through the store, as the evaluator loop does it.
+    async fn round(store: &Store, r: &Rule, v: f64, t: i64) -> Vec<Transition> {
+        let prev = store.list_alerts().await.unwrap();
+        let o = evaluate(r, &measured(v), &prev, t);
+        store
+            .save_evaluation(std::slice::from_ref(&r.name), &o.alerts, &o.transitions, t)
+            .await
+            .unwrap();
+        o.transitions
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn rules_round_trip_and_builtins_stay_deleted(pool: SqlitePool) {
+        let store = Store::from_pool(pool).await.unwrap();
+        let builtin = Rule::defaults();
+        store.seed_alert_rules(&builtin, &[], 1).await.unwrap();
+        let names: Vec<String> = store
+            .list_alert_rules()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.rule.name)
+            .collect();
+        assert_eq!(names, ["RouteErrorRateCritical", "RouteErrorRateWarning"]);
+
+        let r = rule();
+        assert!(store.insert_alert_rule(&r, "api", 2).await.unwrap());
+        assert!(
+            !store.insert_alert_rule(&r, "api", 3).await.unwrap(),
+            "names are unique"
+        );
+        let got = store.get_alert_rule("HighErrors").await.unwrap().unwrap();
+        assert_eq!((got.rule.clone(), got.origin.as_str()), (r.clone(), "api"));
+
+        let mut changed = r.clone();
+        changed.threshold = 7.5;
+        assert!(
+            store
+                .update_alert_rule("HighErrors", &changed, 4)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            store
+                .get_alert_rule("HighErrors")
+                .await
+                .unwrap()
+                .unwrap()
+                .rule
+                .threshold,
+            7.5
+        );
+        assert!(!store.update_alert_rule("Nope", &changed, 4).await.unwrap());
+
+        assert!(
+            store
+                .delete_alert_rule("RouteErrorRateWarning", 5)
+                .await
+                .unwrap()
+        );
+        assert!(store.delete_alert_rule("HighErrors", 5).await.unwrap());
+        assert!(!store.delete_alert_rule("HighErrors", 5).await.unwrap());
+        store.seed_alert_rules(&builtin, &[], 6).await.unwrap();
+        let names: Vec<String> = store
+            .list_alert_rules()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.rule.name)
+            .collect();
+        assert_eq!(
+            names,
+            ["RouteErrorRateCritical"],
+            "a deleted built-in is not seeded again"
+        );
+
+        // a config rule overrides a stored rule of the same name
+        let mut cfg = builtin[1].clone();
+        cfg.threshold = 20.0;
+        store.seed_alert_rules(&builtin, &[cfg], 7).await.unwrap();
+        let c = store
+            .get_alert_rule("RouteErrorRateCritical")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.rule.threshold, c.origin.as_str()), (20.0, "config"));
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn restart_in_the_middle_of_pending_resumes_the_for_timer(pool: SqlitePool) {
+        let r = rule();
+        let store = Store::from_pool(pool.clone()).await.unwrap();
+        store.insert_alert_rule(&r, "api", 0).await.unwrap();
+        let t = round(&store, &r, 9.0, 0).await;
+        assert_eq!(t[0].change, Change::Pending);
+        round(&store, &r, 9.0, MIN).await;
+        drop(store);
+
+        // "restart": a new store over the same database
+        let store = Store::from_pool(pool).await.unwrap();
+        let alerts = store.list_alerts().await.unwrap();
+        assert_eq!(alerts.len(), 1);
+        assert_eq!(alerts[0].state, Phase::Pending);
+        assert_eq!(
+            alerts[0].active_since_ms, 0,
+            "the for timer is not restarted"
+        );
+        assert_eq!(alerts[0].labels["route"], "/checkout");
+        let t = round(&store, &r, 9.0, 2 * MIN).await;
+        assert_eq!(
+            t.iter().map(|t| t.change).collect::<Vec<_>>(),
+            [Change::Firing]
+        );
+        assert_eq!(store.undelivered_notifications(10).await.unwrap().len(), 1);
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn restart_while_firing_neither_resends_nor_loses(pool: SqlitePool) {
+        let r = rule();
+        let store = Store::from_pool(pool.clone()).await.unwrap();
+        store.insert_alert_rule(&r, "api", 0).await.unwrap();
+        for i in 0..=2 {
+            round(&store, &r, 9.0, i * MIN).await;
+        }
+        let notes = store.undelivered_notifications(10).await.unwrap();
+        assert_eq!(notes.len(), 1);
+        assert_eq!(
+            (notes[0].change.as_str(), notes[0].started_at_ms),
+            ("firing", 2 * MIN)
+        );
+        store
+            .record_delivery(&Delivery {
+                notification_id: notes[0].id,
+                channel: "hook".into(),
+                at_ms: 2 * MIN,
+                status: Some(200),
+                error: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            store.delivered_channels(notes[0].id).await.unwrap(),
+            ["hook"]
+        );
+        store
+            .settle_notification(notes[0].id, Some(2 * MIN), 0, None)
+            .await
+            .unwrap();
+        drop(store);
+
+        let store = Store::from_pool(pool).await.unwrap();
+        let a = store.list_alerts().await.unwrap();
+        assert_eq!(
+            (a[0].state, a[0].fired_at_ms),
+            (Phase::Firing, Some(2 * MIN))
+        );
+        // still bad after the restart: no second "firing"
+        assert!(round(&store, &r, 9.0, 3 * MIN).await.is_empty());
+        assert!(
+            store
+                .undelivered_notifications(10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // recovers: one "resolved" notice for the same episode
+        let t = round(&store, &r, 1.0, 4 * MIN).await;
+        assert_eq!(t[0].change, Change::Resolved);
+        let notes = store.undelivered_notifications(10).await.unwrap();
+        assert_eq!(notes.len(), 1);
+        assert_eq!(
+            (
+                notes[0].change.as_str(),
+                notes[0].started_at_ms,
+                notes[0].ended_at_ms
+            ),
+            ("resolved", 2 * MIN, Some(4 * MIN))
+        );
+        assert!(store.list_alerts().await.unwrap().is_empty());
+
+        let h = store.alert_history(Some("HighErrors"), 10).await.unwrap();
+        let changes: Vec<&str> = h.iter().map(|h| h.change.as_str()).collect();
+        assert_eq!(changes, ["resolved", "firing", "pending"]);
+        let log = store.alert_deliveries(10).await.unwrap();
+        assert_eq!((log.len(), log[0].status), (1, Some(200)));
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn alerts_of_a_rule_deleted_mid_round_are_dropped(pool: SqlitePool) {
+        let store = Store::from_pool(pool).await.unwrap();
+        let r = rule();
+        store.insert_alert_rule(&r, "api", 0).await.unwrap();
+        // the round read the rule, then the rule was deleted before the round saved
+        let o = evaluate(&r, &measured(9.0), &[], 0);
+        assert!(store.delete_alert_rule(&r.name, 1).await.unwrap());
+        store
+            .save_evaluation(std::slice::from_ref(&r.name), &o.alerts, &o.transitions, 2)
+            .await
+            .unwrap();
+        assert!(store.list_alerts().await.unwrap().is_empty());
+
+        // renaming a rule onto the name of a deleted built-in works
+        store
+            .seed_alert_rules(&Rule::defaults(), &[], 3)
+            .await
+            .unwrap();
+        assert!(
+            store
+                .delete_alert_rule("RouteErrorRateWarning", 4)
+                .await
+                .unwrap()
+        );
+        let mut renamed = Rule::defaults().remove(1);
+        renamed.name = "RouteErrorRateWarning".into();
+        assert!(
+            store
+                .update_alert_rule("RouteErrorRateCritical", &renamed, 5)
+                .await
+                .unwrap()
+        );
+        let names: Vec<String> = store
+            .list_alert_rules()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.rule.name)
+            .collect();
+        assert_eq!(names, ["RouteErrorRateWarning"]);
+    }
+}
