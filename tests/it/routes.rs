@@ -925,16 +925,19 @@ async fn console_routes_pages_in_a_browser() {
         .unwrap();
     assert_eq!(visible, serde_json::json!(["GET /cart"]));
 
+    // Read the link in one script call: live updates replace rows, so an element handle
+    // found first may be stale by the time its attribute is read.
     let link = client
-        .find(Locator::XPath(
-            "//table[@id='routes-table']//a[text()='GET /cart']",
-        ))
+        .execute(
+            "const a = Array.from(document.querySelectorAll('#routes-table a')).find(a => a.textContent === 'GET /cart'); return a ? a.getAttribute('href') : null;",
+            vec![],
+        )
         .await
-        .unwrap()
-        .attr("href")
-        .await
-        .unwrap()
         .unwrap();
+    let link = link
+        .as_str()
+        .expect("a link to the GET /cart route")
+        .to_string();
     client.goto(&format!("http://{addr}{link}")).await.unwrap();
     wait_for("four charts", 15, || {
         let client = client.clone();
@@ -949,14 +952,13 @@ async fn console_routes_pages_in_a_browser() {
     })
     .await;
     let kpi = client
-        .find(Locator::Css(
-            "#route-kpis .kpi[data-key='error_pct'] .kpi-value",
-        ))
-        .await
-        .unwrap()
-        .text()
+        .execute(
+            "const k = document.querySelector(\"#route-kpis .kpi[data-key='error_pct'] .kpi-value\"); return k ? k.textContent.trim() : null;",
+            vec![],
+        )
         .await
         .unwrap();
+    let kpi = kpi.as_str().unwrap_or_default().to_string();
     assert_eq!(kpi, "10.00 %");
 
     client.close().await.unwrap();
