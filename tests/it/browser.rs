@@ -395,3 +395,92 @@ async fn a_ramped_run_report_marks_saturation() {
     }
     client.close().await.unwrap();
 }
+
+/// A k6 stream (line protocol at /api/v2/write) shows up in the open runs list as a live
+/// run whose request count climbs without a reload, then completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_run_updates_the_open_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    wait()
+        .for_element(Locator::Css("#live-status[data-state=\"live\"]"))
+        .await
+        .expect("websocket connected");
+    client
+        .execute("window.__harrierMarker = 7;", vec![])
+        .await
+        .unwrap();
+
+    let http = reqwest::Client::new();
+    let write = |second: i64| {
+        let t0 = 1_700_000_000_000i64 + second * 1000;
+        let mut body = String::new();
+        for i in 0..20 {
+            let ns = (t0 + i * 40) * 1_000_000;
+            body.push_str(&format!(
+                "http_req_duration,expected_response=true,name=GET\\ /items,status=200,testid=browser-live value={} {ns}\n",
+                30 + i
+            ));
+        }
+        http.post(format!("{base}/api/v2/write?bucket=k6&precision=ns"))
+            .body(body)
+            .send()
+    };
+    assert_eq!(write(0).await.unwrap().status(), 204);
+    let count_of = |n: u64| {
+        let client = client.clone();
+        async move {
+            for _ in 0..100 {
+                let v = client
+                    .execute(
+                        "const r = Array.from(document.querySelectorAll('#runs-table tbody tr')).find(r => r.textContent.includes('browser-live')); return r ? r.cells[2].textContent.trim() + '|' + r.cells[5].textContent.trim() : '';",
+                        vec![],
+                    )
+                    .await
+                    .unwrap();
+                let text = v.as_str().unwrap_or_default().to_string();
+                if text.ends_with(&format!("|{n}")) {
+                    return text;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            panic!("the runs list never showed {n} requests for the live run");
+        }
+    };
+    count_of(20).await;
+    assert_eq!(write(1).await.unwrap().status(), 204);
+    assert_eq!(write(2).await.unwrap().status(), 204);
+    let row = count_of(60).await;
+    assert_eq!(row, "k6|60", "tool and request count of the live row");
+    let runs: serde_json::Value = http
+        .get(format!("{base}/api/v1/runs"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = runs["runs"][0]["id"].as_i64().unwrap();
+    assert_eq!(runs["runs"][0]["status"], "live");
+    assert_eq!(
+        http.post(format!("{base}/api/v1/runs/{id}/end"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    let marker = client
+        .execute("return window.__harrierMarker;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        marker,
+        serde_json::json!(7),
+        "updated in place, never reloaded"
+    );
+    client.close().await.unwrap();
+}
