@@ -28,8 +28,8 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, error_pct, invalid, one_label_run, read_text, relative_times, s_to_ms,
-    seconds_text_to_ms,
+    ALL_REQUESTS_LABEL, HeaderedCsv, error_pct, invalid, one_label_run, read_text, relative_times,
+    s_to_ms, seconds_text_to_ms,
 };
 use super::{IngestError, ParsedRun};
 use crate::runs::{RunBuilder, Sample, Stats};
@@ -70,23 +70,8 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
 }
 
 fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(input);
-    let mut record = csv::ByteRecord::new();
-    let io = |e: csv::Error| IngestError::Io {
-        source_name: source_name.to_owned(),
-        source: std::io::Error::other(e),
-    };
-    if !rdr.read_byte_record(&mut record).map_err(io)? {
-        return Err(invalid(
-            source_name,
-            1,
-            "empty file: expected a hey CSV header",
-        ));
-    }
-    let col = |name: &[u8]| record.iter().position(|f| f.trim_ascii() == name);
+    let mut csv = HeaderedCsv::open(input, source_name, "a hey CSV")?;
+    let col = |name: &[u8]| csv.column(name);
     let (Some(rt), Some(offset)) = (col(b"response-time"), col(b"offset")) else {
         return Err(invalid(
             source_name,
@@ -95,24 +80,10 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         ));
     };
     let status = col(b"status-code");
-    let fields = record.len();
     let mut builder = RunBuilder::new();
     let mut codes: Map<String, Value> = Map::new();
-    let mut line = 1u64;
-    while rdr.read_byte_record(&mut record).map_err(io)? {
-        line += 1;
-        if record.len() == 1 && record[0].is_empty() {
-            continue;
-        }
-        if record.len() != fields {
-            builder.reject_with(line, || {
-                format!(
-                    "expected {fields} fields, found {} (row cut off or damaged)",
-                    record.len()
-                )
-            });
-            continue;
-        }
+    let mut record = csv::ByteRecord::new();
+    while let Some(line) = csv.next_row(&mut record, &mut builder)? {
         let Some(elapsed_ms) = seconds_text_to_ms(&record[rt]) else {
             builder.reject_with(line, || {
                 format!(
@@ -150,16 +121,7 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         });
     }
     if builder.samples() == 0 {
-        let why = builder.first_rejected().map_or_else(
-            || (line, "no rows after the header".to_owned()),
-            |r| {
-                (
-                    r.line,
-                    format!("nothing readable: the first problem: {}", r.reason),
-                )
-            },
-        );
-        return Err(invalid(source_name, why.0, why.1));
+        return Err(csv.nothing_readable(&builder));
     }
     let mut data = builder.finish();
     relative_times(&mut data);

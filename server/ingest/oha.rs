@@ -29,7 +29,7 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, error_pct, invalid, num, one_label_run, parse_json, read_text,
+    ALL_REQUESTS_LABEL, HeaderedCsv, error_pct, invalid, num, one_label_run, parse_json, read_text,
     relative_times, s_to_ms, seconds_text_to_ms, uint,
 };
 use super::{IngestError, ParsedRun};
@@ -142,23 +142,8 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
 }
 
 fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(input);
-    let mut record = csv::ByteRecord::new();
-    let io = |e: csv::Error| IngestError::Io {
-        source_name: source_name.to_owned(),
-        source: std::io::Error::other(e),
-    };
-    if !rdr.read_byte_record(&mut record).map_err(io)? {
-        return Err(invalid(
-            source_name,
-            1,
-            "empty file: expected an oha CSV header",
-        ));
-    }
-    let col = |name: &[u8]| record.iter().position(|f| f.trim_ascii() == name);
+    let mut csv = HeaderedCsv::open(input, source_name, "an oha CSV")?;
+    let col = |name: &[u8]| csv.column(name);
     let (Some(start), Some(duration)) = (col(b"request-start"), col(b"request-duration")) else {
         return Err(invalid(
             source_name,
@@ -167,24 +152,10 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         ));
     };
     let (bytes, status) = (col(b"bytes"), col(b"status"));
-    let fields = record.len();
     let mut builder = RunBuilder::new();
     let mut codes: Map<String, Value> = Map::new();
-    let mut line = 1u64;
-    while rdr.read_byte_record(&mut record).map_err(io)? {
-        line += 1;
-        if record.len() == 1 && record[0].is_empty() {
-            continue;
-        }
-        if record.len() != fields {
-            builder.reject_with(line, || {
-                format!(
-                    "expected {fields} fields, found {} (row cut off or damaged)",
-                    record.len()
-                )
-            });
-            continue;
-        }
+    let mut record = csv::ByteRecord::new();
+    while let Some(line) = csv.next_row(&mut record, &mut builder)? {
         let field = |i: usize| String::from_utf8_lossy(&record[i]).into_owned();
         let (Some(start_ms), Some(elapsed_ms)) = (
             seconds_text_to_ms(&record[start]),
@@ -233,16 +204,7 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         });
     }
     if builder.samples() == 0 {
-        let (l, why) = builder.first_rejected().map_or_else(
-            || (line, "no rows after the header".to_owned()),
-            |r| {
-                (
-                    r.line,
-                    format!("nothing readable: the first problem: {}", r.reason),
-                )
-            },
-        );
-        return Err(invalid(source_name, l, why));
+        return Err(csv.nothing_readable(&builder));
     }
     let mut data = builder.finish();
     relative_times(&mut data);

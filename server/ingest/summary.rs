@@ -11,7 +11,7 @@ use std::io::{BufRead, Read};
 use serde_json::Value;
 
 use super::{IngestError, ParsedRun};
-use crate::runs::{LabelStats, RunData, Stats};
+use crate::runs::{LabelStats, RunBuilder, RunData, Stats};
 
 /// Summary files are a few KB; anything past this is not one (and is not buffered).
 pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
@@ -198,6 +198,100 @@ pub fn url_path(url: &str) -> String {
 /// The host, port and path of a URL without the scheme (`http://h:1/a` → `h:1/a`).
 pub fn url_without_scheme(url: &str) -> String {
     url.split_once("://").map_or(url, |(_, r)| r).to_owned()
+}
+
+/// A per-request CSV whose first line names its columns (hey and oha `-o csv`): reads the
+/// header, then hands out data rows with their line number, skipping blank lines and
+/// rejecting rows whose field count differs from the header's.
+pub struct HeaderedCsv<R: Read> {
+    rdr: csv::Reader<R>,
+    header: csv::ByteRecord,
+    line: u64,
+    source_name: String,
+}
+
+impl<R: Read> HeaderedCsv<R> {
+    /// Reads the header line; an empty input is an error naming `what` (e.g. "a hey CSV").
+    pub fn open(input: R, source_name: &str, what: &str) -> Result<Self, IngestError> {
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(input);
+        let mut header = csv::ByteRecord::new();
+        if !rdr
+            .read_byte_record(&mut header)
+            .map_err(|e| csv_io(source_name, e))?
+        {
+            return Err(invalid(
+                source_name,
+                1,
+                format!("empty file: expected {what} header"),
+            ));
+        }
+        Ok(HeaderedCsv {
+            rdr,
+            header,
+            line: 1,
+            source_name: source_name.to_owned(),
+        })
+    }
+
+    /// The position of the column called `name` in the header.
+    pub fn column(&self, name: &[u8]) -> Option<usize> {
+        self.header.iter().position(|f| f.trim_ascii() == name)
+    }
+
+    /// Reads the next data row into `record` and returns its 1-based line, `None` at the end.
+    /// Rows with the wrong number of fields go to `builder` as rejected.
+    pub fn next_row(
+        &mut self,
+        record: &mut csv::ByteRecord,
+        builder: &mut RunBuilder,
+    ) -> Result<Option<u64>, IngestError> {
+        let fields = self.header.len();
+        while self
+            .rdr
+            .read_byte_record(record)
+            .map_err(|e| csv_io(&self.source_name, e))?
+        {
+            self.line += 1;
+            if record.len() == 1 && record[0].is_empty() {
+                continue;
+            }
+            if record.len() != fields {
+                builder.reject_with(self.line, || {
+                    format!(
+                        "expected {fields} fields, found {} (row cut off or damaged)",
+                        record.len()
+                    )
+                });
+                continue;
+            }
+            return Ok(Some(self.line));
+        }
+        Ok(None)
+    }
+
+    /// The error when no row was readable: the first rejected row's problem, or "no rows".
+    pub fn nothing_readable(&self, builder: &RunBuilder) -> IngestError {
+        let (line, why) = builder.first_rejected().map_or_else(
+            || (self.line, "no rows after the header".to_owned()),
+            |r| {
+                (
+                    r.line,
+                    format!("nothing readable: the first problem: {}", r.reason),
+                )
+            },
+        );
+        invalid(&self.source_name, line, why)
+    }
+}
+
+fn csv_io(source_name: &str, e: csv::Error) -> IngestError {
+    IngestError::Io {
+        source_name: source_name.to_owned(),
+        source: std::io::Error::other(e),
+    }
 }
 
 #[cfg(test)]
