@@ -254,7 +254,8 @@ impl<R: Read> HeaderedCsv<R> {
             .read_byte_record(record)
             .map_err(|e| csv_io(&self.source_name, e))?
         {
-            self.line += 1;
+            // The line where the row starts (the csv reader skips blank lines itself).
+            self.line = record.position().map_or(self.line + 1, csv::Position::line);
             if record.len() == 1 && record[0].is_empty() {
                 continue;
             }
@@ -313,5 +314,37 @@ mod tests {
         assert_eq!(seconds_text_to_ms(b"1.5e-3"), Some(2));
         assert_eq!(seconds_text_to_ms(b"-0.1"), None);
         assert_eq!(seconds_text_to_ms(b"abc"), None);
+    }
+
+    #[test]
+    fn headered_csv_rejects_rows_with_the_wrong_field_count() {
+        let data = b"response-time,offset\n0.1,0.0\n0.2\n0.3,1.0\n\n";
+        let mut csv = HeaderedCsv::open(&data[..], "x.csv", "a hey CSV").unwrap();
+        assert_eq!(
+            (csv.column(b"offset"), csv.column(b"nope")),
+            (Some(1), None)
+        );
+        let mut builder = RunBuilder::new();
+        let mut record = csv::ByteRecord::new();
+        let mut lines = Vec::new();
+        while let Some(line) = csv.next_row(&mut record, &mut builder).unwrap() {
+            lines.push((line, record.len()));
+        }
+        assert_eq!(lines, [(2, 2), (4, 2)], "the trailing blank line is no row");
+        assert_eq!(builder.rejected_rows(), 1);
+        assert_eq!(builder.first_rejected().unwrap().line, 3);
+        let err = csv.nothing_readable(&builder).to_string();
+        assert!(
+            err.contains("line 3") && err.contains("expected 2 fields, found 1"),
+            "{err}"
+        );
+        let empty = HeaderedCsv::open(&b""[..], "e.csv", "a hey CSV")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            empty.contains("empty file: expected a hey CSV header"),
+            "{empty}"
+        );
     }
 }
