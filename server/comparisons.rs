@@ -152,7 +152,16 @@ pub async fn load_run(store: &Store, id: i64, labels: bool) -> Result<RunInput> 
 async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Vec<Vec<SecondIn>>> {
     let mut per_scope: Vec<Vec<SecondIn>> = vec![Vec::new(); run.labels.len() + 1];
     if labels {
-        for row in store.run_packed_buckets(run.id).await? {
+        let t0 = std::time::Instant::now();
+        let rows = store.run_packed_buckets(run.id).await?;
+        let t1 = std::time::Instant::now();
+        tracing::debug!(
+            run = run.id,
+            query_ms = (t1 - t0).as_secs_f64() * 1e3,
+            bytes = rows.iter().map(|r| r.packed.len()).sum::<usize>(),
+            "packed buckets read"
+        );
+        for row in &rows {
             if let Some(v) = per_scope.get_mut(row.label_ord as usize) {
                 *v = unpack(&row.packed).ok_or_else(|| {
                     Error::Internal(format!(
@@ -162,6 +171,11 @@ async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Ve
                 })?;
             }
         }
+        tracing::debug!(
+            run = run.id,
+            unpack_ms = t1.elapsed().as_secs_f64() * 1e3,
+            "unpacked"
+        );
     } else {
         per_scope[0] = store
             .run_buckets(run.id, None)
@@ -203,8 +217,31 @@ fn cache_put(key: CacheKey, value: Arc<ScopeResamples>) {
     }
 }
 
-/// Loads runs (concurrently) and their resamples (kept from earlier comparisons, or
-/// computed on blocking threads), in the order of `ids`.
+/// A run's stored draws as resamples, one per scope (index 0: the run total, then the
+/// labels when `labels`); `None` unless every scope has a usable blob (see
+/// [`compare::stored`]).
+async fn stored_resamples(
+    store: &Store,
+    run: &RunDetail,
+    labels: bool,
+    opts: &Options,
+) -> Result<Option<ScopeResamples>> {
+    let scopes = if labels { run.labels.len() + 1 } else { 1 };
+    let rows = store.run_draws(run.id, !labels).await?;
+    let mut out: Vec<Option<Option<compare::bootstrap::Resampled>>> = vec![None; scopes];
+    for (ord, blob) in &rows {
+        let Some(slot) = usize::try_from(*ord).ok().and_then(|i| out.get_mut(i)) else {
+            continue;
+        };
+        *slot = compare::stored::resampled(blob, opts.resamples);
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Loads runs (concurrently) and their resamples, in the order of `ids`: kept in memory
+/// from earlier comparisons, else the draws stored with each run, else (runs stored
+/// before draws were kept, live runs) resampled from the buckets on blocking threads —
+/// the draws of a complete run are then stored for the next comparison.
 pub async fn load_resampled(
     store: &Store,
     ids: &[i64],
@@ -218,35 +255,69 @@ pub async fn load_resampled(
             .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
         let key = (id, run.imported_at_ms, labels, opts.resamples);
         if let Some(hit) = cache_get(key) {
-            return Ok::<_, Error>((input_of(&run, labels, Vec::new()), Some(hit), key));
+            return Ok::<_, Error>((input_of(&run, labels, Vec::new()), Some(hit), key, false));
         }
+        if let Some(r) = stored_resamples(store, &run, labels, opts).await? {
+            let input = input_of(&run, labels, Vec::new());
+            return Ok((input, Some(Arc::new(r)), key, false));
+        }
+        tracing::debug!(run = id, "no stored draws: resampling the buckets");
         let seconds = load_seconds(store, &run, labels).await?;
-        Ok((input_of(&run, labels, seconds), None, key))
+        let keep = run.status != "live";
+        Ok((input_of(&run, labels, seconds), None, key, keep))
     });
     let loaded = futures_util::future::try_join_all(loads).await?;
     let mut inputs = Vec::with_capacity(loaded.len());
-    let mut cached = Vec::with_capacity(loaded.len());
+    let mut ready = Vec::with_capacity(loaded.len());
     let mut keys = Vec::with_capacity(loaded.len());
-    for (input, hit, key) in loaded {
+    let mut keep = Vec::with_capacity(loaded.len());
+    for (input, hit, key, k) in loaded {
         inputs.push(input);
-        cached.push(hit);
+        ready.push(hit);
         keys.push(key);
+        keep.push(k);
     }
     let opts = *opts;
-    let (mut inputs, fresh) = tokio::task::spawn_blocking(move || {
-        let need: Vec<bool> = cached.iter().map(Option::is_none).collect();
-        let computed = compare::resample_selected(&inputs, &need, &opts);
-        let all: Vec<Arc<ScopeResamples>> = cached
+    let (mut inputs, all, blobs) = tokio::task::spawn_blocking(move || {
+        let need: Vec<bool> = ready.iter().map(Option::is_none).collect();
+        let drawn = compare::draw_selected(&inputs, &need, &opts);
+        let mut blobs: Vec<Option<Vec<(i64, Vec<u8>)>>> = Vec::with_capacity(drawn.len());
+        let all: Vec<Arc<ScopeResamples>> = ready
             .into_iter()
-            .zip(computed)
-            .map(|(c, r)| c.unwrap_or_else(|| Arc::new(r.unwrap_or_default())))
+            .zip(drawn)
+            .map(|(r, d)| {
+                let d = d.unwrap_or_default();
+                blobs.push((!d.is_empty()).then(|| {
+                    d.iter()
+                        .enumerate()
+                        .map(|(i, x)| {
+                            (
+                                i as i64,
+                                compare::stored::encode(opts.resamples, x.as_ref()),
+                            )
+                        })
+                        .collect()
+                }));
+                r.unwrap_or_else(|| {
+                    Arc::new(
+                        d.iter()
+                            .map(|x| x.as_ref().map(|x| x.resampled()))
+                            .collect(),
+                    )
+                })
+            })
             .collect();
-        (inputs, all)
+        (inputs, all, blobs)
     })
     .await
     .map_err(|e| Error::Internal(format!("resampling task: {e}")))?;
-    for (key, r) in keys.iter().zip(&fresh) {
-        cache_put(*key, r.clone());
+    for (i, key) in keys.iter().enumerate() {
+        cache_put(*key, all[i].clone());
+        if let (true, Some(b)) = (keep[i], &blobs[i])
+            && let Err(e) = store.put_run_draws(key.0, b).await
+        {
+            tracing::warn!(run = key.0, error = %e, "storing a run's bootstrap draws failed");
+        }
     }
     // The seconds are no longer needed once resampled.
     for i in &mut inputs {
@@ -254,7 +325,7 @@ pub async fn load_resampled(
             s.seconds = Vec::new();
         }
     }
-    Ok((inputs, fresh))
+    Ok((inputs, all))
 }
 
 /// Compares loaded runs with their resamples on a blocking thread.
@@ -309,8 +380,12 @@ pub fn validate(ids: &[i64], min_effect_pct: f64) -> Result<()> {
 /// Compares stored runs (the first is the reference), per label and overall.
 pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Comparison> {
     validate(ids, opts.min_effect_pct)?;
+    tracing::debug!("comparison start");
     let (inputs, resampled) = load_resampled(store, ids, true, opts).await?;
-    compare_loaded(inputs, resampled, opts).await
+    tracing::debug!("resamples ready");
+    let c = compare_loaded(inputs, resampled, opts).await;
+    tracing::debug!("compared");
+    c
 }
 
 /// Where a baseline came from.

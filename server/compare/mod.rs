@@ -28,13 +28,14 @@ pub mod changepoint;
 pub mod gates;
 pub mod render;
 mod sparse;
+pub mod stored;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::runs::Stats;
-pub use bootstrap::SecondIn;
+pub use bootstrap::{Draws, SecondIn};
 
 /// Default minimum effect, % of the reference value.
 pub const DEFAULT_MIN_EFFECT_PCT: f64 = 5.0;
@@ -522,10 +523,18 @@ pub type ScopeResamples = Vec<Option<bootstrap::Resampled>>;
 /// Bootstraps every scope of one run (seeded by the label, so the same run always gives
 /// the same resamples and resample i of two runs draws the same relative blocks).
 pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
+    draw_run(run, opts)
+        .into_iter()
+        .map(|d| d.map(|d| d.resampled()))
+        .collect()
+}
+
+/// The draws of every scope of one run ([`resample_run`] before the figures).
+pub fn draw_run(run: &RunInput, opts: &Options) -> Vec<Option<Draws>> {
     run.scopes
         .iter()
         .map(|s| {
-            bootstrap::resample(
+            bootstrap::draw(
                 &s.seconds,
                 opts.resamples,
                 bootstrap::seed_for(s.label.as_deref()),
@@ -536,46 +545,22 @@ pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
 
 /// [`resample_run`] for several runs, on up to as many threads as the machine has cores.
 pub fn resample_all(runs: &[RunInput], opts: &Options) -> Vec<ScopeResamples> {
-    resample_selected(runs, &vec![true; runs.len()], opts)
-        .into_iter()
-        .map(Option::unwrap_or_default)
-        .collect()
+    stored::parallel(runs.len(), |i| resample_run(&runs[i], opts))
 }
 
-/// [`resample_run`] for the runs whose `need` is true (`None` for the others), threads
-/// taking the next run as they finish one.
-pub fn resample_selected(
+/// [`draw_run`] for the runs whose `need` is true (`None` for the others), on up to as
+/// many threads as the machine has cores.
+pub fn draw_selected(
     runs: &[RunInput],
     need: &[bool],
     opts: &Options,
-) -> Vec<Option<ScopeResamples>> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let todo: Vec<usize> = (0..runs.len())
-        .filter(|&i| need.get(i).copied().unwrap_or(false))
-        .collect();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(todo.len())
-        .max(1);
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<ScopeResamples>>> = Mutex::new(vec![None; runs.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&i) = todo.get(k) else { break };
-                    let r = resample_run(&runs[i], opts);
-                    if let Ok(mut o) = out.lock() {
-                        o[i] = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    out.into_inner().unwrap_or_else(|e| e.into_inner())
+) -> Vec<Option<Vec<Option<Draws>>>> {
+    stored::parallel(runs.len(), |i| {
+        need.get(i)
+            .copied()
+            .unwrap_or(false)
+            .then(|| draw_run(&runs[i], opts))
+    })
 }
 
 #[cfg(test)]

@@ -55,6 +55,27 @@ impl Store {
         .await?)
     }
 
+    /// A run's stored bootstrap draws (see [`crate::compare::stored`]), one
+    /// `(label_ord, blob)` per scope that has them, by scope; only the run total's when
+    /// `total_only`.
+    pub async fn run_draws(&self, id: i64, total_only: bool) -> Result<Vec<(i64, Vec<u8>)>> {
+        let sql = if total_only {
+            "SELECT label_ord, draws FROM run_resamples WHERE run_id = ? AND label_ord = 0"
+        } else {
+            "SELECT label_ord, draws FROM run_resamples WHERE run_id = ? ORDER BY label_ord"
+        };
+        Ok(sqlx::query_as(sql).bind(id).fetch_all(&self.pool).await?)
+    }
+
+    /// Stores (or replaces) bootstrap draws of a run's scopes, one `(label_ord, blob)`
+    /// each, in one transaction: for runs stored before draws were kept.
+    pub async fn put_run_draws(&self, id: i64, draws: &[(i64, Vec<u8>)]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        super::runs::insert_draws(&mut tx, id, draws).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The runs of a scenario, oldest first (by start, else import time).
     pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
         let mut rows: Vec<RunListItem> = sqlx::query_as(
