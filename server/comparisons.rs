@@ -152,15 +152,8 @@ pub async fn load_run(store: &Store, id: i64, labels: bool) -> Result<RunInput> 
 async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Vec<Vec<SecondIn>>> {
     let mut per_scope: Vec<Vec<SecondIn>> = vec![Vec::new(); run.labels.len() + 1];
     if labels {
-        let t0 = std::time::Instant::now();
+        let started = std::time::Instant::now();
         let rows = store.run_packed_buckets(run.id).await?;
-        let t1 = std::time::Instant::now();
-        tracing::debug!(
-            run = run.id,
-            query_ms = (t1 - t0).as_secs_f64() * 1e3,
-            bytes = rows.iter().map(|r| r.packed.len()).sum::<usize>(),
-            "packed buckets read"
-        );
         for row in &rows {
             if let Some(v) = per_scope.get_mut(row.label_ord as usize) {
                 *v = unpack(&row.packed).ok_or_else(|| {
@@ -173,8 +166,9 @@ async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Ve
         }
         tracing::debug!(
             run = run.id,
-            unpack_ms = t1.elapsed().as_secs_f64() * 1e3,
-            "unpacked"
+            elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+            bytes = rows.iter().map(|r| r.packed.len()).sum::<usize>(),
+            "buckets of every scope read"
         );
     } else {
         per_scope[0] = store
@@ -205,6 +199,13 @@ fn cache_get(key: CacheKey) -> Option<Arc<ScopeResamples>> {
         .iter()
         .find(|(k, _)| *k == key)
         .map(|(_, v)| v.clone())
+}
+
+#[cfg(test)]
+fn cache_clear() {
+    if let Ok(mut cache) = RESAMPLE_CACHE.lock() {
+        cache.clear();
+    }
 }
 
 fn cache_put(key: CacheKey, value: Arc<ScopeResamples>) {
@@ -277,11 +278,16 @@ pub async fn load_resampled(
         keys.push(key);
         keep.push(k);
     }
+    tracing::debug!(
+        runs = ids.len(),
+        resampling = ready.iter().filter(|r| r.is_none()).count(),
+        "runs loaded (those without kept or stored draws are resampled)"
+    );
     let opts = *opts;
     let (mut inputs, all, blobs) = tokio::task::spawn_blocking(move || {
         let need: Vec<bool> = ready.iter().map(Option::is_none).collect();
         let drawn = compare::draw_selected(&inputs, &need, &opts);
-        let mut blobs: Vec<Option<Vec<(i64, Vec<u8>)>>> = Vec::with_capacity(drawn.len());
+        let mut blobs: Vec<Option<compare::stored::RunBlobs>> = Vec::with_capacity(drawn.len());
         let all: Vec<Arc<ScopeResamples>> = ready
             .into_iter()
             .zip(drawn)
@@ -380,12 +386,17 @@ pub fn validate(ids: &[i64], min_effect_pct: f64) -> Result<()> {
 /// Compares stored runs (the first is the reference), per label and overall.
 pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Comparison> {
     validate(ids, opts.min_effect_pct)?;
-    tracing::debug!("comparison start");
+    let started = std::time::Instant::now();
     let (inputs, resampled) = load_resampled(store, ids, true, opts).await?;
-    tracing::debug!("resamples ready");
-    let c = compare_loaded(inputs, resampled, opts).await;
-    tracing::debug!("compared");
-    c
+    let loaded = started.elapsed();
+    let c = compare_loaded(inputs, resampled, opts).await?;
+    tracing::debug!(
+        runs = ids.len(),
+        load_ms = loaded.as_secs_f64() * 1e3,
+        compare_ms = (started.elapsed() - loaded).as_secs_f64() * 1e3,
+        "comparison"
+    );
+    Ok(c)
 }
 
 /// Where a baseline came from.
@@ -946,6 +957,109 @@ async fn check_handler(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::{RunBuilder, Sample};
+    use crate::store::NewRun;
+
+    /// Stores a run of 200 s × 30 samples of two labels, response times around 100 ms ×
+    /// `factor` (a seeded lognormal spread); every 100th sample fails.
+    async fn stored_run(store: &Store, seed: u64, factor: f64, imported_at_ms: i64) -> i64 {
+        let mut rng = compare::bootstrap::Rng::new(seed);
+        let mut b = RunBuilder::new();
+        let t0 = 1_790_000_000_000i64;
+        for i in 0..6_000i64 {
+            let (u, v) = (rng.unit().max(1e-12), rng.unit());
+            let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+            b.push(&Sample {
+                label: if i % 3 == 0 { "Login" } else { "Search" },
+                start_ms: t0 + i * 1000 / 30,
+                elapsed_ms: (100.0 * factor * (0.3 * z).exp()).round() as u64,
+                success: i % 100 != 0,
+                response_code: "200",
+                message: "",
+                bytes_received: 10,
+                bytes_sent: 1,
+                active_users: None,
+                is_transaction: false,
+            });
+        }
+        let run = NewRun {
+            name: format!("run {seed}"),
+            tool: "jmeter".into(),
+            imported_at_ms,
+            ..NewRun::default()
+        };
+        store.insert_run(&run, &b.finish()).await.unwrap()
+    }
+
+    async fn draw_rows(store: &Store) -> Vec<(i64, i64, Vec<u8>)> {
+        sqlx::query_as("SELECT run_id, label_ord, draws FROM run_resamples ORDER BY 1, 2")
+            .fetch_all(store.pool())
+            .await
+            .unwrap()
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn stored_draws_and_old_style_runs_compare_alike(pool: sqlx::SqlitePool) {
+        let store = Store::from_pool(pool).await.unwrap();
+        // Import times no other test uses: the in-process resample cache is keyed by them.
+        let a = stored_run(&store, 1, 1.0, 7_100_000_001).await;
+        let b = stored_run(&store, 2, 1.3, 7_100_000_002).await;
+        let c = stored_run(&store, 3, 1.0, 7_100_000_003).await;
+        // The import stored one blob per scope: run total, Login, Search.
+        let rows = draw_rows(&store).await;
+        let scopes: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
+        let want: Vec<(i64, i64)> = [a, b, c]
+            .iter()
+            .flat_map(|&id| (0..3).map(move |ord| (id, ord)))
+            .collect();
+        assert_eq!(scopes, want);
+
+        let opts = Options::default();
+        cache_clear();
+        let from_stored = comparison(&store, &[a, b, c], &opts).await.unwrap();
+        let p95 = |c: &Comparison, run: usize| {
+            c.scopes[0].runs[run]
+                .change(Figure::P95Ms)
+                .and_then(|c| c.verdict)
+        };
+        assert_eq!(p95(&from_stored, 1), Some(Verdict::Worse));
+        assert_eq!(p95(&from_stored, 2), Some(Verdict::NoChange));
+
+        // A database from before draws were stored: the comparison resamples the buckets,
+        // gives the same figures, intervals and verdicts, and stores the draws again.
+        sqlx::query("DELETE FROM run_resamples")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        cache_clear();
+        let old_style = comparison(&store, &[a, b, c], &opts).await.unwrap();
+        assert_eq!(old_style, from_stored);
+        assert_eq!(
+            draw_rows(&store).await,
+            rows,
+            "the same draws, stored again"
+        );
+
+        // A blob of another format is not used (and is replaced).
+        sqlx::query("UPDATE run_resamples SET draws = x'ff00' WHERE run_id = ?")
+            .bind(b)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        cache_clear();
+        assert_eq!(
+            comparison(&store, &[a, b, c], &opts).await.unwrap(),
+            from_stored
+        );
+        assert_eq!(draw_rows(&store).await, rows);
+
+        // The trend (run totals only) reads the same stored draws.
+        cache_clear();
+        let (_, totals) = load_resampled(&store, &[a, b], false, &opts).await.unwrap();
+        assert_eq!(totals.len(), 2);
+        assert_eq!(totals[0].len(), 1, "the run total only");
+        assert!(totals[0][0].is_some());
+    }
 
     #[test]
     fn packed_buckets_read_back() {

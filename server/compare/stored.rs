@@ -21,6 +21,9 @@
 use super::bootstrap::{self, Draw, Draws, Resampled, SecondIn};
 use crate::runs::RunData;
 
+/// A run's blobs: `(label_ord, blob)` per scope (0: the run total, then the labels).
+pub type RunBlobs = Vec<(i64, Vec<u8>)>;
+
 /// Version of the blob format and of the draws it holds: bump it whenever the bootstrap
 /// draws differently (block length, seeds, percentiles), so older blobs are recomputed.
 pub const FORMAT: u8 = 1;
@@ -129,7 +132,7 @@ pub fn resampled(bytes: &[u8], resamples: usize) -> Option<Option<Resampled>> {
 /// Draws every scope of a run (index 0: the run total, then its labels in order) and
 /// encodes them: one `(label_ord, blob)` per scope. Scopes are drawn on up to as many
 /// threads as the machine has cores.
-pub fn precompute(data: &RunData, resamples: usize) -> Vec<(i64, Vec<u8>)> {
+pub fn precompute(data: &RunData, resamples: usize) -> RunBlobs {
     let scopes = data.labels.len() + 1;
     let mut seconds: Vec<Vec<SecondIn>> = vec![Vec::new(); scopes];
     let ord_of: std::collections::HashMap<&str, usize> = data

@@ -241,4 +241,61 @@ mod tests {
         store.delete_run(a).await.unwrap();
         assert_eq!(store.pinned_baseline("checkout").await.unwrap(), None);
     }
+
+    #[sqlx::test(migrations = false)]
+    async fn draws_are_stored_with_complete_runs_only(pool: sqlx::SqlitePool) {
+        use crate::runs::{RunBuilder, Sample};
+        let store = Store::from_pool(pool).await.unwrap();
+        let mut b = RunBuilder::new();
+        for i in 0..300i64 {
+            b.push(&Sample {
+                label: if i % 2 == 0 { "A" } else { "B" },
+                start_ms: 1_700_000_000_000 + i * 100,
+                elapsed_ms: 10 + (i % 7) as u64,
+                success: true,
+                response_code: "200",
+                message: "",
+                bytes_received: 1,
+                bytes_sent: 1,
+                active_users: None,
+                is_transaction: false,
+            });
+        }
+        let data = b.finish();
+        let id = store
+            .create_live_run(&NewRun {
+                name: "live".into(),
+                tool: "k6".into(),
+                ..NewRun::default()
+            })
+            .await
+            .unwrap();
+        // A live snapshot: no draws yet (the data still changes).
+        store
+            .replace_run_data(id, &data, "live", None)
+            .await
+            .unwrap();
+        assert!(store.run_draws(id, false).await.unwrap().is_empty());
+        // Complete: one blob per scope (total, A, B), readable with the default resamples.
+        store
+            .replace_run_data(id, &data, "complete", None)
+            .await
+            .unwrap();
+        let rows = store.run_draws(id, false).await.unwrap();
+        assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2]);
+        for (_, blob) in &rows {
+            let r = crate::compare::stored::resampled(blob, crate::compare::DEFAULT_RESAMPLES);
+            assert!(
+                r.is_some_and(|r| r.is_some()),
+                "a scope with buckets has draws"
+            );
+        }
+        let total = store.run_draws(id, true).await.unwrap();
+        assert_eq!(total, rows[..1]);
+        // Replaced by hand (as a comparison does for older runs), and dropped with the run.
+        store.put_run_draws(id, &[(1, vec![9])]).await.unwrap();
+        assert_eq!(store.run_draws(id, false).await.unwrap()[1].1, [9]);
+        store.delete_run(id).await.unwrap();
+        assert!(store.run_draws(id, false).await.unwrap().is_empty());
+    }
 }

@@ -239,7 +239,7 @@ impl Store {
     /// Each run's bootstrap draws are computed here, before the transaction
     /// (see [`crate::compare::stored`]), and stored with it.
     pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>> {
-        let draws: Vec<Vec<(i64, Vec<u8>)>> = runs
+        let draws: Vec<stored::RunBlobs> = runs
             .iter()
             .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
             .collect();
