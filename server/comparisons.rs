@@ -14,6 +14,12 @@
 //!   null, "min_effect_pct": 5, "record": true}` → [`CheckReport`] (stored unless `record`
 //!   is false).
 //!
+//! Resamples of a run come from, in order: an in-process cache of the runs compared last;
+//! the draws stored with the run (`run_resamples`, written at import and when a live run
+//! completes, see [`compare::stored`]); else its buckets, resampled on blocking threads —
+//! the draws of a complete run are then stored (a cache fill: the run's figures do not
+//! change), so a database imported before draws were kept is upgraded run by run.
+//!
 //! Baselines: `auto` is the scenario's pinned baseline (unless that is the run itself),
 //! else the latest earlier run of the scenario whose latest stored check did not fail
 //! (runs never checked count, so a scenario that never used `harrier check` gets the

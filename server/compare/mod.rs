@@ -2,7 +2,8 @@
 //! first (the reference), and a verdict per figure that tells a real change from noise.
 //!
 //! Owns the comparison shapes ([`Comparison`], [`Change`], [`Verdict`]), the block
-//! bootstrap ([`bootstrap`]), change-point detection over a scenario's runs
+//! bootstrap ([`bootstrap`]) and the draws a run stores so a comparison need not resample
+//! its buckets ([`stored`]), change-point detection over a scenario's runs
 //! ([`changepoint`]), gates for `harrier check` ([`gates`]) and the text, Markdown and
 //! self-contained HTML renderings ([`render`]). Pure domain code: it knows nothing of
 //! axum or SQL; `crate::comparisons` loads runs from the store into [`RunInput`]s.
@@ -51,7 +52,8 @@ pub const METHOD: &str = "Change vs the reference run; 95 % interval from a bloc
 of both runs' per-second buckets (blocks of ≈ √n consecutive seconds drawn at the same relative \
 places in both runs, so a ramp is compared with a ramp; 1,000 resamples, seeded); \
 a change is called better or worse only when the interval excludes 0 and the change is at least \
-the minimum effect. Percentiles of resamples come from merged HDR histograms (≤ 0.1 % error).";
+the minimum effect. Percentiles of resamples come from merged HDR histograms (≤ 0.1 % error). \
+Each run's resamples are drawn once, when it is stored, and kept exactly (no coarser summary).";
 
 /// A figure compared between runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
