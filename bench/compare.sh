@@ -4,7 +4,7 @@
 # warm (the same request again). See bench/README.md.
 #
 #   bench/compare.sh [--restarts 5] [--warm 5] [--samples 1000000] [--seconds 600]
-#                    [--bin PATH] [--no-build] [--old-style]
+#                    [--bin PATH] [--no-build] [--old-style] [--import-vs OTHER_BIN]
 #
 # --restarts   cold measurements per request (each on a newly started server; default 5)
 # --warm       repeats of each request after its cold one (default 5)
@@ -15,6 +15,9 @@
 # --old-style  delete the stored bootstrap draws (run_resamples) after the import, as in a
 #              database imported before they existed: the first comparison then resamples
 #              the buckets and stores the draws; its time is printed as "first (old-style)"
+# --import-vs  only compare import cost: import run 1 with OTHER_BIN and with the measured
+#              binary, alternately, --restarts times each, each into a fresh database; prints
+#              median wall ms and median CPU ms (user + system, from GNU time) of each
 #
 # Input: bench/out/compare/run-N.jtl, N = 1..10, made by gen_compare.py if missing (seed N;
 # runs 6..10 are 8 % slower). Each run is imported into a fresh database with its own
@@ -25,7 +28,7 @@ set -euo pipefail
 bench="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$bench")"
 out="$bench/out/compare"
-restarts=5 warm=5 samples=1000000 seconds=600 bin="" build=1 old=0
+restarts=5 warm=5 samples=1000000 seconds=600 bin="" build=1 old=0 vs=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --restarts) restarts="$2"; shift 2 ;;
@@ -35,7 +38,8 @@ while [ $# -gt 0 ]; do
     --bin) bin="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --old-style) old=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --import-vs) vs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -76,6 +80,29 @@ trap cleanup EXIT
 db="$work/compare.db"
 
 median() { sort -n | awk '{v[NR]=$1} END {if (NR == 0) {print "-"; exit} m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.1f\n", m}'; }
+
+if [ -n "$vs" ]; then
+  [ -x /usr/bin/time ] || { echo "/usr/bin/time missing: apt-get install -y time" >&2; exit 1; }
+  cat "${files[0]}" > /dev/null
+  declare -A wall cpu
+  for _ in $(seq "$restarts"); do
+    for b in "$vs" "$bin"; do
+      rm -f "$work"/imp.db*
+      t0=$(date +%s%N)
+      /usr/bin/time -f '%U %S' -o "$work/time" "$b" import "${files[0]}" --db "$work/imp.db" > /dev/null
+      t1=$(date +%s%N)
+      wall[$b]+="$(( (t1 - t0) / 1000000 )) "
+      cpu[$b]+="$(awk '{printf "%d", ($1 + $2) * 1000}' "$work/time") "
+    done
+  done
+  printf '| binary | import wall ms (median of %s) | CPU ms (median) | runs |\n| --- | ---: | ---: | --- |\n' "$restarts"
+  for b in "$vs" "$bin"; do
+    printf '| `%s` | %s | %s | %s |\n' "$b" "$(tr ' ' '\n' <<< "${wall[$b]}" | grep . | median)" \
+      "$(tr ' ' '\n' <<< "${cpu[$b]}" | grep . | median)" "${wall[$b]}"
+  done
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 
 echo "== importing 10 runs into a fresh database ($bin)" >&2
 imports=()
