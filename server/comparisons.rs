@@ -14,6 +14,12 @@
 //!   null, "min_effect_pct": 5, "record": true}` → [`CheckReport`] (stored unless `record`
 //!   is false).
 //!
+//! Resamples of a run come from, in order: an in-process cache of the runs compared last;
+//! the draws stored with the run (`run_resamples`, written at import and when a live run
+//! completes, see [`compare::stored`]); else its buckets, resampled on blocking threads —
+//! the draws of a complete run are then stored (a cache fill: the run's figures do not
+//! change), so a database imported before draws were kept is upgraded run by run.
+//!
 //! Baselines: `auto` is the scenario's pinned baseline (unless that is the run itself),
 //! else the latest earlier run of the scenario whose latest stored check did not fail
 //! (runs never checked count, so a scenario that never used `harrier check` gets the
@@ -152,7 +158,9 @@ pub async fn load_run(store: &Store, id: i64, labels: bool) -> Result<RunInput> 
 async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Vec<Vec<SecondIn>>> {
     let mut per_scope: Vec<Vec<SecondIn>> = vec![Vec::new(); run.labels.len() + 1];
     if labels {
-        for row in store.run_packed_buckets(run.id).await? {
+        let started = std::time::Instant::now();
+        let rows = store.run_packed_buckets(run.id).await?;
+        for row in &rows {
             if let Some(v) = per_scope.get_mut(row.label_ord as usize) {
                 *v = unpack(&row.packed).ok_or_else(|| {
                     Error::Internal(format!(
@@ -162,6 +170,12 @@ async fn load_seconds(store: &Store, run: &RunDetail, labels: bool) -> Result<Ve
                 })?;
             }
         }
+        tracing::debug!(
+            run = run.id,
+            elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+            bytes = rows.iter().map(|r| r.packed.len()).sum::<usize>(),
+            "buckets of every scope read"
+        );
     } else {
         per_scope[0] = store
             .run_buckets(run.id, None)
@@ -193,6 +207,13 @@ fn cache_get(key: CacheKey) -> Option<Arc<ScopeResamples>> {
         .map(|(_, v)| v.clone())
 }
 
+#[cfg(test)]
+fn cache_clear() {
+    if let Ok(mut cache) = RESAMPLE_CACHE.lock() {
+        cache.clear();
+    }
+}
+
 fn cache_put(key: CacheKey, value: Arc<ScopeResamples>) {
     if let Ok(mut cache) = RESAMPLE_CACHE.lock() {
         cache.retain(|(k, _)| *k != key);
@@ -203,8 +224,31 @@ fn cache_put(key: CacheKey, value: Arc<ScopeResamples>) {
     }
 }
 
-/// Loads runs (concurrently) and their resamples (kept from earlier comparisons, or
-/// computed on blocking threads), in the order of `ids`.
+/// A run's stored draws as resamples, one per scope (index 0: the run total, then the
+/// labels when `labels`); `None` unless every scope has a usable blob (see
+/// [`compare::stored`]).
+async fn stored_resamples(
+    store: &Store,
+    run: &RunDetail,
+    labels: bool,
+    opts: &Options,
+) -> Result<Option<ScopeResamples>> {
+    let scopes = if labels { run.labels.len() + 1 } else { 1 };
+    let rows = store.run_draws(run.id, !labels).await?;
+    let mut out: Vec<Option<Option<compare::bootstrap::Resampled>>> = vec![None; scopes];
+    for (ord, blob) in &rows {
+        let Some(slot) = usize::try_from(*ord).ok().and_then(|i| out.get_mut(i)) else {
+            continue;
+        };
+        *slot = compare::stored::resampled(blob, opts.resamples);
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Loads runs (concurrently) and their resamples, in the order of `ids`: kept in memory
+/// from earlier comparisons, else the draws stored with each run, else (runs stored
+/// before draws were kept, live runs) resampled from the buckets on blocking threads —
+/// the draws of a complete run are then stored for the next comparison.
 pub async fn load_resampled(
     store: &Store,
     ids: &[i64],
@@ -218,35 +262,74 @@ pub async fn load_resampled(
             .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
         let key = (id, run.imported_at_ms, labels, opts.resamples);
         if let Some(hit) = cache_get(key) {
-            return Ok::<_, Error>((input_of(&run, labels, Vec::new()), Some(hit), key));
+            return Ok::<_, Error>((input_of(&run, labels, Vec::new()), Some(hit), key, false));
         }
+        if let Some(r) = stored_resamples(store, &run, labels, opts).await? {
+            let input = input_of(&run, labels, Vec::new());
+            return Ok((input, Some(Arc::new(r)), key, false));
+        }
+        tracing::debug!(run = id, "no stored draws: resampling the buckets");
         let seconds = load_seconds(store, &run, labels).await?;
-        Ok((input_of(&run, labels, seconds), None, key))
+        let keep = run.status != "live";
+        Ok((input_of(&run, labels, seconds), None, key, keep))
     });
     let loaded = futures_util::future::try_join_all(loads).await?;
     let mut inputs = Vec::with_capacity(loaded.len());
-    let mut cached = Vec::with_capacity(loaded.len());
+    let mut ready = Vec::with_capacity(loaded.len());
     let mut keys = Vec::with_capacity(loaded.len());
-    for (input, hit, key) in loaded {
+    let mut keep = Vec::with_capacity(loaded.len());
+    for (input, hit, key, k) in loaded {
         inputs.push(input);
-        cached.push(hit);
+        ready.push(hit);
         keys.push(key);
+        keep.push(k);
     }
+    tracing::debug!(
+        runs = ids.len(),
+        resampling = ready.iter().filter(|r| r.is_none()).count(),
+        "runs loaded (those without kept or stored draws are resampled)"
+    );
     let opts = *opts;
-    let (mut inputs, fresh) = tokio::task::spawn_blocking(move || {
-        let need: Vec<bool> = cached.iter().map(Option::is_none).collect();
-        let computed = compare::resample_selected(&inputs, &need, &opts);
-        let all: Vec<Arc<ScopeResamples>> = cached
+    let (mut inputs, all, blobs) = tokio::task::spawn_blocking(move || {
+        let need: Vec<bool> = ready.iter().map(Option::is_none).collect();
+        let drawn = compare::draw_selected(&inputs, &need, &opts);
+        let mut blobs: Vec<Option<compare::stored::RunBlobs>> = Vec::with_capacity(drawn.len());
+        let all: Vec<Arc<ScopeResamples>> = ready
             .into_iter()
-            .zip(computed)
-            .map(|(c, r)| c.unwrap_or_else(|| Arc::new(r.unwrap_or_default())))
+            .zip(drawn)
+            .map(|(r, d)| {
+                let d = d.unwrap_or_default();
+                blobs.push((!d.is_empty()).then(|| {
+                    d.iter()
+                        .enumerate()
+                        .map(|(i, x)| {
+                            (
+                                i as i64,
+                                compare::stored::encode(opts.resamples, x.as_ref()),
+                            )
+                        })
+                        .collect()
+                }));
+                r.unwrap_or_else(|| {
+                    Arc::new(
+                        d.iter()
+                            .map(|x| x.as_ref().map(|x| x.resampled()))
+                            .collect(),
+                    )
+                })
+            })
             .collect();
-        (inputs, all)
+        (inputs, all, blobs)
     })
     .await
     .map_err(|e| Error::Internal(format!("resampling task: {e}")))?;
-    for (key, r) in keys.iter().zip(&fresh) {
-        cache_put(*key, r.clone());
+    for (i, key) in keys.iter().enumerate() {
+        cache_put(*key, all[i].clone());
+        if let (true, Some(b)) = (keep[i], &blobs[i])
+            && let Err(e) = store.put_run_draws(key.0, b).await
+        {
+            tracing::warn!(run = key.0, error = %e, "storing a run's bootstrap draws failed");
+        }
     }
     // The seconds are no longer needed once resampled.
     for i in &mut inputs {
@@ -254,7 +337,7 @@ pub async fn load_resampled(
             s.seconds = Vec::new();
         }
     }
-    Ok((inputs, fresh))
+    Ok((inputs, all))
 }
 
 /// Compares loaded runs with their resamples on a blocking thread.
@@ -309,8 +392,17 @@ pub fn validate(ids: &[i64], min_effect_pct: f64) -> Result<()> {
 /// Compares stored runs (the first is the reference), per label and overall.
 pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Comparison> {
     validate(ids, opts.min_effect_pct)?;
+    let started = std::time::Instant::now();
     let (inputs, resampled) = load_resampled(store, ids, true, opts).await?;
-    compare_loaded(inputs, resampled, opts).await
+    let loaded = started.elapsed();
+    let c = compare_loaded(inputs, resampled, opts).await?;
+    tracing::debug!(
+        runs = ids.len(),
+        load_ms = loaded.as_secs_f64() * 1e3,
+        compare_ms = (started.elapsed() - loaded).as_secs_f64() * 1e3,
+        "comparison"
+    );
+    Ok(c)
 }
 
 /// Where a baseline came from.
@@ -871,6 +963,109 @@ async fn check_handler(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::{RunBuilder, Sample};
+    use crate::store::NewRun;
+
+    /// Stores a run of 200 s × 30 samples of two labels, response times around 100 ms ×
+    /// `factor` (a seeded lognormal spread); every 100th sample fails.
+    async fn stored_run(store: &Store, seed: u64, factor: f64, imported_at_ms: i64) -> i64 {
+        let mut rng = compare::bootstrap::Rng::new(seed);
+        let mut b = RunBuilder::new();
+        let t0 = 1_790_000_000_000i64;
+        for i in 0..6_000i64 {
+            let (u, v) = (rng.unit().max(1e-12), rng.unit());
+            let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+            b.push(&Sample {
+                label: if i % 3 == 0 { "Login" } else { "Search" },
+                start_ms: t0 + i * 1000 / 30,
+                elapsed_ms: (100.0 * factor * (0.3 * z).exp()).round() as u64,
+                success: i % 100 != 0,
+                response_code: "200",
+                message: "",
+                bytes_received: 10,
+                bytes_sent: 1,
+                active_users: None,
+                is_transaction: false,
+            });
+        }
+        let run = NewRun {
+            name: format!("run {seed}"),
+            tool: "jmeter".into(),
+            imported_at_ms,
+            ..NewRun::default()
+        };
+        store.insert_run(&run, &b.finish()).await.unwrap()
+    }
+
+    async fn draw_rows(store: &Store) -> Vec<(i64, i64, Vec<u8>)> {
+        sqlx::query_as("SELECT run_id, label_ord, draws FROM run_resamples ORDER BY 1, 2")
+            .fetch_all(store.pool())
+            .await
+            .unwrap()
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn stored_draws_and_old_style_runs_compare_alike(pool: sqlx::SqlitePool) {
+        let store = Store::from_pool(pool).await.unwrap();
+        // Import times no other test uses: the in-process resample cache is keyed by them.
+        let a = stored_run(&store, 1, 1.0, 7_100_000_001).await;
+        let b = stored_run(&store, 2, 1.3, 7_100_000_002).await;
+        let c = stored_run(&store, 3, 1.0, 7_100_000_003).await;
+        // The import stored one blob per scope: run total, Login, Search.
+        let rows = draw_rows(&store).await;
+        let scopes: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
+        let want: Vec<(i64, i64)> = [a, b, c]
+            .iter()
+            .flat_map(|&id| (0..3).map(move |ord| (id, ord)))
+            .collect();
+        assert_eq!(scopes, want);
+
+        let opts = Options::default();
+        cache_clear();
+        let from_stored = comparison(&store, &[a, b, c], &opts).await.unwrap();
+        let p95 = |c: &Comparison, run: usize| {
+            c.scopes[0].runs[run]
+                .change(Figure::P95Ms)
+                .and_then(|c| c.verdict)
+        };
+        assert_eq!(p95(&from_stored, 1), Some(Verdict::Worse));
+        assert_eq!(p95(&from_stored, 2), Some(Verdict::NoChange));
+
+        // A database from before draws were stored: the comparison resamples the buckets,
+        // gives the same figures, intervals and verdicts, and stores the draws again.
+        sqlx::query("DELETE FROM run_resamples")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        cache_clear();
+        let old_style = comparison(&store, &[a, b, c], &opts).await.unwrap();
+        assert_eq!(old_style, from_stored);
+        assert_eq!(
+            draw_rows(&store).await,
+            rows,
+            "the same draws, stored again"
+        );
+
+        // A blob of another format is not used (and is replaced).
+        sqlx::query("UPDATE run_resamples SET draws = x'ff00' WHERE run_id = ?")
+            .bind(b)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        cache_clear();
+        assert_eq!(
+            comparison(&store, &[a, b, c], &opts).await.unwrap(),
+            from_stored
+        );
+        assert_eq!(draw_rows(&store).await, rows);
+
+        // The trend (run totals only) reads the same stored draws.
+        cache_clear();
+        let (_, totals) = load_resampled(&store, &[a, b], false, &opts).await.unwrap();
+        assert_eq!(totals.len(), 2);
+        assert_eq!(totals[0].len(), 1, "the run total only");
+        assert!(totals[0][0].is_some());
+    }
 
     #[test]
     fn packed_buckets_read_back() {

@@ -136,8 +136,69 @@ impl Resampled {
     }
 }
 
+/// One resample's merged blocks, in integers: the figures of a resample follow from these
+/// alone ([`Draws::resampled`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Draw {
+    pub count: u64,
+    pub errors: u64,
+    pub sum_ms: u64,
+    /// Largest `max_ms` of the drawn blocks that have samples.
+    pub max_ms: u64,
+    /// Seconds drawn (empty seconds included).
+    pub seconds: u64,
+    /// p50, p90, p95, p99 of the merged drawn histograms (ms, the bin's highest value, as
+    /// in [`PERCENTILES`]); `None` only when no block has samples.
+    pub percentiles_ms: [Option<u64>; 4],
+}
+
+/// Every resample of one scope, as integers; resamples without samples are left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Draws {
+    /// Resamples asked for (`draws` may be shorter).
+    pub resamples: usize,
+    /// Block length, seconds.
+    pub block_s: u64,
+    /// Seconds in the scope (first to last bucket).
+    pub seconds: u64,
+    pub draws: Vec<Draw>,
+}
+
+impl Draws {
+    /// The figures of every resample: count, error % (errors × 100 / count), mean
+    /// (Σ sum / Σ count), max, throughput (count / seconds) and the percentiles.
+    pub fn resampled(&self) -> Resampled {
+        let mut values: Vec<Vec<f64>> =
+            vec![Vec::with_capacity(self.draws.len()); Figure::ALL.len()];
+        for d in &self.draws {
+            let c = d.count as f64;
+            values[Figure::Count.index()].push(c);
+            values[Figure::ErrorPct.index()].push(d.errors as f64 * 100.0 / c);
+            values[Figure::MeanMs.index()].push(d.sum_ms as f64 / c);
+            values[Figure::MaxMs.index()].push(d.max_ms as f64);
+            values[Figure::ThroughputRps.index()].push(c / d.seconds.max(1) as f64);
+            for (k, &(_, fig)) in PERCENTILES.iter().enumerate() {
+                if let Some(v) = d.percentiles_ms[k] {
+                    values[fig.index()].push(v as f64);
+                }
+            }
+        }
+        Resampled {
+            values,
+            block_s: self.block_s,
+            seconds: self.seconds,
+        }
+    }
+}
+
 /// Block-bootstraps one scope: `None` when it has no seconds or a histogram is unreadable.
 pub fn resample(seconds: &[SecondIn], resamples: usize, seed: u64) -> Option<Resampled> {
+    draw(seconds, resamples, seed).map(|d| d.resampled())
+}
+
+/// The draws of [`resample`], before they become figures: what a run stores at import
+/// (see [`super::stored`]) so that a comparison need not read its buckets again.
+pub fn draw(seconds: &[SecondIn], resamples: usize, seed: u64) -> Option<Draws> {
     let (first, last) = (seconds.first()?, seconds.last()?);
     let n = u64::try_from((last.start_ms - first.start_ms) / 1000 + 1).ok()?;
     let block_s = ((n as f64).sqrt().round() as u64).max(1);
@@ -202,39 +263,37 @@ pub fn resample(seconds: &[SecondIn], resamples: usize, seed: u64) -> Option<Res
         .filter_map(|&(p, f)| window(p, &bins).map(|w| (f, w)))
         .collect();
 
-    let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); Figure::ALL.len()];
+    let mut draws: Vec<Draw> = Vec::with_capacity(resamples);
     let mut picks = vec![0usize; n_blocks];
     for i in 0..resamples {
         let mut rng = Rng::new(resample_seed(seed, i));
-        let (mut count, mut errors, mut sum, mut max, mut secs) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut d = Draw::default();
         for p in picks.iter_mut() {
             *p = ((rng.unit() * n_blocks as f64) as usize).min(n_blocks - 1);
             let b = &blocks[*p];
-            count += b.count;
-            errors += b.errors;
-            sum += b.sum_ms;
-            secs += b.seconds;
+            d.count += b.count;
+            d.errors += b.errors;
+            d.sum_ms += b.sum_ms;
+            d.seconds += b.seconds;
             if b.count > 0 {
-                max = max.max(b.max_ms);
+                d.max_ms = d.max_ms.max(b.max_ms);
             }
         }
-        if count == 0 {
+        if d.count == 0 {
             continue;
         }
-        let c = count as f64;
-        values[Figure::Count.index()].push(c);
-        values[Figure::ErrorPct.index()].push(errors as f64 * 100.0 / c);
-        values[Figure::MeanMs.index()].push(sum as f64 / c);
-        values[Figure::MaxMs.index()].push(max as f64);
-        values[Figure::ThroughputRps.index()].push(c / secs.max(1) as f64);
         for (fig, w) in &windows {
-            values[fig.index()].push(layout.highest_value(w.quantile(&picks, count)) as f64);
+            if let Some(k) = PERCENTILES.iter().position(|x| x.1 == *fig) {
+                d.percentiles_ms[k] = Some(layout.highest_value(w.quantile(&picks, d.count)));
+            }
         }
+        draws.push(d);
     }
-    Some(Resampled {
-        values,
+    Some(Draws {
+        resamples,
         block_s,
         seconds: n,
+        draws,
     })
 }
 

@@ -2,7 +2,8 @@
 //! first (the reference), and a verdict per figure that tells a real change from noise.
 //!
 //! Owns the comparison shapes ([`Comparison`], [`Change`], [`Verdict`]), the block
-//! bootstrap ([`bootstrap`]), change-point detection over a scenario's runs
+//! bootstrap ([`bootstrap`]) and the draws a run stores so a comparison need not resample
+//! its buckets ([`stored`]), change-point detection over a scenario's runs
 //! ([`changepoint`]), gates for `harrier check` ([`gates`]) and the text, Markdown and
 //! self-contained HTML renderings ([`render`]). Pure domain code: it knows nothing of
 //! axum or SQL; `crate::comparisons` loads runs from the store into [`RunInput`]s.
@@ -28,13 +29,14 @@ pub mod changepoint;
 pub mod gates;
 pub mod render;
 mod sparse;
+pub mod stored;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::runs::Stats;
-pub use bootstrap::SecondIn;
+pub use bootstrap::{Draws, SecondIn};
 
 /// Default minimum effect, % of the reference value.
 pub const DEFAULT_MIN_EFFECT_PCT: f64 = 5.0;
@@ -50,7 +52,8 @@ pub const METHOD: &str = "Change vs the reference run; 95 % interval from a bloc
 of both runs' per-second buckets (blocks of ≈ √n consecutive seconds drawn at the same relative \
 places in both runs, so a ramp is compared with a ramp; 1,000 resamples, seeded); \
 a change is called better or worse only when the interval excludes 0 and the change is at least \
-the minimum effect. Percentiles of resamples come from merged HDR histograms (≤ 0.1 % error).";
+the minimum effect. Percentiles of resamples come from merged HDR histograms (≤ 0.1 % error). \
+Each run's resamples are drawn once, when it is stored, and kept exactly (no coarser summary).";
 
 /// A figure compared between runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -522,10 +525,18 @@ pub type ScopeResamples = Vec<Option<bootstrap::Resampled>>;
 /// Bootstraps every scope of one run (seeded by the label, so the same run always gives
 /// the same resamples and resample i of two runs draws the same relative blocks).
 pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
+    draw_run(run, opts)
+        .into_iter()
+        .map(|d| d.map(|d| d.resampled()))
+        .collect()
+}
+
+/// The draws of every scope of one run ([`resample_run`] before the figures).
+pub fn draw_run(run: &RunInput, opts: &Options) -> Vec<Option<Draws>> {
     run.scopes
         .iter()
         .map(|s| {
-            bootstrap::resample(
+            bootstrap::draw(
                 &s.seconds,
                 opts.resamples,
                 bootstrap::seed_for(s.label.as_deref()),
@@ -536,46 +547,22 @@ pub fn resample_run(run: &RunInput, opts: &Options) -> ScopeResamples {
 
 /// [`resample_run`] for several runs, on up to as many threads as the machine has cores.
 pub fn resample_all(runs: &[RunInput], opts: &Options) -> Vec<ScopeResamples> {
-    resample_selected(runs, &vec![true; runs.len()], opts)
-        .into_iter()
-        .map(Option::unwrap_or_default)
-        .collect()
+    stored::parallel(runs.len(), |i| resample_run(&runs[i], opts))
 }
 
-/// [`resample_run`] for the runs whose `need` is true (`None` for the others), threads
-/// taking the next run as they finish one.
-pub fn resample_selected(
+/// [`draw_run`] for the runs whose `need` is true (`None` for the others), on up to as
+/// many threads as the machine has cores.
+pub fn draw_selected(
     runs: &[RunInput],
     need: &[bool],
     opts: &Options,
-) -> Vec<Option<ScopeResamples>> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let todo: Vec<usize> = (0..runs.len())
-        .filter(|&i| need.get(i).copied().unwrap_or(false))
-        .collect();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(todo.len())
-        .max(1);
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<ScopeResamples>>> = Mutex::new(vec![None; runs.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&i) = todo.get(k) else { break };
-                    let r = resample_run(&runs[i], opts);
-                    if let Ok(mut o) = out.lock() {
-                        o[i] = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    out.into_inner().unwrap_or_else(|e| e.into_inner())
+) -> Vec<Option<Vec<Option<Draws>>>> {
+    stored::parallel(runs.len(), |i| {
+        need.get(i)
+            .copied()
+            .unwrap_or(false)
+            .then(|| draw_run(&runs[i], opts))
+    })
 }
 
 #[cfg(test)]

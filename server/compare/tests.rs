@@ -320,3 +320,61 @@ fn json_round_trip() {
     let back: Comparison = serde_json::from_value(json).unwrap();
     assert_eq!(back, c);
 }
+
+/// The comparison of `runs` from their draws as stored (encoded, then read back), the way
+/// a comparison of stored runs gets them.
+fn compare_from_stored(runs: &[RunInput], opts: &Options) -> Comparison {
+    let stored: Vec<ScopeResamples> = runs
+        .iter()
+        .map(|r| {
+            draw_run(r, opts)
+                .iter()
+                .map(|d| {
+                    let blob = stored::encode(opts.resamples, d.as_ref());
+                    stored::resampled(&blob, opts.resamples).expect("readable blob")
+                })
+                .collect()
+        })
+        .collect();
+    let refs: Vec<&ScopeResamples> = stored.iter().collect();
+    compare_resampled(runs, &refs, opts)
+}
+
+#[test]
+fn stored_draws_give_the_verdicts_and_intervals_of_resampling_the_buckets() {
+    let opts = Options::default();
+    // The shifted pair: worse, both ways of computing it, to the last bit.
+    let base = synthetic(1, 11, 300, 40, 200.0, 1.0, 0);
+    let slow = synthetic(2, 12, 300, 40, 200.0, 1.25, 0);
+    let pair = [base, slow];
+    let fresh = compare(&pair, &opts);
+    let stored = compare_from_stored(&pair, &opts);
+    assert_eq!(stored, fresh);
+    assert_eq!(verdict_of(&stored, 1, Figure::P95Ms), Some(Verdict::Worse));
+    // Noise pairs (with errors, so error % has intervals too) and a ramped pair.
+    for k in 0..4u64 {
+        let a = synthetic(1, 100 + k, 300, 60, 150.0, 1.0, 10);
+        let b = synthetic(2, 200 + k, 300, 60, 150.0, 1.0, 10);
+        let pair = [a, b];
+        let stored = compare_from_stored(&pair, &opts);
+        assert_eq!(stored, compare(&pair, &opts), "noise pair {k}");
+        for f in Figure::ALL.into_iter().filter(|f| f.has_verdict()) {
+            assert_ne!(verdict_of(&stored, 1, f), Some(Verdict::Worse), "{f:?}");
+        }
+    }
+    let a = synthetic_drift(1, 31, 300, 60, 200.0, 1.0, 0, 0.04, 100);
+    let b = synthetic_drift(2, 32, 300, 60, 200.0, 1.12, 0, 0.04, 100);
+    let pair = [a, b];
+    assert_eq!(compare_from_stored(&pair, &opts), compare(&pair, &opts));
+    // A summary-only run stores "no per-second data": no interval, no verdict.
+    let mut s = synthetic(3, 3, 60, 10, 100.0, 2.0, 0);
+    s.run.summary_only = true;
+    for sc in &mut s.scopes {
+        sc.seconds.clear();
+    }
+    let pair = [pair[0].clone(), s];
+    let stored = compare_from_stored(&pair, &opts);
+    assert_eq!(stored, compare(&pair, &opts));
+    let ch = stored.scopes[0].runs[1].change(Figure::P95Ms).unwrap();
+    assert_eq!((ch.verdict, ch.ci_low), (None, None));
+}

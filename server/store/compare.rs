@@ -55,6 +55,27 @@ impl Store {
         .await?)
     }
 
+    /// A run's stored bootstrap draws (see [`crate::compare::stored`]), one
+    /// `(label_ord, blob)` per scope that has them, by scope; only the run total's when
+    /// `total_only`.
+    pub async fn run_draws(&self, id: i64, total_only: bool) -> Result<Vec<(i64, Vec<u8>)>> {
+        let sql = if total_only {
+            "SELECT label_ord, draws FROM run_resamples WHERE run_id = ? AND label_ord = 0"
+        } else {
+            "SELECT label_ord, draws FROM run_resamples WHERE run_id = ? ORDER BY label_ord"
+        };
+        Ok(sqlx::query_as(sql).bind(id).fetch_all(&self.pool).await?)
+    }
+
+    /// Stores (or replaces) bootstrap draws of a run's scopes, one `(label_ord, blob)`
+    /// each, in one transaction: for runs stored before draws were kept.
+    pub async fn put_run_draws(&self, id: i64, draws: &[(i64, Vec<u8>)]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        super::runs::insert_draws(&mut tx, id, draws).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The runs of a scenario, oldest first (by start, else import time).
     pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
         let mut rows: Vec<RunListItem> = sqlx::query_as(
@@ -219,5 +240,62 @@ mod tests {
         store.set_baseline("checkout", a, 9).await.unwrap();
         store.delete_run(a).await.unwrap();
         assert_eq!(store.pinned_baseline("checkout").await.unwrap(), None);
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn draws_are_stored_with_complete_runs_only(pool: sqlx::SqlitePool) {
+        use crate::runs::{RunBuilder, Sample};
+        let store = Store::from_pool(pool).await.unwrap();
+        let mut b = RunBuilder::new();
+        for i in 0..300i64 {
+            b.push(&Sample {
+                label: if i % 2 == 0 { "A" } else { "B" },
+                start_ms: 1_700_000_000_000 + i * 100,
+                elapsed_ms: 10 + (i % 7) as u64,
+                success: true,
+                response_code: "200",
+                message: "",
+                bytes_received: 1,
+                bytes_sent: 1,
+                active_users: None,
+                is_transaction: false,
+            });
+        }
+        let data = b.finish();
+        let id = store
+            .create_live_run(&NewRun {
+                name: "live".into(),
+                tool: "k6".into(),
+                ..NewRun::default()
+            })
+            .await
+            .unwrap();
+        // A live snapshot: no draws yet (the data still changes).
+        store
+            .replace_run_data(id, &data, "live", None)
+            .await
+            .unwrap();
+        assert!(store.run_draws(id, false).await.unwrap().is_empty());
+        // Complete: one blob per scope (total, A, B), readable with the default resamples.
+        store
+            .replace_run_data(id, &data, "complete", None)
+            .await
+            .unwrap();
+        let rows = store.run_draws(id, false).await.unwrap();
+        assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2]);
+        for (_, blob) in &rows {
+            let r = crate::compare::stored::resampled(blob, crate::compare::DEFAULT_RESAMPLES);
+            assert!(
+                r.is_some_and(|r| r.is_some()),
+                "a scope with buckets has draws"
+            );
+        }
+        let total = store.run_draws(id, true).await.unwrap();
+        assert_eq!(total, rows[..1]);
+        // Replaced by hand (as a comparison does for older runs), and dropped with the run.
+        store.put_run_draws(id, &[(1, vec![9])]).await.unwrap();
+        assert_eq!(store.run_draws(id, false).await.unwrap()[1].1, [9]);
+        store.delete_run(id).await.unwrap();
+        assert!(store.run_draws(id, false).await.unwrap().is_empty());
     }
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use sqlx::{FromRow, QueryBuilder, Row, Sqlite, Transaction};
 
 use super::{Result, Store};
+use crate::compare::{DEFAULT_RESAMPLES, stored};
 use crate::runs::distribution::Distribution;
 use crate::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
 
@@ -234,11 +235,20 @@ fn chunk_rows(columns: usize) -> usize {
 impl Store {
     /// Stores runs read from one file in ONE transaction: either every run lands or none.
     /// Returns the new ids in order.
+    ///
+    /// Each run's bootstrap draws are computed here, before the transaction
+    /// (see [`crate::compare::stored`]), and stored with it.
     pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>> {
+        let draws: Vec<stored::RunBlobs> = runs
+            .iter()
+            .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
+            .collect();
         let mut tx = self.pool.begin().await?;
         let mut ids = Vec::with_capacity(runs.len());
-        for (run, data) in runs {
-            ids.push(insert_run_tx(&mut tx, run, data).await?);
+        for ((run, data), draws) in runs.iter().zip(&draws) {
+            let id = insert_run_tx(&mut tx, run, data).await?;
+            insert_draws(&mut tx, id, draws).await?;
+            ids.push(id);
         }
         tx.commit().await?;
         Ok(ids)
@@ -441,6 +451,9 @@ impl Store {
     /// Replaces a run's aggregates (a live run's newest snapshot, or exact figures from
     /// its result file) in one transaction, and sets its status (`live` or `complete`)
     /// and, when given, its tool and source. `false` if there is no such run.
+    ///
+    /// A `complete` run gets its bootstrap draws (see [`Store::insert_runs`]); a `live`
+    /// one has none until it completes.
     pub async fn replace_run_data(
         &self,
         id: i64,
@@ -448,6 +461,11 @@ impl Store {
         status: &str,
         tool_source: Option<(&str, &str)>,
     ) -> Result<bool> {
+        let draws = if status == "complete" {
+            stored::precompute(data, DEFAULT_RESAMPLES)
+        } else {
+            Vec::new()
+        };
         let mut tx = self.pool.begin().await?;
         let found = sqlx::query(
             "UPDATE runs SET status = ?, summary_only = ?, started_at_ms = ?, ended_at_ms = ?,
@@ -476,10 +494,12 @@ impl Store {
             "DELETE FROM run_buckets WHERE run_id = ?",
             "DELETE FROM run_errors WHERE run_id = ?",
             "DELETE FROM run_rejected WHERE run_id = ?",
+            "DELETE FROM run_resamples WHERE run_id = ?",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
         insert_aggregates(&mut tx, id, data).await?;
+        insert_draws(&mut tx, id, &draws).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -584,6 +604,23 @@ async fn insert_run_tx(
     }
     insert_aggregates(tx, id, data).await?;
     Ok(id)
+}
+
+/// Writes a run's bootstrap draws, one `(label_ord, blob)` per scope (replacing any).
+pub(super) async fn insert_draws(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    draws: &[(i64, Vec<u8>)],
+) -> Result<()> {
+    for chunk in draws.chunks(chunk_rows(3)) {
+        let mut qb: QueryBuilder<Sqlite> =
+            QueryBuilder::new("INSERT OR REPLACE INTO run_resamples (run_id, label_ord, draws) ");
+        qb.push_values(chunk, |mut b, (ord, blob)| {
+            b.push_bind(id).push_bind(*ord).push_bind(blob);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+    Ok(())
 }
 
 /// Writes a run's statistics, buckets, error groups and rejected rows.

@@ -769,3 +769,44 @@ async fn html_export_and_ten_runs_in_the_browser() {
     );
     let _ = client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_stored_before_draws_were_kept_still_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("harrier.db");
+    let store = Store::open(&db).await.unwrap();
+    let (base, again, slow) = three_runs(&store).await;
+    let draws = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM run_resamples")
+            .fetch_one(store.pool())
+            .await
+            .unwrap()
+    };
+    assert_eq!(draws().await, 9, "3 runs × (total, Login, Search)");
+    let args = [
+        "compare",
+        &base.to_string(),
+        &again.to_string(),
+        &slow.to_string(),
+        "--format",
+        "json",
+    ]
+    .map(String::from);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = harrier(&args, &db);
+    assert_eq!(code, 0, "{err}");
+    let stored: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(verdict(&stored, 0, 2, "p95_ms"), "worse");
+    assert_eq!(verdict(&stored, 0, 1, "p95_ms"), "no_change");
+
+    // As in a database imported before the draws were stored.
+    sqlx::query("DELETE FROM run_resamples")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let (code, out, err) = harrier(&args, &db);
+    assert_eq!(code, 0, "{err}");
+    let old_style: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(old_style, stored, "same figures, intervals and verdicts");
+    assert_eq!(draws().await, 9, "the comparison stored the draws again");
+}
