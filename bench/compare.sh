@@ -17,7 +17,8 @@
 #              the buckets and stores the draws; its time is printed as "first (old-style)"
 # --import-vs  only compare import cost: import run 1 with OTHER_BIN and with the measured
 #              binary, alternately, --restarts times each, each into a fresh database; prints
-#              median wall ms and median CPU ms (user + system, from GNU time) of each
+#              median wall ms and median CPU ms of each (perf's task-clock, all threads;
+#              without perf, user + system from GNU time, which counts in 10 ms steps)
 #
 # Input: bench/out/compare/run-N.jtl, N = 1..10, made by gen_compare.py if missing (seed N;
 # runs 6..10 are 8 % slower). Each run is imported into a fresh database with its own
@@ -82,17 +83,23 @@ db="$work/compare.db"
 median() { sort -n | awk '{v[NR]=$1} END {if (NR == 0) {print "-"; exit} m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "%.1f\n", m}'; }
 
 if [ -n "$vs" ]; then
-  [ -x /usr/bin/time ] || { echo "/usr/bin/time missing: apt-get install -y time" >&2; exit 1; }
+  command -v perf > /dev/null || [ -x /usr/bin/time ] || { echo "needs perf or GNU time" >&2; exit 1; }
   cat "${files[0]}" > /dev/null
   declare -A wall cpu
   for _ in $(seq "$restarts"); do
     for b in "$vs" "$bin"; do
       rm -f "$work"/imp.db*
       t0=$(date +%s%N)
-      /usr/bin/time -f '%U %S' -o "$work/time" "$b" import "${files[0]}" --db "$work/imp.db" > /dev/null
-      t1=$(date +%s%N)
+      if command -v perf > /dev/null; then
+        perf stat -x, -e task-clock -o "$work/time" "$b" import "${files[0]}" --db "$work/imp.db" > /dev/null
+        t1=$(date +%s%N)
+        cpu[$b]+="$(awk -F, '/task-clock/ {printf "%d", $1}' "$work/time") "
+      else
+        /usr/bin/time -f '%U %S' -o "$work/time" "$b" import "${files[0]}" --db "$work/imp.db" > /dev/null
+        t1=$(date +%s%N)
+        cpu[$b]+="$(awk '{printf "%d", ($1 + $2) * 1000}' "$work/time") "
+      fi
       wall[$b]+="$(( (t1 - t0) / 1000000 )) "
-      cpu[$b]+="$(awk '{printf "%d", ($1 + $2) * 1000}' "$work/time") "
     done
   done
   printf '| binary | import wall ms (median of %s) | CPU ms (median) | runs |\n| --- | ---: | ---: | --- |\n' "$restarts"
@@ -118,6 +125,7 @@ echo "   import ms per run: ${imports[*]}" >&2
 if [ "$old" = 1 ]; then
   sqlite3 "$db" "DELETE FROM run_resamples" 2>/dev/null || echo "   (no run_resamples table: nothing to delete)" >&2
 fi
+command -v sqlite3 > /dev/null && sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE)" > /dev/null
 db_mb=$(awk "BEGIN {printf \"%.1f\", $(stat -c %s "$db") / 1e6}")
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -270,7 +270,8 @@ pub async fn load_resampled(
         }
         tracing::debug!(run = id, "no stored draws: resampling the buckets");
         let seconds = load_seconds(store, &run, labels).await?;
-        let keep = run.status != "live";
+        // Live runs still change; stored draws are made with the default resamples only.
+        let keep = run.status != "live" && opts.resamples == compare::DEFAULT_RESAMPLES;
         Ok((input_of(&run, labels, seconds), None, key, keep))
     });
     let loaded = futures_util::future::try_join_all(loads).await?;
