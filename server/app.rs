@@ -79,7 +79,12 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api_routes::router())
         .merge(crate::comparisons::router())
         .merge(crate::api_alerts::router())
-        .merge(crate::console::router())
+        .merge(
+            crate::console::router().route_layer(middleware::from_fn_with_state(
+                state.clone(),
+                crate::console::alerts::with_badge,
+            )),
+        )
         .fallback(crate::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn(crate::telemetry::track_http))

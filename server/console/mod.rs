@@ -3,6 +3,7 @@
 //! Pages read the store and never write. Everything but the charts reads without
 //! JavaScript; chart data goes into a JSON data island read by `static/harrier.js`.
 
+pub mod alerts;
 mod compare;
 pub mod format;
 mod routes;
@@ -71,7 +72,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/", get(overview))
         .route("/console/runs", get(runs))
         .route("/console/runs/{id}", get(run))
-        .route("/console/alerts", get(alerts))
+        .route("/console/alerts", get(alerts::page))
         .merge(routes::router())
         .merge(compare::router())
 }
@@ -183,16 +184,6 @@ struct OverviewPage {
     /// Rows the live table keeps.
     limit: Option<usize>,
     routes: routes::RoutesSummary,
-}
-
-#[derive(Template, WebTemplate)]
-#[template(path = "alerts.html")]
-struct AlertsPage {
-    nav: &'static str,
-}
-
-async fn alerts() -> AlertsPage {
-    AlertsPage { nav: "alerts" }
 }
 
 /// Recent runs shown on the overview (the live table keeps as many).

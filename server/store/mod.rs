@@ -10,7 +10,7 @@ mod compare;
 mod routes;
 mod runs;
 
-pub use alerts::{Delivery, HistoryRow, Notification, StoredRule};
+pub use alerts::{Delivery, HistoryFilter, HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use routes::{
     HOUR_MS, MINUTE_MS, Retention, RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval,
