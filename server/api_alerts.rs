@@ -11,19 +11,27 @@
 //! - `GET|PUT|DELETE /api/v1/alert-rules/{name}` → `StoredRule` | `StoredRule` | 204.
 //!   Rules from `harrier.toml` are changed there, not here (400).
 //!
-//! Errors are `{"error": "…"}`; a rule that does not validate names the field.
+//! - `GET /api/v1/silences` → `[Silence…]` newest first: `{"id", "matchers": [{"name",
+//!   "value", "op": "="|"!="|"=~"|"!~"}], "starts_at_ms", "ends_at_ms", "comment",
+//!   "created_by", "state": "active"|"pending"|"expired"}` (expired ones kept 7 days);
+//! - `POST /api/v1/silences` with `{"matchers", "starts_at_ms"?, "ends_at_ms"? |
+//!   "duration"?, "comment", "created_by"?}` → 201 `Silence`;
+//! - `DELETE /api/v1/silences/{id}` → 204 (expired now); 404 if unknown.
+//!
+//! Errors are `{"error": "…"}`; a rule or silence that does not validate names the field.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use crate::alerts::AlertView;
 use crate::alerts::eval::Phase;
 use crate::alerts::rule::Rule;
+use crate::alerts::silence::{Muter, NewSilence, Silence};
 use crate::app::AppState;
 use crate::error::{Error, Result};
 use crate::store::{HistoryRow, StoredRule};
@@ -37,9 +45,13 @@ pub fn router() -> Router<AppState> {
             "/api/v1/alert-rules/{name}",
             get(get_rule).put(update_rule).delete(delete_rule),
         )
+        .route("/api/v1/silences", get(list_silences).post(create_silence))
+        .route("/api/v1/silences/{id}", delete(expire_silence))
 }
 
 async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView>>> {
+    let now = crate::now_ms();
+    let muter = Muter::new(&state.store.active_silences(now).await?, now);
     let rules = state.store.list_alert_rules().await?;
     let mut alerts = state.store.list_alerts().await?;
     alerts.sort_by_key(|a| (a.state != Phase::Firing, a.active_since_ms));
@@ -51,7 +63,7 @@ async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView
                     .iter()
                     .find(|r| r.rule.name == a.rule)
                     .map(|r| &r.rule);
-                AlertView::new(a, rule)
+                AlertView::new(a, rule, &muter)
             })
             .collect(),
     ))
@@ -170,6 +182,36 @@ async fn delete_rule(
         .await?
     {
         return Err(Error::NotFound(format!("alert rule {name:?}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_silences(State(state): State<AppState>) -> Result<Json<Vec<Silence>>> {
+    Ok(Json(state.store.list_silences(crate::now_ms()).await?))
+}
+
+async fn create_silence(
+    State(state): State<AppState>,
+    body: std::result::Result<Json<NewSilence>, JsonRejection>,
+) -> Result<Response> {
+    let Json(new) = body.map_err(|e| Error::BadRequest(format!("silence: {}", e.body_text())))?;
+    let now = crate::now_ms();
+    let spec = new
+        .check(now)
+        .map_err(|e| Error::BadRequest(format!("silence: {e}")))?;
+    let silence = state.store.insert_silence(&spec, now).await?;
+    Ok((StatusCode::CREATED, Json(silence)).into_response())
+}
+
+async fn expire_silence(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| Error::NotFound(format!("silence {id:?}")))?;
+    if !state.store.expire_silence(id, crate::now_ms()).await? {
+        return Err(Error::NotFound(format!("silence {id}")));
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::eval::{self, Change, Measured, Transition};
 use super::rule::{Labels, Measure, Rule};
+use super::silence::Muter;
 use super::{AlertView, AlertsConfig};
 use crate::live::{Event, Hub};
 use crate::routes::Figures;
@@ -114,16 +115,22 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
     let notifications = store
         .save_evaluation(&names, &alerts, &transitions, now_ms)
         .await?;
+    let muter = Muter::new(&store.active_silences(now_ms).await?, now_ms);
     for t in &transitions {
         let rule = rules.iter().find(|r| r.name == t.rule);
         match t.change {
-            Change::Firing => hub.publish(&Event::AlertFiring {
-                alert: AlertView::new(&t.alert, rule),
-            }),
+            Change::Firing => {
+                let view = AlertView::new(&t.alert, rule, &muter);
+                hub.publish(&Event::AlertFiring {
+                    silenced: !view.silenced_by.is_empty(),
+                    alert: view,
+                })
+            }
             Change::Resolved => {
-                let mut view = AlertView::new(&t.alert, rule);
+                let mut view = AlertView::new(&t.alert, rule, &muter);
                 view.state = "resolved".into();
                 hub.publish(&Event::AlertResolved {
+                    silenced: !view.silenced_by.is_empty(),
                     alert: view,
                     resolved_at_ms: t.at_ms,
                 })

@@ -9,6 +9,7 @@ mod alerts;
 mod compare;
 mod routes;
 mod runs;
+mod silences;
 
 pub use alerts::{Delivery, HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
@@ -17,6 +18,7 @@ pub use routes::{
     TargetRow, TargetSpec, url_instance,
 };
 pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem, RunPatch};
+pub use silences::SILENCE_RETENTION_MS;
 
 use std::path::Path;
 use std::str::FromStr;

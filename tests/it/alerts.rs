@@ -565,3 +565,142 @@ fn rules_test_command_exit_codes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Silences: the API of the contract (create, validate naming the field, list newest
+/// first with state, expire), and a silenced alert still listed with `silenced_by` and
+/// announced with `"silenced": true`.
+#[tokio::test]
+async fn silences_api_and_silenced_alerts() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+
+    let bad = |body: Value, field: &'static str| {
+        let app = &app;
+        async move {
+            let r = send_json(app, "POST", "/api/v1/silences", &body).await;
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.text());
+            let e = r.json()["error"].as_str().unwrap().to_string();
+            assert!(e.contains(field), "{body}: {e} should name {field}");
+        }
+    };
+    bad(
+        json!({"matchers": [], "duration": "1h", "comment": "x"}),
+        "matchers",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "(", "op": "=~"}], "duration": "1h", "comment": "x"}),
+        "regex",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "=="}], "duration": "1h", "comment": "x"}),
+        "op",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "="}], "comment": "x"}),
+        "duration",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "="}], "duration": "1h", "comment": ""}),
+        "comment",
+    )
+    .await;
+    let now = harrier::now_ms();
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "="}],
+               "starts_at_ms": now + 10_000, "ends_at_ms": now + 5_000, "comment": "x"}),
+        "ends_at_ms",
+    )
+    .await;
+
+    let mut rx = app.state.hub.subscribe();
+    let s = send_json(
+        &app,
+        "POST",
+        "/api/v1/silences",
+        &json!({"matchers": [{"name": "alertname", "value": "CheckoutErrors", "op": "="},
+                             {"name": "route", "value": "/check.*", "op": "=~"}],
+                "duration": "2h", "comment": "deploying checkout", "created_by": "ana"}),
+    )
+    .await;
+    assert_eq!(s.status, StatusCode::CREATED, "{}", s.text());
+    let s = s.json();
+    assert_eq!(s["state"], "active");
+    assert_eq!(s["comment"], "deploying checkout");
+    assert_eq!(s["created_by"], "ana");
+    assert_eq!(
+        s["ends_at_ms"].as_i64().unwrap() - s["starts_at_ms"].as_i64().unwrap(),
+        7_200_000
+    );
+    let id = s["id"].as_i64().unwrap();
+    let later = send_json(
+        &app,
+        "POST",
+        "/api/v1/silences",
+        &json!({"matchers": [{"name": "service", "value": "billing", "op": "="}],
+                "starts_at_ms": now + 3_600_000, "ends_at_ms": now + 7_200_000, "comment": "later"}),
+    )
+    .await
+    .json();
+    assert_eq!(later["state"], "pending");
+    assert_eq!(later["created_by"], "");
+    let list = app.get("/api/v1/silences").await.json();
+    let ids: Vec<i64> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [later["id"].as_i64().unwrap(), id], "newest first");
+    assert_eq!(list[1]["matchers"][1]["op"], "=~");
+
+    let t = harrier::now_ms();
+    scrape(
+        &app,
+        target,
+        t,
+        &[
+            write("/checkout", interval(100.0, 30.0)),
+            write("/checkin", interval(100.0, 30.0)),
+        ],
+    )
+    .await;
+    evaluate_once(store, &app.state.hub, t + 1_000)
+        .await
+        .unwrap();
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts.as_array().unwrap().len(), 2, "{alerts}");
+    for a in alerts.as_array().unwrap() {
+        assert_eq!(a["silenced_by"], json!([id]), "{a}");
+        assert_eq!(a["labels"]["alertname"], "CheckoutErrors");
+        assert_eq!(a["severity"], "page");
+        assert_eq!(a["state"], "firing");
+    }
+    let fired = next_event(&mut rx, "alert_firing").await;
+    assert_eq!(fired["silenced"], true);
+
+    assert_eq!(
+        app.delete(&format!("/api/v1/silences/{id}")).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.delete("/api/v1/silences/999999").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.delete("/api/v1/silences/abc").await.status,
+        StatusCode::NOT_FOUND
+    );
+    let list = app.get("/api/v1/silences").await.json();
+    assert_eq!(list[1]["state"], "expired");
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts[0]["silenced_by"], json!([]));
+}
