@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use harrier::alerts::evaluator::{evaluate_once, seed};
-use harrier::alerts::notify::{ChannelSpec, deliver_due};
+use harrier::alerts::notify::{ChannelSpec, Dispatch, dispatch};
+use harrier::alerts::rule::Duration;
 use harrier::routes::Interval;
 use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
 use serde_json::{Value, json};
@@ -331,6 +332,23 @@ async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     (format!("http://{addr}/hook"), got)
 }
 
+/// A webhook channel with test timings: no group wait, 10 s group interval.
+fn quick(name: &str, url: &str) -> ChannelSpec {
+    let mut c = ChannelSpec::new(name, "webhook", url);
+    c.group_wait = Duration(0);
+    c.group_interval = Duration(10_000);
+    c.timeout_s = 5.0;
+    c
+}
+
+fn ctx(channels: Vec<ChannelSpec>) -> Dispatch {
+    Dispatch {
+        channels,
+        external_url: "http://127.0.0.1:7070".into(),
+        evaluation_interval_ms: 15_000,
+    }
+}
+
 fn keys(v: &Value) -> Vec<String> {
     let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
     k.sort();
@@ -347,15 +365,12 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
     let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
     let (url, got) = receiver(1).await;
-    let channels = [ChannelSpec {
-        name: "ops".into(),
-        kind: "webhook".into(),
-        url,
-        timeout_s: 5.0,
-    }];
+    let ctx = ctx(vec![quick("ops", &url)]);
     let client = reqwest::Client::new();
-    let ext = "http://127.0.0.1:7070";
-    let deliver = |now: i64| deliver_due(store, &client, &channels, ext, now);
+    let deliver = |now: i64| {
+        let (client, ctx) = (&client, &ctx);
+        async move { dispatch(store, client, ctx, now).await.map(|d| d.sent) }
+    };
 
     let t0 = 1_800_000_000_000;
     scrape(
@@ -438,6 +453,7 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
     let log = store.alert_deliveries(10).await.unwrap();
     let codes: Vec<Option<i64>> = log.iter().rev().map(|d| d.status).collect();
     assert_eq!(codes, [Some(500), Some(200), Some(200)]);
+    assert_eq!((log[0].firing, log[0].resolved), (0, 1));
     assert!(
         log.last()
             .unwrap()
@@ -465,12 +481,7 @@ async fn serve_evaluates_and_notifies_on_its_own() {
             evaluation_interval: harrier::alerts::rule::Duration(1_000),
             builtin_rules: false,
             rules: vec![serde_json::from_value(r).unwrap()],
-            channels: vec![ChannelSpec {
-                name: "ops".into(),
-                kind: "webhook".into(),
-                url,
-                timeout_s: 5.0,
-            }],
+            channels: vec![quick("ops", &url)],
             external_url: Some("http://harrier.test".into()),
         },
         ..harrier::config::Config::default()
@@ -703,4 +714,198 @@ async fn silences_api_and_silenced_alerts() {
     assert_eq!(list[1]["state"], "expired");
     let alerts = app.get("/api/v1/alerts").await.json();
     assert_eq!(alerts[0]["silenced_by"], json!([]));
+}
+
+/// Scrapes `routes` (each 30 % errors when `bad`, clean otherwise) and evaluates at `at`.
+async fn tick(app: &TestApp, target: i64, at: i64, routes: &[(&str, bool)]) {
+    let writes: Vec<RouteWrite> = routes
+        .iter()
+        .map(|(r, bad)| write(r, interval(100.0, if *bad { 30.0 } else { 0.0 })))
+        .collect();
+    scrape(app, target, at - 1_000, &writes).await;
+    evaluate_once(&app.state.store, &app.state.hub, at)
+        .await
+        .unwrap();
+}
+
+async fn add_silence(app: &TestApp, route: &str, ends_at_ms: i64) -> i64 {
+    let r = send_json(
+        app,
+        "POST",
+        "/api/v1/silences",
+        &json!({"matchers": [{"name": "route", "value": route, "op": "="}],
+                "starts_at_ms": 0, "ends_at_ms": ends_at_ms, "comment": "maintenance"}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    r.json()["id"].as_i64().unwrap()
+}
+
+/// As Alertmanager: a silenced alert sends nothing while silenced; when the silence ends
+/// while it still fires, the next group flush notifies it; an alert that fired and
+/// resolved entirely under a silence sends nothing at all.
+#[tokio::test]
+async fn silenced_alerts_are_not_notified_until_the_silence_ends() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    let (url, got) = receiver(0).await;
+    let ctx = ctx(vec![quick("ops", &url)]);
+    let client = reqwest::Client::new();
+
+    // Silences are read at the real clock time, so the test runs on it too.
+    let t0 = harrier::now_ms();
+    let end = t0 + 60_000;
+    let muted = add_silence(&app, "/checkout", end).await;
+    add_silence(&app, "/checkin", end + 3_600_000).await;
+
+    tick(&app, target, t0, &[("/checkout", true), ("/checkin", true)]).await;
+    dispatch(store, &client, &ctx, t0).await.unwrap();
+    dispatch(store, &client, &ctx, t0 + 10_000).await.unwrap();
+    assert!(got.lock().unwrap().is_empty(), "nothing while silenced");
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(
+        alerts.as_array().unwrap().len(),
+        2,
+        "still evaluated and listed"
+    );
+
+    // /checkin resolves while silenced: its firing was never sent, so no resolved either.
+    tick(
+        &app,
+        target,
+        t0 + 20_000,
+        &[("/checkout", true), ("/checkin", false)],
+    )
+    .await;
+    dispatch(store, &client, &ctx, t0 + 20_000).await.unwrap();
+    assert!(got.lock().unwrap().is_empty());
+
+    // The /checkout silence is expired while the alert fires: notified at the next flush.
+    assert_eq!(
+        app.delete(&format!("/api/v1/silences/{muted}"))
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    let now = harrier::now_ms().max(t0 + 30_000);
+    tick(&app, target, now, &[("/checkout", true)]).await;
+    dispatch(store, &client, &ctx, now).await.unwrap();
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["status"], "firing");
+    let alerts = msgs[0]["alerts"].as_array().unwrap();
+    assert_eq!(alerts.len(), 1, "the silenced /checkin is left out");
+    assert_eq!(alerts[0]["labels"]["route"], "/checkout");
+
+    // Resolves: one resolved message, nothing after.
+    tick(&app, target, now + 20_000, &[("/checkout", false)]).await;
+    dispatch(store, &client, &ctx, now + 20_000).await.unwrap();
+    dispatch(store, &client, &ctx, now + 40_000).await.unwrap();
+    let msgs = got.lock().unwrap().clone();
+    let statuses: Vec<&str> = msgs.iter().map(|m| m["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["firing", "resolved"]);
+}
+
+/// Grouping: two alerts of one rule within group_wait go out as one message with both;
+/// an alert joining the notified group waits for group_interval; an unchanged group is
+/// sent again after repeat_interval; channel matchers pick the alerts.
+#[tokio::test]
+async fn alerts_are_grouped_with_alertmanager_timing() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    let (url, got) = receiver(0).await;
+    let (other_url, other) = receiver(0).await;
+    let mut ops = quick("ops", &url);
+    ops.group_wait = Duration(30_000);
+    ops.group_interval = Duration(60_000);
+    ops.repeat_interval = Duration(600_000);
+    let mut critical = quick("critical", &other_url);
+    critical.matchers = vec!["severity=critical".into()];
+    let ctx = ctx(vec![ops, critical]);
+    let client = reqwest::Client::new();
+    let sent = |at: i64| {
+        let (client, ctx) = (&client, &ctx);
+        async move { dispatch(store, client, ctx, at).await.unwrap().sent }
+    };
+
+    let t0 = 1_800_000_000_000;
+    tick(&app, target, t0, &[("/checkout", true)]).await;
+    assert_eq!(sent(t0).await, 0, "group_wait");
+    tick(
+        &app,
+        target,
+        t0 + 15_000,
+        &[("/checkout", true), ("/checkin", true)],
+    )
+    .await;
+    assert_eq!(sent(t0 + 15_000).await, 0);
+    assert_eq!(sent(t0 + 30_000).await, 1, "group_wait over");
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs.len(), 1);
+    let m = &msgs[0];
+    assert_eq!(m["alerts"].as_array().unwrap().len(), 2);
+    assert_eq!(m["groupLabels"], json!({"alertname": "CheckoutErrors"}));
+    assert_eq!(m["groupKey"], "{}:{alertname=\"CheckoutErrors\"}");
+    assert_eq!(m["commonLabels"]["alertname"], "CheckoutErrors");
+    assert_eq!(m["commonLabels"]["service"], "orders");
+    assert!(m["commonLabels"].get("route").is_none(), "routes differ");
+    assert_eq!(m["truncatedAlerts"], 0);
+    let fixture: Value =
+        serde_json::from_slice(&fixture("alertmanager/alertmanager-webhook.json")).unwrap();
+    assert_eq!(keys(m), keys(&fixture));
+
+    // A third alert joins the notified group: sent at the next group_interval tick.
+    tick(
+        &app,
+        target,
+        t0 + 45_000,
+        &[("/checkout", true), ("/checkin", true), ("/checkup", true)],
+    )
+    .await;
+    assert_eq!(sent(t0 + 45_000).await, 0);
+    assert_eq!(sent(t0 + 90_000).await, 1);
+    assert_eq!(
+        got.lock().unwrap()[1]["alerts"].as_array().unwrap().len(),
+        3
+    );
+    // Unchanged: nothing until repeat_interval (10 min after the last message).
+    assert_eq!(sent(t0 + 150_000).await, 0);
+    assert_eq!(sent(t0 + 630_000).await, 0);
+    assert_eq!(sent(t0 + 690_000).await, 0, "exactly 10 min: not yet");
+    assert_eq!(sent(t0 + 750_000).await, 1, "repeat_interval");
+    assert_eq!(got.lock().unwrap().len(), 3);
+    assert!(other.lock().unwrap().is_empty(), "severity=critical only");
+
+    // One resolves: one message with it resolved and the other two still firing.
+    tick(
+        &app,
+        target,
+        t0 + 760_000,
+        &[("/checkout", false), ("/checkin", true), ("/checkup", true)],
+    )
+    .await;
+    assert_eq!(sent(t0 + 780_000).await, 0, "waits for group_interval");
+    assert_eq!(sent(t0 + 810_000).await, 1);
+    let last = got.lock().unwrap().last().unwrap().clone();
+    let statuses: Vec<&str> = last["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses.iter().filter(|s| **s == "resolved").count(), 1);
+    assert_eq!(statuses.iter().filter(|s| **s == "firing").count(), 2);
+    assert_eq!(last["status"], "firing");
+    // and the resolved one is not in the next message
+    assert_eq!(sent(t0 + 870_000).await, 0);
 }
