@@ -909,3 +909,162 @@ async fn alerts_are_grouped_with_alertmanager_timing() {
     // and the resolved one is not in the next message
     assert_eq!(sent(t0 + 870_000).await, 0);
 }
+
+/// A `prometheus-alertmanager` process on a free loopback port, killed on drop.
+struct Alertmanager {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Alertmanager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
+
+/// Starts Alertmanager with a minimal configuration (one receiver that sends nowhere),
+/// clustering off, storage in a temporary directory; `None` (with a notice) when the
+/// binary is absent outside CI.
+async fn start_alertmanager() -> Option<Alertmanager> {
+    if !std::path::Path::new(ALERTMANAGER).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{ALERTMANAGER} is missing (scripts/test.sh installs prometheus-alertmanager)"
+        );
+        eprintln!(
+            "SKIPPED: {ALERTMANAGER} not installed (apt-get install prometheus-alertmanager)"
+        );
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("alertmanager.yml");
+    std::fs::write(
+        &config,
+        "route:\n  receiver: nowhere\n  group_wait: 1s\nreceivers:\n  - name: nowhere\n",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(ALERTMANAGER)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--cluster.listen-address=")
+        .arg("--log.level=warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let am = Alertmanager {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+    };
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(r) = client.get(format!("{}/-/ready", am.url)).send().await
+            && r.status().is_success()
+        {
+            return Some(am);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Alertmanager not ready on {} within 30 s",
+            am.url
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// A real Alertmanager gets harrier's alert through an `alertmanager` channel and shows
+/// it in its own API with harrier's labels and annotations; once resolved it is no
+/// longer active there.
+#[tokio::test]
+async fn a_real_alertmanager_receives_and_resolves_harriers_alerts() {
+    let Some(am) = start_alertmanager().await else {
+        return;
+    };
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let ctx = ctx(vec![ChannelSpec::new("am", "alertmanager", &am.url)]);
+    let client = reqwest::Client::new();
+    let am_alerts = || {
+        let client = &client;
+        let url = format!("{}/api/v2/alerts", am.url);
+        async move {
+            let v: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+            v.as_array().unwrap().clone()
+        }
+    };
+
+    // Fired half a minute ago, so that the clean figures below fill the whole window.
+    let t = harrier::now_ms() - 30_000;
+    tick(&app, target, t, &[("/checkout", true)]).await;
+    let d = dispatch(store, &client, &ctx, harrier::now_ms())
+        .await
+        .unwrap();
+    assert_eq!(
+        d.sent,
+        1,
+        "{d:?} {:?}",
+        store.alert_deliveries(5).await.unwrap()
+    );
+    let listed = am_alerts().await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let a = &listed[0];
+    assert_eq!(a["labels"]["alertname"], "CheckoutErrors");
+    assert_eq!(a["labels"]["route"], "/checkout");
+    assert_eq!(a["labels"]["service"], "orders");
+    assert_eq!(a["labels"]["severity"], "page");
+    assert_eq!(a["annotations"]["summary"], "Route /checkout 30 % errors");
+    assert_eq!(a["status"]["state"], "active");
+    assert!(
+        a["generatorURL"]
+            .as_str()
+            .unwrap()
+            .ends_with("/api/v1/alert-rules/CheckoutErrors")
+    );
+
+    // Resolved: sent with endsAt = the resolution time; Alertmanager drops it from the
+    // active alerts.
+    let t = harrier::now_ms();
+    tick(&app, target, t, &[("/checkout", false)]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let d = dispatch(store, &client, &ctx, harrier::now_ms())
+        .await
+        .unwrap();
+    assert_eq!(d.sent, 1, "{d:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let active: Vec<Value> = am_alerts()
+            .await
+            .into_iter()
+            .filter(|a| a["status"]["state"] == "active")
+            .collect();
+        if active.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still active in Alertmanager: {active:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
