@@ -19,7 +19,10 @@ pub use routes::{
     HOUR_MS, MINUTE_MS, Retention, RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval,
     TargetRow, TargetSpec, url_instance,
 };
-pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem, RunPatch};
+pub use runs::{
+    BucketRow, ErrorRow, FailedBy, LiveRunWindow, NewRun, RejectedRowRow, RunDetail, RunListItem,
+    RunPatch,
+};
 pub use silences::SILENCE_RETENTION_MS;
 
 use std::path::Path;

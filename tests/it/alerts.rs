@@ -1068,3 +1068,118 @@ async fn a_real_alertmanager_receives_and_resolves_harriers_alerts() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// One second of a k6 stream for scenario (`testid`) `scenario`: 10 requests, `failed`
+/// of them failing.
+fn k6_second(scenario: &str, t0: i64, second: i64, failed: i64) -> String {
+    let mut out = String::new();
+    for i in 0..10 {
+        let end_ms = t0 + second * 1000 + 50 + i * 90;
+        let (ok, status) = if i < failed {
+            ("false", "503")
+        } else {
+            ("true", "200")
+        };
+        let ns = end_ms * 1_000_000;
+        out.push_str(&format!(
+            "http_reqs,expected_response={ok},method=GET,name=GET\\ /items,status={status},testid={scenario} value=1 {ns}\n\
+             http_req_duration,expected_response={ok},method=GET,name=GET\\ /items,status={status},testid={scenario} value={}.5 {ns}\n",
+            30 + i
+        ));
+    }
+    out
+}
+
+/// A scenario rule watches live runs: the run whose error % jumps is marked failed by
+/// the rule when its alert fires (visible in `GET /api/v1/runs/{id}` and on the run
+/// page); a healthy live run of the same scenario family is not.
+#[tokio::test]
+async fn a_live_run_whose_errors_jump_is_failed_by_the_rule() {
+    use harrier::ingest::influx::Precision;
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let rule = json!({
+        "name": "LiveRunErrors",
+        "subject": {"scenario": "*-k6"},
+        "measure": "error_pct",
+        "comparison": ">",
+        "threshold": 5,
+        "window": "10s",
+        "for": "5s",
+        "severity": "critical",
+        "summary": "Run {{ labels.run_name }} at {{ value }} % errors"
+    });
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &rule).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let mut wrong = rule.clone();
+    wrong["name"] = json!("Wrong");
+    wrong["measure"] = json!("target_down");
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &wrong).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.json()["error"].as_str().unwrap().contains("measure"));
+
+    let live = &app.state.live_runs;
+    let t0 = 1_800_000_000_000;
+    let mut ids = (0, 0);
+    let stream = |second: i64, bad: i64| {
+        let live = live.clone();
+        async move {
+            let mut body = k6_second("checkout-k6", t0, second, bad);
+            body.push_str(&k6_second("browse-k6", t0, second, 0));
+            let out = live.write(&body, Precision::Ns, "k6").await.unwrap();
+            live.tick().await;
+            out.run_ids
+        }
+    };
+    for s in 0..10 {
+        let got = stream(s, 0).await;
+        ids = (got[0], got[1]);
+    }
+    let (checkout, browse) = ids;
+    let round = evaluate_once(store, &app.state.hub, t0 + 10_000)
+        .await
+        .unwrap();
+    assert!(round.transitions.is_empty(), "{:?}", round.transitions);
+
+    // Errors jump to 50 % on checkout-k6.
+    for s in 10..15 {
+        stream(s, 5).await;
+    }
+    evaluate_once(store, &app.state.hub, t0 + 15_000)
+        .await
+        .unwrap();
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts.as_array().unwrap().len(), 1, "{alerts}");
+    assert_eq!(alerts[0]["state"], "pending");
+    assert_eq!(alerts[0]["labels"]["run"], checkout.to_string());
+    assert_eq!(alerts[0]["labels"]["scenario"], "checkout-k6");
+    assert_eq!(
+        alerts[0]["value"], 25.0,
+        "25 of 100 requests in the last 10 s: {alerts}"
+    );
+    let run = app.get(&format!("/api/v1/runs/{checkout}")).await.json();
+    assert_eq!(run["status"], "live", "pending does not fail the run");
+    assert_eq!(run["failed_by"], Value::Null);
+
+    for s in 15..21 {
+        stream(s, 5).await;
+    }
+    evaluate_once(store, &app.state.hub, t0 + 21_000)
+        .await
+        .unwrap();
+    let run = app.get(&format!("/api/v1/runs/{checkout}")).await.json();
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["failed_by"]["rule"], "LiveRunErrors");
+    assert_eq!(run["failed_by"]["at_ms"], t0 + 21_000);
+    assert_eq!(run["failed_by"]["value"], 50.0);
+    let healthy = app.get(&format!("/api/v1/runs/{browse}")).await.json();
+    assert_eq!(healthy["status"], "live");
+    assert_eq!(healthy["failed_by"], Value::Null);
+
+    let page = app.get(&format!("/console/runs/{checkout}")).await;
+    let banner = crate::helpers::select_texts(&page.html(), "#run-failed");
+    assert_eq!(banner.len(), 1, "{}", page.text());
+    assert!(banner[0].contains("LiveRunErrors"), "{}", banner[0]);
+    let page = app.get(&format!("/console/runs/{browse}")).await;
+    assert!(crate::helpers::select_texts(&page.html(), "#run-failed").is_empty());
+}
