@@ -8,8 +8,8 @@
 //!   "labels", "change": "pending"|"firing"|"resolved"|"inactive", "value", "at_ms"}`.
 //!   `from` / `to` are unix ms; with `from`, alerts pending or firing at `from` also get
 //!   their last earlier row. `route_id` keeps the alerts of that route (its `service`,
-//!   `instance` and `route` labels; 404 if unknown), `run_id` those labelled with the run
-//!   (`run_id` label, for rules that watch live runs);
+//!   `instance` and `route` labels; 404 if unknown), `run_id` those of that live run (its
+//!   `run` label, from rules that watch a scenario's live runs);
 //! - `GET /api/v1/alert-rules` → `[StoredRule…]` (the rule with `origin` and `updated_at_ms`);
 //! - `POST /api/v1/alert-rules` with a rule (see [`Rule`]) → 201 `StoredRule`;
 //! - `POST /api/v1/alert-rules/validate` with a rule → 200 `{"ok": true, "rule": Rule}` (the
@@ -18,21 +18,30 @@
 //! - `GET|PUT|DELETE /api/v1/alert-rules/{name}` → `StoredRule` | `StoredRule` | 204.
 //!   Rules from `harrier.toml` are changed there, not here (400).
 //!
+//! - `GET /api/v1/silences` → `[Silence…]` newest first: `{"id", "matchers": [{"name",
+//!   "value", "op": "="|"!="|"=~"|"!~"}], "starts_at_ms", "ends_at_ms", "comment",
+//!   "created_by", "state": "active"|"pending"|"expired"}` (expired ones kept 7 days);
+//! - `POST /api/v1/silences` with `{"matchers", "starts_at_ms"?, "ends_at_ms"? |
+//!   "duration"?, "comment", "created_by"?}` → 201 `Silence`;
+//! - `DELETE /api/v1/silences/{id}` → 204 (expired now); 404 if unknown.
+//!
 //! Errors are `{"error": "…"}`; a rule that does not validate is answered
 //! `{"error": "…", "field": "threshold"}` (the field as named in the rule's JSON, dotted for
-//! nested ones: `subject.route`).
+//! nested ones: `subject.route`); a silence that does not validate names the field in the
+//! message.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use crate::alerts::AlertView;
 use crate::alerts::eval::Phase;
 use crate::alerts::rule::Rule;
+use crate::alerts::silence::{Muter, NewSilence, Silence};
 use crate::app::AppState;
 use crate::error::{Error, Result};
 use crate::store::{HistoryFilter, HistoryRow, StoredRule};
@@ -47,9 +56,13 @@ pub fn router() -> Router<AppState> {
             "/api/v1/alert-rules/{name}",
             get(get_rule).put(update_rule).delete(delete_rule),
         )
+        .route("/api/v1/silences", get(list_silences).post(create_silence))
+        .route("/api/v1/silences/{id}", delete(expire_silence))
 }
 
 async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView>>> {
+    let now = crate::now_ms();
+    let muter = Muter::new(&state.store.active_silences(now).await?, now);
     let rules = state.store.list_alert_rules().await?;
     let mut alerts = state.store.list_alerts().await?;
     alerts.sort_by_key(|a| (a.state != Phase::Firing, a.active_since_ms));
@@ -61,7 +74,7 @@ async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView
                     .iter()
                     .find(|r| r.rule.name == a.rule)
                     .map(|r| &r.rule);
-                AlertView::new(a, rule)
+                AlertView::new(a, rule, &muter)
             })
             .collect(),
     ))
@@ -131,7 +144,7 @@ async fn history(
         }
     }
     if let Some(id) = int_param("run_id", q.run_id.as_deref())? {
-        filter.labels.insert("run_id".to_string(), id.to_string());
+        filter.labels.insert("run".to_string(), id.to_string());
     }
     Ok(Json(
         state.store.alert_history_filtered(&filter, limit).await?,
@@ -264,6 +277,36 @@ async fn delete_rule(
         .await?
     {
         return Err(Error::NotFound(format!("alert rule {name:?}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_silences(State(state): State<AppState>) -> Result<Json<Vec<Silence>>> {
+    Ok(Json(state.store.list_silences(crate::now_ms()).await?))
+}
+
+async fn create_silence(
+    State(state): State<AppState>,
+    body: std::result::Result<Json<NewSilence>, JsonRejection>,
+) -> Result<Response> {
+    let Json(new) = body.map_err(|e| Error::BadRequest(format!("silence: {}", e.body_text())))?;
+    let now = crate::now_ms();
+    let spec = new
+        .check(now)
+        .map_err(|e| Error::BadRequest(format!("silence: {e}")))?;
+    let silence = state.store.insert_silence(&spec, now).await?;
+    Ok((StatusCode::CREATED, Json(silence)).into_response())
+}
+
+async fn expire_silence(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| Error::NotFound(format!("silence {id:?}")))?;
+    if !state.store.expire_silence(id, crate::now_ms()).await? {
+        return Err(Error::NotFound(format!("silence {id}")));
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -199,10 +199,14 @@ pub async fn serve(
         .external_url
         .clone()
         .unwrap_or_else(|| format!("http://{}", self_addr.map_or(state.config.listen, |a| a)));
+    let dispatch = crate::alerts::notify::Dispatch {
+        channels: state.config.alerts.channels.clone(),
+        external_url,
+        evaluation_interval_ms: state.config.alerts.evaluation_interval.ms(),
+    };
     tokio::spawn(crate::alerts::notify::run(
         state.store.clone(),
-        Arc::new(state.config.alerts.channels.clone()),
-        external_url,
+        Arc::new(dispatch),
         alerts_wake,
         token.clone(),
     ));

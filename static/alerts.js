@@ -155,6 +155,7 @@
       if (field) {
         const at = m.indexOf(': ' + field + ': ');
         if (at >= 0) m = m.slice(at + field.length + 4);
+        else if (m.startsWith('silence: ')) m = m.slice(9);
       }
       return m.replace(/ at line \d+ column \d+$/, '');
     }
@@ -428,7 +429,9 @@
         if (!res.ok) {
           const e = await responseError(res);
           if (res.status === 404 || res.status === 405) { showError(sForm, null, 'This server has no silences API yet.'); return; }
-          const named = e.field || ['matchers', 'comment', 'ends_at_ms', 'starts_at_ms', 'duration'].find((f) => e.message.includes(f)) || null;
+          // "silence: comment: required…", "silence: matchers[0]: bad regex …"
+          const prefix = /^silence: ([a-z_]+)/.exec(e.message);
+          const named = e.field || (prefix && prefix[1]) || ['matchers', 'comment', 'ends_at_ms', 'starts_at_ms', 'duration'].find((f) => e.message.includes(f)) || null;
           showError(sForm, named, e.message);
           return;
         }

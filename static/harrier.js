@@ -419,7 +419,7 @@
   /** What an alert is about, in a few words: "/checkout · orders", "run 12". */
   function alertSubject(labels) {
     const l = labels || {};
-    if (l.run_id) return (l.run || l.scenario || 'run') + ' \u00b7 run ' + l.run_id;
+    if (l.run && !l.route) return (l.run_name || 'run ' + l.run) + (l.scenario ? ' \u00b7 ' + l.scenario : '');
     if (l.route) return l.route + (l.service ? ' \u00b7 ' + l.service : '');
     return Object.keys(l).filter((k) => k !== 'alertname').map((k) => k + '=' + l[k]).join(' ');
   }
@@ -443,7 +443,7 @@
       h('div', { class: 'toast-body' }, a.summary || alertSubject(a.labels)),
       h('div', { class: 'toast-foot' },
         h('span', { class: 'hint' }, (resolved ? 'resolved ' : 'fired ') + fmt.time(resolved ? msg.resolved_at_ms : (a.fired_at_ms || a.active_since_ms)) +
-          (a.summary ? ' \u00b7 ' + alertSubject(a.labels) : '') + (a.silenced ? ' \u00b7 silenced' : '')),
+          (a.summary ? ' \u00b7 ' + alertSubject(a.labels) : '') + (msg.silenced ? ' \u00b7 silenced, not notified' : '')),
         h('a', { href: '/console/alerts', class: 'toast-link' }, 'Alerts \u2192')));
     let timer = null;
     const dismiss = () => { clearTimeout(timer); el.remove(); };

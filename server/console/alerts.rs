@@ -20,6 +20,7 @@ use serde::Deserialize;
 
 use super::{PageError, filters, format};
 use crate::alerts::rule::{Labels, Measure, Rule, Subject};
+use crate::alerts::silence::Muter;
 use crate::app::AppState;
 use crate::store::{HistoryFilter, HistoryRow, StoredRule};
 
@@ -221,15 +222,20 @@ type RouteIndex = HashMap<(String, String, String), i64>;
 
 fn subject_of(labels: &Labels, routes: &RouteIndex) -> SubjectView {
     let get = |k: &str| labels.get(k).cloned().unwrap_or_default();
-    if let Some(run) = labels.get("run_id") {
+    // a live run (rules with a scenario subject): `scenario`, `run` (its id), `run_name`
+    if let Some(run) = labels.get("run").filter(|_| !labels.contains_key("route")) {
         let name = labels
-            .get("run")
-            .or_else(|| labels.get("scenario"))
+            .get("run_name")
+            .filter(|n| !n.is_empty())
             .cloned()
             .unwrap_or_else(|| format!("run {run}"));
         return SubjectView {
             text: name,
-            detail: format!("run {run}"),
+            detail: [format!("run {run}"), get("scenario")]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" · "),
             url: run
                 .parse::<i64>()
                 .ok()
@@ -287,6 +293,8 @@ pub struct AlertRow {
     pub labels_json: String,
     /// `name=value` pairs of the labels, for the row's data attribute and hover.
     pub labels_text: String,
+    /// Ids of the silences muting it ("3, 7"); empty when none.
+    pub silenced_by: String,
 }
 
 /// One bar of the timeline, placed in % of the range's width.
@@ -421,17 +429,13 @@ pub async fn page(
         })
         .collect();
     let rule_of = |name: &str| rules.iter().find(|r| r.rule.name == name).map(|r| &r.rule);
+    let muter = Muter::new(&state.store.active_silences(now).await?, now);
 
     let mut firing: Vec<AlertRow> = alerts
         .iter()
         .map(|a| {
             let rule = rule_of(&a.rule);
-            let view = crate::alerts::AlertView::new(a, rule);
-            let mut labels = a.labels.clone();
-            labels.insert("alertname".into(), a.rule.clone());
-            labels
-                .entry("severity".into())
-                .or_insert_with(|| view.severity.clone());
+            let view = crate::alerts::AlertView::new(a, rule, &muter);
             let since_ms = if a.state == crate::alerts::eval::Phase::Firing {
                 a.fired_at_ms.unwrap_or(a.active_since_ms)
             } else {
@@ -456,7 +460,13 @@ pub async fn page(
                 since: ago(now - since_ms),
                 since_abs: format::time(Some(since_ms)),
                 summary: view.summary.unwrap_or_default(),
-                labels_json: serde_json::to_string(&labels).unwrap_or_default(),
+                labels_json: serde_json::to_string(&view.labels).unwrap_or_default(),
+                silenced_by: view
+                    .silenced_by
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 labels_text: labels_text(&a.labels),
             }
         })
@@ -862,6 +872,44 @@ mod tests {
         assert_eq!(
             (a[0].x_pct.as_str(), a[0].w_pct.as_str()),
             ("0.000%", "40.000%")
+        );
+    }
+
+    #[test]
+    fn subjects_link_to_their_route_or_run() {
+        let labels = |pairs: &[(&str, &str)]| -> Labels {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let mut routes = RouteIndex::new();
+        routes.insert(("orders".into(), "a:1".into(), "/checkout".into()), 7);
+        let s = subject_of(
+            &labels(&[
+                ("service", "orders"),
+                ("instance", "a:1"),
+                ("route", "/checkout"),
+            ]),
+            &routes,
+        );
+        assert_eq!(s.url.as_deref(), Some("/console/routes/7"));
+        assert_eq!(
+            (s.text.as_str(), s.detail.as_str()),
+            ("/checkout", "orders · a:1")
+        );
+        let s = subject_of(
+            &labels(&[
+                ("scenario", "checkout"),
+                ("run", "12"),
+                ("run_name", "nightly"),
+            ]),
+            &routes,
+        );
+        assert_eq!(s.url.as_deref(), Some("/console/runs/12"));
+        assert_eq!(
+            (s.text.as_str(), s.detail.as_str()),
+            ("nightly", "run 12 · checkout")
         );
     }
 

@@ -540,6 +540,8 @@ pub struct ErrorView {
 #[template(path = "run.html")]
 struct RunPage {
     nav: &'static str,
+    /// When an alert rule failed the run while live: (rule, unix ms, time, value).
+    failed: Option<(String, i64, String, String)>,
     tool_name: String,
     started: String,
     imported: String,
@@ -676,7 +678,18 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         received: all_bytes(|s| s.bytes_received),
         sent: all_bytes(|s| s.bytes_sent),
     };
+    let failed = run.failed_by.as_ref().map(|f| {
+        (
+            f.rule.clone(),
+            f.at_ms,
+            format::time(Some(f.at_ms)),
+            f.value
+                .map(crate::alerts::rule::fmt_num)
+                .unwrap_or_else(|| "–".into()),
+        )
+    });
     Ok(RunPage {
+        failed,
         nav: "runs",
         tool_name: tool_name(&run.tool),
         started: format::time(run.started_at_ms),

@@ -1,6 +1,7 @@
 //! Alert tables: rules (`alert_rules`), active alerts with their timers (`alerts`), the
 //! history of transitions (`alert_history`), and the notification outbox with its delivery
-//! log (`alert_notifications`, `alert_deliveries`).
+//! outbox (`alert_notifications`), which the dispatcher (`alerts::notify`) takes into its
+//! notification groups (`store::alert_groups`).
 //!
 //! An evaluation round is saved in one transaction ([`Store::save_evaluation`]): the new
 //! states, their transitions and the notices they raise, so a restart resumes the `for`
@@ -134,17 +135,6 @@ struct RawNotification {
     ended_at_ms: Option<i64>,
     created_at_ms: i64,
     attempts: i64,
-}
-
-/// One delivery attempt of a notification to a channel.
-#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
-pub struct Delivery {
-    pub notification_id: i64,
-    pub channel: String,
-    pub at_ms: i64,
-    /// The HTTP status, when the channel answered.
-    pub status: Option<i64>,
-    pub error: Option<String>,
 }
 
 /// Labels as stored: a JSON object with sorted keys (the alert's identity).
@@ -516,68 +506,6 @@ impl Store {
     pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>> {
         self.due_notifications(i64::MAX, i64::MAX, limit).await
     }
-
-    /// Logs one delivery attempt of a notification to a channel.
-    pub async fn record_delivery(&self, d: &Delivery) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO alert_deliveries (notification_id, channel, at_ms, status, error)
-             VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(d.notification_id)
-        .bind(&d.channel)
-        .bind(d.at_ms)
-        .bind(d.status)
-        .bind(&d.error)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// The channels that have accepted notification `id` (a 2xx answer).
-    pub async fn delivered_channels(&self, id: i64) -> Result<Vec<String>> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT DISTINCT channel FROM alert_deliveries
-             WHERE notification_id = ? AND status BETWEEN 200 AND 299",
-        )
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.into_iter().map(|(c,)| c).collect())
-    }
-
-    /// Ends one round of attempts on notification `id`: delivered (to every channel) at
-    /// `delivered_at_ms`, or to be retried not before `next_attempt_ms`.
-    pub async fn settle_notification(
-        &self,
-        id: i64,
-        delivered_at_ms: Option<i64>,
-        next_attempt_ms: i64,
-        error: Option<&str>,
-    ) -> Result<()> {
-        sqlx::query(
-            "UPDATE alert_notifications SET attempts = attempts + 1, delivered_at_ms = ?,
-               next_attempt_ms = ?, last_error = ?
-             WHERE id = ?",
-        )
-        .bind(delivered_at_ms)
-        .bind(next_attempt_ms)
-        .bind(error)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// The delivery log, newest first.
-    pub async fn alert_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
-        Ok(sqlx::query_as(
-            "SELECT notification_id, channel, at_ms, status, error FROM alert_deliveries
-             ORDER BY id DESC LIMIT ?",
-        )
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
-    }
 }
 
 #[cfg(test)]
@@ -739,22 +667,9 @@ mod tests {
             (notes[0].change.as_str(), notes[0].started_at_ms),
             ("firing", 2 * MIN)
         );
+        // the dispatcher takes the notice into its groups
         store
-            .record_delivery(&Delivery {
-                notification_id: notes[0].id,
-                channel: "hook".into(),
-                at_ms: 2 * MIN,
-                status: Some(200),
-                error: None,
-            })
-            .await
-            .unwrap();
-        assert_eq!(
-            store.delivered_channels(notes[0].id).await.unwrap(),
-            ["hook"]
-        );
-        store
-            .settle_notification(notes[0].id, Some(2 * MIN), 0, None)
+            .ingest_notices(&[notes[0].id], &[], 2 * MIN)
             .await
             .unwrap();
         drop(store);
@@ -792,8 +707,6 @@ mod tests {
         let h = store.alert_history(Some("HighErrors"), 10).await.unwrap();
         let changes: Vec<&str> = h.iter().map(|h| h.change.as_str()).collect();
         assert_eq!(changes, ["resolved", "firing", "pending"]);
-        let log = store.alert_deliveries(10).await.unwrap();
-        assert_eq!((log.len(), log[0].status), (1, Some(200)));
     }
 
     #[sqlx::test(migrations = false)]

@@ -720,3 +720,158 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
     );
     client.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silences_are_created_from_an_alert_and_expired_through_the_form() {
+    let app = live_app().await;
+    let target = add_target(&app).await;
+    scrape(
+        &app,
+        target,
+        harrier::now_ms(),
+        &[write("/checkout", interval(100.0, 30.0))],
+    )
+    .await;
+    let base = serve(&app).await;
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+
+    // Wait for the evaluator to fire, then open the page with the alert on it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while app.get("/api/v1/alerts").await.json()[0]["state"] != "firing" {
+        assert!(std::time::Instant::now() < deadline, "the rule never fired");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client
+        .goto(&format!("{base}/console/alerts"))
+        .await
+        .unwrap();
+    wait()
+        .for_element(Locator::Css("#silences-empty"))
+        .await
+        .expect("the empty silences list");
+
+    // "Silence…" prefills the matchers with the alert's labels.
+    client
+        .find(Locator::Css("#alerts-table button[data-silence-labels]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let matchers = js(
+        &client,
+        "return [...document.querySelectorAll('#matcher-rows .matcher-row')].map(r =>
+           [r.querySelector('[name=m-name]').value, r.querySelector('[name=m-op]').value,
+            r.querySelector('[name=m-value]').value]);",
+    )
+    .await;
+    assert_eq!(matchers[0], json!(["alertname", "=", "CheckoutErrors"]));
+    assert!(
+        matchers
+            .as_array()
+            .unwrap()
+            .contains(&json!(["route", "=", "/checkout"])),
+        "{matchers}"
+    );
+
+    // A bad regex: the server's error is shown at the matchers.
+    js(
+        &client,
+        "const r = document.querySelector('#matcher-rows .matcher-row:last-child');
+         r.querySelector('[name=m-op]').value = '=~';
+         r.querySelector('[name=m-value]').value = '(unclosed';
+         document.querySelector('#sf-comment').value = 'deploy of orders 2.4';
+         return true;",
+    )
+    .await;
+    client
+        .find(Locator::Css("#silence-save"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let err = wait()
+        .for_element(Locator::Css(
+            "#silence-form .field-error[data-error-for=\"matchers\"]:not([hidden])",
+        ))
+        .await
+        .expect("the matchers' error");
+    assert!(err.text().await.unwrap().contains("regex"));
+    assert_eq!(app.get("/api/v1/silences").await.json(), json!([]));
+
+    // Fixed: the silence is created, listed active, and the alert is marked silenced.
+    js(
+        &client,
+        "document.querySelector('#matcher-rows .matcher-row:last-child [name=m-op]').value = '=';
+         const rows = [...document.querySelectorAll('#matcher-rows .matcher-row')];
+         rows.slice(1).forEach(r => r.remove());
+         return true;",
+    )
+    .await;
+    client
+        .find(Locator::Css("#silence-save"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let row = wait()
+        .for_element(Locator::Css(
+            "#silences-table tbody tr[data-state=\"active\"]",
+        ))
+        .await
+        .expect("the new silence is listed as active");
+    let text = row.text().await.unwrap();
+    assert!(
+        text.contains("alertname=\"CheckoutErrors\"") && text.contains("deploy of orders 2.4"),
+        "{text}"
+    );
+    let stored = app.get("/api/v1/silences").await.json();
+    assert_eq!(stored.as_array().unwrap().len(), 1, "{stored}");
+    assert_eq!(stored[0]["state"], "active");
+    assert_eq!(
+        stored[0]["matchers"],
+        json!([{"name": "alertname", "value": "CheckoutErrors", "op": "="}])
+    );
+    let id = stored[0]["id"].as_i64().unwrap();
+    wait()
+        .for_element(Locator::Css(
+            "#alerts-table tr.is-silenced .silenced-mark:not([hidden])",
+        ))
+        .await
+        .expect("the alert is marked silenced");
+    assert_eq!(
+        app.get("/api/v1/alerts").await.json()[0]["silenced_by"],
+        json!([id])
+    );
+    screenshot(&client, "alerts-silenced.png").await;
+
+    // Expire it through its button.
+    js(&client, "window.confirm = () => true; return true;").await;
+    client
+        .find(Locator::Css(&format!(
+            "button[data-expire-silence=\"{id}\"]"
+        )))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait()
+        .for_element(Locator::Css(&format!(
+            "#silences-table tr[data-silence-id=\"{id}\"][data-state=\"expired\"]"
+        )))
+        .await
+        .expect("the silence is listed as expired");
+    assert_eq!(
+        app.get("/api/v1/silences").await.json()[0]["state"],
+        "expired"
+    );
+    assert_eq!(
+        app.get("/api/v1/alerts").await.json()[0]["silenced_by"],
+        json!([])
+    );
+    client.close().await.unwrap();
+}
