@@ -6,10 +6,10 @@
  *
  *  harrierAlertMarks.forRoute(routeId) / .forRun(runId) → marks = {draw, cursor}
  *    Add marks.draw to a uPlot's hooks.draw and marks.cursor to hooks.setCursor.
- *    The draw hook shades each period in which an alert of that subject was
- *    pending (light, dashed top edge) or firing (the severity's colour, solid top
- *    strip, a line and a flag where it fired, the rule's name when there is room) over
- *    the chart's visible x range (at least 3 px wide); the cursor hook shows a tip
+ *    The draw hook shades the time in which alerts of that subject were firing (the
+ *    highest severity firing then: tinted band with a solid top strip) or only pending
+ *    (light band, dashed top edge), at least 3 px wide, with a thin line and a flag
+ *    where each alert fired; the cursor hook shows a tip
  *    (.chart-tip.alert-tip) with rule, state, start – end and the value with the
  *    rule's unit when the cursor is inside a period.
  *    Periods come from GET /api/v1/alerts/history?route_id=|run_id=&from=&to=
@@ -121,6 +121,33 @@
       }
     }
 
+    /**
+     * The periods flattened into segments over time: where several alerts overlap (rules on
+     * the same route) a segment is firing at the highest severity firing then, else pending.
+     */
+    function segments(ps) {
+      const cuts = Array.from(new Set(ps.flatMap((p) => [p.start, p.end]))).sort((a, b) => a - b);
+      const out = [];
+      for (let i = 0; i + 1 < cuts.length; i++) {
+        const a = cuts[i];
+        const b = cuts[i + 1];
+        const mid = (a + b) / 2;
+        let rank = -1;
+        let pending = false;
+        for (const p of ps) {
+          if (p.start > mid || p.end < mid) continue;
+          if (p.state === 'firing') rank = Math.max(rank, severity(p.rule));
+          else pending = true;
+        }
+        const state = rank >= 0 ? 'firing' : pending ? 'pending' : null;
+        if (!state) continue;
+        const last = out[out.length - 1];
+        if (last && last.end === a && last.state === state && last.rank === rank) last.end = b;
+        else out.push({ start: a, end: b, state, rank });
+      }
+      return out;
+    }
+
     function draw(u) {
       charts.add(u);
       want(u);
@@ -129,44 +156,31 @@
       const c = u.ctx;
       const { left, top, width, height } = u.bbox;
       const dpr = devicePixelRatio || 1;
+      const xmin = u.scales.x.min;
+      const xmax = u.scales.x.max;
       c.save();
       c.beginPath();
       c.rect(left, top, width, height);
       c.clip();
-      c.font = '600 ' + (10 * dpr) + 'px ' + cssVar('--font', 'sans-serif');
-      for (const p of ps) {
-        if (p.end < u.scales.x.min || p.start > u.scales.x.max) continue;
-        const x0 = u.valToPos(p.start, 'x', true);
-        const x1 = Math.max(u.valToPos(p.end, 'x', true), x0 + 3 * dpr); // short periods stay visible
-        const rank = severity(p.rule);
+      for (const seg of segments(ps)) {
+        if (seg.end < xmin || seg.start > xmax) continue;
+        const x0 = u.valToPos(seg.start, 'x', true);
+        const x1 = Math.max(u.valToPos(seg.end, 'x', true), x0 + 3 * dpr); // short periods stay visible
+        const rank = Math.max(seg.rank, 0);
         const color = cssVar(SEV_VAR[rank], SEV_FALLBACK[rank]);
         c.fillStyle = color;
         c.strokeStyle = color;
-        if (p.state === 'firing') {
-          c.globalAlpha = 0.12;
+        if (seg.state === 'firing') {
+          c.globalAlpha = 0.13;
           c.fillRect(x0, top, x1 - x0, height);
           c.globalAlpha = 0.9;
           c.fillRect(x0, top, x1 - x0, 3 * dpr);
-          // the moment it fired: a line across the plot and a flag on top
-          c.lineWidth = 1.5 * dpr;
-          c.beginPath();
-          c.moveTo(x0, top);
-          c.lineTo(x0, top + height);
-          c.stroke();
-          c.beginPath();
-          c.moveTo(x0, top);
-          c.lineTo(x0 + 7 * dpr, top);
-          c.lineTo(x0, top + 7 * dpr);
-          c.closePath();
-          c.fill();
-          if (x1 - x0 > 90 * dpr) {
-            c.globalAlpha = 1;
-            c.fillText(p.rule, x0 + 5 * dpr, top + 15 * dpr);
-          }
         } else {
-          c.globalAlpha = 0.06;
+          c.strokeStyle = cssVar('--c-alert-pending', '#c9a227');
+          c.fillStyle = c.strokeStyle;
+          c.globalAlpha = 0.07;
           c.fillRect(x0, top, x1 - x0, height);
-          c.globalAlpha = 0.7;
+          c.globalAlpha = 0.8;
           c.lineWidth = 1.5 * dpr;
           c.setLineDash([4 * dpr, 3 * dpr]);
           c.beginPath();
@@ -175,6 +189,30 @@
           c.stroke();
           c.setLineDash([]);
         }
+      }
+      // where each alert fired: a thin line and a flag on top (one per pixel column)
+      const seen = new Set();
+      c.globalAlpha = 0.85;
+      c.lineWidth = dpr;
+      for (const p of ps) {
+        if (p.state !== 'firing' || p.start < xmin || p.start > xmax) continue;
+        const x = Math.round(u.valToPos(p.start, 'x', true));
+        if (seen.has(x)) continue;
+        seen.add(x);
+        const rank = severity(p.rule);
+        const color = cssVar(SEV_VAR[rank], SEV_FALLBACK[rank]);
+        c.strokeStyle = color;
+        c.fillStyle = color;
+        c.beginPath();
+        c.moveTo(x, top);
+        c.lineTo(x, top + height);
+        c.stroke();
+        c.beginPath();
+        c.moveTo(x, top);
+        c.lineTo(x + 7 * dpr, top);
+        c.lineTo(x, top + 7 * dpr);
+        c.closePath();
+        c.fill();
       }
       c.globalAlpha = 1;
       c.restore();

@@ -1071,7 +1071,7 @@ async fn a_real_alertmanager_receives_and_resolves_harriers_alerts() {
 
 /// One second of a k6 stream for scenario (`testid`) `scenario`: 10 requests, `failed`
 /// of them failing.
-fn k6_second(scenario: &str, t0: i64, second: i64, failed: i64) -> String {
+pub(crate) fn k6_second(scenario: &str, t0: i64, second: i64, failed: i64) -> String {
     let mut out = String::new();
     for i in 0..10 {
         let end_ms = t0 + second * 1000 + 50 + i * 90;

@@ -875,3 +875,88 @@ async fn silences_are_created_from_an_alert_and_expired_through_the_form() {
     );
     client.close().await.unwrap();
 }
+
+/// A rule on live runs fires for one run: the history filters by that run, the alerts
+/// page links the subject to the run, and the run report's charts read the periods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_run_alerts_are_marked_on_the_run_report() {
+    use harrier::ingest::influx::Precision;
+    let app = spawn_app().await;
+    let rule = json!({
+        "name": "LiveRunErrors",
+        "subject": {"scenario": "*-k6"},
+        "measure": "error_pct",
+        "comparison": ">",
+        "threshold": 5,
+        "window": "10s",
+        "for": "5s",
+        "severity": "critical"
+    });
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &rule).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let t0 = harrier::now_ms() - 30_000;
+    let live = app.state.live_runs.clone();
+    let mut ids = (0, 0);
+    for s in 0..21 {
+        let bad = if s >= 10 { 5 } else { 0 };
+        let mut body = crate::alerts::k6_second("checkout-k6", t0, s, bad);
+        body.push_str(&crate::alerts::k6_second("browse-k6", t0, s, 0));
+        let out = live.write(&body, Precision::Ns, "k6").await.unwrap();
+        ids = (out.run_ids[0], out.run_ids[1]);
+        live.tick().await;
+        if s == 15 || s == 20 {
+            evaluate_once(&app.state.store, &app.state.hub, t0 + (s + 1) * 1000)
+                .await
+                .unwrap();
+        }
+    }
+    let (checkout, browse) = ids;
+    let rows = app
+        .get(&format!("/api/v1/alerts/history?run_id={checkout}"))
+        .await
+        .json();
+    let changes: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["change"].as_str().unwrap())
+        .collect();
+    assert_eq!(changes, ["firing", "pending"], "{rows}");
+    assert_eq!(
+        app.get(&format!("/api/v1/alerts/history?run_id={browse}"))
+            .await
+            .json(),
+        json!([])
+    );
+    let html = app.get("/console/alerts").await.html();
+    let sel = scraper::Selector::parse("#alerts-table td.subject a").unwrap();
+    let link = html
+        .select(&sel)
+        .next()
+        .expect("the subject links to the run");
+    assert_eq!(
+        link.value().attr("href"),
+        Some(format!("/console/runs/{checkout}").as_str())
+    );
+
+    let base = serve(&app).await;
+    let (_driver, client) = browser().await;
+    client
+        .goto(&format!("{base}/console/runs/{checkout}"))
+        .await
+        .unwrap();
+    let periods = until(
+        &client,
+        "alert periods read for the run",
+        "const m = (window.harrierAlertMarks || {instances: []}).instances.find(m => m.kind === 'run_id');
+         return m ? m.periods().map(p => [p.rule, p.state]) : [];",
+    )
+    .await;
+    // (the server's own evaluator may have resolved it since: the run is failed, not live)
+    assert_eq!(
+        periods,
+        json!([["LiveRunErrors", "pending"], ["LiveRunErrors", "firing"]])
+    );
+    screenshot(&client, "alerts-run-marks.png").await;
+    client.close().await.unwrap();
+}
