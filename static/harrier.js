@@ -438,7 +438,7 @@
     const el = h('div', { class: 'toast ' + (resolved ? 'is-resolved' : sevClass(a.severity)), 'data-rule': a.rule, 'data-change': resolved ? 'resolved' : 'firing' },
       h('div', { class: 'toast-head' },
         h('span', { class: 'sev-chip ' + (resolved ? 'sev-ok' : sevClass(a.severity)) }, resolved ? 'resolved' : (a.severity || 'alert')),
-        h('strong', { class: 'toast-rule' }, a.rule),
+        h('strong', { class: 'toast-rule', title: a.rule }, a.rule),
         close),
       h('div', { class: 'toast-body' }, a.summary || alertSubject(a.labels)),
       h('div', { class: 'toast-foot' },

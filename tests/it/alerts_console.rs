@@ -542,6 +542,22 @@ async fn an_alert_firing_shows_a_toast_and_the_badge_on_another_page() {
     )
     .await;
     assert_eq!(periods, json!([["CheckoutErrors", "firing", true]]));
+    // Hovering the firing period tells what fired.
+    let tip = until(
+        &client,
+        "the alert tip on hover",
+        "const u = harrier.routes.page.state.charts[1];
+         const p = harrierAlertMarks.instances[0].periods()[0];
+         u.setCursor({left: u.valToPos((p.start + u.scales.x.max) / 2, 'x'), top: 20});
+         const tip = u.over.querySelector('.alert-tip');
+         return tip && !tip.hidden ? tip.textContent : null;",
+    )
+    .await;
+    let tip = tip.as_str().unwrap();
+    assert!(
+        tip.contains("CheckoutErrors firing") && tip.contains("now") && tip.contains("30.00 %"),
+        "{tip}"
+    );
     screenshot(&client, "alerts-route-marks.png").await;
 
     client.close().await.unwrap();
