@@ -365,6 +365,8 @@ const RANGES: &[(&str, &str, i64)] = &[
     ("7d", "7 d", 7 * 24 * 3_600_000),
 ];
 
+/// Most alerts listed in "Firing and pending now" (firing and the most severe first).
+const ALERTS_SHOWN: usize = 500;
 /// Most history rows read for the timeline.
 const HISTORY_ROWS: i64 = 5000;
 /// Most transitions listed under the timeline.
@@ -380,6 +382,11 @@ pub struct AlertsPage {
     pub firing: Vec<AlertRow>,
     pub firing_count: usize,
     pub pending_count: usize,
+    /// Active alerts not listed (beyond [`ALERTS_SHOWN`]).
+    pub alerts_left_out: usize,
+    /// The timeline was drawn from the newest [`HISTORY_ROWS`] transitions only.
+    pub history_cut: bool,
+    pub history_rows: String,
     pub rule_count: usize,
     /// "2 rules are evaluated", "1 rule is evaluated".
     pub rules_phrase: String,
@@ -480,6 +487,8 @@ pub async fn page(
     });
     let firing_count = firing.iter().filter(|a| a.state == "firing").count();
     let pending_count = firing.len() - firing_count;
+    let alerts_left_out = firing.len().saturating_sub(ALERTS_SHOWN);
+    firing.truncate(ALERTS_SHOWN);
 
     let from = now - range_ms;
     let mut history = state
@@ -493,6 +502,8 @@ pub async fn page(
             HISTORY_ROWS,
         )
         .await?;
+    // the newest rows only: say so when older transitions of the range were left out
+    let history_cut = history.len() as i64 >= HISTORY_ROWS;
     history.reverse(); // oldest first
     let (mut lanes, lanes_total) = timeline(&history, &rules, &routes, from, now);
     let lanes_left_out = lanes_total.saturating_sub(LANES_SHOWN);
@@ -552,6 +563,9 @@ pub async fn page(
         firing,
         firing_count,
         pending_count,
+        alerts_left_out,
+        history_cut,
+        history_rows: format::int(HISTORY_ROWS),
         rule_count: rules.len(),
         rules_phrase: if rules.len() == 1 {
             "1 rule is evaluated".to_string()
