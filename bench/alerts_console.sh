@@ -33,7 +33,7 @@ sleep 1 # the first evaluation round has run
 
 now=$(($(date +%s%N) / 1000000))
 sqlite3 "$dir/h.db" <<SQL
-PRAGMA busy_timeout = 5000;
+.timeout 5000
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ALERTS)
 INSERT INTO alerts (rule, labels, state, value, active_since_ms, fired_at_ms, keep_firing_since_ms, last_eval_ms)
 SELECT CASE WHEN i % 10 = 0 THEN 'RouteErrorRateCritical' ELSE 'RouteErrorRateWarning' END,

@@ -8,7 +8,8 @@
  *    table#rules-table (the forms are left alone). time[data-since-ms] reads
  *    "12 s ago" / "4 min 12 s ago", refreshed every second (absolute time in title).
  *  - Silenced marks: GET /api/v1/alerts items with a non-empty silenced_by unhide
- *    .silenced-mark in their row (rows matched by rule and labels).
+ *    .silenced-mark in their row (rows matched by rule and the labels of the row's
+ *    button[data-silence-labels]).
  *  - Rule editor (form#rule-form): "New rule", "Edit"/"View" (button[data-edit-rule])
  *    fill it from tr[data-rule] JSON; rules from harrier.toml (origin "config") open
  *    read-only with a note. "Check" → POST /api/v1/alert-rules/validate; "Save" →
@@ -97,7 +98,8 @@
         const silenced = new Set(alerts.filter((a) => Array.isArray(a.silenced_by) && a.silenced_by.length).map((a) => labelKey(a.rule, a.labels)));
         for (const tr of $$('#alerts-table tbody tr')) {
           let labels = {};
-          try { labels = JSON.parse(tr.dataset.labels || '{}'); } catch (_) { /* keep {} */ }
+          const btn = $('[data-silence-labels]', tr);
+          try { labels = JSON.parse((btn && btn.dataset.silenceLabels) || '{}'); } catch (_) { /* keep {} */ }
           const mark = $('.silenced-mark', tr);
           const is = silenced.has(labelKey(tr.dataset.rule, labels));
           if (mark) {

@@ -438,16 +438,40 @@ pub async fn page(
     let rule_of = |name: &str| rules.iter().find(|r| r.rule.name == name).map(|r| &r.rule);
     let muter = Muter::new(&state.store.active_silences(now).await?, now);
 
-    let mut firing: Vec<AlertRow> = alerts
+    // firing first, the most severe first, then the oldest; only the rows shown are built
+    use crate::alerts::eval::Phase;
+    let since_of = |a: &crate::alerts::eval::Alert| {
+        if a.state == Phase::Firing {
+            a.fired_at_ms.unwrap_or(a.active_since_ms)
+        } else {
+            a.active_since_ms
+        }
+    };
+    let mut order: Vec<(bool, std::cmp::Reverse<u8>, i64, usize)> = alerts
         .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let sev = rule_of(&a.rule).map_or(0, |r| severity_rank(&r.severity));
+            (
+                a.state != Phase::Firing,
+                std::cmp::Reverse(sev),
+                since_of(a),
+                i,
+            )
+        })
+        .collect();
+    order.sort_unstable();
+    let firing_count = alerts.iter().filter(|a| a.state == Phase::Firing).count();
+    let pending_count = alerts.len() - firing_count;
+    let alerts_left_out = alerts.len().saturating_sub(ALERTS_SHOWN);
+    let firing: Vec<AlertRow> = order
+        .iter()
+        .take(ALERTS_SHOWN)
+        .map(|&(.., i)| &alerts[i])
         .map(|a| {
             let rule = rule_of(&a.rule);
             let view = crate::alerts::AlertView::new(a, rule, &muter);
-            let since_ms = if a.state == crate::alerts::eval::Phase::Firing {
-                a.fired_at_ms.unwrap_or(a.active_since_ms)
-            } else {
-                a.active_since_ms
-            };
+            let since_ms = since_of(a);
             AlertRow {
                 rule: a.rule.clone(),
                 sev_class: severity_class(&view.severity),
@@ -478,17 +502,6 @@ pub async fn page(
             }
         })
         .collect();
-    // firing first, the most severe first, then the oldest
-    firing.sort_by(|a, b| {
-        (a.state != "firing")
-            .cmp(&(b.state != "firing"))
-            .then(severity_rank(&b.severity).cmp(&severity_rank(&a.severity)))
-            .then(a.since_ms.cmp(&b.since_ms))
-    });
-    let firing_count = firing.iter().filter(|a| a.state == "firing").count();
-    let pending_count = firing.len() - firing_count;
-    let alerts_left_out = firing.len().saturating_sub(ALERTS_SHOWN);
-    firing.truncate(ALERTS_SHOWN);
 
     let from = now - range_ms;
     let mut history = state
@@ -541,7 +554,7 @@ pub async fn page(
     let mut per_rule: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for a in &alerts {
         let e = per_rule.entry(a.rule.as_str()).or_default();
-        if a.state == crate::alerts::eval::Phase::Firing {
+        if a.state == Phase::Firing {
             e.0 += 1;
         } else {
             e.1 += 1;
