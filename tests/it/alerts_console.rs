@@ -976,3 +976,62 @@ async fn live_run_alerts_are_marked_on_the_run_report() {
     screenshot(&client, "alerts-run-marks.png").await;
     client.close().await.unwrap();
 }
+
+/// With more active alerts than the page lists, the most severe firing ones are listed
+/// and the rest are counted, never silently dropped.
+#[tokio::test]
+async fn a_crowd_of_alerts_lists_the_worst_and_counts_the_rest() {
+    use harrier::alerts::eval::{Alert, Phase};
+    let app = spawn_app().await;
+    for (name, severity) in [("Many", "warning"), ("Worst", "critical")] {
+        let mut r = rule(name, "0s");
+        r["severity"] = json!(severity);
+        let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+        assert_eq!(created.status, StatusCode::CREATED);
+    }
+    let now = harrier::now_ms();
+    let alert = |rule: &str, i: usize, state: Phase| Alert {
+        rule: rule.into(),
+        labels: [("route".to_string(), format!("/check/{i}"))].into(),
+        state,
+        value: Some(12.0),
+        active_since_ms: now - 60_000,
+        fired_at_ms: (state == Phase::Firing).then_some(now - 30_000),
+        keep_firing_since_ms: None,
+        last_eval_ms: now,
+    };
+    let mut alerts: Vec<Alert> = (0..540)
+        .map(|i| {
+            alert(
+                "Many",
+                i,
+                if i % 2 == 0 {
+                    Phase::Firing
+                } else {
+                    Phase::Pending
+                },
+            )
+        })
+        .collect();
+    alerts.push(alert("Worst", 0, Phase::Firing));
+    app.state
+        .store
+        .save_evaluation(&["Many".into(), "Worst".into()], &alerts, &[], now)
+        .await
+        .unwrap();
+    let page = app.get("/console/alerts").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    let html = page.html();
+    let rows = select_texts(&html, "#alerts-table tbody tr td.name");
+    assert_eq!(rows.len(), 500, "{}", &page.text()[..3000.min(page.text().len())]);
+    assert_eq!(rows[0], "Worst", "the critical one comes first");
+    let states = select_texts(&html, "#alerts-table tbody tr td:nth-child(2)");
+    assert!(
+        states[..271].iter().all(|s| s == "firing"),
+        "firing before pending"
+    );
+    let note = select_texts(&html, "#alerts-left-out").join("");
+    assert!(note.starts_with("41 more active alerts"), "{note}");
+    let counts = select_texts(&html, "#now-counts").join("");
+    assert_eq!(counts, "271 firing · 270 pending");
+}
