@@ -1023,7 +1023,12 @@ async fn a_crowd_of_alerts_lists_the_worst_and_counts_the_rest() {
     assert_eq!(page.status, StatusCode::OK, "{}", page.text());
     let html = page.html();
     let rows = select_texts(&html, "#alerts-table tbody tr td.name");
-    assert_eq!(rows.len(), 500, "{}", &page.text()[..3000.min(page.text().len())]);
+    assert_eq!(
+        rows.len(),
+        500,
+        "{}",
+        &page.text()[..3000.min(page.text().len())]
+    );
     assert_eq!(rows[0], "Worst", "the critical one comes first");
     let states = select_texts(&html, "#alerts-table tbody tr td:nth-child(2)");
     assert!(
