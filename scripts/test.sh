@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what the tests need (Debian's chromium and
 # chromium-driver for the browser tests; prometheus, whose own /metrics the route
-# scraper is tested against), then runs `cargo test`.
+# scraper is tested against; prometheus-alertmanager, which the alerts test sends
+# to), then runs `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,10 +10,11 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+[ -x /usr/bin/prometheus-alertmanager ] || missing+=(prometheus-alertmanager)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing ${missing[*]} (Debian packages, for the browser and scrape tests)"
+  echo "installing ${missing[*]} (Debian packages, for the browser, scrape and alerts tests)"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

@@ -3,43 +3,66 @@
 //! - `GET /api/v1/alerts` → `[AlertView…]`: the active alerts, `{"rule", "labels",
 //!   "state": "pending"|"firing", "value", "active_since_ms", "fired_at_ms", "severity",
 //!   "summary"}`, firing first;
-//! - `GET /api/v1/alerts/history?rule=&limit=` → `[HistoryRow…]` newest first (`limit`
-//!   default 200, at most 5000): `{"id", "rule", "labels", "change": "pending"|"firing"|
-//!   "resolved"|"inactive", "value", "at_ms"}`;
+//! - `GET /api/v1/alerts/history?rule=&limit=&from=&to=&route_id=&run_id=` →
+//!   `[HistoryRow…]` newest first (`limit` default 200, at most 5000): `{"id", "rule",
+//!   "labels", "change": "pending"|"firing"|"resolved"|"inactive", "value", "at_ms"}`.
+//!   `from` / `to` are unix ms; with `from`, alerts pending or firing at `from` also get
+//!   their last earlier row. `route_id` keeps the alerts of that route (its `service`,
+//!   `instance` and `route` labels; 404 if unknown), `run_id` those of that live run (its
+//!   `run` label, from rules that watch a scenario's live runs);
 //! - `GET /api/v1/alert-rules` → `[StoredRule…]` (the rule with `origin` and `updated_at_ms`);
 //! - `POST /api/v1/alert-rules` with a rule (see [`Rule`]) → 201 `StoredRule`;
+//! - `POST /api/v1/alert-rules/validate` with a rule → 200 `{"ok": true, "rule": Rule}` (the
+//!   rule as it would be stored, defaults filled in), or the same 400 as a save; nothing is
+//!   stored;
 //! - `GET|PUT|DELETE /api/v1/alert-rules/{name}` → `StoredRule` | `StoredRule` | 204.
 //!   Rules from `harrier.toml` are changed there, not here (400).
 //!
-//! Errors are `{"error": "…"}`; a rule that does not validate names the field.
+//! - `GET /api/v1/silences` → `[Silence…]` newest first: `{"id", "matchers": [{"name",
+//!   "value", "op": "="|"!="|"=~"|"!~"}], "starts_at_ms", "ends_at_ms", "comment",
+//!   "created_by", "state": "active"|"pending"|"expired"}` (expired ones kept 7 days);
+//! - `POST /api/v1/silences` with `{"matchers", "starts_at_ms"?, "ends_at_ms"? |
+//!   "duration"?, "comment", "created_by"?}` → 201 `Silence`;
+//! - `DELETE /api/v1/silences/{id}` → 204 (expired now); 404 if unknown.
+//!
+//! Errors are `{"error": "…"}`; a rule that does not validate is answered
+//! `{"error": "…", "field": "threshold"}` (the field as named in the rule's JSON, dotted for
+//! nested ones: `subject.route`); a silence that does not validate names the field in the
+//! message.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use crate::alerts::AlertView;
 use crate::alerts::eval::Phase;
 use crate::alerts::rule::Rule;
+use crate::alerts::silence::{Muter, NewSilence, Silence};
 use crate::app::AppState;
 use crate::error::{Error, Result};
-use crate::store::{HistoryRow, StoredRule};
+use crate::store::{HistoryFilter, HistoryRow, StoredRule};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/alerts", get(list_alerts))
         .route("/api/v1/alerts/history", get(history))
         .route("/api/v1/alert-rules", get(list_rules).post(create_rule))
+        .route("/api/v1/alert-rules/validate", post(validate_rule))
         .route(
             "/api/v1/alert-rules/{name}",
             get(get_rule).put(update_rule).delete(delete_rule),
         )
+        .route("/api/v1/silences", get(list_silences).post(create_silence))
+        .route("/api/v1/silences/{id}", delete(expire_silence))
 }
 
 async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView>>> {
+    let now = crate::now_ms();
+    let muter = Muter::new(&state.store.active_silences(now).await?, now);
     let rules = state.store.list_alert_rules().await?;
     let mut alerts = state.store.list_alerts().await?;
     alerts.sort_by_key(|a| (a.state != Phase::Firing, a.active_since_ms));
@@ -51,7 +74,7 @@ async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView
                     .iter()
                     .find(|r| r.rule.name == a.rule)
                     .map(|r| &r.rule);
-                AlertView::new(a, rule)
+                AlertView::new(a, rule, &muter)
             })
             .collect(),
     ))
@@ -61,6 +84,21 @@ async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView
 struct HistoryQuery {
     rule: Option<String>,
     limit: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    route_id: Option<String>,
+    run_id: Option<String>,
+}
+
+/// An optional integer query parameter: absent or empty is `None`.
+fn int_param(name: &str, v: Option<&str>) -> Result<Option<i64>> {
+    match v.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => s
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| Error::BadRequest(format!("{name} must be an integer, got {s:?}"))),
+    }
 }
 
 async fn history(
@@ -77,20 +115,83 @@ async fn history(
                 Error::BadRequest(format!("limit must be a number from 1 to 5000, got {s:?}"))
             })?,
     };
-    let rule = q.rule.as_deref().filter(|s| !s.is_empty());
-    Ok(Json(state.store.alert_history(rule, limit).await?))
+    let mut filter = HistoryFilter {
+        rule: q.rule.filter(|s| !s.is_empty()),
+        from_ms: int_param("from", q.from.as_deref())?,
+        to_ms: int_param("to", q.to.as_deref())?,
+        ..HistoryFilter::default()
+    };
+    if let (Some(f), Some(t)) = (filter.from_ms, filter.to_ms)
+        && f > t
+    {
+        return Err(Error::BadRequest(format!(
+            "from ({f}) must not be after to ({t})"
+        )));
+    }
+    if let Some(id) = int_param("route_id", q.route_id.as_deref())? {
+        let info = state
+            .store
+            .route_infos(None, Some(id))
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::NotFound(format!("route {id}")))?;
+        let labels = crate::alerts::evaluator::route_labels(&info);
+        for key in ["service", "instance", "route"] {
+            if let Some(v) = labels.get(key) {
+                filter.labels.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+    if let Some(id) = int_param("run_id", q.run_id.as_deref())? {
+        filter.labels.insert("run".to_string(), id.to_string());
+    }
+    Ok(Json(
+        state.store.alert_history_filtered(&filter, limit).await?,
+    ))
 }
 
 async fn list_rules(State(state): State<AppState>) -> Result<Json<Vec<StoredRule>>> {
     Ok(Json(state.store.list_alert_rules().await?))
 }
 
-fn parse_rule(body: std::result::Result<Json<Rule>, JsonRejection>) -> Result<Rule> {
-    let Json(rule) =
-        body.map_err(|e| Error::BadRequest(format!("alert rule: {}", e.body_text())))?;
-    rule.validate()
-        .map_err(|e| Error::BadRequest(e.to_string()))?;
+/// The field a JSON body error is about: serde's path before the first ": " of the
+/// message (`for: expected a duration …` → `for`), when there is one.
+fn json_error_field(text: &str) -> Option<String> {
+    let detail = text.split_once("target type: ").map(|(_, d)| d)?;
+    if let Some(rest) = detail.strip_prefix("missing field `") {
+        return rest.split_once('`').map(|(f, _)| f.to_string());
+    }
+    let (path, _) = detail.split_once(": ")?;
+    let ok = !path.is_empty()
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c));
+    ok.then(|| path.to_string())
+}
+
+/// The rule in a request body, checked; errors name the field (see [`Error::Field`]).
+pub fn parse_rule(body: std::result::Result<Json<Rule>, JsonRejection>) -> Result<Rule> {
+    let Json(rule) = body.map_err(|e| {
+        let text = e.body_text();
+        let message = format!("alert rule: {text}");
+        match json_error_field(&text) {
+            Some(field) => Error::Field { field, message },
+            None => Error::BadRequest(message),
+        }
+    })?;
+    rule.validate().map_err(|e| Error::Field {
+        field: e.field.to_string(),
+        message: e.to_string(),
+    })?;
     Ok(rule)
+}
+
+async fn validate_rule(
+    body: std::result::Result<Json<Rule>, JsonRejection>,
+) -> Result<Json<serde_json::Value>> {
+    let rule = parse_rule(body)?;
+    Ok(Json(serde_json::json!({ "ok": true, "rule": rule })))
 }
 
 async fn stored(state: &AppState, name: &str) -> Result<StoredRule> {
@@ -111,10 +212,13 @@ async fn create_rule(
         .insert_alert_rule(&rule, "api", crate::now_ms())
         .await?
     {
-        return Err(Error::BadRequest(format!(
-            "an alert rule named {:?} exists; change it with PUT or pick another name",
-            rule.name
-        )));
+        return Err(Error::Field {
+            field: "name".into(),
+            message: format!(
+                "an alert rule named {:?} exists; change it with PUT or pick another name",
+                rule.name
+            ),
+        });
     }
     Ok((StatusCode::CREATED, Json(stored(&state, &rule.name).await?)).into_response())
 }
@@ -144,10 +248,13 @@ async fn update_rule(
     let rule = parse_rule(body)?;
     not_from_config(&stored(&state, &name).await?)?;
     if rule.name != name && state.store.get_alert_rule(&rule.name).await?.is_some() {
-        return Err(Error::BadRequest(format!(
-            "an alert rule named {:?} exists; pick another name",
-            rule.name
-        )));
+        return Err(Error::Field {
+            field: "name".into(),
+            message: format!(
+                "an alert rule named {:?} exists; pick another name",
+                rule.name
+            ),
+        });
     }
     if !state
         .store
@@ -172,4 +279,59 @@ async fn delete_rule(
         return Err(Error::NotFound(format!("alert rule {name:?}")));
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_silences(State(state): State<AppState>) -> Result<Json<Vec<Silence>>> {
+    Ok(Json(state.store.list_silences(crate::now_ms()).await?))
+}
+
+async fn create_silence(
+    State(state): State<AppState>,
+    body: std::result::Result<Json<NewSilence>, JsonRejection>,
+) -> Result<Response> {
+    let Json(new) = body.map_err(|e| Error::BadRequest(format!("silence: {}", e.body_text())))?;
+    let now = crate::now_ms();
+    let spec = new
+        .check(now)
+        .map_err(|e| Error::BadRequest(format!("silence: {e}")))?;
+    let silence = state.store.insert_silence(&spec, now).await?;
+    Ok((StatusCode::CREATED, Json(silence)).into_response())
+}
+
+async fn expire_silence(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| Error::NotFound(format!("silence {id:?}")))?;
+    if !state.store.expire_silence(id, crate::now_ms()).await? {
+        return Err(Error::NotFound(format!("silence {id}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_error_field;
+
+    #[test]
+    fn json_errors_name_their_field() {
+        let text = "Failed to deserialize the JSON body into the target type: for: expected a \
+                    duration such as 30s, 5m or 1h, got \"2 weeks\" at line 1 column 80";
+        assert_eq!(json_error_field(text).as_deref(), Some("for"));
+        let nested = "Failed to deserialize the JSON body into the target type: subject.route: \
+                      invalid type: integer `3`, expected a string at line 1 column 20";
+        assert_eq!(json_error_field(nested).as_deref(), Some("subject.route"));
+        let root = "Failed to deserialize the JSON body into the target type: missing field \
+                    `measure` at line 1 column 2";
+        assert_eq!(json_error_field(root).as_deref(), Some("measure"));
+        let odd =
+            "Failed to deserialize the JSON body into the target type: expected value at line 1";
+        assert_eq!(json_error_field(odd), None);
+        assert_eq!(
+            json_error_field("Expected request with `Content-Type: application/json`"),
+            None
+        );
+    }
 }

@@ -79,7 +79,12 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api_routes::router())
         .merge(crate::comparisons::router())
         .merge(crate::api_alerts::router())
-        .merge(crate::console::router())
+        .merge(
+            crate::console::router().route_layer(middleware::from_fn_with_state(
+                state.clone(),
+                crate::console::alerts::with_badge,
+            )),
+        )
         .fallback(crate::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn(crate::telemetry::track_http))
@@ -194,10 +199,14 @@ pub async fn serve(
         .external_url
         .clone()
         .unwrap_or_else(|| format!("http://{}", self_addr.map_or(state.config.listen, |a| a)));
+    let dispatch = crate::alerts::notify::Dispatch {
+        channels: state.config.alerts.channels.clone(),
+        external_url,
+        evaluation_interval_ms: state.config.alerts.evaluation_interval.ms(),
+    };
     tokio::spawn(crate::alerts::notify::run(
         state.store.clone(),
-        Arc::new(state.config.alerts.channels.clone()),
-        external_url,
+        Arc::new(dispatch),
         alerts_wake,
         token.clone(),
     ));

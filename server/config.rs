@@ -249,6 +249,16 @@ pub struct FileConfig {
     #[serde(default)]
     pub targets: Vec<TargetSpec>,
     pub alerts: Option<AlertsConfig>,
+    pub server: Option<ServerSection>,
+}
+
+/// `[server]` in `harrier.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// harrier's address as its users reach it (`https://harrier.example.com`): links in
+    /// alert notifications point there. Default: `http://` + the listen address.
+    pub public_url: Option<String>,
 }
 
 /// Default idle time after which a live run is complete, seconds.
@@ -326,7 +336,13 @@ impl Config {
             None => FileConfig::default(),
         };
         let defaults = Config::default();
-        let alerts = file.alerts.unwrap_or_default();
+        let mut alerts = file.alerts.unwrap_or_default();
+        if alerts.external_url.is_none() {
+            alerts.external_url = file
+                .server
+                .and_then(|s| s.public_url)
+                .map(|u| u.trim_end_matches('/').to_string());
+        }
         if let Err(message) = alerts.validate() {
             return Err(ConfigError {
                 path: args

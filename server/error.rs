@@ -19,6 +19,10 @@ pub enum Error {
     /// The request itself is wrong; the message says what to send instead.
     #[error("{0}")]
     BadRequest(String),
+    /// One field of the request body is wrong: answered 400 `{"error", "field"}`, so a
+    /// form can show the message next to the field (`threshold`, `subject.route`, …).
+    #[error("{message}")]
+    Field { field: String, message: String },
     /// The input is larger than the configured limit.
     #[error("{0}")]
     TooLarge(String),
@@ -38,7 +42,7 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
-            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::BadRequest(_) | Error::Field { .. } => StatusCode::BAD_REQUEST,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Ingest(IngestError::Io { .. }) => StatusCode::BAD_REQUEST,
             Error::Ingest(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -67,10 +71,12 @@ impl From<sqlx::Error> for Error {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
-        (
-            status,
-            Json(serde_json::json!({ "error": self.public_message() })),
-        )
-            .into_response()
+        let body = match &self {
+            Error::Field { field, message } => {
+                serde_json::json!({ "error": message, "field": field })
+            }
+            _ => serde_json::json!({ "error": self.public_message() }),
+        };
+        (status, Json(body)).into_response()
     }
 }

@@ -36,6 +36,14 @@
  *     synthetic {type:"resync", reason:"reconnected"} is dispatched, because
  *     messages may have been missed. #live-status shows the state
  *     (data-state = connecting | live | reconnecting).
+ *  4b. Alerts on every page: span#alerts-badge (in the nav's Alerts entry, rendered
+ *     by the server) shows the firing count, coloured by the highest severity
+ *     (class sev-critical | sev-error | sev-warning | sev-info; hidden at 0); on
+ *     harrier:alert_firing / alert_resolved / resync it is refetched from
+ *     GET /api/v1/alerts. Each alert_firing / alert_resolved also shows a toast in
+ *     div#toasts (fixed top-right, stacked, newest on top, at most 5, auto-dismissed
+ *     after 8 s unless hovered, × to dismiss, a link to /console/alerts). The badge
+ *     makes every page open the live socket (still one per page).
  *  5. Runs tables: any table#runs-table (Runs and Overview pages) follows
  *     harrier:run_imported / run_updated / run_deleted / resync (GET /api/v1/runs).
  *     run_updated {run: RunListItem} replaces the row in place and re-applies
@@ -373,6 +381,87 @@
       if (doc.visibilityState === 'visible' && !live.socket && timer) connect();
     });
     connect();
+  }
+
+  // ── 4b. alerts: nav badge and toasts (every page) ─────────────────────
+  const SEV_RANK = { critical: 3, page: 3, emergency: 3, fatal: 3, disaster: 3, error: 2, high: 2, major: 2, warning: 1, warn: 1, medium: 1, minor: 1 };
+  const SEV_CLASS = ['sev-info', 'sev-warning', 'sev-error', 'sev-critical'];
+  const sevRank = (s) => SEV_RANK[String(s || '').toLowerCase()] || 0;
+  const sevClass = (s) => SEV_CLASS[sevRank(s)];
+  const TOAST_MS = 8000;
+  const TOASTS_MAX = 5;
+
+  /** Sets #alerts-badge from GET /api/v1/alerts items: firing count, highest severity. */
+  function setBadge(alerts) {
+    const badge = $('#alerts-badge');
+    if (!badge || !Array.isArray(alerts)) return;
+    const firing = alerts.filter((a) => a && a.state === 'firing');
+    const rank = firing.reduce((m, a) => Math.max(m, sevRank(a.severity)), 0);
+    badge.textContent = String(firing.length);
+    badge.dataset.count = String(firing.length);
+    badge.className = 'nav-badge ' + SEV_CLASS[rank];
+    badge.title = firing.length + ' firing';
+    badge.hidden = firing.length === 0;
+  }
+
+  let badgeTimer = null;
+  /** Refetches the alerts for the badge (debounced: a round can fire many at once). */
+  function refreshBadge() {
+    clearTimeout(badgeTimer);
+    badgeTimer = setTimeout(async () => {
+      try {
+        const res = await fetch('/api/v1/alerts', { headers: { Accept: 'application/json' } });
+        if (res.ok) setBadge(await res.json());
+      } catch (_) { /* the next event or resync tries again */ }
+    }, 150);
+  }
+
+  /** What an alert is about, in a few words: "/checkout · orders", "run 12". */
+  function alertSubject(labels) {
+    const l = labels || {};
+    if (l.run && !l.route) return (l.run_name || 'run ' + l.run) + (l.scenario ? ' \u00b7 ' + l.scenario : '');
+    if (l.route) return l.route + (l.service ? ' \u00b7 ' + l.service : '');
+    return Object.keys(l).filter((k) => k !== 'alertname').map((k) => k + '=' + l[k]).join(' ');
+  }
+
+  /**
+   * A toast for an alert_firing / alert_resolved message: top-right, stacked (at most
+   * 5, oldest dropped), dismissed after 8 s (held while hovered or focused) or by its
+   * × button; it links to /console/alerts. Fixed position: the page never moves.
+   */
+  function alertToast(msg) {
+    const box = $('#toasts');
+    const a = msg && msg.alert;
+    if (!box || !a) return null;
+    const resolved = msg.type === 'alert_resolved';
+    const close = h('button', { type: 'button', class: 'toast-close', 'aria-label': 'Dismiss' }, '\u00d7');
+    const el = h('div', { class: 'toast ' + (resolved ? 'is-resolved' : sevClass(a.severity)), 'data-rule': a.rule, 'data-change': resolved ? 'resolved' : 'firing' },
+      h('div', { class: 'toast-head' },
+        h('span', { class: 'sev-chip ' + (resolved ? 'sev-ok' : sevClass(a.severity)) }, resolved ? 'resolved' : (a.severity || 'alert')),
+        h('strong', { class: 'toast-rule', title: a.rule }, a.rule),
+        close),
+      h('div', { class: 'toast-body' }, a.summary || alertSubject(a.labels)),
+      h('div', { class: 'toast-foot' },
+        h('span', { class: 'hint' }, (resolved ? 'resolved ' : 'fired ') + fmt.time(resolved ? msg.resolved_at_ms : (a.fired_at_ms || a.active_since_ms)) +
+          (a.summary ? ' \u00b7 ' + alertSubject(a.labels) : '') + (msg.silenced ? ' \u00b7 silenced, not notified' : '')),
+        h('a', { href: '/console/alerts', class: 'toast-link' }, 'Alerts \u2192')));
+    let timer = null;
+    const dismiss = () => { clearTimeout(timer); el.remove(); };
+    const arm = () => { clearTimeout(timer); timer = setTimeout(dismiss, TOAST_MS); };
+    close.addEventListener('click', dismiss);
+    el.addEventListener('mouseenter', () => clearTimeout(timer));
+    el.addEventListener('mouseleave', arm);
+    el.addEventListener('focusin', () => clearTimeout(timer));
+    box.prepend(el);
+    while (box.children.length > TOASTS_MAX) box.lastElementChild.remove();
+    arm();
+    return el;
+  }
+
+  function initAlertsUi() {
+    on('alert_firing', (msg) => { alertToast(msg); refreshBadge(); });
+    on('alert_resolved', (msg) => { alertToast(msg); refreshBadge(); });
+    on('resync', refreshBadge);
   }
 
   // ── 5. runs tables ────────────────────────────────────────────────────
@@ -822,8 +911,9 @@
         series: [xSeries].concat(series_),
         axes: [xAxis].concat(axes),
         hooks: {
-          draw: [drawPartial, (u) => drawCapacity(u, ctx.capacity && ctx.capacity.at_ms, ctx.capacity)],
+          draw: [drawPartial, (u) => drawCapacity(u, ctx.capacity && ctx.capacity.at_ms, ctx.capacity)].concat(ctx.marks ? [ctx.marks.draw] : []),
           setScale: [(u, key) => { if (key === 'x') syncZoom(u); }],
+          setCursor: ctx.marks ? [ctx.marks.cursor] : [],
         },
       };
       const u = new uPlot(opts, data, box);
@@ -1339,7 +1429,9 @@
       dist: null, distError: null, distLoading: hasDist, distCharts: [],
     };
     // data.timeseries is the run's all-requests series: load vs. users takes each second's user level from it
-    const ctx = () => ({ run: data.run, label: state.label, capacity: data.capacity || null, runSeries: data.timeseries || null });
+    // alert periods of live-run rules for this run (static/alertmarks.js, when loaded)
+    const marks = window.harrierAlertMarks && data.run && isNum(data.run.id) ? window.harrierAlertMarks.forRun(data.run.id) : null;
+    const ctx = () => ({ run: data.run, label: state.label, capacity: data.capacity || null, runSeries: data.timeseries || null, marks });
 
     /** Over-time charts and load vs. users (both from state.series). */
     function drawSeries() {
@@ -1624,7 +1716,8 @@
   }
 
   // ── boot ──────────────────────────────────────────────────────────────
-  const harrier = { fmt, sortTable, resort, localizeTimes, runRow, live, buildCharts, buildDistCharts, buildVsUsers, usersLevels, parseTags, formatTags, toolName };
+  const harrier = { fmt, sortTable, resort, localizeTimes, runRow, live, buildCharts, buildDistCharts, buildVsUsers, usersLevels, parseTags, formatTags, toolName,
+    alerts: { sevRank, sevClass, setBadge, refreshBadge, toast: alertToast, subject: alertSubject }, alertMarks: window.harrierAlertMarks || null };
   window.harrier = harrier;
 
   function boot() {
@@ -1639,7 +1732,9 @@
     if (editForm) initRunEdit(editForm);
     const del = $('#run-delete');
     if (del) initRunDelete(del);
-    if (doc.body.hasAttribute('data-live')) startLive();
+    // one socket per page: pages with live data, and every page with the alerts badge
+    if ($('#alerts-badge')) initAlertsUi();
+    if (doc.body.hasAttribute('data-live') || $('#alerts-badge')) startLive();
   }
 
   if (doc.readyState === 'loading') doc.addEventListener('DOMContentLoaded', boot);

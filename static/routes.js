@@ -22,7 +22,8 @@
  *  div.chart[data-chart="throughput"|"errors"|"latency"|"inflight"] (uPlot)
  *  button[data-range="15m"|"1h"|"6h"|"24h"|"7d"|"30d"] (aria-pressed) refetch
  *    series_url?from=&to=; runs overlapping the range are shaded bands (click one:
- *    /console/runs/{id}) and listed as links in ul#run-bands.
+ *    /console/runs/{id}) and listed as links in ul#run-bands. Alert periods of this
+ *    route are marked by static/alertmarks.js (forRoute) when it is loaded.
  *  Live tail: harrier:routes_updated naming this route refetches the series (at
  *    most every 5 s) and rewrites #route-kpis .kpi[data-key] values.
  *  Exposed as window.harrier.routes.
@@ -242,6 +243,7 @@
       const boxes = {};
       for (const el of $$('.chart[data-chart]')) boxes[el.dataset.chart] = el;
       const state = { series: data.series, rangeMs: data.range_ms || 3600e3, charts: [], lastFetch: 0, timer: null };
+      const marks = window.harrierAlertMarks ? window.harrierAlertMarks.forRoute(data.route.id) : null; // static/alertmarks.js
 
       function emptyBox(box, title, help) {
         box.querySelectorAll('.chart-empty').forEach((n) => n.remove());
@@ -304,7 +306,7 @@
         const line = (label, color, f, extra) => Object.assign({ label, stroke: cssVar(color, '#888'), width: 1.5, points: { show: false },
           value: (u, v) => (isNum(v) ? f(v) : NULL) }, extra || {});
         const clean = (arr) => (arr || []).map((v) => (isNum(v) ? v : null));
-        const hooks = { draw: [bandsHook(s.runs)], setScale: [(u, key) => { if (key === 'x') sync(u); }] };
+        const hooks = { draw: [bandsHook(s.runs)].concat(marks ? [marks.draw] : []), setCursor: marks ? [marks.cursor] : [], setScale: [(u, key) => { if (key === 'x') sync(u); }] };
         let syncing = false;
         function sync(src) {
           if (syncing) return;

@@ -13,10 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::eval::{self, Change, Measured, Transition};
 use super::rule::{Labels, Measure, Rule};
+use super::silence::Muter;
 use super::{AlertView, AlertsConfig};
 use crate::live::{Event, Hub};
 use crate::routes::Figures;
-use crate::store::{RouteInfo, Store};
+use crate::store::{LiveRunWindow, RouteInfo, Store};
 
 /// A route subject's labels: `service`, `instance`, `route`, `target`, `source`.
 pub fn route_labels(info: &RouteInfo) -> Labels {
@@ -56,6 +57,49 @@ pub fn measure(m: Measure, info: &RouteInfo, f: &Figures) -> Option<f64> {
     }
 }
 
+/// A live run subject's labels: `scenario`, `run` (its id), `run_name`.
+pub fn run_labels(w: &LiveRunWindow) -> Labels {
+    [
+        ("scenario", w.scenario.clone().unwrap_or_default()),
+        ("run", w.id.to_string()),
+        ("run_name", w.name.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A rule's measure over a live run's per-second buckets in the window ending at
+/// `now_ms`: error % = errors / requests × 100; rates per second over the part of the
+/// window the run has covered (at least 1 s); mean = Σ response time / requests;
+/// p95 / p99 from the merged bucket histograms (nearest rank). `None` without requests
+/// (rates: 0), and for measures not taken on runs.
+pub fn run_measure(m: Measure, w: &LiveRunWindow, window_ms: i64, now_ms: i64) -> Option<f64> {
+    let count = w.count as f64;
+    let covered_ms = match w.first_start_ms {
+        Some(first) => (now_ms - first.max(now_ms - window_ms)).clamp(1000, window_ms.max(1000)),
+        None => window_ms.max(1000),
+    };
+    let span_s = covered_ms as f64 / 1000.0;
+    let percentile = |p: f64| {
+        let parts: Vec<&[u8]> = w.histograms.iter().map(Vec::as_slice).collect();
+        crate::runs::hdr::merge_histograms(&parts)
+            .ok()
+            .flatten()
+            .and_then(|h| crate::runs::hdr::histogram_percentile(&h, p))
+            .map(|v| v as f64)
+    };
+    match m {
+        Measure::ErrorPct => (w.count > 0).then(|| w.errors as f64 / count * 100.0),
+        Measure::ErrorsPerS => Some(w.errors as f64 / span_s),
+        Measure::ThroughputPerS => Some(count / span_s),
+        Measure::MeanMs => (w.count > 0).then(|| w.sum_ms as f64 / count),
+        Measure::P95Ms => percentile(95.0),
+        Measure::P99Ms => percentile(99.0),
+        Measure::Inflight | Measure::TargetDown | Measure::NoExchanges => None,
+    }
+}
+
 /// Stores the built-in rules (unless turned off) and the configuration file's rules.
 pub async fn seed(store: &Store, config: &AlertsConfig) -> crate::store::Result<()> {
     let builtin = if config.builtin_rules {
@@ -88,10 +132,31 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
         .collect();
     let prev = store.list_alerts().await?;
     let mut figures: HashMap<i64, Vec<(RouteInfo, Figures)>> = HashMap::new();
+    let mut live: HashMap<i64, Vec<LiveRunWindow>> = HashMap::new();
     let mut alerts = Vec::new();
     let mut transitions = Vec::new();
     for rule in &rules {
         let window = rule.window.ms();
+        if rule.subject.scenario.is_some() {
+            if let std::collections::hash_map::Entry::Vacant(e) = live.entry(window) {
+                e.insert(store.live_run_windows(window, now_ms).await?);
+            }
+            let measured: Vec<Measured> = live[&window]
+                .iter()
+                .filter_map(|w| {
+                    let labels = run_labels(w);
+                    rule.subject.matches_run(&labels).then(|| Measured {
+                        labels,
+                        value: run_measure(rule.measure, w, window, now_ms),
+                        count: Some(w.count as f64),
+                    })
+                })
+                .collect();
+            let out = eval::evaluate(rule, &measured, &prev, now_ms);
+            alerts.extend(out.alerts);
+            transitions.extend(out.transitions);
+            continue;
+        }
         if let std::collections::hash_map::Entry::Vacant(e) = figures.entry(window) {
             e.insert(store.route_figures(None, window, now_ms).await?);
         }
@@ -114,16 +179,37 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
     let notifications = store
         .save_evaluation(&names, &alerts, &transitions, now_ms)
         .await?;
+    // A live run watched by a firing scenario rule is failed at that moment.
+    for t in transitions.iter().filter(|t| t.change == Change::Firing) {
+        let scenario_rule = rules
+            .iter()
+            .any(|r| r.name == t.rule && r.subject.scenario.is_some());
+        let Some(run) = t.labels.get("run").and_then(|r| r.parse::<i64>().ok()) else {
+            continue;
+        };
+        if scenario_rule && store.fail_run(run, &t.rule, t.at_ms, t.value).await? {
+            tracing::info!(run, rule = %t.rule, "live run failed by an alert rule");
+            if let Some(item) = store.run_list_item(run).await? {
+                hub.publish(&Event::RunUpdated { run: item });
+            }
+        }
+    }
+    let muter = Muter::new(&store.active_silences(now_ms).await?, now_ms);
     for t in &transitions {
         let rule = rules.iter().find(|r| r.name == t.rule);
         match t.change {
-            Change::Firing => hub.publish(&Event::AlertFiring {
-                alert: AlertView::new(&t.alert, rule),
-            }),
+            Change::Firing => {
+                let view = AlertView::new(&t.alert, rule, &muter);
+                hub.publish(&Event::AlertFiring {
+                    silenced: !view.silenced_by.is_empty(),
+                    alert: view,
+                })
+            }
             Change::Resolved => {
-                let mut view = AlertView::new(&t.alert, rule);
+                let mut view = AlertView::new(&t.alert, rule, &muter);
                 view.state = "resolved".into();
                 hub.publish(&Event::AlertResolved {
+                    silenced: !view.silenced_by.is_empty(),
                     alert: view,
                     resolved_at_ms: t.at_ms,
                 })

@@ -11,6 +11,7 @@ pub mod evaluator;
 pub mod notify;
 pub mod rule;
 pub mod ruletest;
+pub mod silence;
 
 use serde::{Deserialize, Serialize};
 
@@ -127,14 +128,21 @@ pub struct AlertView {
     pub severity: String,
     /// The rule's summary template, rendered.
     pub summary: Option<String>,
+    /// Ids of the silences muting this alert (empty when none): it is still evaluated
+    /// and listed, but not notified.
+    pub silenced_by: Vec<i64>,
 }
 
 impl AlertView {
-    /// The view of `alert` under `rule` (when the rule is known).
-    pub fn new(alert: &Alert, rule: Option<&Rule>) -> AlertView {
+    /// The view of `alert` under `rule` (when the rule is known); `muter` holds the
+    /// silences in force. `labels` include `alertname` (and `severity` when the rule is
+    /// known), as the channels and silences see them.
+    pub fn new(alert: &Alert, rule: Option<&Rule>, muter: &silence::Muter) -> AlertView {
+        let labels = alert_labels(&alert.rule, &alert.labels, rule);
         AlertView {
+            silenced_by: muter.silenced_by(&labels),
             rule: alert.rule.clone(),
-            labels: alert.labels.clone(),
+            labels,
             state: alert.state.as_str().to_string(),
             value: alert.value.filter(|v| v.is_finite()),
             active_since_ms: alert.active_since_ms,
@@ -147,6 +155,17 @@ impl AlertView {
             }),
         }
     }
+}
+
+/// An alert's labels as channels and silences see them: the subject's labels plus
+/// `alertname` (the rule's name) and `severity` (when the rule is known).
+pub fn alert_labels(rule_name: &str, subject: &Labels, rule: Option<&Rule>) -> Labels {
+    let mut labels = subject.clone();
+    labels.insert("alertname".into(), rule_name.to_string());
+    if let Some(r) = rule {
+        labels.insert("severity".into(), r.severity.clone());
+    }
+    labels
 }
 
 #[cfg(test)]

@@ -1,14 +1,25 @@
-//! Notifications: the outbox written by the evaluator (one notice when an episode fires,
-//! one when it resolves) is delivered to every configured channel, with retries and
-//! exponential backoff, and each attempt is logged (`alert_deliveries`).
+//! Notifications, after Alertmanager's dispatcher: the notices of the evaluator's outbox
+//! (an episode fired, an episode resolved) are taken into per-channel aggregation groups
+//! (`group_by`, default `["alertname"]`), which are flushed `group_wait` after they are
+//! created and every `group_interval` after that; a flush sends a message only when the
+//! group holds firing alerts not yet notified, resolved alerts not yet notified (with
+//! `send_resolved`), all its notified alerts resolved, or `repeat_interval` has passed
+//! (Alertmanager's `DedupStage`). Silenced alerts are left out of every message; when a
+//! silence ends while an alert still fires, the next flush notifies it.
 //!
-//! Channel kind `webhook` POSTs the Alertmanager webhook payload, version 4
-//! (<https://prometheus.io/docs/alerting/latest/configuration/#webhook_config>), one alert
-//! per message, so anything that takes Alertmanager's webhooks takes ours.
+//! Channel kinds:
+//! - `webhook`: the Alertmanager webhook payload, version 4
+//!   (<https://prometheus.io/docs/alerting/latest/configuration/#webhook_config>), one
+//!   message per group flush, so anything that takes Alertmanager's webhooks takes ours;
+//! - `slack`: a Slack incoming-webhook message (`text` and one attachment coloured by
+//!   severity and state, with the summaries, the labels and a link to the console);
+//! - `alertmanager`: `POST {url}/api/v2/alerts` as Prometheus does: firing alerts are
+//!   re-sent every minute with `endsAt` = now + 4 × max(evaluation interval, 1 min),
+//!   resolved ones once with `endsAt` = the resolution time; Alertmanager groups them.
 //!
-//! The backoff lives in the store (attempt count and next attempt time), not in memory, so
-//! a restart neither re-sends a delivered notice nor forgets an undelivered one (hence no
-//! in-memory retry crate here).
+//! Groups, their notification log and the delivery log live in the store, not in memory,
+//! so a restart neither re-sends a delivered notice nor forgets an undelivered one.
+//! Failed sends are retried with exponential backoff (at most one group interval apart).
 
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
@@ -18,14 +29,20 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::rule::{Labels, Rule, render};
-use crate::store::{Delivery, Notification, Store};
+use super::rule::{Duration, Labels, Rule, render};
+use super::silence::{Compiled, Matcher, Muter, all_match};
+use crate::store::{Delivery, FlushResult, Group, GroupAlert, GroupEntry, Store};
 
 /// First retry after 1 s, doubling up to 5 min.
 pub const BACKOFF_BASE_MS: i64 = 1_000;
 pub const BACKOFF_MAX_MS: i64 = 300_000;
-/// Attempts before a notice is given up (it stays in the log with its last error).
-pub const DEFAULT_MAX_ATTEMPTS: i64 = 10;
+
+/// How often an alertmanager channel is sent the firing alerts again (Prometheus'
+/// `--rules.alert.resend-delay`): 1 min.
+pub const RESEND_DELAY_MS: i64 = 60_000;
+
+/// The channel kinds.
+pub const KINDS: [&str; 3] = ["webhook", "slack", "alertmanager"];
 
 fn default_kind() -> String {
     "webhook".into()
@@ -35,13 +52,39 @@ fn default_timeout_s() -> f64 {
     10.0
 }
 
-/// `[[alerts.channels]]`: where notices go.
+fn default_group_by() -> Vec<String> {
+    vec!["alertname".into()]
+}
+
+fn default_group_wait() -> Duration {
+    Duration(30_000)
+}
+
+fn default_group_interval() -> Duration {
+    Duration(300_000)
+}
+
+fn default_repeat_interval() -> Duration {
+    Duration(4 * 3_600_000)
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[[alerts.channels]]`: where notices go. Timing defaults are Alertmanager's.
 ///
 /// ```toml
 /// [[alerts.channels]]
 /// name = "ops"
-/// kind = "webhook"            # Alertmanager webhook JSON, version 4
-/// url = "http://127.0.0.1:9095/hook"
+/// kind = "webhook"            # webhook | slack | alertmanager
+/// url = "http://127.0.0.1:9095/hook"   # alertmanager: its base URL
+/// matchers = ["severity=critical"]     # Alertmanager matcher syntax; none: every alert
+/// group_by = ["alertname"]    # ["..."]: every label
+/// group_wait = "30s"
+/// group_interval = "5m"
+/// repeat_interval = "4h"
+/// send_resolved = true
 /// timeout_s = 10
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,15 +96,52 @@ pub struct ChannelSpec {
     pub url: String,
     #[serde(default = "default_timeout_s")]
     pub timeout_s: f64,
+    /// Alerts this channel gets: every matcher must match (none: every alert).
+    #[serde(default)]
+    pub matchers: Vec<String>,
+    #[serde(default = "default_group_by")]
+    pub group_by: Vec<String>,
+    /// Wait before the first message of a new group (to gather its alerts).
+    #[serde(default = "default_group_wait")]
+    pub group_wait: Duration,
+    /// Wait before a message about alerts added to a group already notified.
+    #[serde(default = "default_group_interval")]
+    pub group_interval: Duration,
+    /// Wait before a message is sent again for a group whose alerts did not change.
+    #[serde(default = "default_repeat_interval")]
+    pub repeat_interval: Duration,
+    /// Whether resolved alerts are notified.
+    #[serde(default = "yes")]
+    pub send_resolved: bool,
 }
 
 impl ChannelSpec {
+    /// A channel of `kind` with every other setting at its default.
+    pub fn new(name: &str, kind: &str, url: &str) -> ChannelSpec {
+        ChannelSpec {
+            name: name.into(),
+            kind: kind.into(),
+            url: url.into(),
+            timeout_s: default_timeout_s(),
+            matchers: Vec::new(),
+            group_by: default_group_by(),
+            group_wait: default_group_wait(),
+            group_interval: default_group_interval(),
+            repeat_interval: default_repeat_interval(),
+            send_resolved: true,
+        }
+    }
+
+    /// Checks the channel; the message names the field.
     pub fn validate(&self) -> Result<(), String> {
         if self.name.trim().is_empty() {
             return Err("name must not be empty".into());
         }
-        if self.kind != "webhook" {
-            return Err(format!("kind must be \"webhook\", got {:?}", self.kind));
+        if !KINDS.contains(&self.kind.as_str()) {
+            return Err(format!(
+                "kind must be \"webhook\", \"slack\" or \"alertmanager\", got {:?}",
+                self.kind
+            ));
         }
         if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             return Err(format!("url must start with http://, got {:?}", self.url));
@@ -72,8 +152,45 @@ impl ChannelSpec {
                 self.timeout_s
             ));
         }
+        self.compiled_matchers()?;
+        if self.group_by.iter().any(|l| l.trim().is_empty()) {
+            return Err("group_by: label names must not be empty".into());
+        }
+        if self.group_interval.ms() < 1 {
+            return Err("group_interval must be longer than 0".into());
+        }
+        if self.repeat_interval.ms() < 1 {
+            return Err("repeat_interval must be longer than 0".into());
+        }
         Ok(())
     }
+
+    /// The matchers, parsed and compiled; the error names the bad one.
+    pub fn compiled_matchers(&self) -> Result<Vec<Compiled>, String> {
+        self.matchers
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                Matcher::parse(m)
+                    .and_then(|m| m.compile())
+                    .map_err(|e| format!("matchers[{i}]: {e}"))
+            })
+            .collect()
+    }
+
+    fn grouped(&self) -> bool {
+        self.kind != "alertmanager"
+    }
+}
+
+/// What the dispatcher needs besides the store: the channels, harrier's address as the
+/// receivers should see it (links, `externalURL`) and the evaluation interval (for the
+/// `endsAt` of alerts sent to Alertmanager).
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    pub channels: Vec<ChannelSpec>,
+    pub external_url: String,
+    pub evaluation_interval_ms: i64,
 }
 
 /// Delay before retry number `attempts` (1 = after the first failure): 1 s, 2 s, 4 s, …
@@ -113,134 +230,569 @@ pub fn rfc3339(ms: Option<i64>) -> String {
         .unwrap_or_else(|| "0001-01-01T00:00:00Z".into())
 }
 
-/// The Alertmanager webhook v4 body for one notice: `labels` are the subject's labels
-/// plus `alertname` (the rule) and `severity`; `annotations` the rendered `summary` and
-/// `description`.
+/// A group's labels and key for an alert with `labels` under `group_by` (`["..."]`: every
+/// label; labels the alert lacks are left out). The key is Alertmanager's:
+/// `{}:{alertname="X", route="/a"}`.
+pub fn group_key(labels: &Labels, group_by: &[String]) -> (String, Labels) {
+    let group: Labels = if group_by.iter().any(|l| l == "...") {
+        labels.clone()
+    } else {
+        labels
+            .iter()
+            .filter(|(k, _)| group_by.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let inner: Vec<String> = group.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    (format!("{{}}:{{{}}}", inner.join(", ")), group)
+}
+
+/// Alertmanager's `DedupStage.needsUpdate`: whether a flush of `group` with these
+/// firing and resolved alerts (fingerprints, silenced ones left out) sends a message.
+pub fn needs_update(
+    group: &Group,
+    firing: &[String],
+    resolved: &[String],
+    send_resolved: bool,
+    repeat_ms: i64,
+    now_ms: i64,
+) -> bool {
+    let Some(notified_at) = group.notified_at_ms else {
+        return !firing.is_empty();
+    };
+    if !firing.iter().all(|f| group.notified_firing.contains(f)) {
+        return true;
+    }
+    if firing.is_empty() {
+        // All resolved: tell the receiver if it was told of firing alerts.
+        return !group.notified_firing.is_empty();
+    }
+    if send_resolved && !resolved.iter().all(|r| group.notified_resolved.contains(r)) {
+        return true;
+    }
+    notified_at < now_ms - repeat_ms
+}
+
+/// One alert as the receivers see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutAlert {
+    /// `firing` or `resolved`.
+    pub status: &'static str,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub starts_at_ms: i64,
+    pub ends_at_ms: Option<i64>,
+    pub generator_url: String,
+    pub fingerprint: String,
+}
+
+impl OutAlert {
+    /// `a` with its annotations rendered from `rule` (the rule's `summary` and
+    /// `description` templates).
+    pub fn new(a: &GroupAlert, rule: Option<&Rule>, external_url: &str) -> OutAlert {
+        let mut annotations = Labels::new();
+        if let Some(r) = rule {
+            if let Some(t) = &r.summary {
+                annotations.insert("summary".into(), render(t, r, &a.labels, a.value));
+            }
+            if let Some(t) = &r.description {
+                annotations.insert("description".into(), render(t, r, &a.labels, a.value));
+            }
+        }
+        OutAlert {
+            status: if a.ends_at_ms.is_some() {
+                "resolved"
+            } else {
+                "firing"
+            },
+            labels: a.labels.clone(),
+            annotations,
+            starts_at_ms: a.starts_at_ms,
+            ends_at_ms: a.ends_at_ms,
+            generator_url: format!("{external_url}/api/v1/alert-rules/{}", a.rule),
+            fingerprint: a.fingerprint.clone(),
+        }
+    }
+}
+
+/// The pairs every map holds with the same value.
+fn common(maps: impl Iterator<Item = Labels>) -> Labels {
+    let mut out: Option<Labels> = None;
+    for m in maps {
+        out = Some(match out {
+            None => m,
+            Some(c) => c.into_iter().filter(|(k, v)| m.get(k) == Some(v)).collect(),
+        });
+    }
+    out.unwrap_or_default()
+}
+
+/// The Alertmanager webhook v4 body for one group message (the shape of
+/// `fixtures/generated/alertmanager/`): `status` is `firing` while any alert fires;
+/// `commonLabels` / `commonAnnotations` the pairs shared by all alerts.
 pub fn webhook_payload(
     receiver: &str,
-    n: &Notification,
-    rule: Option<&Rule>,
+    group_key: &str,
+    group_labels: &Labels,
+    alerts: &[OutAlert],
     external_url: &str,
 ) -> Value {
-    let mut labels = n.labels.clone();
-    labels.insert("alertname".into(), n.rule.clone());
-    if let Some(r) = rule {
-        labels.insert("severity".into(), r.severity.clone());
-    }
-    let mut annotations = Labels::new();
-    if let Some(r) = rule {
-        if let Some(t) = &r.summary {
-            annotations.insert("summary".into(), render(t, r, &n.labels, n.value));
-        }
-        if let Some(t) = &r.description {
-            annotations.insert("description".into(), render(t, r, &n.labels, n.value));
-        }
-    }
-    let status = if n.change == "resolved" {
-        "resolved"
-    } else {
+    let status = if alerts.iter().any(|a| a.status == "firing") {
         "firing"
+    } else {
+        "resolved"
     };
-    let generator = format!("{external_url}/api/v1/alert-rules/{}", n.rule);
+    let items: Vec<Value> = alerts
+        .iter()
+        .map(|a| {
+            json!({
+                "status": a.status,
+                "labels": a.labels,
+                "annotations": a.annotations,
+                "startsAt": rfc3339(Some(a.starts_at_ms)),
+                "endsAt": rfc3339(a.ends_at_ms),
+                "generatorURL": a.generator_url,
+                "fingerprint": a.fingerprint,
+            })
+        })
+        .collect();
     json!({
         "receiver": receiver,
         "status": status,
-        "alerts": [{
-            "status": status,
-            "labels": labels,
-            "annotations": annotations,
-            "startsAt": rfc3339(Some(n.started_at_ms)),
-            "endsAt": rfc3339(n.ended_at_ms),
-            "generatorURL": generator,
-            "fingerprint": fingerprint(&labels),
-        }],
-        "groupLabels": {"alertname": n.rule},
-        "commonLabels": labels,
-        "commonAnnotations": annotations,
+        "alerts": items,
+        "groupLabels": group_labels,
+        "commonLabels": common(alerts.iter().map(|a| a.labels.clone())),
+        "commonAnnotations": common(alerts.iter().map(|a| a.annotations.clone())),
         "externalURL": external_url,
         "version": "4",
-        "groupKey": format!("{{}}:{{alertname={:?}}}", n.rule),
+        "groupKey": group_key,
         "truncatedAlerts": 0,
     })
 }
 
-/// Delivers the notices due at `now_ms` to every channel that has not yet accepted them;
-/// returns how many notices were settled as delivered. With no channel, notices are
-/// settled at once (there is nowhere to send them).
-pub async fn deliver_due(
-    store: &Store,
-    client: &reqwest::Client,
-    channels: &[ChannelSpec],
-    external_url: &str,
-    now_ms: i64,
-) -> crate::store::Result<usize> {
-    let due = store
-        .due_notifications(now_ms, DEFAULT_MAX_ATTEMPTS, 100)
-        .await?;
-    let mut delivered = 0;
-    for n in due {
-        let rule = store.get_alert_rule(&n.rule).await?.map(|s| s.rule);
-        let done_before = store.delivered_channels(n.id).await?;
-        let mut last_error = None;
-        for ch in channels.iter().filter(|c| !done_before.contains(&c.name)) {
-            let body = webhook_payload(&ch.name, &n, rule.as_ref(), external_url);
-            let sent = client
-                .post(&ch.url)
-                .timeout(StdDuration::from_secs_f64(ch.timeout_s))
-                .json(&body)
-                .send()
-                .await;
-            let (status, error) = match sent {
-                Ok(res) if res.status().is_success() => (Some(res.status().as_u16() as i64), None),
-                Ok(res) => (
-                    Some(res.status().as_u16() as i64),
-                    Some(format!("{} answered {}", ch.name, res.status())),
-                ),
-                Err(e) => (None, Some(format!("{}: {e}", ch.name))),
-            };
-            metrics::counter!("harrier_alert_deliveries_total", "ok" => error.is_none().to_string())
-                .increment(1);
-            if let Some(e) = &error {
-                tracing::warn!(channel = %ch.name, notification = n.id, error = %e, "alert notification not delivered");
-                last_error = Some(e.clone());
-            }
-            store
-                .record_delivery(&Delivery {
-                    notification_id: n.id,
-                    channel: ch.name.clone(),
-                    at_ms: now_ms,
-                    status,
-                    error,
-                })
-                .await?;
-        }
-        match last_error {
-            None => {
-                store
-                    .settle_notification(n.id, Some(now_ms), now_ms, None)
-                    .await?;
-                delivered += 1;
-            }
-            Some(e) => {
-                let next = now_ms + backoff_ms(n.attempts + 1);
-                store
-                    .settle_notification(n.id, None, next, Some(&e))
-                    .await?;
-            }
-        }
+/// Slack attachment colour: resolved green, firing critical red, warning amber, other
+/// severities blue.
+pub fn slack_colour(alerts: &[OutAlert]) -> &'static str {
+    let firing: Vec<&OutAlert> = alerts.iter().filter(|a| a.status == "firing").collect();
+    if firing.is_empty() {
+        return "#2eb886";
     }
-    Ok(delivered)
+    let sev = |s: &str| {
+        firing
+            .iter()
+            .any(|a| a.labels.get("severity").map(String::as_str) == Some(s))
+    };
+    if sev("critical") || sev("page") {
+        "#d63232"
+    } else if sev("warning") {
+        "#daa038"
+    } else {
+        "#439fe0"
+    }
 }
 
-/// Delivers notices when the evaluator raises some (`wake`) and retries due ones every
-/// second, until `shutdown`.
-pub async fn run(
-    store: Store,
-    channels: Arc<Vec<ChannelSpec>>,
-    external_url: String,
-    wake: Arc<Notify>,
-    shutdown: CancellationToken,
-) {
+/// A Slack incoming-webhook body for one group message
+/// (<https://api.slack.com/messaging/webhooks>): `text` is the title (`[FIRING:2]
+/// CheckoutErrors`), one attachment coloured by [`slack_colour`] with the title linked to
+/// the console's alerts page, each alert's summary and labels, and the group's labels as
+/// fields.
+pub fn slack_payload(group_labels: &Labels, alerts: &[OutAlert], external_url: &str) -> Value {
+    let firing = alerts.iter().filter(|a| a.status == "firing").count();
+    let state = if firing > 0 {
+        format!("FIRING:{firing}")
+    } else {
+        "RESOLVED".into()
+    };
+    let name = group_labels
+        .get("alertname")
+        .or_else(|| alerts.first().and_then(|a| a.labels.get("alertname")))
+        .cloned()
+        .unwrap_or_default();
+    let title = format!("[{state}] {name}");
+    let mut text = String::new();
+    for a in alerts {
+        let summary = a
+            .annotations
+            .get("summary")
+            .cloned()
+            .unwrap_or_else(|| a.labels.get("alertname").cloned().unwrap_or_default());
+        let labels: Vec<String> = a
+            .labels
+            .iter()
+            .filter(|(k, _)| k.as_str() != "alertname")
+            .map(|(k, v)| format!("`{k}={v}`"))
+            .collect();
+        let mark = if a.status == "firing" { "🔥" } else { "✅" };
+        text.push_str(&format!("{mark} *{summary}*\n{}\n", labels.join(" ")));
+    }
+    let fields: Vec<Value> = group_labels
+        .iter()
+        .map(|(k, v)| json!({"title": k, "value": v, "short": true}))
+        .collect();
+    json!({
+        "text": title,
+        "attachments": [{
+            "color": slack_colour(alerts),
+            "title": title,
+            "title_link": format!("{external_url}/console/alerts"),
+            "text": text.trim_end(),
+            "fields": fields,
+            "footer": "harrier",
+            "mrkdwn_in": ["text"],
+        }],
+    })
+}
+
+/// Alertmanager's `POST /api/v2/alerts` body
+/// (<https://github.com/prometheus/alertmanager/blob/main/api/v2/openapi.yaml>, the
+/// `postableAlerts` shape): firing alerts end at `firing_ends_at_ms`, resolved ones at
+/// their resolution time.
+pub fn alertmanager_payload(alerts: &[OutAlert], firing_ends_at_ms: i64) -> Value {
+    Value::Array(
+        alerts
+            .iter()
+            .map(|a| {
+                json!({
+                    "labels": a.labels,
+                    "annotations": a.annotations,
+                    "startsAt": rfc3339_ms(a.starts_at_ms),
+                    "endsAt": rfc3339_ms(a.ends_at_ms.unwrap_or(firing_ends_at_ms)),
+                    "generatorURL": a.generator_url,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// RFC 3339 UTC with milliseconds (Alertmanager's API takes fractional seconds).
+pub fn rfc3339_ms(ms: i64) -> String {
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(fmt).ok())
+        .unwrap_or_else(|| "0001-01-01T00:00:00Z".into())
+}
+
+/// What one dispatch pass did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Dispatched {
+    /// Notices taken from the outbox.
+    pub taken: usize,
+    /// Messages accepted by a channel (2xx).
+    pub sent: usize,
+    /// Messages refused or unanswered (to be retried).
+    pub failed: usize,
+}
+
+async fn post(
+    client: &reqwest::Client,
+    ch: &ChannelSpec,
+    url: &str,
+    body: &Value,
+) -> (Option<i64>, Option<String>) {
+    let sent = client
+        .post(url)
+        .timeout(StdDuration::from_secs_f64(ch.timeout_s))
+        .json(body)
+        .send()
+        .await;
+    match sent {
+        Ok(res) if res.status().is_success() => (Some(res.status().as_u16() as i64), None),
+        Ok(res) => {
+            let code = res.status();
+            let text = res.text().await.unwrap_or_default();
+            let text: String = text.chars().take(200).collect();
+            (
+                Some(code.as_u16() as i64),
+                Some(format!("{} answered {code}: {}", ch.name, text.trim())),
+            )
+        }
+        Err(e) => (None, Some(format!("{}: {e}", ch.name))),
+    }
+}
+
+/// Takes the outbox into the channels' groups, then flushes the groups due at `now_ms`
+/// (see the module docs). Groups of channels no longer configured are dropped.
+pub async fn dispatch(
+    store: &Store,
+    client: &reqwest::Client,
+    ctx: &Dispatch,
+    now_ms: i64,
+) -> crate::store::Result<Dispatched> {
+    let mut out = Dispatched::default();
+    let names: Vec<String> = ctx.channels.iter().map(|c| c.name.clone()).collect();
+    store.drop_groups_except(&names).await?;
+    let compiled: Vec<(&ChannelSpec, Vec<Compiled>)> = ctx
+        .channels
+        .iter()
+        .filter_map(|c| Some((c, c.compiled_matchers().ok()?)))
+        .collect();
+    let rules: Vec<Rule> = store
+        .list_alert_rules()
+        .await?
+        .into_iter()
+        .map(|s| s.rule)
+        .collect();
+    let rule_of = |name: &str| rules.iter().find(|r| r.name == name);
+
+    // 1. The outbox into the groups.
+    let notices = store.undelivered_notifications(1000).await?;
+    if !notices.is_empty() {
+        let mut entries = Vec::new();
+        for n in &notices {
+            let labels = super::alert_labels(&n.rule, &n.labels, rule_of(&n.rule));
+            let fp = fingerprint(&labels);
+            let resolved = n.change == "resolved";
+            for (ch, matchers) in &compiled {
+                if !all_match(matchers, &labels) {
+                    continue;
+                }
+                let (key, group_labels) = if ch.grouped() {
+                    group_key(&labels, &ch.group_by)
+                } else {
+                    ("{}:{}".to_string(), Labels::new())
+                };
+                entries.push(GroupEntry {
+                    channel: ch.name.clone(),
+                    group_key: key,
+                    group_labels,
+                    fingerprint: fp.clone(),
+                    rule: n.rule.clone(),
+                    labels: labels.clone(),
+                    value: n.value,
+                    starts_at_ms: n.started_at_ms,
+                    ends_at_ms: if resolved {
+                        Some(n.ended_at_ms.unwrap_or(n.created_at_ms))
+                    } else {
+                        None
+                    },
+                    first_flush_ms: if ch.grouped() {
+                        now_ms + ch.group_wait.ms()
+                    } else {
+                        now_ms
+                    },
+                    flush_now: !ch.grouped(),
+                });
+            }
+        }
+        let ids: Vec<i64> = notices.iter().map(|n| n.id).collect();
+        store.ingest_notices(&ids, &entries, now_ms).await?;
+        out.taken = notices.len();
+    }
+
+    // 2. Flush the groups due.
+    let groups = store.due_groups(now_ms).await?;
+    if groups.is_empty() {
+        return Ok(out);
+    }
+    let muter = Muter::new(&store.active_silences(now_ms).await?, now_ms);
+    for g in groups {
+        let Some(ch) = ctx.channels.iter().find(|c| c.name == g.channel) else {
+            continue;
+        };
+        let alerts = store.group_alerts(&g.channel, &g.group_key).await?;
+        let resolved_all: Vec<String> = alerts
+            .iter()
+            .filter(|a| a.ends_at_ms.is_some())
+            .map(|a| a.fingerprint.clone())
+            .collect();
+        let visible: Vec<&GroupAlert> = alerts
+            .iter()
+            .filter(|a| muter.silenced_by(&a.labels).is_empty())
+            .collect();
+        let (result, delivery) = if ch.grouped() {
+            flush_group(
+                client,
+                ctx,
+                ch,
+                &g,
+                &visible,
+                resolved_all,
+                &rule_of,
+                now_ms,
+            )
+            .await
+        } else {
+            push_alertmanager(
+                client,
+                ctx,
+                ch,
+                &g,
+                &alerts,
+                &visible,
+                resolved_all,
+                &rule_of,
+                now_ms,
+            )
+            .await
+        };
+        if let Some(d) = &delivery {
+            let ok = d.error.is_none();
+            metrics::counter!("harrier_alert_deliveries_total", "ok" => ok.to_string())
+                .increment(1);
+            if ok {
+                out.sent += 1;
+            } else {
+                out.failed += 1;
+                tracing::warn!(channel = %ch.name, group = %g.group_key,
+                    error = d.error.as_deref().unwrap_or(""), "alert notification not delivered");
+            }
+        }
+        store
+            .settle_group(&g.channel, &g.group_key, &result, delivery.as_ref(), now_ms)
+            .await?;
+    }
+    Ok(out)
+}
+
+fn retry_at(g: &Group, now_ms: i64, cap_ms: i64) -> i64 {
+    now_ms + backoff_ms(g.attempts + 1).min(cap_ms.max(BACKOFF_BASE_MS))
+}
+
+#[expect(clippy::too_many_arguments)]
+async fn flush_group<'a>(
+    client: &reqwest::Client,
+    ctx: &Dispatch,
+    ch: &ChannelSpec,
+    g: &Group,
+    visible: &[&GroupAlert],
+    resolved_all: Vec<String>,
+    rule_of: &impl Fn(&str) -> Option<&'a Rule>,
+    now_ms: i64,
+) -> (FlushResult, Option<Delivery>) {
+    let firing: Vec<String> = visible
+        .iter()
+        .filter(|a| a.ends_at_ms.is_none())
+        .map(|a| a.fingerprint.clone())
+        .collect();
+    let resolved: Vec<String> = visible
+        .iter()
+        .filter(|a| a.ends_at_ms.is_some())
+        .map(|a| a.fingerprint.clone())
+        .collect();
+    let next = now_ms + ch.group_interval.ms();
+    let done = |notified| FlushResult::Done {
+        notified,
+        remove: resolved_all.clone(),
+        pushed: Vec::new(),
+        next_flush_ms: next,
+    };
+    if !needs_update(
+        g,
+        &firing,
+        &resolved,
+        ch.send_resolved,
+        ch.repeat_interval.ms(),
+        now_ms,
+    ) {
+        return (done(None), None);
+    }
+    let send: Vec<OutAlert> = visible
+        .iter()
+        .filter(|a| a.ends_at_ms.is_none() || ch.send_resolved)
+        .map(|a| OutAlert::new(a, rule_of(&a.rule), &ctx.external_url))
+        .collect();
+    if send.is_empty() {
+        return (done(Some((firing, resolved))), None);
+    }
+    let body = if ch.kind == "slack" {
+        slack_payload(&g.group_labels, &send, &ctx.external_url)
+    } else {
+        webhook_payload(
+            &ch.name,
+            &g.group_key,
+            &g.group_labels,
+            &send,
+            &ctx.external_url,
+        )
+    };
+    let (status, error) = post(client, ch, &ch.url, &body).await;
+    let delivery = Delivery {
+        channel: ch.name.clone(),
+        group_key: g.group_key.clone(),
+        at_ms: now_ms,
+        firing: send.iter().filter(|a| a.status == "firing").count() as i64,
+        resolved: send.iter().filter(|a| a.status == "resolved").count() as i64,
+        status,
+        error: error.clone(),
+    };
+    let result = match error {
+        None => done(Some((firing, resolved))),
+        Some(error) => FlushResult::Failed {
+            error,
+            next_flush_ms: retry_at(g, now_ms, ch.group_interval.ms()),
+        },
+    };
+    (result, Some(delivery))
+}
+
+#[expect(clippy::too_many_arguments)]
+async fn push_alertmanager<'a>(
+    client: &reqwest::Client,
+    ctx: &Dispatch,
+    ch: &ChannelSpec,
+    g: &Group,
+    alerts: &[GroupAlert],
+    visible: &[&GroupAlert],
+    resolved_all: Vec<String>,
+    rule_of: &impl Fn(&str) -> Option<&'a Rule>,
+    now_ms: i64,
+) -> (FlushResult, Option<Delivery>) {
+    // Firing: the unsilenced ones. Resolved: those Alertmanager was told of (a silenced
+    // one, too, so it does not linger there until its endsAt).
+    let send: Vec<OutAlert> = visible
+        .iter()
+        .copied()
+        .filter(|a| a.ends_at_ms.is_none())
+        .chain(
+            alerts
+                .iter()
+                .filter(|a| a.ends_at_ms.is_some() && a.notified),
+        )
+        .map(|a| OutAlert::new(a, rule_of(&a.rule), &ctx.external_url))
+        .collect();
+    let pushed: Vec<String> = send
+        .iter()
+        .filter(|a| a.status == "firing")
+        .map(|a| a.fingerprint.clone())
+        .collect();
+    let done = FlushResult::Done {
+        notified: None,
+        remove: resolved_all,
+        pushed,
+        next_flush_ms: now_ms + RESEND_DELAY_MS,
+    };
+    if send.is_empty() {
+        return (done, None);
+    }
+    let ends = now_ms + 4 * ctx.evaluation_interval_ms.max(60_000);
+    let body = alertmanager_payload(&send, ends);
+    let url = format!("{}/api/v2/alerts", ch.url.trim_end_matches('/'));
+    let (status, error) = post(client, ch, &url, &body).await;
+    let delivery = Delivery {
+        channel: ch.name.clone(),
+        group_key: g.group_key.clone(),
+        at_ms: now_ms,
+        firing: send.iter().filter(|a| a.status == "firing").count() as i64,
+        resolved: send.iter().filter(|a| a.status == "resolved").count() as i64,
+        status,
+        error: error.clone(),
+    };
+    let result = match error {
+        None => done,
+        Some(error) => FlushResult::Failed {
+            error,
+            next_flush_ms: retry_at(g, now_ms, RESEND_DELAY_MS),
+        },
+    };
+    (result, Some(delivery))
+}
+
+/// Dispatches when the evaluator raises notices (`wake`) and at least every second (group
+/// timers, retries), until `shutdown`.
+pub async fn run(store: Store, ctx: Arc<Dispatch>, wake: Arc<Notify>, shutdown: CancellationToken) {
     let client = reqwest::Client::builder()
         .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -251,10 +803,8 @@ pub async fn run(
             _ = wake.notified() => {}
             _ = tokio::time::sleep(StdDuration::from_secs(1)) => {}
         }
-        if let Err(e) =
-            deliver_due(&store, &client, &channels, &external_url, crate::now_ms()).await
-        {
-            tracing::error!(error = %e, "delivering alert notifications failed");
+        if let Err(e) = dispatch(&store, &client, &ctx, crate::now_ms()).await {
+            tracing::error!(error = %e, "dispatching alert notifications failed");
         }
     }
 }
@@ -290,5 +840,177 @@ mod tests {
     fn times_are_rfc3339_seconds() {
         assert_eq!(rfc3339(Some(1_795_999_384_000)), "2026-11-30T00:43:04Z");
         assert_eq!(rfc3339(None), "0001-01-01T00:00:00Z");
+    }
+
+    fn out(status: &'static str, severity: &str, route: &str) -> OutAlert {
+        let labels: Labels = [
+            ("alertname", "CheckoutErrors"),
+            ("severity", severity),
+            ("route", route),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        OutAlert {
+            status,
+            annotations: [("summary".to_string(), format!("{route} 30 % errors"))].into(),
+            fingerprint: fingerprint(&labels),
+            labels,
+            starts_at_ms: 1_795_999_384_000,
+            ends_at_ms: (status == "resolved").then_some(1_795_999_444_000),
+            generator_url: "http://h/api/v1/alert-rules/CheckoutErrors".into(),
+        }
+    }
+
+    #[test]
+    fn group_keys_are_alertmanagers() {
+        let a = out("firing", "page", "/a").labels;
+        assert_eq!(
+            group_key(&a, &["alertname".into()]).0,
+            "{}:{alertname=\"CheckoutErrors\"}"
+        );
+        assert_eq!(
+            group_key(&a, &["route".into(), "alertname".into(), "team".into()]).0,
+            "{}:{alertname=\"CheckoutErrors\", route=\"/a\"}"
+        );
+        assert_eq!(group_key(&a, &["...".into()]).1, a);
+    }
+
+    #[test]
+    fn dedup_follows_alertmanager() {
+        let g = |at: Option<i64>, f: &[&str], r: &[&str]| Group {
+            channel: "c".into(),
+            group_key: "k".into(),
+            group_labels: Labels::new(),
+            created_at_ms: 0,
+            next_flush_ms: 0,
+            notified_at_ms: at,
+            notified_firing: f.iter().map(|s| s.to_string()).collect(),
+            notified_resolved: r.iter().map(|s| s.to_string()).collect(),
+            attempts: 0,
+        };
+        let v = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let h = 3_600_000;
+        assert!(needs_update(
+            &g(None, &[], &[]),
+            &v(&["a"]),
+            &[],
+            true,
+            h,
+            0
+        ));
+        assert!(
+            !needs_update(&g(None, &[], &[]), &[], &v(&["a"]), true, h, 0),
+            "resolved, never sent"
+        );
+        assert!(needs_update(
+            &g(Some(0), &["a"], &[]),
+            &v(&["a", "b"]),
+            &[],
+            true,
+            h,
+            1
+        ));
+        assert!(!needs_update(
+            &g(Some(0), &["a", "b"], &[]),
+            &v(&["a"]),
+            &[],
+            false,
+            h,
+            1
+        ));
+        assert!(needs_update(
+            &g(Some(0), &["a", "b"], &[]),
+            &v(&["a"]),
+            &v(&["b"]),
+            true,
+            h,
+            1
+        ));
+        assert!(
+            needs_update(&g(Some(0), &["a"], &[]), &[], &v(&["a"]), false, h, 1),
+            "all resolved"
+        );
+        assert!(!needs_update(
+            &g(Some(0), &[], &["a"]),
+            &[],
+            &v(&["a"]),
+            true,
+            h,
+            1
+        ));
+        assert!(!needs_update(
+            &g(Some(0), &["a"], &[]),
+            &v(&["a"]),
+            &[],
+            true,
+            h,
+            h
+        ));
+        assert!(
+            needs_update(&g(Some(0), &["a"], &[]), &v(&["a"]), &[], true, h, h + 1),
+            "repeat"
+        );
+    }
+
+    #[test]
+    fn slack_messages_are_coloured_titled_and_linked() {
+        let alerts = [
+            out("firing", "critical", "/a"),
+            out("resolved", "critical", "/b"),
+        ];
+        let group: Labels = [("alertname".to_string(), "CheckoutErrors".to_string())].into();
+        let m = slack_payload(&group, &alerts, "https://harrier.example.com");
+        assert_eq!(m["text"], "[FIRING:1] CheckoutErrors");
+        let a = &m["attachments"][0];
+        assert_eq!(a["color"], "#d63232");
+        assert_eq!(
+            a["title_link"],
+            "https://harrier.example.com/console/alerts"
+        );
+        let text = a["text"].as_str().unwrap();
+        assert!(
+            text.contains("/a 30 % errors") && text.contains("`route=/b`"),
+            "{text}"
+        );
+        assert_eq!(a["fields"][0]["value"], "CheckoutErrors");
+        let resolved = slack_payload(&group, &alerts[1..], "http://h");
+        assert_eq!(resolved["text"], "[RESOLVED] CheckoutErrors");
+        assert_eq!(resolved["attachments"][0]["color"], "#2eb886");
+        assert_eq!(slack_colour(&[out("firing", "warning", "/a")]), "#daa038");
+    }
+
+    #[test]
+    fn alertmanager_payload_is_the_v2_postable_shape() {
+        let alerts = [out("firing", "page", "/a"), out("resolved", "page", "/b")];
+        let p = alertmanager_payload(&alerts, 1_795_999_624_000);
+        let a = p.as_array().unwrap();
+        let mut k: Vec<&String> = a[0].as_object().unwrap().keys().collect();
+        k.sort();
+        assert_eq!(
+            k,
+            [
+                "annotations",
+                "endsAt",
+                "generatorURL",
+                "labels",
+                "startsAt"
+            ]
+        );
+        assert_eq!(a[0]["startsAt"], "2026-11-30T00:43:04.000Z");
+        assert_eq!(a[0]["endsAt"], "2026-11-30T00:47:04.000Z");
+        assert_eq!(a[1]["endsAt"], "2026-11-30T00:44:04.000Z");
+        assert_eq!(a[0]["labels"]["route"], "/a");
+    }
+
+    #[test]
+    fn channels_validate_kind_and_matchers() {
+        let mut c = ChannelSpec::new("ops", "slack", "https://hooks.slack.com/x");
+        c.validate().unwrap();
+        c.kind = "email".into();
+        assert!(c.validate().unwrap_err().contains("kind"));
+        c.kind = "alertmanager".into();
+        c.matchers = vec!["severity=~(".into()];
+        assert!(c.validate().unwrap_err().contains("matchers[0]"));
     }
 }

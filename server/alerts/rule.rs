@@ -102,14 +102,28 @@ pub struct Subject {
     /// `target`, `source`, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: Labels,
-    /// A load-test scenario. Rules with a scenario watch runs, not routes; run subjects
-    /// are not evaluated yet, so such a rule matches no route.
+    /// A load-test scenario (a glob, like `route`). Rules with a scenario watch the live
+    /// runs of that scenario (labels `scenario`, `run`, `run_name`), not routes; when
+    /// such an alert fires, the run is marked failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
 }
 
 impl Subject {
-    /// Whether a subject with these labels (`service`, `route`, …) is watched.
+    /// Whether a live run with these labels (`scenario`, `run`, `run_name`) is watched:
+    /// only by rules with a `scenario`.
+    pub fn matches_run(&self, labels: &Labels) -> bool {
+        let Some(g) = &self.scenario else {
+            return false;
+        };
+        match labels.get("scenario") {
+            Some(s) if glob_match(g, s) => {}
+            _ => return false,
+        }
+        self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+    }
+
+    /// Whether a route subject with these labels (`service`, `route`, …) is watched.
     pub fn matches(&self, labels: &Labels) -> bool {
         if self.scenario.is_some() {
             return false;
@@ -183,6 +197,19 @@ impl Measure {
     /// of exchanges.
     pub fn guarded(self) -> bool {
         matches!(self, Measure::ErrorPct | Measure::ErrorsPerS)
+    }
+
+    /// Whether the measure is taken on live runs (their per-second buckets).
+    pub fn for_runs(self) -> bool {
+        matches!(
+            self,
+            Measure::ErrorPct
+                | Measure::ErrorsPerS
+                | Measure::ThroughputPerS
+                | Measure::MeanMs
+                | Measure::P95Ms
+                | Measure::P99Ms
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -372,6 +399,29 @@ impl Rule {
             && route.is_empty()
         {
             return Err(err("subject.route", "must not be empty (use \"*\")".into()));
+        }
+        if let Some(sc) = &self.subject.scenario {
+            if sc.is_empty() {
+                return Err(err(
+                    "subject.scenario",
+                    "must not be empty (use \"*\")".into(),
+                ));
+            }
+            if self.subject.service.is_some() || self.subject.route.is_some() {
+                return Err(err(
+                    "subject",
+                    "scenario watches live runs; it does not combine with service or route".into(),
+                ));
+            }
+            if !self.measure.for_runs() {
+                return Err(err(
+                    "measure",
+                    format!(
+                        "{} is not measured on live runs; use error_pct, errors_per_s, throughput_per_s, mean_ms, p95_ms or p99_ms",
+                        self.measure.as_str()
+                    ),
+                ));
+            }
         }
         for (field, t) in [
             ("summary", &self.summary),

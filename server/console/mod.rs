@@ -3,6 +3,7 @@
 //! Pages read the store and never write. Everything but the charts reads without
 //! JavaScript; chart data goes into a JSON data island read by `static/harrier.js`.
 
+pub mod alerts;
 mod compare;
 pub mod format;
 mod routes;
@@ -71,7 +72,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/", get(overview))
         .route("/console/runs", get(runs))
         .route("/console/runs/{id}", get(run))
-        .route("/console/alerts", get(alerts))
+        .route("/console/alerts", get(alerts::page))
         .merge(routes::router())
         .merge(compare::router())
 }
@@ -183,16 +184,6 @@ struct OverviewPage {
     /// Rows the live table keeps.
     limit: Option<usize>,
     routes: routes::RoutesSummary,
-}
-
-#[derive(Template, WebTemplate)]
-#[template(path = "alerts.html")]
-struct AlertsPage {
-    nav: &'static str,
-}
-
-async fn alerts() -> AlertsPage {
-    AlertsPage { nav: "alerts" }
 }
 
 /// Recent runs shown on the overview (the live table keeps as many).
@@ -549,6 +540,8 @@ pub struct ErrorView {
 #[template(path = "run.html")]
 struct RunPage {
     nav: &'static str,
+    /// When an alert rule failed the run while live: (rule, unix ms, time, value).
+    failed: Option<(String, i64, String, String)>,
     tool_name: String,
     started: String,
     imported: String,
@@ -685,7 +678,18 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         received: all_bytes(|s| s.bytes_received),
         sent: all_bytes(|s| s.bytes_sent),
     };
+    let failed = run.failed_by.as_ref().map(|f| {
+        (
+            f.rule.clone(),
+            f.at_ms,
+            format::time(Some(f.at_ms)),
+            f.value
+                .map(crate::alerts::rule::fmt_num)
+                .unwrap_or_else(|| "–".into()),
+        )
+    });
     Ok(RunPage {
+        failed,
         nav: "runs",
         tool_name: tool_name(&run.tool),
         started: format::time(run.started_at_ms),

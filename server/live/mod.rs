@@ -76,12 +76,15 @@ pub enum Event {
     TargetRemoved {
         id: i64,
     },
+    /// `silenced`: a silence mutes it (no notification is sent).
     AlertFiring {
         alert: AlertView,
+        silenced: bool,
     },
     AlertResolved {
         alert: AlertView,
         resolved_at_ms: i64,
+        silenced: bool,
     },
     Resync {
         reason: String,

@@ -1,6 +1,7 @@
 //! Alert tables: rules (`alert_rules`), active alerts with their timers (`alerts`), the
 //! history of transitions (`alert_history`), and the notification outbox with its delivery
-//! log (`alert_notifications`, `alert_deliveries`).
+//! outbox (`alert_notifications`), which the dispatcher (`alerts::notify`) takes into its
+//! notification groups (`store::alert_groups`).
 //!
 //! An evaluation round is saved in one transaction ([`Store::save_evaluation`]): the new
 //! states, their transitions and the notices they raise, so a restart resumes the `for`
@@ -81,6 +82,33 @@ struct RawHistory {
     at_ms: i64,
 }
 
+/// Which history rows to read (`GET /api/v1/alerts/history`); every given part must hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistoryFilter {
+    /// The rule's name, exactly.
+    pub rule: Option<String>,
+    /// Labels the alert must carry with exactly these values (`service`, `route`, …).
+    pub labels: Labels,
+    /// Transitions at or after this time, unix ms (see [`Store::alert_history_filtered`]).
+    pub from_ms: Option<i64>,
+    /// Transitions at or before this time, unix ms.
+    pub to_ms: Option<i64>,
+}
+
+fn push_match(q: &mut QueryBuilder<Sqlite>, filter: &HistoryFilter) {
+    if let Some(r) = &filter.rule {
+        q.push(" AND rule = ").push_bind(r.clone());
+    }
+    for (name, value) in &filter.labels {
+        // A JSON path with the name quoted, so any label name is one key.
+        let path = format!("$.\"{}\"", name.replace('"', ""));
+        q.push(" AND json_extract(labels, ")
+            .push_bind(path)
+            .push(") = ")
+            .push_bind(value.clone());
+    }
+}
+
 /// A notice to deliver: an episode fired or resolved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Notification {
@@ -107,17 +135,6 @@ struct RawNotification {
     ended_at_ms: Option<i64>,
     created_at_ms: i64,
     attempts: i64,
-}
-
-/// One delivery attempt of a notification to a channel.
-#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
-pub struct Delivery {
-    pub notification_id: i64,
-    pub channel: String,
-    pub at_ms: i64,
-    /// The HTTP status, when the channel answered.
-    pub status: Option<i64>,
-    pub error: Option<String>,
 }
 
 /// Labels as stored: a JSON object with sorted keys (the alert's identity).
@@ -304,6 +321,15 @@ impl Store {
             .collect())
     }
 
+    /// Firing alerts per rule: `(rule, count)`, by rule (the console's nav badge).
+    pub async fn firing_counts(&self) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT rule, count(*) FROM alerts WHERE state = 'firing' GROUP BY rule ORDER BY rule",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Saves one evaluation round in one transaction: the active alerts of the `rules`
     /// evaluated are replaced by `alerts` (alerts of rules no longer in force are dropped); `transitions` go to the history, and those that
     /// notify (firing, resolved) to the outbox. Returns the outbox ids added.
@@ -389,11 +415,40 @@ impl Store {
 
     /// The history, newest first: at most `limit` rows, of one rule when given.
     pub async fn alert_history(&self, rule: Option<&str>, limit: i64) -> Result<Vec<HistoryRow>> {
+        let filter = HistoryFilter {
+            rule: rule.map(str::to_string),
+            ..HistoryFilter::default()
+        };
+        self.alert_history_filtered(&filter, limit).await
+    }
+
+    /// The history rows that `filter` selects, newest first, at most `limit`.
+    ///
+    /// With `from_ms`, each alert identity that was pending or firing at `from_ms` also
+    /// gets its last transition before `from_ms` (so a period that began earlier is
+    /// known to be open at the start of the range); those rows count towards `limit`.
+    pub async fn alert_history_filtered(
+        &self,
+        filter: &HistoryFilter,
+        limit: i64,
+    ) -> Result<Vec<HistoryRow>> {
         let mut q = QueryBuilder::<Sqlite>::new(
-            "SELECT id, rule, labels, change, value, at_ms FROM alert_history",
+            "SELECT id, rule, labels, change, value, at_ms FROM alert_history h WHERE 1 = 1",
         );
-        if let Some(r) = rule {
-            q.push(" WHERE rule = ").push_bind(r);
+        push_match(&mut q, filter);
+        if let Some(to) = filter.to_ms {
+            q.push(" AND at_ms <= ").push_bind(to);
+        }
+        if let Some(from) = filter.from_ms {
+            q.push(" AND (at_ms >= ")
+                .push_bind(from)
+                .push(
+                    " OR (change IN ('pending', 'firing') AND id IN \
+                     (SELECT max(id) FROM alert_history WHERE at_ms < ",
+                )
+                .push_bind(from);
+            push_match(&mut q, filter);
+            q.push(" GROUP BY rule, labels)))");
         }
         q.push(" ORDER BY at_ms DESC, id DESC LIMIT ")
             .push_bind(limit);
@@ -450,68 +505,6 @@ impl Store {
     /// Notifications not yet delivered, oldest first (whatever their retry time).
     pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>> {
         self.due_notifications(i64::MAX, i64::MAX, limit).await
-    }
-
-    /// Logs one delivery attempt of a notification to a channel.
-    pub async fn record_delivery(&self, d: &Delivery) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO alert_deliveries (notification_id, channel, at_ms, status, error)
-             VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(d.notification_id)
-        .bind(&d.channel)
-        .bind(d.at_ms)
-        .bind(d.status)
-        .bind(&d.error)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// The channels that have accepted notification `id` (a 2xx answer).
-    pub async fn delivered_channels(&self, id: i64) -> Result<Vec<String>> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT DISTINCT channel FROM alert_deliveries
-             WHERE notification_id = ? AND status BETWEEN 200 AND 299",
-        )
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.into_iter().map(|(c,)| c).collect())
-    }
-
-    /// Ends one round of attempts on notification `id`: delivered (to every channel) at
-    /// `delivered_at_ms`, or to be retried not before `next_attempt_ms`.
-    pub async fn settle_notification(
-        &self,
-        id: i64,
-        delivered_at_ms: Option<i64>,
-        next_attempt_ms: i64,
-        error: Option<&str>,
-    ) -> Result<()> {
-        sqlx::query(
-            "UPDATE alert_notifications SET attempts = attempts + 1, delivered_at_ms = ?,
-               next_attempt_ms = ?, last_error = ?
-             WHERE id = ?",
-        )
-        .bind(delivered_at_ms)
-        .bind(next_attempt_ms)
-        .bind(error)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// The delivery log, newest first.
-    pub async fn alert_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
-        Ok(sqlx::query_as(
-            "SELECT notification_id, channel, at_ms, status, error FROM alert_deliveries
-             ORDER BY id DESC LIMIT ?",
-        )
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
     }
 }
 
@@ -674,22 +667,9 @@ mod tests {
             (notes[0].change.as_str(), notes[0].started_at_ms),
             ("firing", 2 * MIN)
         );
+        // the dispatcher takes the notice into its groups
         store
-            .record_delivery(&Delivery {
-                notification_id: notes[0].id,
-                channel: "hook".into(),
-                at_ms: 2 * MIN,
-                status: Some(200),
-                error: None,
-            })
-            .await
-            .unwrap();
-        assert_eq!(
-            store.delivered_channels(notes[0].id).await.unwrap(),
-            ["hook"]
-        );
-        store
-            .settle_notification(notes[0].id, Some(2 * MIN), 0, None)
+            .ingest_notices(&[notes[0].id], &[], 2 * MIN)
             .await
             .unwrap();
         drop(store);
@@ -727,8 +707,6 @@ mod tests {
         let h = store.alert_history(Some("HighErrors"), 10).await.unwrap();
         let changes: Vec<&str> = h.iter().map(|h| h.change.as_str()).collect();
         assert_eq!(changes, ["resolved", "firing", "pending"]);
-        let log = store.alert_deliveries(10).await.unwrap();
-        assert_eq!((log.len(), log[0].status), (1, Some(200)));
     }
 
     #[sqlx::test(migrations = false)]
@@ -772,5 +750,61 @@ mod tests {
             .map(|r| r.rule.name)
             .collect();
         assert_eq!(names, ["RouteErrorRateWarning"]);
+    }
+
+    #[sqlx::test(migrations = false)]
+    async fn history_by_labels_and_time_keeps_periods_open_at_the_start(pool: SqlitePool) {
+        let store = Store::from_pool(pool).await.unwrap();
+        let r = rule();
+        store.insert_alert_rule(&r, "api", 0).await.unwrap();
+        // pending at 1 min, firing at 3 min, resolved at 10 min
+        round(&store, &r, 9.0, MIN).await;
+        round(&store, &r, 9.0, 3 * MIN).await;
+        round(&store, &r, 1.0, 10 * MIN).await;
+        let read = |from: Option<i64>, to: Option<i64>, route: &str| {
+            let filter = HistoryFilter {
+                labels: [("route".to_string(), route.to_string())].into(),
+                from_ms: from,
+                to_ms: to,
+                ..HistoryFilter::default()
+            };
+            let store = store.clone();
+            async move {
+                store
+                    .alert_history_filtered(&filter, 100)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.change, h.at_ms))
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert!(store.firing_counts().await.unwrap().is_empty(), "resolved");
+        let all = read(None, None, "/checkout").await;
+        assert_eq!(
+            all,
+            [
+                ("resolved".to_string(), 10 * MIN),
+                ("firing".to_string(), 3 * MIN),
+                ("pending".to_string(), MIN),
+            ]
+        );
+        assert!(read(None, None, "/search").await.is_empty());
+        // From 5 min: the firing row of 3 min says it was open at 5 min.
+        let late = read(Some(5 * MIN), None, "/checkout").await;
+        assert_eq!(
+            late,
+            [
+                ("resolved".to_string(), 10 * MIN),
+                ("firing".to_string(), 3 * MIN),
+            ]
+        );
+        // From 11 min: closed before the range, nothing.
+        assert!(read(Some(11 * MIN), None, "/checkout").await.is_empty());
+        // Up to 2 min: only the pending row.
+        assert_eq!(
+            read(None, Some(2 * MIN), "/checkout").await,
+            [("pending".to_string(), MIN)]
+        );
     }
 }

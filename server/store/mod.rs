@@ -5,18 +5,25 @@
 //! go in multi-row statements inside one transaction per import, so an import that fails
 //! leaves nothing behind. Must not know about HTTP or file formats.
 
+mod alert_groups;
 mod alerts;
 mod compare;
 mod routes;
 mod runs;
+mod silences;
 
-pub use alerts::{Delivery, HistoryRow, Notification, StoredRule};
+pub use alert_groups::{Delivery, FlushResult, Group, GroupAlert, GroupEntry};
+pub use alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use routes::{
     HOUR_MS, MINUTE_MS, Retention, RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval,
     TargetRow, TargetSpec, url_instance,
 };
-pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem, RunPatch};
+pub use runs::{
+    BucketRow, ErrorRow, FailedBy, LiveRunWindow, NewRun, RejectedRowRow, RunDetail, RunListItem,
+    RunPatch,
+};
+pub use silences::SILENCE_RETENTION_MS;
 
 use std::path::Path;
 use std::str::FromStr;

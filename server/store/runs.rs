@@ -102,6 +102,35 @@ pub struct RunDetail {
     pub overall: Stats,
     /// Per label, in order of first appearance.
     pub labels: Vec<LabelStats>,
+    /// The alert rule that failed the run while it was live (`status` is then
+    /// `failed`).
+    pub failed_by: Option<FailedBy>,
+}
+
+/// The alert rule that failed a live run: `{"rule", "at_ms", "value"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedBy {
+    pub rule: String,
+    /// When the alert fired, unix ms.
+    pub at_ms: i64,
+    /// The rule's measure then.
+    pub value: Option<f64>,
+}
+
+/// A live run's per-second buckets (run total) within a rule's window.
+#[derive(Debug, Clone)]
+pub struct LiveRunWindow {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    /// Start of the first bucket in the window, unix ms (`None`: no bucket).
+    pub first_start_ms: Option<i64>,
+    pub count: i64,
+    pub errors: i64,
+    /// Sum of response times, ms.
+    pub sum_ms: i64,
+    /// The buckets' histograms (HdrHistogram V2, ms), for percentiles.
+    pub histograms: Vec<Vec<u8>>,
 }
 
 /// One stored per-second bucket.
@@ -150,6 +179,9 @@ struct RunRow {
     rejected_rows: i64,
     notes: Option<String>,
     reported: String,
+    failed_rule: Option<String>,
+    failed_at_ms: Option<i64>,
+    failed_value: Option<f64>,
 }
 
 #[derive(FromRow)]
@@ -283,7 +315,8 @@ impl Store {
     pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>> {
         let Some(run): Option<RunRow> = sqlx::query_as(
             "SELECT id, name, scenario, tool, source, status, summary_only, started_at_ms,
-                    ended_at_ms, imported_at_ms, rejected_rows, notes, reported
+                    ended_at_ms, imported_at_ms, rejected_rows, notes, reported,
+                    failed_rule, failed_at_ms, failed_value
              FROM runs WHERE id = ?",
         )
         .bind(id)
@@ -320,13 +353,26 @@ impl Store {
                 stats: s.stats(),
             })
             .collect();
+        let failed_by = match (run.failed_rule, run.failed_at_ms) {
+            (Some(rule), Some(at_ms)) => Some(FailedBy {
+                rule,
+                at_ms,
+                value: run.failed_value,
+            }),
+            _ => None,
+        };
         Ok(Some(RunDetail {
+            status: if failed_by.is_some() {
+                "failed".into()
+            } else {
+                run.status
+            },
+            failed_by,
             id: run.id,
             name: run.name,
             scenario: run.scenario,
             tool: run.tool,
             source: run.source,
-            status: run.status,
             summary_only: run.summary_only,
             started_at_ms: run.started_at_ms,
             ended_at_ms: run.ended_at_ms,
@@ -437,6 +483,85 @@ impl Store {
 
     /// Creates a run that is still receiving data (`status = 'live'`), with no aggregates
     /// yet; returns its id.
+    /// Marks run `id` failed by alert `rule` at `at_ms` with `value`; `false` when it was
+    /// already failed (the first failure stands) or does not exist.
+    pub async fn fail_run(
+        &self,
+        id: i64,
+        rule: &str,
+        at_ms: i64,
+        value: Option<f64>,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE runs SET failed_rule = ?, failed_at_ms = ?, failed_value = ?
+             WHERE id = ? AND failed_rule IS NULL",
+        )
+        .bind(rule)
+        .bind(at_ms)
+        .bind(value.filter(|v| v.is_finite()))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The live runs (status `live`) with their run-total buckets starting in
+    /// [`now_ms` − `window_ms`, `now_ms`), summed; one query for all runs.
+    pub async fn live_run_windows(
+        &self,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<LiveRunWindow>> {
+        #[derive(FromRow)]
+        struct Row {
+            id: i64,
+            name: String,
+            scenario: Option<String>,
+            start_ms: Option<i64>,
+            count: Option<i64>,
+            errors: Option<i64>,
+            sum_ms: Option<i64>,
+            histogram: Option<Vec<u8>>,
+        }
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT r.id, r.name, r.scenario, b.start_ms, b.count, b.errors, b.sum_ms,
+                    b.histogram
+             FROM runs r
+             LEFT JOIN run_buckets b ON b.run_id = r.id AND b.label_ord = 0
+               AND b.start_ms >= ? AND b.start_ms < ?
+             WHERE r.status = 'live'
+             ORDER BY r.id, b.start_ms",
+        )
+        .bind(now_ms - window_ms)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<LiveRunWindow> = Vec::new();
+        for r in rows {
+            if out.last().is_none_or(|w| w.id != r.id) {
+                out.push(LiveRunWindow {
+                    id: r.id,
+                    name: r.name.clone(),
+                    scenario: r.scenario.clone(),
+                    first_start_ms: None,
+                    count: 0,
+                    errors: 0,
+                    sum_ms: 0,
+                    histograms: Vec::new(),
+                });
+            }
+            let w = out.last_mut().expect("pushed above");
+            if let Some(start) = r.start_ms {
+                w.first_start_ms.get_or_insert(start);
+                w.count += r.count.unwrap_or(0);
+                w.errors += r.errors.unwrap_or(0);
+                w.sum_ms += r.sum_ms.unwrap_or(0);
+                w.histograms.extend(r.histogram);
+            }
+        }
+        Ok(out)
+    }
+
     pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
         let mut tx = self.pool.begin().await?;
         let id = insert_run_tx(&mut tx, run, &RunData::default()).await?;

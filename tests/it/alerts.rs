@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use harrier::alerts::evaluator::{evaluate_once, seed};
-use harrier::alerts::notify::{ChannelSpec, deliver_due};
+use harrier::alerts::notify::{ChannelSpec, Dispatch, dispatch};
+use harrier::alerts::rule::Duration;
 use harrier::routes::Interval;
 use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
 use serde_json::{Value, json};
@@ -331,6 +332,23 @@ async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     (format!("http://{addr}/hook"), got)
 }
 
+/// A webhook channel with test timings: no group wait, 10 s group interval.
+fn quick(name: &str, url: &str) -> ChannelSpec {
+    let mut c = ChannelSpec::new(name, "webhook", url);
+    c.group_wait = Duration(0);
+    c.group_interval = Duration(10_000);
+    c.timeout_s = 5.0;
+    c
+}
+
+fn ctx(channels: Vec<ChannelSpec>) -> Dispatch {
+    Dispatch {
+        channels,
+        external_url: "http://127.0.0.1:7070".into(),
+        evaluation_interval_ms: 15_000,
+    }
+}
+
 fn keys(v: &Value) -> Vec<String> {
     let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
     k.sort();
@@ -347,15 +365,12 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
     let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
     let (url, got) = receiver(1).await;
-    let channels = [ChannelSpec {
-        name: "ops".into(),
-        kind: "webhook".into(),
-        url,
-        timeout_s: 5.0,
-    }];
+    let ctx = ctx(vec![quick("ops", &url)]);
     let client = reqwest::Client::new();
-    let ext = "http://127.0.0.1:7070";
-    let deliver = |now: i64| deliver_due(store, &client, &channels, ext, now);
+    let deliver = |now: i64| {
+        let (client, ctx) = (&client, &ctx);
+        async move { dispatch(store, client, ctx, now).await.map(|d| d.sent) }
+    };
 
     let t0 = 1_800_000_000_000;
     scrape(
@@ -438,6 +453,7 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
     let log = store.alert_deliveries(10).await.unwrap();
     let codes: Vec<Option<i64>> = log.iter().rev().map(|d| d.status).collect();
     assert_eq!(codes, [Some(500), Some(200), Some(200)]);
+    assert_eq!((log[0].firing, log[0].resolved), (0, 1));
     assert!(
         log.last()
             .unwrap()
@@ -465,12 +481,7 @@ async fn serve_evaluates_and_notifies_on_its_own() {
             evaluation_interval: harrier::alerts::rule::Duration(1_000),
             builtin_rules: false,
             rules: vec![serde_json::from_value(r).unwrap()],
-            channels: vec![ChannelSpec {
-                name: "ops".into(),
-                kind: "webhook".into(),
-                url,
-                timeout_s: 5.0,
-            }],
+            channels: vec![quick("ops", &url)],
             external_url: Some("http://harrier.test".into()),
         },
         ..harrier::config::Config::default()
@@ -564,4 +575,611 @@ fn rules_test_command_exit_codes() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Silences: the API of the contract (create, validate naming the field, list newest
+/// first with state, expire), and a silenced alert still listed with `silenced_by` and
+/// announced with `"silenced": true`.
+#[tokio::test]
+async fn silences_api_and_silenced_alerts() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+
+    let bad = |body: Value, field: &'static str| {
+        let app = &app;
+        async move {
+            let r = send_json(app, "POST", "/api/v1/silences", &body).await;
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.text());
+            let e = r.json()["error"].as_str().unwrap().to_string();
+            assert!(e.contains(field), "{body}: {e} should name {field}");
+        }
+    };
+    bad(
+        json!({"matchers": [], "duration": "1h", "comment": "x"}),
+        "matchers",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "(", "op": "=~"}], "duration": "1h", "comment": "x"}),
+        "regex",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "=="}], "duration": "1h", "comment": "x"}),
+        "op",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "="}], "comment": "x"}),
+        "duration",
+    )
+    .await;
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "="}], "duration": "1h", "comment": ""}),
+        "comment",
+    )
+    .await;
+    let now = harrier::now_ms();
+    bad(
+        json!({"matchers": [{"name": "route", "value": "/a", "op": "="}],
+               "starts_at_ms": now + 10_000, "ends_at_ms": now + 5_000, "comment": "x"}),
+        "ends_at_ms",
+    )
+    .await;
+
+    let mut rx = app.state.hub.subscribe();
+    let s = send_json(
+        &app,
+        "POST",
+        "/api/v1/silences",
+        &json!({"matchers": [{"name": "alertname", "value": "CheckoutErrors", "op": "="},
+                             {"name": "route", "value": "/check.*", "op": "=~"}],
+                "duration": "2h", "comment": "deploying checkout", "created_by": "ana"}),
+    )
+    .await;
+    assert_eq!(s.status, StatusCode::CREATED, "{}", s.text());
+    let s = s.json();
+    assert_eq!(s["state"], "active");
+    assert_eq!(s["comment"], "deploying checkout");
+    assert_eq!(s["created_by"], "ana");
+    assert_eq!(
+        s["ends_at_ms"].as_i64().unwrap() - s["starts_at_ms"].as_i64().unwrap(),
+        7_200_000
+    );
+    let id = s["id"].as_i64().unwrap();
+    let later = send_json(
+        &app,
+        "POST",
+        "/api/v1/silences",
+        &json!({"matchers": [{"name": "service", "value": "billing", "op": "="}],
+                "starts_at_ms": now + 3_600_000, "ends_at_ms": now + 7_200_000, "comment": "later"}),
+    )
+    .await
+    .json();
+    assert_eq!(later["state"], "pending");
+    assert_eq!(later["created_by"], "");
+    let list = app.get("/api/v1/silences").await.json();
+    let ids: Vec<i64> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [later["id"].as_i64().unwrap(), id], "newest first");
+    assert_eq!(list[1]["matchers"][1]["op"], "=~");
+
+    let t = harrier::now_ms();
+    scrape(
+        &app,
+        target,
+        t,
+        &[
+            write("/checkout", interval(100.0, 30.0)),
+            write("/checkin", interval(100.0, 30.0)),
+        ],
+    )
+    .await;
+    evaluate_once(store, &app.state.hub, t + 1_000)
+        .await
+        .unwrap();
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts.as_array().unwrap().len(), 2, "{alerts}");
+    for a in alerts.as_array().unwrap() {
+        assert_eq!(a["silenced_by"], json!([id]), "{a}");
+        assert_eq!(a["labels"]["alertname"], "CheckoutErrors");
+        assert_eq!(a["severity"], "page");
+        assert_eq!(a["state"], "firing");
+    }
+    let fired = next_event(&mut rx, "alert_firing").await;
+    assert_eq!(fired["silenced"], true);
+
+    assert_eq!(
+        app.delete(&format!("/api/v1/silences/{id}")).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.delete("/api/v1/silences/999999").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.delete("/api/v1/silences/abc").await.status,
+        StatusCode::NOT_FOUND
+    );
+    let list = app.get("/api/v1/silences").await.json();
+    assert_eq!(list[1]["state"], "expired");
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts[0]["silenced_by"], json!([]));
+}
+
+/// Scrapes `routes` (each 30 % errors when `bad`, clean otherwise) and evaluates at `at`.
+async fn tick(app: &TestApp, target: i64, at: i64, routes: &[(&str, bool)]) {
+    let writes: Vec<RouteWrite> = routes
+        .iter()
+        .map(|(r, bad)| write(r, interval(100.0, if *bad { 30.0 } else { 0.0 })))
+        .collect();
+    scrape(app, target, at - 1_000, &writes).await;
+    evaluate_once(&app.state.store, &app.state.hub, at)
+        .await
+        .unwrap();
+}
+
+async fn add_silence(app: &TestApp, route: &str, ends_at_ms: i64) -> i64 {
+    let r = send_json(
+        app,
+        "POST",
+        "/api/v1/silences",
+        &json!({"matchers": [{"name": "route", "value": route, "op": "="}],
+                "starts_at_ms": 0, "ends_at_ms": ends_at_ms, "comment": "maintenance"}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    r.json()["id"].as_i64().unwrap()
+}
+
+/// As Alertmanager: a silenced alert sends nothing while silenced; when the silence ends
+/// while it still fires, the next group flush notifies it; an alert that fired and
+/// resolved entirely under a silence sends nothing at all.
+#[tokio::test]
+async fn silenced_alerts_are_not_notified_until_the_silence_ends() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    let (url, got) = receiver(0).await;
+    let ctx = ctx(vec![quick("ops", &url)]);
+    let client = reqwest::Client::new();
+
+    // Silences are read at the real clock time, so the test runs on it too.
+    let t0 = harrier::now_ms();
+    let end = t0 + 60_000;
+    let muted = add_silence(&app, "/checkout", end).await;
+    add_silence(&app, "/checkin", end + 3_600_000).await;
+
+    tick(&app, target, t0, &[("/checkout", true), ("/checkin", true)]).await;
+    dispatch(store, &client, &ctx, t0).await.unwrap();
+    dispatch(store, &client, &ctx, t0 + 10_000).await.unwrap();
+    assert!(got.lock().unwrap().is_empty(), "nothing while silenced");
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(
+        alerts.as_array().unwrap().len(),
+        2,
+        "still evaluated and listed"
+    );
+
+    // /checkin resolves while silenced: its firing was never sent, so no resolved either.
+    tick(
+        &app,
+        target,
+        t0 + 20_000,
+        &[("/checkout", true), ("/checkin", false)],
+    )
+    .await;
+    dispatch(store, &client, &ctx, t0 + 20_000).await.unwrap();
+    assert!(got.lock().unwrap().is_empty());
+
+    // The /checkout silence is expired while the alert fires: notified at the next flush.
+    assert_eq!(
+        app.delete(&format!("/api/v1/silences/{muted}"))
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    let now = harrier::now_ms().max(t0 + 30_000);
+    tick(&app, target, now, &[("/checkout", true)]).await;
+    dispatch(store, &client, &ctx, now).await.unwrap();
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["status"], "firing");
+    let alerts = msgs[0]["alerts"].as_array().unwrap();
+    assert_eq!(alerts.len(), 1, "the silenced /checkin is left out");
+    assert_eq!(alerts[0]["labels"]["route"], "/checkout");
+
+    // Resolves: one resolved message, nothing after.
+    tick(&app, target, now + 20_000, &[("/checkout", false)]).await;
+    dispatch(store, &client, &ctx, now + 20_000).await.unwrap();
+    dispatch(store, &client, &ctx, now + 40_000).await.unwrap();
+    let msgs = got.lock().unwrap().clone();
+    let statuses: Vec<&str> = msgs.iter().map(|m| m["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["firing", "resolved"]);
+}
+
+/// Grouping: two alerts of one rule within group_wait go out as one message with both;
+/// an alert joining the notified group waits for group_interval; an unchanged group is
+/// sent again after repeat_interval; channel matchers pick the alerts.
+#[tokio::test]
+async fn alerts_are_grouped_with_alertmanager_timing() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    let (url, got) = receiver(0).await;
+    let (other_url, other) = receiver(0).await;
+    let mut ops = quick("ops", &url);
+    ops.group_wait = Duration(30_000);
+    ops.group_interval = Duration(60_000);
+    ops.repeat_interval = Duration(600_000);
+    let mut critical = quick("critical", &other_url);
+    critical.matchers = vec!["severity=critical".into()];
+    let ctx = ctx(vec![ops, critical]);
+    let client = reqwest::Client::new();
+    let sent = |at: i64| {
+        let (client, ctx) = (&client, &ctx);
+        async move { dispatch(store, client, ctx, at).await.unwrap().sent }
+    };
+
+    let t0 = 1_800_000_000_000;
+    tick(&app, target, t0, &[("/checkout", true)]).await;
+    assert_eq!(sent(t0).await, 0, "group_wait");
+    tick(
+        &app,
+        target,
+        t0 + 15_000,
+        &[("/checkout", true), ("/checkin", true)],
+    )
+    .await;
+    assert_eq!(sent(t0 + 15_000).await, 0);
+    assert_eq!(sent(t0 + 30_000).await, 1, "group_wait over");
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs.len(), 1);
+    let m = &msgs[0];
+    assert_eq!(m["alerts"].as_array().unwrap().len(), 2);
+    assert_eq!(m["groupLabels"], json!({"alertname": "CheckoutErrors"}));
+    assert_eq!(m["groupKey"], "{}:{alertname=\"CheckoutErrors\"}");
+    assert_eq!(m["commonLabels"]["alertname"], "CheckoutErrors");
+    assert_eq!(m["commonLabels"]["service"], "orders");
+    assert!(m["commonLabels"].get("route").is_none(), "routes differ");
+    assert_eq!(m["truncatedAlerts"], 0);
+    let fixture: Value =
+        serde_json::from_slice(&fixture("alertmanager/alertmanager-webhook.json")).unwrap();
+    assert_eq!(keys(m), keys(&fixture));
+
+    // A third alert joins the notified group: sent at the next group_interval tick.
+    tick(
+        &app,
+        target,
+        t0 + 45_000,
+        &[("/checkout", true), ("/checkin", true), ("/checkup", true)],
+    )
+    .await;
+    assert_eq!(sent(t0 + 45_000).await, 0);
+    assert_eq!(sent(t0 + 90_000).await, 1);
+    assert_eq!(
+        got.lock().unwrap()[1]["alerts"].as_array().unwrap().len(),
+        3
+    );
+    // Unchanged: nothing until repeat_interval (10 min after the last message).
+    assert_eq!(sent(t0 + 150_000).await, 0);
+    assert_eq!(sent(t0 + 630_000).await, 0);
+    assert_eq!(sent(t0 + 690_000).await, 0, "exactly 10 min: not yet");
+    assert_eq!(sent(t0 + 750_000).await, 1, "repeat_interval");
+    assert_eq!(got.lock().unwrap().len(), 3);
+    assert!(other.lock().unwrap().is_empty(), "severity=critical only");
+
+    // One resolves: one message with it resolved and the other two still firing.
+    tick(
+        &app,
+        target,
+        t0 + 760_000,
+        &[("/checkout", false), ("/checkin", true), ("/checkup", true)],
+    )
+    .await;
+    assert_eq!(sent(t0 + 780_000).await, 0, "waits for group_interval");
+    assert_eq!(sent(t0 + 810_000).await, 1);
+    let last = got.lock().unwrap().last().unwrap().clone();
+    let statuses: Vec<&str> = last["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses.iter().filter(|s| **s == "resolved").count(), 1);
+    assert_eq!(statuses.iter().filter(|s| **s == "firing").count(), 2);
+    assert_eq!(last["status"], "firing");
+    // and the resolved one is not in the next message
+    assert_eq!(sent(t0 + 870_000).await, 0);
+}
+
+/// A `prometheus-alertmanager` process on a free loopback port, killed on drop.
+struct Alertmanager {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Alertmanager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const ALERTMANAGER: &str = "/usr/bin/prometheus-alertmanager";
+
+/// Starts Alertmanager with a minimal configuration (one receiver that sends nowhere),
+/// clustering off, storage in a temporary directory; `None` (with a notice) when the
+/// binary is absent outside CI.
+async fn start_alertmanager() -> Option<Alertmanager> {
+    if !std::path::Path::new(ALERTMANAGER).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{ALERTMANAGER} is missing (scripts/test.sh installs prometheus-alertmanager)"
+        );
+        eprintln!(
+            "SKIPPED: {ALERTMANAGER} not installed (apt-get install prometheus-alertmanager)"
+        );
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("alertmanager.yml");
+    std::fs::write(
+        &config,
+        "route:\n  receiver: nowhere\n  group_wait: 1s\nreceivers:\n  - name: nowhere\n",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(ALERTMANAGER)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--cluster.listen-address=")
+        .arg("--log.level=warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let am = Alertmanager {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+    };
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(r) = client.get(format!("{}/-/ready", am.url)).send().await
+            && r.status().is_success()
+        {
+            return Some(am);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Alertmanager not ready on {} within 30 s",
+            am.url
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// A real Alertmanager gets harrier's alert through an `alertmanager` channel and shows
+/// it in its own API with harrier's labels and annotations; once resolved it is no
+/// longer active there.
+#[tokio::test]
+async fn a_real_alertmanager_receives_and_resolves_harriers_alerts() {
+    let Some(am) = start_alertmanager().await else {
+        return;
+    };
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let ctx = ctx(vec![ChannelSpec::new("am", "alertmanager", &am.url)]);
+    let client = reqwest::Client::new();
+    let am_alerts = || {
+        let client = &client;
+        let url = format!("{}/api/v2/alerts", am.url);
+        async move {
+            let v: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+            v.as_array().unwrap().clone()
+        }
+    };
+
+    // Fired half a minute ago, so that the clean figures below fill the whole window.
+    let t = harrier::now_ms() - 30_000;
+    tick(&app, target, t, &[("/checkout", true)]).await;
+    let d = dispatch(store, &client, &ctx, harrier::now_ms())
+        .await
+        .unwrap();
+    assert_eq!(
+        d.sent,
+        1,
+        "{d:?} {:?}",
+        store.alert_deliveries(5).await.unwrap()
+    );
+    let listed = am_alerts().await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let a = &listed[0];
+    assert_eq!(a["labels"]["alertname"], "CheckoutErrors");
+    assert_eq!(a["labels"]["route"], "/checkout");
+    assert_eq!(a["labels"]["service"], "orders");
+    assert_eq!(a["labels"]["severity"], "page");
+    assert_eq!(a["annotations"]["summary"], "Route /checkout 30 % errors");
+    assert_eq!(a["status"]["state"], "active");
+    assert!(
+        a["generatorURL"]
+            .as_str()
+            .unwrap()
+            .ends_with("/api/v1/alert-rules/CheckoutErrors")
+    );
+
+    // Resolved: sent with endsAt = the resolution time; Alertmanager drops it from the
+    // active alerts.
+    let t = harrier::now_ms();
+    tick(&app, target, t, &[("/checkout", false)]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let d = dispatch(store, &client, &ctx, harrier::now_ms())
+        .await
+        .unwrap();
+    assert_eq!(d.sent, 1, "{d:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let active: Vec<Value> = am_alerts()
+            .await
+            .into_iter()
+            .filter(|a| a["status"]["state"] == "active")
+            .collect();
+        if active.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still active in Alertmanager: {active:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// One second of a k6 stream for scenario (`testid`) `scenario`: 10 requests, `failed`
+/// of them failing.
+pub(crate) fn k6_second(scenario: &str, t0: i64, second: i64, failed: i64) -> String {
+    let mut out = String::new();
+    for i in 0..10 {
+        let end_ms = t0 + second * 1000 + 50 + i * 90;
+        let (ok, status) = if i < failed {
+            ("false", "503")
+        } else {
+            ("true", "200")
+        };
+        let ns = end_ms * 1_000_000;
+        out.push_str(&format!(
+            "http_reqs,expected_response={ok},method=GET,name=GET\\ /items,status={status},testid={scenario} value=1 {ns}\n\
+             http_req_duration,expected_response={ok},method=GET,name=GET\\ /items,status={status},testid={scenario} value={}.5 {ns}\n",
+            30 + i
+        ));
+    }
+    out
+}
+
+/// A scenario rule watches live runs: the run whose error % jumps is marked failed by
+/// the rule when its alert fires (visible in `GET /api/v1/runs/{id}` and on the run
+/// page); a healthy live run of the same scenario family is not.
+#[tokio::test]
+async fn a_live_run_whose_errors_jump_is_failed_by_the_rule() {
+    use harrier::ingest::influx::Precision;
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let rule = json!({
+        "name": "LiveRunErrors",
+        "subject": {"scenario": "*-k6"},
+        "measure": "error_pct",
+        "comparison": ">",
+        "threshold": 5,
+        "window": "10s",
+        "for": "5s",
+        "severity": "critical",
+        "summary": "Run {{ labels.run_name }} at {{ value }} % errors"
+    });
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &rule).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let mut wrong = rule.clone();
+    wrong["name"] = json!("Wrong");
+    wrong["measure"] = json!("target_down");
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &wrong).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.json()["error"].as_str().unwrap().contains("measure"));
+
+    let live = &app.state.live_runs;
+    let t0 = 1_800_000_000_000;
+    let mut ids = (0, 0);
+    let stream = |second: i64, bad: i64| {
+        let live = live.clone();
+        async move {
+            let mut body = k6_second("checkout-k6", t0, second, bad);
+            body.push_str(&k6_second("browse-k6", t0, second, 0));
+            let out = live.write(&body, Precision::Ns, "k6").await.unwrap();
+            live.tick().await;
+            out.run_ids
+        }
+    };
+    for s in 0..10 {
+        let got = stream(s, 0).await;
+        ids = (got[0], got[1]);
+    }
+    let (checkout, browse) = ids;
+    let round = evaluate_once(store, &app.state.hub, t0 + 10_000)
+        .await
+        .unwrap();
+    assert!(round.transitions.is_empty(), "{:?}", round.transitions);
+
+    // Errors jump to 50 % on checkout-k6.
+    for s in 10..15 {
+        stream(s, 5).await;
+    }
+    evaluate_once(store, &app.state.hub, t0 + 15_000)
+        .await
+        .unwrap();
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert_eq!(alerts.as_array().unwrap().len(), 1, "{alerts}");
+    assert_eq!(alerts[0]["state"], "pending");
+    assert_eq!(alerts[0]["labels"]["run"], checkout.to_string());
+    assert_eq!(alerts[0]["labels"]["scenario"], "checkout-k6");
+    assert_eq!(
+        alerts[0]["value"], 25.0,
+        "25 of 100 requests in the last 10 s: {alerts}"
+    );
+    let run = app.get(&format!("/api/v1/runs/{checkout}")).await.json();
+    assert_eq!(run["status"], "live", "pending does not fail the run");
+    assert_eq!(run["failed_by"], Value::Null);
+
+    for s in 15..21 {
+        stream(s, 5).await;
+    }
+    evaluate_once(store, &app.state.hub, t0 + 21_000)
+        .await
+        .unwrap();
+    let run = app.get(&format!("/api/v1/runs/{checkout}")).await.json();
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["failed_by"]["rule"], "LiveRunErrors");
+    assert_eq!(run["failed_by"]["at_ms"], t0 + 21_000);
+    assert_eq!(run["failed_by"]["value"], 50.0);
+    let healthy = app.get(&format!("/api/v1/runs/{browse}")).await.json();
+    assert_eq!(healthy["status"], "live");
+    assert_eq!(healthy["failed_by"], Value::Null);
+
+    let page = app.get(&format!("/console/runs/{checkout}")).await;
+    let banner = crate::helpers::select_texts(&page.html(), "#run-failed");
+    assert_eq!(banner.len(), 1, "{}", page.text());
+    assert!(banner[0].contains("LiveRunErrors"), "{}", banner[0]);
+    let page = app.get(&format!("/console/runs/{browse}")).await;
+    assert!(crate::helpers::select_texts(&page.html(), "#run-failed").is_empty());
 }

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod alerts;
+mod alerts_console;
 mod browser;
 mod cli;
 mod compare;
