@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::live::Event;
 use crate::routes::series::{self, RouteSeries};
 use crate::routes::{Figures, RouteRow};
-use crate::store::{HOUR_MS, MINUTE_MS, RouteInfo, RunBand, Store, TargetSpec};
+use crate::store::{HOUR_MS, IntervalScope, MINUTE_MS, RouteInfo, RunBand, Store, TargetSpec};
 
 /// Largest window of `GET /api/v1/routes`, ms (raw figures are kept 48 h by default).
 const MAX_WINDOW_MS: i64 = 24 * HOUR_MS;
@@ -155,15 +155,17 @@ pub async fn one_route(state: &AppState, id: i64, window: i64) -> Result<RouteRo
         .into_iter()
         .next()
         .ok_or_else(|| Error::NotFound(format!("route {id}")))?;
-    let figures = state
+    let (info, f) = state
         .store
-        .route_figures(Some(info.target_id), window, crate::now_ms())
-        .await?;
-    let f = figures
-        .into_iter()
-        .find(|(i, _)| i.id == id)
-        .map(|(_, f)| f)
-        .unwrap_or_default();
+        .figures_of(
+            vec![info],
+            IntervalScope::Routes(&[id]),
+            window,
+            crate::now_ms(),
+        )
+        .await?
+        .pop()
+        .expect("one route in, one out");
     Ok(route_row(&info, &f, window))
 }
 

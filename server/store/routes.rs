@@ -186,6 +186,16 @@ impl RouteInfo {
     }
 }
 
+/// Which routes' raw intervals [`Store::intervals_in`] reads.
+#[derive(Debug, Clone, Copy)]
+pub enum IntervalScope<'a> {
+    All,
+    /// The routes of one target.
+    Target(i64),
+    /// These routes.
+    Routes(&'a [i64]),
+}
+
 /// A load-test run drawn as a band on route charts.
 #[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
 pub struct RunBand {
@@ -723,9 +733,8 @@ impl Store {
             .collect())
     }
 
-    /// Figures per route over the window ending at `now_ms` (raw intervals whose scrape
-    /// falls in the window; a route whose last interval is longer than the window is given
-    /// that last interval, so a 1 min window over 2 min scrapes is not empty).
+    /// Figures per route over the window ending at `now_ms`: all routes, or those of
+    /// `target_id`. See [`Store::figures_of`].
     pub async fn route_figures(
         &self,
         target_id: Option<i64>,
@@ -733,38 +742,114 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<(RouteInfo, Figures)>> {
         let infos = self.route_infos(target_id, None).await?;
-        let lookback = window_ms.max(10 * MINUTE_MS);
-        let rows = self
-            .route_intervals(None, now_ms - lookback, now_ms)
-            .await?;
-        let mut by_route: HashMap<i64, Vec<&StoredInterval>> = HashMap::new();
+        let scope = match target_id {
+            Some(t) => IntervalScope::Target(t),
+            None => IntervalScope::All,
+        };
+        self.figures_of(infos, scope, window_ms, now_ms).await
+    }
+
+    /// Figures of `infos` over the window ending at `now_ms`: the raw intervals whose
+    /// scrape falls in the window. A route with none there (its scrapes are further apart
+    /// than the window) is given its last interval when that ended less than twice the
+    /// longer of the window and the interval ago, so a 1 min window over 2 min scrapes is
+    /// not empty. `scope` must cover `infos` (it bounds the window read).
+    ///
+    /// Reads only the window (one indexed range of `route_samples`), then the last
+    /// interval of the routes the window lacked: the cost follows the routes and the
+    /// window, never the stored history.
+    pub async fn figures_of(
+        &self,
+        infos: Vec<RouteInfo>,
+        scope: IntervalScope<'_>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>> {
+        let rows = self.intervals_in(scope, now_ms - window_ms, now_ms).await?;
+        let mut by_route: HashMap<i64, Figures> = HashMap::new();
         for r in &rows {
-            by_route.entry(r.route_id).or_default().push(r);
+            by_route.entry(r.route_id).or_default().add(&r.interval);
+        }
+        let missing: Vec<i64> = infos
+            .iter()
+            .filter(|i| !by_route.contains_key(&i.id))
+            .map(|i| i.id)
+            .collect();
+        if !missing.is_empty() {
+            let longest = infos
+                .iter()
+                .filter(|i| !by_route.contains_key(&i.id))
+                .map(|i| (i.target_interval_s * 1000.0) as i64)
+                .max()
+                .unwrap_or(0);
+            let lookback = 2 * window_ms.max(longest);
+            let older = self
+                .intervals_in(
+                    IntervalScope::Routes(&missing),
+                    now_ms - lookback,
+                    now_ms - window_ms,
+                )
+                .await?;
+            // Ordered by route then time: the last row of each route wins.
+            let mut last: HashMap<i64, &StoredInterval> = HashMap::new();
+            for r in &older {
+                last.insert(r.route_id, r);
+            }
+            for (id, r) in last {
+                if r.at_ms > now_ms - r.interval.interval_ms.max(window_ms) * 2 {
+                    by_route.entry(id).or_default().add(&r.interval);
+                }
+            }
         }
         Ok(infos
             .into_iter()
             .map(|info| {
-                let mut f = Figures::default();
-                if let Some(list) = by_route.get(&info.id) {
-                    let inside: Vec<&&StoredInterval> = list
-                        .iter()
-                        .filter(|r| r.at_ms > now_ms - window_ms)
-                        .collect();
-                    if inside.is_empty() {
-                        if let Some(last) = list.last()
-                            && last.at_ms > now_ms - last.interval.interval_ms.max(window_ms) * 2
-                        {
-                            f.add(&last.interval);
-                        }
-                    } else {
-                        for r in inside {
-                            f.add(&r.interval);
-                        }
-                    }
-                }
+                let f = by_route.remove(&info.id).unwrap_or_default();
                 (info, f)
             })
             .collect())
+    }
+
+    /// Raw intervals with `from_ms < at_ms ≤ to_ms` of the routes in `scope`, by route then
+    /// time.
+    pub async fn intervals_in(
+        &self,
+        scope: IntervalScope<'_>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>> {
+        let chunks: Vec<Option<&[i64]>> = match scope {
+            IntervalScope::Routes(ids) => ids.chunks(BATCH_ROWS).map(Some).collect(),
+            _ => vec![None],
+        };
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "SELECT s.route_id, s.at_ms, s.interval_ms, s.exchanges, s.failed, \
+                 s.duration_sum_s, s.duration_count, s.max_s, s.inflight, s.buckets \
+                 FROM route_samples s WHERE s.at_ms > ",
+            );
+            q.push_bind(from_ms)
+                .push(" AND s.at_ms <= ")
+                .push_bind(to_ms);
+            if let IntervalScope::Target(t) = scope {
+                q.push(" AND s.route_id IN (SELECT id FROM routes WHERE target_id = ")
+                    .push_bind(t)
+                    .push(")");
+            }
+            if let Some(ids) = chunk {
+                q.push(" AND s.route_id IN (");
+                let mut sep = q.separated(", ");
+                for id in ids {
+                    sep.push_bind(*id);
+                }
+                q.push(")");
+            }
+            q.push(" ORDER BY s.route_id, s.at_ms");
+            let rows: Vec<IntervalDb> = q.build_query_as().fetch_all(&self.pool).await?;
+            out.extend(rows.into_iter().map(StoredInterval::from));
+        }
+        Ok(out)
     }
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
