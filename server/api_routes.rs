@@ -27,7 +27,9 @@ use crate::error::{Error, Result};
 use crate::live::Event;
 use crate::routes::series::{self, RouteSeries};
 use crate::routes::{Figures, RouteRow};
-use crate::store::{HOUR_MS, IntervalScope, MINUTE_MS, RouteInfo, RunBand, Store, TargetSpec};
+use crate::store::{
+    HOUR_MS, IntervalScope, MINUTE_MS, RouteInfo, RunBand, Store, TEN_MINUTES_MS, TargetSpec,
+};
 
 /// Largest window of `GET /api/v1/routes`, ms (raw figures are kept 48 h by default).
 const MAX_WINDOW_MS: i64 = 24 * HOUR_MS;
@@ -202,17 +204,34 @@ pub async fn series_for(
     to_ms: i64,
     step_ms: Option<i64>,
 ) -> Result<SeriesWithRuns> {
-    if state.store.route_infos(None, Some(id)).await?.is_empty() {
+    let Some(info) = state.store.route_infos(None, Some(id)).await?.pop() else {
         return Err(Error::NotFound(format!("route {id}")));
-    }
+    };
     let now = crate::now_ms();
     let r = &state.config.retention;
-    let resolution = series::resolution_for(
-        from_ms,
-        to_ms,
-        now,
-        [r.raw_ms(), r.minute_ms(), r.hour_ms()],
-    );
+    let keep = [r.raw_ms(), r.minute_ms(), r.ten_minute_ms(), r.hour_ms()];
+    let mut levels = Vec::with_capacity(4);
+    for (i, res) in series::RESOLUTIONS_MS.into_iter().enumerate() {
+        let mut covers_from_ms = now - keep[i];
+        if res == TEN_MINUTES_MS {
+            // Added after the others: before its first bucket a route has only the others.
+            let first = state.store.first_rollup_ms(id, res).await?;
+            let needed = first.unwrap_or(i64::MAX);
+            if needed > info.first_seen_ms.saturating_add(res) {
+                covers_from_ms = covers_from_ms.max(needed);
+            }
+        }
+        levels.push(series::Level {
+            resolution_ms: res,
+            spacing_ms: if res == 0 {
+                (info.target_interval_s * 1000.0).round().max(1000.0) as i64
+            } else {
+                res
+            },
+            covers_from_ms,
+        });
+    }
+    let resolution = series::resolution_for(from_ms, to_ms, &levels);
     let ideal = ((to_ms - from_ms) / series::TARGET_POINTS).max(1);
     let step = step_ms.unwrap_or(ideal).max(resolution).max(1);
     let rows = if resolution == 0 {

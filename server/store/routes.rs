@@ -1,5 +1,5 @@
 //! Route monitoring: `targets`, `routes`, `route_samples` (one row per route per scrape)
-//! and `route_rollups` (1 min and 1 h sums), plus the runs that overlap a time range.
+//! and `route_rollups` (1 min, 10 min and 1 h sums), plus the runs that overlap a time range.
 //!
 //! A scrape is written in one transaction: the target's status, the routes it found
 //! (multi-row upsert), their interval rows (multi-row insert) and the rollup rows those
@@ -18,7 +18,10 @@ const BATCH_ROWS: usize = 500;
 
 /// The rollup resolutions, ms.
 pub const MINUTE_MS: i64 = 60_000;
+pub const TEN_MINUTES_MS: i64 = 600_000;
 pub const HOUR_MS: i64 = 3_600_000;
+/// The rollup resolutions written with every scrape.
+pub const ROLLUPS_MS: [i64; 3] = [MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
 
 /// A target as configured (`harrier.toml` `[[targets]]` or `POST /api/v1/targets`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
@@ -215,6 +218,8 @@ pub struct Retention {
     pub raw_hours: f64,
     #[serde(default = "default_minute_days")]
     pub minute_days: f64,
+    #[serde(default = "default_ten_minute_days")]
+    pub ten_minute_days: f64,
     #[serde(default = "default_hour_days")]
     pub hour_days: f64,
 }
@@ -225,6 +230,9 @@ fn default_raw_hours() -> f64 {
 fn default_minute_days() -> f64 {
     30.0
 }
+fn default_ten_minute_days() -> f64 {
+    90.0
+}
 fn default_hour_days() -> f64 {
     365.0
 }
@@ -234,6 +242,7 @@ impl Default for Retention {
         Retention {
             raw_hours: default_raw_hours(),
             minute_days: default_minute_days(),
+            ten_minute_days: default_ten_minute_days(),
             hour_days: default_hour_days(),
         }
     }
@@ -245,6 +254,9 @@ impl Retention {
     }
     pub fn minute_ms(&self) -> i64 {
         (self.minute_days * 86_400_000.0) as i64
+    }
+    pub fn ten_minute_ms(&self) -> i64 {
+        (self.ten_minute_days * 86_400_000.0) as i64
     }
     pub fn hour_ms(&self) -> i64 {
         (self.hour_days * 86_400_000.0) as i64
@@ -558,7 +570,7 @@ impl Store {
             });
             q.build().execute(&mut *tx).await?;
         }
-        for resolution in [MINUTE_MS, HOUR_MS] {
+        for resolution in ROLLUPS_MS {
             let bucket = at - at.rem_euclid(resolution);
             for chunk in intervals.chunks(BATCH_ROWS) {
                 let mut q = QueryBuilder::<Sqlite>::new(
@@ -634,6 +646,7 @@ impl Store {
             .rows_affected();
         for (res, keep) in [
             (MINUTE_MS, retention.minute_ms()),
+            (TEN_MINUTES_MS, retention.ten_minute_ms()),
             (HOUR_MS, retention.hour_ms()),
         ] {
             n += sqlx::query("DELETE FROM route_rollups WHERE resolution_ms = ? AND bucket_ms < ?")
@@ -687,6 +700,17 @@ impl Store {
         q.push(" ORDER BY route_id, at_ms");
         let rows: Vec<IntervalDb> = q.build_query_as().fetch_all(&self.pool).await?;
         Ok(rows.into_iter().map(StoredInterval::from).collect())
+    }
+
+    /// The start of route `route_id`'s first rollup bucket at `resolution_ms`, if any.
+    pub async fn first_rollup_ms(&self, route_id: i64, resolution_ms: i64) -> Result<Option<i64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT MIN(bucket_ms) FROM route_rollups WHERE route_id = ? AND resolution_ms = ?",
+        )
+        .bind(route_id)
+        .bind(resolution_ms)
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// Rollup rows of one route at `resolution_ms` whose buckets overlap `from_ms…to_ms`;

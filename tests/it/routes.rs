@@ -199,6 +199,7 @@ async fn a_scrape_writes_routes_intervals_and_rollups(pool: SqlitePool) {
     let retention = Retention {
         raw_hours: 1.0,
         minute_days: 1.0,
+        ten_minute_days: 1.0,
         hour_days: 365.0,
     };
     let deleted = store
