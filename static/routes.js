@@ -15,7 +15,8 @@
  *    replace the rows; the URL follows (history.replaceState). Sparklines of the page
  *    come in one GET /api/v1/routes/sparklines?ids=….
  *  harrier:routes_updated {target_id, routes:[RouteRow]} → only rows on screen are
- *    rewritten in place (no re-sort); their sparklines get the new point.
+ *    rewritten in place (no re-sort); their sparklines get the new point. A route id
+ *    never seen before, with room on the page, fetches the page again.
  *  harrier:target_status {target} → tr[data-target-id] of table#targets-table.
  *  harrier:target_removed {id}, harrier:resync → the page is fetched again.
  *  td.since text ("12 s ago") is refreshed every second from its data-value.
@@ -223,6 +224,7 @@
           if (wrap) wrap.style.minHeight = wrap.offsetHeight + 'px';
           sparks.clear();
           tbody.replaceChildren(...body.routes.map((r) => routeRow(r, [])));
+          for (const r of body.routes) seen.add(r.id);
           view.total = body.total;
           if (count) count.textContent = fmt.int(body.all);
           if (wrap) { wrap.hidden = body.all === 0; requestAnimationFrame(() => { wrap.style.minHeight = ''; }); }
@@ -266,9 +268,15 @@
       if (apply) apply.hidden = true;
 
       // live: only the rows on screen are rewritten, in place (no re-sort, no jump)
+      // ids known to exist (on screen or announced): a route never seen before is new, and
+      // a page with room for it is fetched again (at most once a second)
+      const seen = new Set(pageIds());
+      let refetch = 0;
       on('routes_updated', (msg) => {
         if (!msg || !Array.isArray(msg.routes)) return;
+        let fresh = false;
         for (const r of msg.routes) {
+          if (!seen.has(r.id)) { seen.add(r.id); fresh = true; }
           const old = findRow(r.id);
           if (!old) continue;
           let pts = sparks.get(r.id) || [];
@@ -277,6 +285,10 @@
             sparks.set(r.id, pts);
           }
           old.replaceWith(routeRow(r, pts));
+        }
+        if (fresh && tbody.rows.length < view.limit) {
+          clearTimeout(refetch);
+          refetch = setTimeout(() => load(), 1000);
         }
       });
       on('target_removed', (msg) => {

@@ -917,13 +917,20 @@ async fn console_routes_pages_in_a_browser() {
 
     let filter = client.find(Locator::Css("#route-filter")).await.unwrap();
     filter.send_keys("cart").await.unwrap();
-    let visible = client
-        .execute(
-            "return Array.from(document.querySelectorAll('#routes-table tbody tr')).filter(r => !r.hidden).map(r => r.cells[1].textContent)",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let visible = wait_for("the search applied on the server", 10, || {
+        let client = client.clone();
+        async move {
+            let v = client
+                .execute(
+                    "return Array.from(document.querySelectorAll('#routes-table tbody tr')).map(r => r.cells[1].textContent)",
+                    vec![],
+                )
+                .await
+                .ok()?;
+            (v == serde_json::json!(["GET /cart"])).then_some(v)
+        }
+    })
+    .await;
     assert_eq!(visible, serde_json::json!(["GET /cart"]));
 
     // Read the link in one script call: live updates replace rows, so an element handle
@@ -1081,4 +1088,253 @@ async fn scrape_faults_each_show_a_clear_state() {
     let _ = stop_tx.send(());
     server.await.unwrap().unwrap();
     faulty_task.abort();
+}
+
+/// An exposition of `n` Camel routes (`route-0000`…) in 4 contexts; route `i` completes
+/// `i % 50` exchanges per scrape, so the busiest routes are known.
+async fn many_routes_exporter(n: usize) -> (String, tokio::task::JoinHandle<()>) {
+    let hits = Arc::new(AtomicU64::new(0));
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let k = hits.fetch_add(1, Ordering::SeqCst) + 1;
+            async move {
+                let mut out = String::from("# TYPE camel_exchanges_total counter\n");
+                for i in 0..n {
+                    out.push_str(&format!(
+                        "camel_exchanges_total{{camelContext=\"ctx-{}\",routeId=\"route-{i:04}\",eventType=\"route\"}} {}\n",
+                        i % 4,
+                        (i % 50) as u64 * k
+                    ));
+                }
+                out.push_str("# TYPE camel_exchanges_failed_total counter\n");
+                for i in 0..n {
+                    out.push_str(&format!(
+                        "camel_exchanges_failed_total{{camelContext=\"ctx-{}\",routeId=\"route-{i:04}\",eventType=\"route\"}} 0\n",
+                        i % 4
+                    ));
+                }
+                out
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (format!("http://{addr}"), task)
+}
+
+/// Reads the routes table in one script call: `[summary, [[service, route, tput], …]]`.
+async fn routes_table(client: &fantoccini::Client) -> serde_json::Value {
+    client
+        .execute(
+            "return [document.querySelector('#routes-summary').textContent.trim(), \
+             Array.from(document.querySelectorAll('#routes-table tbody tr')).map(r => \
+             [r.cells[0].firstChild.textContent.trim(), r.cells[1].textContent.trim(), r.querySelector('td.tput').dataset.value])]",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// 1,200 routes: the page shows 100 with a count, pages forward, searches and sorts on
+/// the server; the API pages the same way; the first page reads without JS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_table_pages_searches_and_sorts_1200_routes() {
+    use fantoccini::Locator;
+    // no built-in target: exactly the exporter's routes
+    let app = crate::helpers::spawn_app_with(|c| c.self_scrape = false).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let (base, exporter) = many_routes_exporter(1200).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "camel", "url": format!("{base}/metrics"), "interval_s": 2, "timeout_s": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    // two scrapes: every route has a throughput
+    let api = format!("http://{addr}/api/v1/routes");
+    wait_for("1,200 routes with figures", 60, || {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let page: serde_json::Value = http
+                .get(format!("{api}?sort=throughput_per_s&dir=desc&limit=1"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let ok = page["all"] == 1200 && page["routes"][0]["throughput_per_s"].as_f64()? > 0.0;
+            ok.then_some(page)
+        }
+    })
+    .await;
+
+    // API: paging and filters, and the array without paging parameters
+    let page: serde_json::Value = http
+        .get(format!("{api}?offset=100&limit=50"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["total"], 1200);
+    assert_eq!(page["offset"], 100);
+    assert_eq!(page["routes"].as_array().unwrap().len(), 50);
+    let all: serde_json::Value = http.get(&api).send().await.unwrap().json().await.unwrap();
+    assert_eq!(
+        all.as_array().unwrap().len(),
+        1200,
+        "no paging parameters: every row"
+    );
+    let found: serde_json::Value = http
+        .get(format!("{api}?q=route-07&service=ctx-1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["route"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 25, "route-0700…0799 in ctx-1: {names:?}");
+    assert!(names.iter().all(|n| n.starts_with("route-07")));
+    for bad in ["sort=nope", "dir=up", "limit=0", "limit=5000", "offset=-1"] {
+        let r = http.get(format!("{api}?{bad}")).send().await.unwrap();
+        assert_eq!(r.status(), 400, "{bad}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert!(body["error"].as_str().is_some(), "{bad}: {body}");
+    }
+
+    // without JS: the first page and its pager are in the HTML
+    let html = http
+        .get(format!("http://{addr}/console/routes"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let doc = scraper::Html::parse_document(&html);
+    assert_eq!(select_texts(&doc, "#routes-table tbody tr").len(), 100);
+    assert_eq!(
+        select_texts(&doc, "#routes-summary"),
+        ["1–100 of 1,200 routes"]
+    );
+
+    let (driver, client) = browser().await;
+    client
+        .goto(&format!("http://{addr}/console/routes"))
+        .await
+        .unwrap();
+    let first = routes_table(&client).await;
+    assert_eq!(first[0], "1–100 of 1,200 routes", "{first}");
+    assert_eq!(first[1].as_array().unwrap().len(), 100);
+    assert_eq!(first[1][0][1], "route-0000");
+
+    // next page
+    client
+        .find(Locator::Css("#routes-pager a[data-page='next']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let second = wait_for("page 2", 10, || {
+        let client = client.clone();
+        async move {
+            let t = routes_table(&client).await;
+            (t[0] == "101–200 of 1,200 routes").then_some(t)
+        }
+    })
+    .await;
+    assert_eq!(second[1].as_array().unwrap().len(), 100);
+    assert_ne!(second[1][0], first[1][0]);
+    let url = client.current_url().await.unwrap();
+    assert!(url.as_str().contains("offset=100"), "{url}");
+
+    // sort by throughput, busiest first: routes with i % 50 = 49 lead
+    client
+        .find(Locator::Css(
+            "#routes-table th[data-key='throughput_per_s'] a",
+        ))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let sorted = wait_for("sorted by throughput", 10, || {
+        let client = client.clone();
+        async move {
+            let t = routes_table(&client).await;
+            (t[0] == "1–100 of 1,200 routes" && t[1][0][1].as_str()?.ends_with("49")).then_some(t)
+        }
+    })
+    .await;
+    let tputs: Vec<f64> = sorted[1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[2].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        tputs.windows(2).all(|w| w[0] >= w[1]),
+        "descending: {tputs:?}"
+    );
+    let aria = client
+        .execute(
+            "return document.querySelector(\"#routes-table th[data-key='throughput_per_s']\").getAttribute('aria-sort')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(aria, "descending");
+
+    // search on the server (across pages): route-1150…1159
+    let filter = client.find(Locator::Css("#route-filter")).await.unwrap();
+    filter.send_keys("route-115").await.unwrap();
+    let found = wait_for("the search", 10, || {
+        let client = client.clone();
+        async move {
+            let t = routes_table(&client).await;
+            (t[0] == "1–10 of 10 routes").then_some(t)
+        }
+    })
+    .await;
+    assert!(
+        found[1]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r[1].as_str().unwrap().starts_with("route-115"))
+    );
+    let disabled = client
+        .execute(
+            "return document.querySelector(\"#routes-pager a[data-page='next']\").getAttribute('aria-disabled')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(disabled, "true", "one page: no next");
+
+    client.close().await.unwrap();
+    drop(driver);
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    exporter.abort();
 }
