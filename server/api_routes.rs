@@ -83,13 +83,17 @@ fn id_of(raw: &str, what: &str) -> Result<i64> {
 
 /// A route's row from its stored state and its figures over `window_ms`.
 pub fn route_row(info: &RouteInfo, f: &Figures, window_ms: i64) -> RouteRow {
-    let stale = matches!(
-        (info.target_last_scrape_ms, info.target_up),
-        (Some(t), Some(true)) if info.last_seen_ms < t
-    );
+    // missing from the target's latest good scrape: stale, and gone after a few scrapes
+    let missed_ms = match (info.target_last_scrape_ms, info.target_up) {
+        (Some(t), Some(true)) if info.last_seen_ms < t => Some(t - info.last_seen_ms),
+        _ => None,
+    };
+    let interval_ms = (info.target_interval_s * 1000.0) as i64;
     let state = if info.target_up == Some(false) {
         "down".to_string()
-    } else if stale {
+    } else if missed_ms.is_some_and(|m| m >= crate::routes::GONE_AFTER_SCRAPES * interval_ms) {
+        "gone".to_string()
+    } else if missed_ms.is_some() {
         "stale".to_string()
     } else if let Some(s) = info.state.as_deref().filter(|s| *s != "Started") {
         s.to_string()
@@ -115,6 +119,7 @@ pub fn route_row(info: &RouteInfo, f: &Figures, window_ms: i64) -> RouteRow {
         max_ms: f.max_ms(),
         inflight: f.inflight,
         last_exchange_ms: info.last_exchange_ms,
+        last_seen_ms: info.last_seen_ms,
         window_s: window_ms as f64 / 1000.0,
         url: format!("/console/routes/{}", info.id),
     }

@@ -13,8 +13,8 @@ mod runs;
 pub use alerts::{Delivery, HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use routes::{
-    HOUR_MS, IntervalScope, MINUTE_MS, ROLLUPS_MS, Retention, RouteInfo, RouteWrite, RunBand,
-    ScrapeStatus, StoredInterval, TEN_MINUTES_MS, TargetRow, TargetSpec, url_instance,
+    HOUR_MS, IntervalScope, MINUTE_MS, ProcessPoint, ROLLUPS_MS, Retention, RouteInfo, RouteWrite,
+    RunBand, ScrapeStatus, StoredInterval, TEN_MINUTES_MS, TargetRow, TargetSpec, url_instance,
 };
 pub use runs::{BucketRow, ErrorRow, NewRun, RejectedRowRow, RunDetail, RunListItem, RunPatch};
 

@@ -157,6 +157,8 @@ pub struct RouteWrite {
     /// The source's own last-exchange time.
     pub last_exchange_ms: Option<i64>,
     pub interval: Option<Interval>,
+    /// The instance its series name; `""`: the target's own.
+    pub instance: String,
 }
 
 /// A stored route with what its target says (`routes` ⋈ `targets`).
@@ -177,16 +179,34 @@ pub struct RouteInfo {
     pub target_up: Option<bool>,
     pub target_last_scrape_ms: Option<i64>,
     pub target_interval_s: f64,
+    /// The instance its series name (`""`: the target's own).
+    pub route_instance: String,
 }
 
 impl RouteInfo {
-    /// The instance the route runs on (the target's `instance` label, else its host:port).
+    /// The instance the route runs on: the one its series name, else the target's
+    /// `instance` label, else the target's host:port.
     pub fn instance(&self) -> String {
+        if !self.route_instance.is_empty() {
+            return self.route_instance.clone();
+        }
         serde_json::from_str::<BTreeMap<String, String>>(&self.target_labels)
             .ok()
             .and_then(|l| l.get("instance").cloned())
             .unwrap_or_else(|| url_instance(&self.target_url))
     }
+}
+
+/// One stored process figure: the scrape's value (`mean` = `max` = the reading) or a
+/// bucket's mean and max.
+#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
+pub struct ProcessPoint {
+    pub target_id: i64,
+    pub instance: String,
+    pub metric: String,
+    pub at_ms: i64,
+    pub mean: f64,
+    pub max: f64,
 }
 
 /// Which routes' raw intervals [`Store::intervals_in`] reads.
@@ -501,11 +521,11 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let at = status.at_ms;
-        let mut ids: HashMap<(String, String, String), i64> = HashMap::new();
+        let mut ids: HashMap<(String, String, String, String), i64> = HashMap::new();
         for chunk in routes.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO routes (target_id, service, route, source, first_seen_ms, \
-                 last_seen_ms, last_exchange_ms, state) ",
+                 last_seen_ms, last_exchange_ms, state, instance) ",
             );
             q.push_values(chunk, |mut b, r| {
                 let rose = r
@@ -524,26 +544,32 @@ impl Store {
                     .push_bind(at)
                     .push_bind(at)
                     .push_bind(exchange_ms)
-                    .push_bind(&r.state);
+                    .push_bind(&r.state)
+                    .push_bind(&r.instance);
             });
             q.push(
-                " ON CONFLICT (target_id, service, route, source) DO UPDATE SET \
+                " ON CONFLICT (target_id, service, route, source, instance) DO UPDATE SET \
                  last_seen_ms = excluded.last_seen_ms, state = excluded.state, \
                  last_exchange_ms = COALESCE(excluded.last_exchange_ms, routes.last_exchange_ms) \
-                 RETURNING id, service, route, source",
+                 RETURNING id, service, route, source, instance",
             );
-            let rows: Vec<(i64, String, String, String)> =
+            let rows: Vec<(i64, String, String, String, String)> =
                 q.build_query_as().fetch_all(&mut *tx).await?;
-            for (id, service, route, source) in rows {
-                ids.insert((service, route, source), id);
+            for (id, service, route, source, instance) in rows {
+                ids.insert((service, route, source, instance), id);
             }
         }
         let route_ids: Vec<i64> = routes
             .iter()
             .map(|r| {
-                ids.get(&(r.service.clone(), r.route.clone(), r.source.clone()))
-                    .copied()
-                    .unwrap_or_default()
+                ids.get(&(
+                    r.service.clone(),
+                    r.route.clone(),
+                    r.source.clone(),
+                    r.instance.clone(),
+                ))
+                .copied()
+                .unwrap_or_default()
             })
             .collect();
         let intervals: Vec<(i64, &Interval)> = routes
@@ -656,6 +682,20 @@ impl Store {
                 .await?
                 .rows_affected();
         }
+        for (res, keep) in [
+            (0, retention.raw_ms()),
+            (MINUTE_MS, retention.minute_ms()),
+            (TEN_MINUTES_MS, retention.ten_minute_ms()),
+            (HOUR_MS, retention.hour_ms()),
+        ] {
+            n +=
+                sqlx::query("DELETE FROM process_series WHERE resolution_ms = ? AND bucket_ms < ?")
+                    .bind(res)
+                    .bind(now_ms - keep)
+                    .execute(&self.pool)
+                    .await?
+                    .rows_affected();
+        }
         Ok(n)
     }
 
@@ -669,7 +709,8 @@ impl Store {
             "SELECT r.id, r.target_id, r.service, r.route, r.source, r.first_seen_ms, \
              r.last_seen_ms, r.last_exchange_ms, r.state, t.name AS target_name, \
              t.url AS target_url, t.labels AS target_labels, t.up AS target_up, \
-             t.last_scrape_ms AS target_last_scrape_ms, t.interval_s AS target_interval_s \
+             t.last_scrape_ms AS target_last_scrape_ms, t.interval_s AS target_interval_s, \
+             r.instance AS route_instance \
              FROM routes r JOIN targets t ON t.id = r.target_id WHERE 1 = 1",
         );
         if let Some(t) = target_id {
@@ -678,7 +719,7 @@ impl Store {
         if let Some(r) = route_id {
             q.push(" AND r.id = ").push_bind(r);
         }
-        q.push(" ORDER BY r.service, r.route, t.name");
+        q.push(" ORDER BY r.service, r.route, t.name, r.instance");
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
@@ -874,6 +915,112 @@ impl Store {
             out.extend(rows.into_iter().map(StoredInterval::from));
         }
         Ok(out)
+    }
+
+    /// Writes one scrape's process figures `(instance, metric, value)` of target
+    /// `target_id` at `at_ms`: the scrape row and the 1 min / 10 min / 1 h buckets (sum,
+    /// count, max), in one transaction with multi-row upserts.
+    pub async fn record_process(
+        &self,
+        target_id: i64,
+        at_ms: i64,
+        figures: &[(String, String, f64)],
+    ) -> Result<()> {
+        if figures.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        let levels = [0, MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
+        let rows: Vec<(i64, i64, &(String, String, f64))> = figures
+            .iter()
+            .flat_map(|f| {
+                levels.iter().map(move |res| {
+                    let bucket = if *res == 0 {
+                        at_ms
+                    } else {
+                        at_ms - at_ms.rem_euclid(*res)
+                    };
+                    (*res, bucket, f)
+                })
+            })
+            .collect();
+        for chunk in rows.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO process_series (target_id, instance, metric, resolution_ms, \
+                 bucket_ms, sum, n, max) ",
+            );
+            q.push_values(chunk, |mut b, (res, bucket, (instance, metric, v))| {
+                b.push_bind(target_id)
+                    .push_bind(instance)
+                    .push_bind(metric)
+                    .push_bind(*res)
+                    .push_bind(*bucket)
+                    .push_bind(*v)
+                    .push_bind(1_i64)
+                    .push_bind(*v);
+            });
+            q.push(
+                " ON CONFLICT (target_id, instance, metric, resolution_ms, bucket_ms) DO UPDATE \
+                 SET sum = process_series.sum + excluded.sum, n = process_series.n + excluded.n, \
+                 max = MAX(process_series.max, excluded.max)",
+            );
+            q.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The latest process figures of targets `target_ids`: `(target_id, instance, metric,
+    /// value, at_ms)`, one per instance and metric (the last scrape that had it).
+    pub async fn process_latest(&self, target_ids: &[i64]) -> Result<Vec<ProcessPoint>> {
+        if target_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT p.target_id, p.instance, p.metric, p.bucket_ms AS at_ms, p.sum AS mean, \
+             p.max FROM process_series p JOIN (SELECT target_id, instance, metric, \
+             MAX(bucket_ms) AS last FROM process_series WHERE resolution_ms = 0 AND target_id IN (",
+        );
+        let mut sep = q.separated(", ");
+        for id in target_ids {
+            sep.push_bind(*id);
+        }
+        q.push(
+            ") GROUP BY target_id, instance, metric) l ON l.target_id = p.target_id \
+             AND l.instance = p.instance AND l.metric = p.metric AND l.last = p.bucket_ms \
+             WHERE p.resolution_ms = 0 ORDER BY p.instance, p.metric",
+        );
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
+    }
+
+    /// Process figures of targets `target_ids` at `resolution_ms` (0: per scrape) with
+    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n.
+    pub async fn process_series(
+        &self,
+        target_ids: &[i64],
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<ProcessPoint>> {
+        if target_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT target_id, instance, metric, bucket_ms AS at_ms, sum / n AS mean, max \
+             FROM process_series WHERE resolution_ms = ",
+        );
+        q.push_bind(resolution_ms)
+            .push(" AND bucket_ms >= ")
+            .push_bind(from_ms - resolution_ms)
+            .push(" AND bucket_ms <= ")
+            .push_bind(to_ms)
+            .push(" AND target_id IN (");
+        let mut sep = q.separated(", ");
+        for id in target_ids {
+            sep.push_bind(*id);
+        }
+        q.push(") ORDER BY instance, metric, bucket_ms");
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.

@@ -54,6 +54,7 @@ fn interval() -> Interval {
 
 fn write(route: &str, iv: Option<Interval>) -> RouteWrite {
     RouteWrite {
+        instance: String::new(),
         service: "orders".into(),
         route: route.into(),
         source: "http".into(),
