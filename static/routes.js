@@ -98,7 +98,7 @@
     function routeRow(r, spark) {
       const bad = isNum(r.error_pct) && r.error_pct > 0;
       return h('tr', { 'data-route-id': r.id, 'data-target-id': r.target_id },
-        h('td', { 'data-value': r.service, class: 'service' }, r.service, ' ', h('span', { class: 'hint' }, r.instance)),
+        h('td', { 'data-value': r.service, class: 'service' }, h('a', { href: '/console/services/' + encodeURIComponent(r.service) }, r.service), ' ', h('span', { class: 'hint' }, r.instance)),
         h('td', { class: 'name route', 'data-value': r.route }, h('a', { href: r.url || '/console/routes/' + r.id }, r.route)),
         h('td', { class: 'state', 'data-value': r.state }, h('span', { class: 'badge ' + (STATE_CLASS[r.state] || 'warn') }, r.state)),
         h('td', { class: 'num tput', 'data-value': dv(r.throughput_per_s) }, nullable(fmt.num(r.throughput_per_s, 1))),

@@ -6,6 +6,7 @@
 mod compare;
 pub mod format;
 mod routes;
+mod services;
 
 /// Template filters.
 mod filters {
@@ -73,6 +74,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/runs/{id}", get(run))
         .route("/console/alerts", get(alerts))
         .merge(routes::router())
+        .merge(services::router())
         .merge(compare::router())
 }
 

@@ -30,6 +30,8 @@ pub fn router() -> Router<AppState> {
 /// One route as a table row: raw values for sorting and live updates, text for people.
 pub struct RouteRowView {
     pub row: RouteRow,
+    /// The service's console page.
+    pub service_href: String,
     pub state_class: &'static str,
     pub tput: String,
     pub tput_raw: String,
@@ -89,6 +91,7 @@ fn spark_polyline(points: &[(i64, f64)], from_ms: i64, to_ms: i64) -> String {
 impl RouteRowView {
     pub fn new(row: RouteRow, now_ms: i64, spark: &[(i64, f64)]) -> RouteRowView {
         RouteRowView {
+            service_href: crate::api_services::service_url(&row.service),
             state_class: state_class(&row.state),
             tput: row
                 .throughput_per_s
@@ -420,7 +423,7 @@ async fn routes_page(
         services: services
             .into_iter()
             .map(|(name, (instances, routes, down))| ServiceView {
-                href: format!("/console/services/{}", urlencoding(&name)),
+                href: crate::api_services::service_url(&name),
                 name,
                 instances: instances.len(),
                 routes,
@@ -465,7 +468,7 @@ pub struct RangeOpt {
     pub pressed: bool,
 }
 
-const RANGES: [(&str, &str); 6] = [
+pub const RANGES: [(&str, &str); 6] = [
     ("15m", "15 min"),
     ("1h", "1 h"),
     ("6h", "6 h"),
