@@ -191,6 +191,14 @@ pub async fn service_detail(state: &AppState, name: &str) -> Result<Option<Servi
     }))
 }
 
+/// Per service: its (target, instance) pairs, those live, its routes, those active.
+type ServiceTally = (
+    BTreeSet<(i64, String)>,
+    BTreeSet<(i64, String)>,
+    usize,
+    usize,
+);
+
 async fn list_services(State(state): State<AppState>) -> Result<Json<Vec<ServiceItem>>> {
     let now = crate::now_ms();
     let rows = list_page(
@@ -201,15 +209,7 @@ async fn list_services(State(state): State<AppState>) -> Result<Json<Vec<Service
     .await?
     .routes;
     let targets = state.store.list_targets().await?;
-    let mut by: BTreeMap<
-        String,
-        (
-            BTreeSet<(i64, String)>,
-            BTreeSet<(i64, String)>,
-            usize,
-            usize,
-        ),
-    > = BTreeMap::new();
+    let mut by: BTreeMap<String, ServiceTally> = BTreeMap::new();
     for r in &rows {
         let e = by.entry(r.service.clone()).or_default();
         e.0.insert((r.target_id, r.instance.clone()));

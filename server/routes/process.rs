@@ -110,22 +110,17 @@ pub fn readings(doc: &Exposition, at_ms: i64) -> BTreeMap<Option<String>, Proces
             "process_open_fds" | "process_files_open_files" => set(r, "open_fds", v),
             "process_max_fds" | "process_files_max_files" => set(r, "max_fds", v),
             "process_uptime_seconds" => set(r, "uptime_s", v),
-            "process_start_time_seconds" => {
-                if !r.gauges.contains_key("uptime_s") {
-                    let up = at_ms as f64 / 1000.0 - v;
-                    if up >= 0.0 {
-                        set(r, "uptime_s", up);
-                    }
-                }
+            "process_start_time_seconds"
+                if !r.gauges.contains_key("uptime_s") && at_ms as f64 / 1000.0 >= v =>
+            {
+                set(r, "uptime_s", at_ms as f64 / 1000.0 - v);
             }
             "jvm_threads_live_threads" | "jvm_threads_live" => {
                 set(r, "threads", v);
                 live_threads.insert(inst, true);
             }
-            "process_threads" => {
-                if !live_threads.get(&inst).copied().unwrap_or(false) {
-                    set(r, "threads", v);
-                }
+            "process_threads" if !live_threads.get(&inst).copied().unwrap_or(false) => {
+                set(r, "threads", v);
             }
             "jvm_memory_used_bytes" => {
                 let area = s.label("area").unwrap_or("heap");
