@@ -42,7 +42,7 @@ id="$(curl -sf "http://127.0.0.1:$port/api/v1/routes?window=1m" | python3 -c 'im
 echo "route id $id; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 : > "$work/times.tsv"
 for run in $(seq "$runs"); do
-  for range in 30d:2592000000 29d:2505600000 20d:1728000000 7d:604800000 3.4d:293760000 3d:259200000 24h:86400000 6h:21600000 1h:3600000; do
+  for range in 30d:2592000000 29d:2505600000 12d:1036800000 7d:604800000 3d:259200000 2d:172800000 24h:86400000 6h:21600000 1h:3600000; do
     name="${range%%:*}" ms="${range##*:}"
     now=$(( $(date +%s%3N) ))
     url="http://127.0.0.1:$port/api/v1/routes/$id/timeseries?from=$((now - ms))&to=$now"

@@ -10,7 +10,7 @@
 //! - `GET /api/v1/services/{name}/timeseries?from=&to=&instance=` (unix ms; default the last
 //!   hour; `instance` optional) → `{"from_ms", "to_ms", "resolution": "raw"|"1m"|"10m"|"1h",
 //!   "series": [{"instance", "metric", "unit", "t_ms": […], "mean": […], "max": […]}]}`:
-//!   the stored series that gives at least 500 points, like route charts.
+//!   the stored series that gives at least 300 points, like route charts.
 //!
 //! A service is a route's `service` (Camel context, `application`/`job` label, or the
 //! target's service name); its targets are those its routes come from plus those whose

@@ -4,9 +4,9 @@
 //! A range reads the coarsest series that still gives at least [`MIN_POINTS`] points
 //! (range ÷ the series' spacing; raw: the scrape interval) among those that cover the
 //! range's start (retention, and for a rollup level added later, its first bucket). With
-//! 10 s scrapes that is: up to ~8.3 h raw (≤ 3,000 rows), then 1 min up to ~3.5 days
-//! (≤ 5,000 rows), 10 min up to ~20.8 days (≤ 3,000 rows), then hourly (30 days: 720 rows).
-//! The rows read stay within ~5,000 at every range, and the points within 500–5,000.
+//! 10 s scrapes that is: up to 5 h raw (≤ 1,800 rows), then 1 min up to ~2.1 days
+//! (≤ 3,000 rows), 10 min up to 12.5 days (≤ 1,800 rows), then hourly (30 days: 720 rows).
+//! The rows read stay within ~3,000 at every range, and the points within 300–3,000.
 //! The intervals are then summed into `step_ms` buckets (by the interval's time: the
 //! scrape for raw rows, the bucket start for rollups), and each bucket gives the
 //! [`Figures`] of its intervals.
@@ -19,7 +19,7 @@ use super::{Figures, Interval};
 pub const TARGET_POINTS: i64 = 1000;
 
 /// Fewest points a range may get from a coarser series before a finer one is read.
-pub const MIN_POINTS: i64 = 500;
+pub const MIN_POINTS: i64 = 300;
 
 /// Resolutions: raw (`0`), 1 min, 10 min, 1 h.
 pub const RESOLUTIONS_MS: [i64; 4] = [0, 60_000, 600_000, 3_600_000];
@@ -170,26 +170,23 @@ mod tests {
         let at = |range: i64| resolution_for(now - range, now, &l);
         assert_eq!(at(15 * 60_000), 0);
         assert_eq!(at(H), 0);
-        assert_eq!(at(6 * H), 0); // 1 min: 360 points < 500
-        assert_eq!(at(9 * H), 60_000); // 540 points
+        assert_eq!(at(4 * H), 0); // 1 min: 240 points < 300
+        assert_eq!(at(6 * H), 60_000); // 360 points
         assert_eq!(at(24 * H), 60_000);
-        assert_eq!(at(3 * D), 60_000); // 10 min: 432 < 500
-        assert_eq!(at(4 * D), 600_000); // 576
+        assert_eq!(at(2 * D), 60_000); // 10 min: 288 < 300
+        assert_eq!(at(3 * D), 600_000); // 432
         assert_eq!(at(7 * D), 600_000);
-        assert_eq!(at(20 * D), 600_000); // hourly: 480 < 500
-        assert_eq!(at(21 * D), H);
+        assert_eq!(at(12 * D), 600_000); // hourly: 288 < 300
+        assert_eq!(at(13 * D), H);
         assert_eq!(at(29 * D), H);
         assert_eq!(at(30 * D), H);
         assert_eq!(at(90 * D), H);
-        // no range reads more than 5,000 rows of 10 s scrapes or rollups
+        // no range reads more than 3,000 rows of 10 s scrapes or rollups
         for minutes in (15..=60 * 24 * 400).step_by(7) {
             let range = minutes * 60_000;
             let r = at(range);
             let spacing = l.iter().find(|x| x.resolution_ms == r).unwrap().spacing_ms;
-            assert!(
-                range / spacing <= 5_000 || r == H,
-                "{minutes} min reads {r}"
-            );
+            assert!(range / spacing <= 3_000 || r == H, "{minutes} min reads {r}");
         }
         // 3 days back: raw is gone, 1 min it is
         assert_eq!(resolution_for(now - 3 * D, now - 3 * D + H, &l), 60_000);
