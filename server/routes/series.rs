@@ -186,7 +186,10 @@ mod tests {
             let range = minutes * 60_000;
             let r = at(range);
             let spacing = l.iter().find(|x| x.resolution_ms == r).unwrap().spacing_ms;
-            assert!(range / spacing <= 3_000 || r == H, "{minutes} min reads {r}");
+            assert!(
+                range / spacing <= 3_000 || r == H,
+                "{minutes} min reads {r}"
+            );
         }
         // 3 days back: raw is gone, 1 min it is
         assert_eq!(resolution_for(now - 3 * D, now - 3 * D + H, &l), 60_000);

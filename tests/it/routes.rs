@@ -885,7 +885,7 @@ async fn console_routes_pages_in_a_browser() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    let tput = wait_for("a live GET /cart row with a throughput", 20, || {
+    let tput = wait_for("a live GET /cart row with a throughput", 45, || {
         let client = client.clone();
         async move {
             for row in client
