@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Route chart query over long ranges: GET /api/v1/routes/{id}/timeseries for 30 d, 29 d, 7 d,
-# 24 h and 1 h ending now, REQS timed requests each (curl time_total, after 1 warm-up
+# 3 d, 24 h, 6 h and 1 h ending now, REQS timed requests each (curl time_total, after 1 warm-up
 # request), RUNS runs; prints a Markdown table (per range: median over runs of each run's
 # median and p95, nearest rank).
 #   bench/route_query.sh [--runs 3] [--reqs 20] [--db FILE] [--days 30] [--no-build]
@@ -42,7 +42,7 @@ id="$(curl -sf "http://127.0.0.1:$port/api/v1/routes?window=1m" | python3 -c 'im
 echo "route id $id; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 : > "$work/times.tsv"
 for run in $(seq "$runs"); do
-  for range in 30d:2592000000 29d:2505600000 7d:604800000 24h:86400000 1h:3600000; do
+  for range in 30d:2592000000 29d:2505600000 12d:1036800000 7d:604800000 3d:259200000 2d:172800000 24h:86400000 6h:21600000 1h:3600000; do
     name="${range%%:*}" ms="${range##*:}"
     now=$(( $(date +%s%3N) ))
     url="http://127.0.0.1:$port/api/v1/routes/$id/timeseries?from=$((now - ms))&to=$now"

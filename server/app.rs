@@ -77,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::router(&state))
         .merge(crate::write::router())
         .merge(crate::api_routes::router())
+        .merge(crate::api_services::router())
         .merge(crate::comparisons::router())
         .merge(crate::api_alerts::router())
         .merge(

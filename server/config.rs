@@ -223,6 +223,7 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// [retention]                 # route figures
 /// raw_hours = 48
 /// minute_days = 30
+/// ten_minute_days = 90
 /// hour_days = 365
 ///
 /// [[targets]]

@@ -25,6 +25,7 @@ pub mod alerts;
 pub mod api;
 pub mod api_alerts;
 pub mod api_routes;
+pub mod api_services;
 pub mod app;
 pub mod compare;
 pub mod comparisons;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::live::{Event, Hub};
+use crate::routes::process::{self, ProcessReading};
 use crate::routes::{Interval, Observation, RouteRow, exposition, jolokia, presets};
 use crate::store::{Retention, RouteWrite, ScrapeStatus, Store, TargetRow, TargetSpec};
 
@@ -237,6 +238,8 @@ async fn prune_loop(store: Store, retention: Retention, shutdown: CancellationTo
 /// What one scrape read.
 pub struct ScrapeOutcome {
     pub observations: Vec<Observation>,
+    /// Process readings per instance (`None`: the target's own).
+    pub process: std::collections::BTreeMap<Option<String>, ProcessReading>,
     /// Samples (Jolokia: attribute values) read.
     pub samples: usize,
 }
@@ -272,13 +275,15 @@ pub async fn scrape_once(
             Ok(ScrapeOutcome {
                 observations,
                 samples,
+                process: Default::default(),
             })
         }
         _ => {
             let doc = exposition::parse_bytes(&body).map_err(|e| format!("exposition {e}"))?;
             Ok(ScrapeOutcome {
                 samples: doc.sample_count(),
-                observations: presets::observations(&doc, &target.service),
+                observations: presets::observations_by_instance(&doc, &target.service),
+                process: process::readings(&doc, crate::now_ms()),
             })
         }
     }
@@ -295,10 +300,15 @@ fn describe(e: &reqwest::Error) -> String {
     text
 }
 
-type RouteKey = (String, String, &'static str);
+type RouteKey = (String, String, &'static str, Option<String>);
 
 fn key(o: &Observation) -> RouteKey {
-    (o.service.clone(), o.route.clone(), o.source.as_str())
+    (
+        o.service.clone(),
+        o.route.clone(),
+        o.source.as_str(),
+        o.instance.clone(),
+    )
 }
 
 /// One target's loop: scrape on its interval until cancelled.
@@ -315,6 +325,7 @@ async fn target_loop(
     let mut prev: HashMap<RouteKey, Observation> = HashMap::new();
     let mut prev_ms: Option<i64> = None;
     let mut sent: HashMap<i64, RouteRow> = HashMap::new();
+    let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
     let name = target.name.clone();
     loop {
         tokio::select! {
@@ -342,6 +353,7 @@ async fn target_loop(
                         source: o.source.as_str().to_string(),
                         state: o.state.clone(),
                         last_exchange_ms: o.last_exchange_ms,
+                        instance: o.instance.clone().unwrap_or_default(),
                         interval: match (prev.get(&key(o)), prev_ms) {
                             (Some(p), Some(p_ms)) if at_ms > p_ms => {
                                 Some(Interval::between(p, o, at_ms - p_ms))
@@ -352,6 +364,22 @@ async fn target_loop(
                     .collect();
                 prev = out.observations.into_iter().map(|o| (key(&o), o)).collect();
                 prev_ms = Some(at_ms);
+                let mut figures: Vec<(String, String, f64)> = Vec::new();
+                for (inst, reading) in out.process {
+                    let shown = inst.clone().unwrap_or_else(|| target.instance.clone());
+                    let before = prev_process.get(&inst).map(|(r, t)| (r, at_ms - *t));
+                    for (metric, v) in reading.figures(before) {
+                        figures.push((shown.clone(), metric, v));
+                    }
+                    prev_process.insert(inst, (reading, at_ms));
+                }
+                if let Err(e) = running
+                    .store
+                    .record_process(target.id, at_ms, &figures)
+                    .await
+                {
+                    tracing::warn!(target = %name, error = %e, "storing process figures failed");
+                }
                 (
                     ScrapeStatus {
                         at_ms,

@@ -4,17 +4,21 @@
  * DOMContentLoaded, when window.harrier (fmt, live events, sortable tables) exists.
  *
  * ── Routes page (body[data-page="routes"]) ─────────────────────────────────
- *  table#routes-table > tbody > tr[data-route-id] rows, cells in order:
- *    service · route(link) · state(.badge) · td.tput · td.err · td.mean · td.p95 ·
- *    td.max · td.inflight · td.since (data-value = last exchange ms) · td.spark
- *    (data-spark = [[t_ms, per_s], …], an <svg><polyline>).
- *  harrier:routes_updated {target_id, routes:[RouteRow]} → only those rows are
- *    rewritten (or added); their sparklines get the new point.
+ *  table#routes-table > tbody > tr[data-route-id]: ONE PAGE of routes (server-side
+ *    paging, search, filters and sort; the first page is rendered by the server, so the
+ *    page reads without JS). Cells: service · route(link) · state(.badge) · td.tput ·
+ *    td.err · td.mean · td.p95 · td.max · td.inflight · td.since (data-value = last
+ *    exchange ms) · td.spark (<svg><polyline>).
+ *  section#routes-panel[data-limit][data-total]; form#route-form (q, service, state):
+ *    typing (debounced), select changes and header links (th[data-key] a.sort-link) and
+ *    pager links (#routes-pager a[data-page]) fetch GET /api/v1/routes?…&offset&limit and
+ *    replace the rows; the URL follows (history.replaceState). Sparklines of the page
+ *    come in one GET /api/v1/routes/sparklines?ids=….
+ *  harrier:routes_updated {target_id, routes:[RouteRow]} → only rows on screen are
+ *    rewritten in place (no re-sort); their sparklines get the new point. A route id
+ *    never seen before, with room on the page, fetches the page again.
  *  harrier:target_status {target} → tr[data-target-id] of table#targets-table.
- *  harrier:target_removed {id} → its row and its routes' rows go.
- *  harrier:resync → GET /api/v1/routes and /api/v1/targets, everything rewritten.
- *  input#route-filter hides rows whose service/route/instance/state text lacks
- *    every word typed; #routes-none-match shows when nothing is left.
+ *  harrier:target_removed {id}, harrier:resync → the page is fetched again.
  *  td.since text ("12 s ago") is refreshed every second from its data-value.
  *
  * ── Route page (body[data-page="route"]) ───────────────────────────────────
@@ -79,7 +83,7 @@
     }
 
     function sparkCell(points) {
-      const td = h('td', { class: 'spark', 'data-spark': JSON.stringify(points) });
+      const td = h('td', { class: 'spark' });
       const svg = doc.createElementNS(SVG_NS, 'svg');
       svg.setAttribute('viewBox', '0 0 100 24');
       svg.setAttribute('preserveAspectRatio', 'none');
@@ -95,7 +99,7 @@
     function routeRow(r, spark) {
       const bad = isNum(r.error_pct) && r.error_pct > 0;
       return h('tr', { 'data-route-id': r.id, 'data-target-id': r.target_id },
-        h('td', { 'data-value': r.service, class: 'service' }, r.service, ' ', h('span', { class: 'hint' }, r.instance)),
+        h('td', { 'data-value': r.service, class: 'service' }, h('a', { href: '/console/services/' + encodeURIComponent(r.service) }, r.service), ' ', h('span', { class: 'hint' }, r.instance)),
         h('td', { class: 'name route', 'data-value': r.route }, h('a', { href: r.url || '/console/routes/' + r.id }, r.route)),
         h('td', { class: 'state', 'data-value': r.state }, h('span', { class: 'badge ' + (STATE_CLASS[r.state] || 'warn') }, r.state)),
         h('td', { class: 'num tput', 'data-value': dv(r.throughput_per_s) }, nullable(fmt.num(r.throughput_per_s, 1))),
@@ -112,88 +116,196 @@
     function initRoutesPage() {
       const table = $('#routes-table');
       if (!table) return;
+      const panel = $('#routes-panel');
       const tbody = table.tBodies[0];
       const wrap = table.closest('.table-wrap');
       const empty = $('#routes-empty');
       const count = $('#routes-count');
-      const filter = $('#route-filter');
+      const form = $('#route-form');
+      const input = $('#route-filter');
+      const svc = $('#route-service');
+      const stateSel = $('#route-state');
+      const summary = $('#routes-summary');
       const noneMatch = $('#routes-none-match');
-      const findRow = (id) => $$('tr[data-route-id]', tbody).find((tr) => tr.dataset.routeId === String(id));
+      const params = new URLSearchParams(location.search);
+      const view = {
+        sort: table.dataset.sort || 'service',
+        dir: table.dataset.dir || 'asc',
+        offset: Math.max(0, Number(params.get('offset')) || 0),
+        limit: Number(panel && panel.dataset.limit) || 100,
+        total: null,
+      };
+      const NUMERIC = new Set(['throughput_per_s', 'error_pct', 'mean_ms', 'p95_ms', 'max_ms', 'inflight', 'last_exchange_ms']);
+      /** route id → [[t_ms, per_s], …] of the rows on screen (for live appends). */
+      const sparks = new Map();
 
-      function applyFilter() {
-        const words = (filter ? filter.value : '').toLowerCase().split(/\s+/).filter(Boolean);
-        let shown = 0;
-        for (const tr of tbody.rows) {
-          const text = Array.from(tr.cells).slice(0, 3).map((c) => c.textContent).join(' ').toLowerCase();
-          const ok = words.every((w) => text.includes(w));
-          tr.hidden = !ok;
-          if (ok) shown++;
-        }
-        if (noneMatch) noneMatch.hidden = !(tbody.rows.length > 0 && shown === 0);
+      function query(over) {
+        const v = Object.assign({}, view, over || {});
+        const p = new URLSearchParams();
+        const q = input ? input.value.trim() : '';
+        if (q) p.set('q', q);
+        if (svc && svc.value) p.set('service', svc.value);
+        if (stateSel && stateSel.value) p.set('state', stateSel.value);
+        if (v.sort !== 'service' || v.dir !== 'asc') { p.set('sort', v.sort); p.set('dir', v.dir); }
+        if (v.offset > 0) p.set('offset', String(v.offset));
+        if (v.limit !== 100) p.set('limit', String(v.limit));
+        return p;
       }
-      function refresh() {
-        const n = tbody.rows.length;
-        if (wrap) wrap.hidden = n === 0;
-        if (empty) empty.hidden = n > 0;
-        if (count) count.textContent = fmt.int(n);
-        H.resort(table);
-        applyFilter();
-      }
-      function upsert(r) {
-        const old = findRow(r.id);
-        let spark = [];
-        if (old) {
-          try { spark = JSON.parse(old.querySelector('td.spark').dataset.spark || '[]'); } catch (_) { spark = []; }
-        }
-        if (isNum(r.throughput_per_s)) {
-          spark.push([Date.now(), r.throughput_per_s]);
-          spark = spark.filter((p) => p[0] >= Date.now() - SPARK_MS);
-        }
-        const tr = routeRow(r, spark);
-        if (old) old.replaceWith(tr); else tbody.append(tr);
-        tr.classList.add('row-new');
-        tr.addEventListener('animationend', () => tr.classList.remove('row-new'), { once: true });
+      const consoleHref = (over) => { const qs = query(over).toString(); return '/console/routes' + (qs ? '?' + qs : ''); };
+
+      function setLink(a, offset) {
+        if (offset === null) { a.removeAttribute('href'); a.setAttribute('aria-disabled', 'true'); return; }
+        a.href = consoleHref({ offset });
+        a.removeAttribute('aria-disabled');
       }
 
+      function drawPager() {
+        const total = view.total;
+        if (total === null) return;
+        const shown = tbody.rows.length;
+        const end = Math.min(total, view.offset + shown);
+        summary.textContent = total === 0 ? 'No route matches'
+          : shown === 0 ? 'Past the last of ' + fmt.int(total) + ' routes'
+            : fmt.int(view.offset + 1) + '\u2013' + fmt.int(end) + ' of ' + fmt.int(total) + ' route' + (total === 1 ? '' : 's');
+        const lastOffset = total === 0 ? 0 : Math.floor((total - 1) / view.limit) * view.limit;
+        for (const a of $$('#routes-pager a[data-page]')) {
+          const which = a.dataset.page;
+          if (which === 'first') setLink(a, view.offset > 0 ? 0 : null);
+          if (which === 'prev') setLink(a, view.offset > 0 ? Math.max(0, view.offset - view.limit) : null);
+          if (which === 'next') setLink(a, end < total ? view.offset + view.limit : null);
+          if (which === 'last') setLink(a, end < total && lastOffset > view.offset ? lastOffset : null);
+        }
+        for (const th of $$('thead th[data-key]', table)) {
+          const key = th.dataset.key;
+          const current = key === view.sort;
+          th.setAttribute('aria-sort', current ? (view.dir === 'desc' ? 'descending' : 'ascending') : 'none');
+          const dir = current ? (view.dir === 'desc' ? 'asc' : 'desc') : (NUMERIC.has(key) ? 'desc' : 'asc');
+          const a = th.querySelector('a.sort-link');
+          if (a) a.href = consoleHref({ sort: key, dir, offset: 0 });
+        }
+        const hidden = form && form.querySelector('input[name="sort"]');
+        if (hidden) hidden.value = view.sort;
+        const hdir = form && form.querySelector('input[name="dir"]');
+        if (hdir) hdir.value = view.dir;
+      }
+
+      async function loadSparks(ids) {
+        if (!ids.length) return;
+        try {
+          const res = await fetch('/api/v1/routes/sparklines?ids=' + ids.join(','), { headers: { Accept: 'application/json' } });
+          if (!res.ok) return;
+          const body = await res.json();
+          for (const id of ids) {
+            const pts = (body.routes && body.routes[String(id)]) || [];
+            sparks.set(id, pts);
+            const tr = findRow(id);
+            const line = tr && tr.querySelector('td.spark polyline');
+            if (line) line.setAttribute('points', sparkPoints(pts));
+          }
+        } catch (_) { /* sparklines are decoration: the table stands without them */ }
+      }
+
+      const findRow = (id) => Array.from(tbody.rows).find((tr) => tr.dataset.routeId === String(id));
+      const pageIds = () => Array.from(tbody.rows).map((tr) => Number(tr.dataset.routeId));
+
+      let seq = 0;
+      async function load(over) {
+        Object.assign(view, over || {});
+        const mine = ++seq;
+        const p = query();
+        p.set('offset', String(view.offset));
+        p.set('limit', String(view.limit));
+        panel.setAttribute('aria-busy', 'true');
+        try {
+          const res = await fetch('/api/v1/routes?' + p.toString(), { headers: { Accept: 'application/json' } });
+          const body = await res.json();
+          if (mine !== seq) return;
+          if (!res.ok) throw new Error((body && body.error) || 'HTTP ' + res.status);
+          // keep the table's height while rows are swapped: no jump under the pointer
+          if (wrap) wrap.style.minHeight = wrap.offsetHeight + 'px';
+          sparks.clear();
+          tbody.replaceChildren(...body.routes.map((r) => routeRow(r, [])));
+          for (const r of body.routes) seen.add(r.id);
+          view.total = body.total;
+          if (count) count.textContent = fmt.int(body.all);
+          if (wrap) { wrap.hidden = body.all === 0; requestAnimationFrame(() => { wrap.style.minHeight = ''; }); }
+          if (empty) empty.hidden = body.all > 0;
+          if (noneMatch) noneMatch.hidden = !(body.all > 0 && body.total === 0);
+          drawPager();
+          history.replaceState(null, '', consoleHref());
+          loadSparks(body.routes.map((r) => r.id));
+        } catch (err) {
+          if (mine !== seq) return;
+          summary.textContent = 'Could not load routes: ' + String(err.message || err);
+        } finally {
+          if (mine === seq) panel.removeAttribute('aria-busy');
+        }
+      }
+
+      // sorting: a header click sorts on the server
+      table.tHead.addEventListener('click', (e) => {
+        const a = e.target.closest('a.sort-link');
+        if (!a || e.metaKey || e.ctrlKey || e.shiftKey) return;
+        e.preventDefault();
+        const key = a.closest('th').dataset.key;
+        const dir = key === view.sort ? (view.dir === 'desc' ? 'asc' : 'desc') : (NUMERIC.has(key) ? 'desc' : 'asc');
+        load({ sort: key, dir, offset: 0 });
+      });
+      // paging
+      $('#routes-pager').addEventListener('click', (e) => {
+        const a = e.target.closest('a[data-page]');
+        if (!a || e.metaKey || e.ctrlKey || e.shiftKey) return;
+        e.preventDefault();
+        if (!a.hasAttribute('href')) return;
+        const offset = Number(new URL(a.href, location.href).searchParams.get('offset')) || 0;
+        load({ offset });
+      });
+      // search and filters
+      if (form) form.addEventListener('submit', (e) => { e.preventDefault(); load({ offset: 0 }); });
+      let typing = 0;
+      if (input) input.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => load({ offset: 0 }), 250); });
+      for (const sel of [svc, stateSel]) if (sel) sel.addEventListener('change', () => load({ offset: 0 }));
+      const apply = $('#route-apply');
+      if (apply) apply.hidden = true;
+
+      // live: only the rows on screen are rewritten, in place (no re-sort, no jump)
+      // ids known to exist (on screen or announced): a route never seen before is new, and
+      // a page with room for it is fetched again (at most once a second)
+      const seen = new Set(pageIds());
+      let refetch = 0;
       on('routes_updated', (msg) => {
         if (!msg || !Array.isArray(msg.routes)) return;
-        for (const r of msg.routes) upsert(r);
-        refresh();
-      });
-      on('target_removed', (msg) => {
-        for (const tr of $$('tr[data-target-id]')) if (tr.dataset.targetId === String(msg.id)) tr.remove();
-        refresh();
-      });
-      on('target_status', (msg) => updateTarget(msg && msg.target));
-      let seq = 0;
-      on('resync', async () => {
-        const mine = ++seq;
-        try {
-          const [routes, targets] = await Promise.all([
-            fetch('/api/v1/routes?window=1m').then((r) => r.json()),
-            fetch('/api/v1/targets').then((r) => r.json()),
-          ]);
-          if (mine !== seq || !Array.isArray(routes)) return;
-          const keep = new Set(routes.map((r) => String(r.id)));
-          for (const tr of $$('tr[data-route-id]', tbody)) if (!keep.has(tr.dataset.routeId)) tr.remove();
-          for (const r of routes) {
-            const old = findRow(r.id);
-            let spark = [];
-            if (old) { try { spark = JSON.parse(old.querySelector('td.spark').dataset.spark || '[]'); } catch (_) { /* none */ } }
-            const tr = routeRow(r, spark);
-            if (old) old.replaceWith(tr); else tbody.append(tr);
+        let fresh = false;
+        for (const r of msg.routes) {
+          if (!seen.has(r.id)) { seen.add(r.id); fresh = true; }
+          const old = findRow(r.id);
+          if (!old) continue;
+          let pts = sparks.get(r.id) || [];
+          if (isNum(r.throughput_per_s)) {
+            pts = pts.concat([[Date.now(), r.throughput_per_s]]).filter((p) => p[0] >= Date.now() - SPARK_MS);
+            sparks.set(r.id, pts);
           }
-          if (Array.isArray(targets)) targets.forEach(updateTarget);
-          refresh();
-        } catch (err) {
-          console.warn('harrier: routes resync failed', err);
+          old.replaceWith(routeRow(r, pts));
+        }
+        if (fresh && tbody.rows.length < view.limit) {
+          clearTimeout(refetch);
+          refetch = setTimeout(() => load(), 1000);
         }
       });
-      if (filter) {
-        filter.addEventListener('input', applyFilter);
-        const q = new URL(location.href).searchParams.get('q');
-        if (q) { filter.value = q; }
-      }
+      on('target_removed', (msg) => {
+        const t = $('#targets-table tr[data-target-id="' + (msg && msg.id) + '"]');
+        if (t) t.remove();
+        load();
+      });
+      on('target_status', (msg) => updateTarget(msg && msg.target));
+      on('resync', async () => {
+        load();
+        try {
+          const res = await fetch('/api/v1/targets');
+          if (res.ok) for (const t of await res.json()) updateTarget(t);
+        } catch (_) { /* next event */ }
+      });
+
       // "12 s ago" keeps counting
       setInterval(() => {
         for (const td of $$('td.since', tbody)) {
@@ -201,7 +313,11 @@
           if (td.dataset.value && Number.isFinite(v)) td.textContent = ago(v);
         }
       }, 1000);
-      applyFilter();
+
+      // the first page came from the server; total is in its summary, sparks to fetch
+      view.total = Number(panel.dataset.total) || 0;
+      loadSparks(pageIds());
+      H.routes.view = { view, load, sparks };
     }
 
     function updateTarget(t) {

@@ -7,6 +7,7 @@ pub mod alerts;
 mod compare;
 pub mod format;
 mod routes;
+mod services;
 
 /// Template filters.
 mod filters {
@@ -74,6 +75,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/runs/{id}", get(run))
         .route("/console/alerts", get(alerts::page))
         .merge(routes::router())
+        .merge(services::router())
         .merge(compare::router())
 }
 

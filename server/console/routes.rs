@@ -5,7 +5,7 @@
 //! Reads only. Rows carry raw values in `data-value` so the page sorts and so live updates
 //! (`routes_updated`, `target_status`) can replace them in place.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -16,11 +16,10 @@ use axum::routing::get;
 use super::{PageError, filters, format};
 use crate::app::AppState;
 use crate::error::Error;
-use crate::routes::{Figures, RouteRow};
+use crate::routes::RouteRow;
 use crate::store::{HOUR_MS, MINUTE_MS, TargetRow};
 
-/// Sparkline span, ms.
-const SPARK_MS: i64 = 15 * MINUTE_MS;
+use crate::api_routes::{RouteList, RouteListQuery, SPARK_MS};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -31,6 +30,8 @@ pub fn router() -> Router<AppState> {
 /// One route as a table row: raw values for sorting and live updates, text for people.
 pub struct RouteRowView {
     pub row: RouteRow,
+    /// The service's console page.
+    pub service_href: String,
     pub state_class: &'static str,
     pub tput: String,
     pub tput_raw: String,
@@ -49,8 +50,6 @@ pub struct RouteRowView {
     pub since_raw: String,
     /// SVG polyline points of the sparkline ("" when there is nothing to draw).
     pub spark_points: String,
-    /// `[[t_ms, per_s], …]` for live appends.
-    pub spark_json: String,
 }
 
 fn raw(v: Option<f64>) -> String {
@@ -92,6 +91,7 @@ fn spark_polyline(points: &[(i64, f64)], from_ms: i64, to_ms: i64) -> String {
 impl RouteRowView {
     pub fn new(row: RouteRow, now_ms: i64, spark: &[(i64, f64)]) -> RouteRowView {
         RouteRowView {
+            service_href: crate::api_services::service_url(&row.service),
             state_class: state_class(&row.state),
             tput: row
                 .throughput_per_s
@@ -120,7 +120,6 @@ impl RouteRowView {
                 .map(|t| t.to_string())
                 .unwrap_or_default(),
             spark_points: spark_polyline(spark, now_ms - SPARK_MS, now_ms),
-            spark_json: serde_json::to_string(spark).unwrap_or_else(|_| "[]".into()),
             row,
         }
     }
@@ -157,6 +156,8 @@ impl From<TargetRow> for TargetView {
 /// A service with its instances (fleet summary).
 pub struct ServiceView {
     pub name: String,
+    /// Its console page.
+    pub href: String,
     pub instances: usize,
     pub routes: usize,
     pub down: usize,
@@ -171,28 +172,6 @@ pub struct RoutesSummary {
     pub active: usize,
     /// The busiest routes over the last minute.
     pub top: Vec<RouteRowView>,
-}
-
-/// Sparklines: per route, `(t_ms, exchanges/s)` of each raw interval in the last 15 min.
-async fn sparklines(
-    state: &AppState,
-    now: i64,
-) -> Result<HashMap<i64, Vec<(i64, f64)>>, PageError> {
-    let rows = state
-        .store
-        .route_intervals(None, now - SPARK_MS, now)
-        .await?;
-    let mut out: HashMap<i64, Vec<(i64, f64)>> = HashMap::new();
-    for r in rows {
-        let mut f = Figures::default();
-        f.add(&r.interval);
-        if let Some(v) = f.throughput_per_s() {
-            out.entry(r.route_id)
-                .or_default()
-                .push((r.at_ms, (v * 1000.0).round() / 1000.0));
-        }
-    }
-    Ok(out)
 }
 
 /// Routes summary for the overview page.
@@ -224,6 +203,124 @@ pub async fn summary(state: &AppState) -> Result<RoutesSummary, PageError> {
     })
 }
 
+/// A column of the routes table: its sort key and how a click on it sorts.
+pub struct SortColumn {
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub key: &'static str,
+    pub numeric: bool,
+    pub title: &'static str,
+    /// `ascending`, `descending` or `none` (aria-sort).
+    pub aria: &'static str,
+    /// The link that sorts by this column (the other direction when it is the current one).
+    pub href: String,
+}
+
+const COLUMNS: [(&str, &str, &str, bool, &str); 10] = [
+    ("Service", "", "service", false, "Service, then instance"),
+    ("Route", "", "route", false, ""),
+    (
+        "State",
+        "",
+        "state",
+        false,
+        "active: exchanges in the window; idle: none; stale: missing from the target's latest scrape; down: target not answering",
+    ),
+    (
+        "Throughput",
+        "/s",
+        "throughput_per_s",
+        true,
+        "Δexchanges / Δt over the last minute; counter resets handled",
+    ),
+    (
+        "Error",
+        "%",
+        "error_pct",
+        true,
+        "Δfailed / Δtotal × 100 (HTTP: 5xx responses)",
+    ),
+    ("Mean", "", "mean_ms", true, "Δsum / Δcount"),
+    (
+        "p95",
+        "",
+        "p95_ms",
+        true,
+        "From histogram buckets (Prometheus histogram_quantile); – without buckets",
+    ),
+    ("Max", "", "max_ms", true, "The exporter's own max"),
+    (
+        "Inflight",
+        "",
+        "inflight",
+        true,
+        "Exchanges in flight at the last scrape",
+    ),
+    (
+        "Last exchange",
+        "",
+        "last_exchange_ms",
+        true,
+        "Time since the exchange counter last rose",
+    ),
+];
+
+/// States offered by the state filter.
+pub const STATES: [&str; 5] = ["active", "idle", "stale", "down", "gone"];
+
+/// `/console/routes?…` with the list's filters, sort and `offset`.
+fn list_href(list: &RouteList, q: &str, sort: &str, desc: bool, offset: usize) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut add = |k: &str, v: &str| {
+        if !v.is_empty() {
+            parts.push(format!("{k}={}", urlencoding(v)));
+        }
+    };
+    add("q", q);
+    add("service", list.service.as_deref().unwrap_or(""));
+    add("state", list.state.as_deref().unwrap_or(""));
+    if sort != "service" || desc {
+        add("sort", sort);
+        add("dir", if desc { "desc" } else { "asc" });
+    }
+    if offset > 0 {
+        add("offset", &offset.to_string());
+    }
+    if list.limit != Some(crate::api_routes::DEFAULT_LIMIT) {
+        add("limit", &list.limit.unwrap_or_default().to_string());
+    }
+    if parts.is_empty() {
+        "/console/routes".into()
+    } else {
+        format!("/console/routes?{}", parts.join("&"))
+    }
+}
+
+/// Percent-encodes a query value.
+fn urlencoding(v: &str) -> String {
+    let mut out = String::new();
+    for b in v.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The pager of the routes table.
+pub struct Pager {
+    /// "1–100 of 5,000 routes" (or "No route matches").
+    pub summary: String,
+    pub prev: Option<String>,
+    pub next: Option<String>,
+    pub first: Option<String>,
+    pub last: Option<String>,
+}
+
 #[derive(Template, WebTemplate)]
 #[template(path = "routes.html")]
 struct RoutesPage {
@@ -232,43 +329,127 @@ struct RoutesPage {
     services: Vec<ServiceView>,
     rows: Vec<RouteRowView>,
     down: usize,
+    columns: Vec<SortColumn>,
+    pager: Pager,
+    q: String,
+    service: String,
+    state: String,
+    service_names: Vec<String>,
+    states: Vec<&'static str>,
+    sort: &'static str,
+    dir: &'static str,
+    limit: usize,
+    total: usize,
+    all: usize,
+    all_text: String,
 }
 
-async fn routes_page(State(state): State<AppState>) -> Result<RoutesPage, PageError> {
+async fn routes_page(
+    State(state): State<AppState>,
+    axum::extract::Query(query): axum::extract::Query<RouteListQuery>,
+) -> Result<RoutesPage, PageError> {
     let now = crate::now_ms();
+    let list = RouteList::parse(&query, true)?;
+    let limit = list.limit.unwrap_or(crate::api_routes::DEFAULT_LIMIT);
     let targets = state.store.list_targets().await?;
-    let rows = crate::api_routes::route_rows(&state.store, None, MINUTE_MS, now).await?;
-    let sparks = sparklines(&state, now).await?;
+    let infos = state.store.route_infos(None, None).await?;
     let mut services: BTreeMap<String, (std::collections::BTreeSet<String>, usize, usize)> =
         BTreeMap::new();
-    for r in &rows {
-        let e = services.entry(r.service.clone()).or_default();
-        e.0.insert(r.instance.clone());
+    for i in &infos {
+        let e = services.entry(i.service.clone()).or_default();
+        e.0.insert(i.instance());
         e.1 += 1;
-        if r.state == "down" {
+        if i.target_up == Some(false) {
             e.2 += 1;
         }
     }
+    drop(infos);
+    let page = crate::api_routes::list_page(&state.store, &list, now).await?;
+    let ids: Vec<i64> = page.routes.iter().map(|r| r.id).collect();
+    let sparks = crate::api_routes::sparklines(&state.store, &ids, now).await?;
+    let q = query.q.clone().unwrap_or_default();
+    let columns = COLUMNS
+        .iter()
+        .map(|(label, unit, key, numeric, title)| {
+            let current = list.sort == *key;
+            let desc = if current { !list.desc } else { *numeric };
+            SortColumn {
+                label,
+                unit,
+                key,
+                numeric: *numeric,
+                title,
+                aria: match (current, list.desc) {
+                    (false, _) => "none",
+                    (true, false) => "ascending",
+                    (true, true) => "descending",
+                },
+                href: list_href(&list, &q, key, desc, 0),
+            }
+        })
+        .collect();
+    let total = page.total;
+    let end = (list.offset + page.routes.len()).min(total);
+    let here = |o: usize| list_href(&list, &q, list.sort, list.desc, o);
+    let last_offset = if total == 0 {
+        0
+    } else {
+        (total - 1) / limit * limit
+    };
+    let pager = Pager {
+        summary: if total == 0 {
+            "No route matches".to_string()
+        } else if page.routes.is_empty() {
+            format!("Past the last of {} routes", format::int(total as i64))
+        } else {
+            format!(
+                "{}–{} of {} route{}",
+                format::int(list.offset as i64 + 1),
+                format::int(end as i64),
+                format::int(total as i64),
+                if total == 1 { "" } else { "s" }
+            )
+        },
+        prev: (list.offset > 0).then(|| here(list.offset.saturating_sub(limit))),
+        next: (end < total).then(|| here(list.offset + limit)),
+        first: (list.offset > 0).then(|| here(0)),
+        last: (end < total && last_offset > list.offset).then(|| here(last_offset)),
+    };
     Ok(RoutesPage {
         nav: "routes",
         down: targets.iter().filter(|t| t.up == Some(false)).count(),
         targets: targets.into_iter().map(TargetView::from).collect(),
+        service_names: services.keys().cloned().collect(),
         services: services
             .into_iter()
             .map(|(name, (instances, routes, down))| ServiceView {
+                href: crate::api_services::service_url(&name),
                 name,
                 instances: instances.len(),
                 routes,
                 down,
             })
             .collect(),
-        rows: rows
+        rows: page
+            .routes
             .into_iter()
             .map(|r| {
                 let spark = sparks.get(&r.id).cloned().unwrap_or_default();
                 RouteRowView::new(r, now, &spark)
             })
             .collect(),
+        columns,
+        pager,
+        q,
+        service: list.service.clone().unwrap_or_default(),
+        state: list.state.clone().unwrap_or_default(),
+        states: STATES.to_vec(),
+        sort: list.sort,
+        dir: if list.desc { "desc" } else { "asc" },
+        limit,
+        total,
+        all: page.all,
+        all_text: format::int(page.all as i64),
     })
 }
 
@@ -287,7 +468,7 @@ pub struct RangeOpt {
     pub pressed: bool,
 }
 
-const RANGES: [(&str, &str); 6] = [
+pub const RANGES: [(&str, &str); 6] = [
     ("15m", "15 min"),
     ("1h", "1 h"),
     ("6h", "6 h"),

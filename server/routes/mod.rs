@@ -20,6 +20,7 @@
 pub mod exposition;
 pub mod jolokia;
 pub mod presets;
+pub mod process;
 pub mod series;
 
 use serde::Serialize;
@@ -140,6 +141,8 @@ pub struct Observation {
     pub state: Option<String>,
     /// When the last exchange completed, as the source reports it (Jolokia).
     pub last_exchange_ms: Option<i64>,
+    /// The instance its series name (`instance` or `pod` label); `None`: the target's.
+    pub instance: Option<String>,
 }
 
 impl Observation {
@@ -158,6 +161,7 @@ impl Observation {
             inflight: None,
             state: None,
             last_exchange_ms: None,
+            instance: None,
         }
     }
 
@@ -374,6 +378,9 @@ pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)], count: Option<f64>) ->
     Some(start + (end - start) * (rank - below) / in_bucket)
 }
 
+/// Scrape intervals a route may be missing before it counts as `gone` rather than `stale`.
+pub const GONE_AFTER_SCRAPES: i64 = 5;
+
 /// One row of the routes list (`GET /api/v1/routes`, `/console/routes`, the
 /// `routes_updated` live event). Figures are over the requested window; `null` where the
 /// source lacks the figure or the window saw no exchanges.
@@ -387,8 +394,12 @@ pub struct RouteRow {
     /// `camel`, `spring`, `http` or `jolokia`.
     pub source: String,
     /// `active` (exchanges in the window), `idle` (none), `down` (target not answering),
-    /// `stale` (missing from the latest scrape), or the source's own state (`Stopped`).
+    /// `stale` (missing from the target's latest good scrape), `gone` (missing for
+    /// [`GONE_AFTER_SCRAPES`] scrapes or more: e.g. the old instance of a restarted service),
+    /// or the source's own state (`Stopped`).
     pub state: String,
+    /// The last scrape that had the route, unix ms.
+    pub last_seen_ms: i64,
     pub throughput_per_s: Option<f64>,
     pub error_pct: Option<f64>,
     pub mean_ms: Option<f64>,

@@ -110,6 +110,50 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
     routes.into_values().collect()
 }
 
+/// [`observations`] per instance: series that name one (`instance` or `pod` label, see
+/// [`super::process::series_instance`]) make routes of that instance, kept apart from
+/// other instances' series of the same route (a restarted service under new labels starts
+/// new routes instead of mixing two processes' counters); the rest are the target's own
+/// (`instance: None`).
+pub fn observations_by_instance(doc: &Exposition, service: &str) -> Vec<Observation> {
+    use super::process::series_instance;
+    if !doc
+        .samples()
+        .any(|(_, s)| series_instance(&s.labels).is_some())
+    {
+        return observations(doc, service);
+    }
+    let mut groups: BTreeMap<Option<String>, Exposition> = BTreeMap::new();
+    for f in &doc.families {
+        for s in &f.samples {
+            let key = series_instance(&s.labels).map(str::to_string);
+            let g = groups.entry(key).or_insert_with(|| Exposition {
+                format: doc.format,
+                families: Vec::new(),
+            });
+            match g.families.last_mut().filter(|last| last.name == f.name) {
+                Some(last) => last.samples.push(s.clone()),
+                None => g.families.push(super::exposition::Family {
+                    name: f.name.clone(),
+                    kind: f.kind,
+                    help: None,
+                    unit: f.unit.clone(),
+                    samples: vec![s.clone()],
+                }),
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .flat_map(|(instance, d)| {
+            observations(&d, service).into_iter().map(move |mut o| {
+                o.instance = instance.clone();
+                o
+            })
+        })
+        .collect()
+}
+
 /// The route entry for `key`, taken out of the map (put back with `commit`).
 fn route_of(
     routes: &mut BTreeMap<(String, String, &'static str), Observation>,

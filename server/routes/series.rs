@@ -1,51 +1,68 @@
 //! A route's figures over time: which stored resolution a range reads, and the points.
 //!
-//! The stored series are raw (one interval per scrape), 1 min and 1 h rollups. A range
-//! reads the coarsest series that still gives about [`TARGET_POINTS`] points and that its
-//! retention still covers; the intervals are then summed into `step_ms` buckets (by the
-//! interval's time: the scrape for raw rows, the bucket start for rollups), and each bucket
-//! gives the [`Figures`] of its intervals.
+//! The stored series are raw (one interval per scrape), 1 min, 10 min and 1 h rollups.
+//! A range reads the coarsest series that still gives at least [`MIN_POINTS`] points
+//! (range ÷ the series' spacing; raw: the scrape interval) among those that cover the
+//! range's start (retention, and for a rollup level added later, its first bucket). With
+//! 10 s scrapes that is: up to 5 h raw (≤ 1,800 rows), then 1 min up to ~2.1 days
+//! (≤ 3,000 rows), 10 min up to 12.5 days (≤ 1,800 rows), then hourly (30 days: 720 rows).
+//! The rows read stay within ~3,000 at every range, and the points within 300–3,000.
+//! The intervals are then summed into `step_ms` buckets (by the interval's time: the
+//! scrape for raw rows, the bucket start for rollups), and each bucket gives the
+//! [`Figures`] of its intervals.
 
 use serde::Serialize;
 
 use super::{Figures, Interval};
 
-/// Points a range aims at (uPlot draws far more, but a chart is ~1,000 px wide).
+/// Points a range aims at when no step is asked for (a chart is ~1,000 px wide).
 pub const TARGET_POINTS: i64 = 1000;
 
-/// Resolutions: raw (`0`), 1 min, 1 h.
-pub const RESOLUTIONS_MS: [i64; 3] = [0, 60_000, 3_600_000];
+/// Fewest points a range may get from a coarser series before a finer one is read.
+pub const MIN_POINTS: i64 = 300;
 
-/// The name of a resolution: `raw`, `1m`, `1h`.
+/// Resolutions: raw (`0`), 1 min, 10 min, 1 h.
+pub const RESOLUTIONS_MS: [i64; 4] = [0, 60_000, 600_000, 3_600_000];
+
+/// The name of a resolution: `raw`, `1m`, `10m`, `1h`.
 pub fn resolution_name(ms: i64) -> &'static str {
     match ms {
         0 => "raw",
         60_000 => "1m",
+        600_000 => "10m",
         _ => "1h",
     }
 }
 
-/// The resolution to read for `from_ms…to_ms`: the coarsest whose step is at most
-/// range / [`TARGET_POINTS`] among those whose retention (`keep_ms`, same order as
-/// [`RESOLUTIONS_MS`]) reaches back to `from_ms`; the finest such one when none is fine
-/// enough.
-pub fn resolution_for(from_ms: i64, to_ms: i64, now_ms: i64, keep_ms: [i64; 3]) -> i64 {
-    let ideal = (to_ms - from_ms).max(0) / TARGET_POINTS;
-    let available: Vec<i64> = RESOLUTIONS_MS
+/// A stored series a range may read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Level {
+    /// `0` (raw) or the rollup bucket, ms.
+    pub resolution_ms: i64,
+    /// Time between its points, ms (raw: the scrape interval).
+    pub spacing_ms: i64,
+    /// The oldest time it holds figures for, unix ms (its retention horizon, or later).
+    pub covers_from_ms: i64,
+}
+
+/// The resolution to read for `from_ms…to_ms` out of `levels` (finest first): the coarsest
+/// that covers `from_ms` and gives at least [`MIN_POINTS`] points; the finest covering one
+/// when none gives that many; the coarsest level when none covers `from_ms`.
+pub fn resolution_for(from_ms: i64, to_ms: i64, levels: &[Level]) -> i64 {
+    let range = (to_ms - from_ms).max(0);
+    let covering: Vec<&Level> = levels
         .iter()
-        .zip(keep_ms)
-        .filter(|(_, keep)| from_ms >= now_ms - keep)
-        .map(|(r, _)| *r)
+        .filter(|l| l.covers_from_ms <= from_ms)
         .collect();
-    if available.is_empty() {
-        return RESOLUTIONS_MS[2];
-    }
-    available
+    let Some(finest) = covering.first() else {
+        return levels.last().map_or(RESOLUTIONS_MS[3], |l| l.resolution_ms);
+    };
+    covering
         .iter()
         .rev()
-        .find(|r| **r <= ideal)
-        .copied()
-        .unwrap_or(available[0])
+        .find(|l| range / l.spacing_ms.max(1) >= MIN_POINTS)
+        .unwrap_or(finest)
+        .resolution_ms
 }
 
 /// A route's time series (`GET /api/v1/routes/{id}/timeseries`): parallel arrays, `null`
@@ -136,23 +153,52 @@ mod tests {
     const H: i64 = 3_600_000;
     const D: i64 = 24 * H;
 
+    fn levels(now: i64) -> [Level; 4] {
+        let keep = [48 * H, 30 * D, 90 * D, 365 * D];
+        let spacing = [10_000, 60_000, 600_000, H];
+        std::array::from_fn(|i| Level {
+            resolution_ms: RESOLUTIONS_MS[i],
+            spacing_ms: spacing[i],
+            covers_from_ms: now - keep[i],
+        })
+    }
+
     #[test]
     fn coarsest_resolution_that_gives_enough_points() {
         let now = 100 * D;
-        let keep = [48 * H, 30 * D, 365 * D];
-        assert_eq!(resolution_for(now - 15 * 60_000, now, now, keep), 0);
-        assert_eq!(resolution_for(now - 6 * H, now, now, keep), 0);
-        // 24 h / 1000 = 86 s ≥ 1 min
-        assert_eq!(resolution_for(now - 24 * H, now, now, keep), 60_000);
-        // 30 days / 1000 = 43 min: 1 min rollups
-        assert_eq!(resolution_for(now - 29 * D, now, now, keep), 60_000);
-        // a year: hourly
-        assert_eq!(resolution_for(now - 90 * D, now, now, keep), H);
+        let l = levels(now);
+        let at = |range: i64| resolution_for(now - range, now, &l);
+        assert_eq!(at(15 * 60_000), 0);
+        assert_eq!(at(H), 0);
+        assert_eq!(at(4 * H), 0); // 1 min: 240 points < 300
+        assert_eq!(at(6 * H), 60_000); // 360 points
+        assert_eq!(at(24 * H), 60_000);
+        assert_eq!(at(2 * D), 60_000); // 10 min: 288 < 300
+        assert_eq!(at(3 * D), 600_000); // 432
+        assert_eq!(at(7 * D), 600_000);
+        assert_eq!(at(12 * D), 600_000); // hourly: 288 < 300
+        assert_eq!(at(13 * D), H);
+        assert_eq!(at(29 * D), H);
+        assert_eq!(at(30 * D), H);
+        assert_eq!(at(90 * D), H);
+        // no range reads more than 3,000 rows of 10 s scrapes or rollups
+        for minutes in (15..=60 * 24 * 400).step_by(7) {
+            let range = minutes * 60_000;
+            let r = at(range);
+            let spacing = l.iter().find(|x| x.resolution_ms == r).unwrap().spacing_ms;
+            assert!(
+                range / spacing <= 3_000 || r == H,
+                "{minutes} min reads {r}"
+            );
+        }
         // 3 days back: raw is gone, 1 min it is
-        assert_eq!(
-            resolution_for(now - 3 * D, now - 3 * D + H, now, keep),
-            60_000
-        );
+        assert_eq!(resolution_for(now - 3 * D, now - 3 * D + H, &l), 60_000);
+        // a rollup level added later is not read before its first bucket
+        let mut late = l;
+        late[2].covers_from_ms = now - 2 * D;
+        assert_eq!(resolution_for(now - 7 * D, now, &late), 60_000);
+        // nothing covers a range two years back: the coarsest
+        assert_eq!(resolution_for(now - 800 * D, now - 790 * D, &l), H);
     }
 
     #[test]

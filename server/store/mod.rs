@@ -16,8 +16,8 @@ pub use alert_groups::{Delivery, FlushResult, Group, GroupAlert, GroupEntry};
 pub use alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use routes::{
-    HOUR_MS, MINUTE_MS, Retention, RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval,
-    TargetRow, TargetSpec, url_instance,
+    HOUR_MS, IntervalScope, MINUTE_MS, ProcessPoint, ROLLUPS_MS, Retention, RouteInfo, RouteWrite,
+    RunBand, ScrapeStatus, StoredInterval, TEN_MINUTES_MS, TargetRow, TargetSpec, url_instance,
 };
 pub use runs::{
     BucketRow, ErrorRow, FailedBy, LiveRunWindow, NewRun, RejectedRowRow, RunDetail, RunListItem,

@@ -1,5 +1,5 @@
 //! Route monitoring: `targets`, `routes`, `route_samples` (one row per route per scrape)
-//! and `route_rollups` (1 min and 1 h sums), plus the runs that overlap a time range.
+//! and `route_rollups` (1 min, 10 min and 1 h sums), plus the runs that overlap a time range.
 //!
 //! A scrape is written in one transaction: the target's status, the routes it found
 //! (multi-row upsert), their interval rows (multi-row insert) and the rollup rows those
@@ -18,7 +18,10 @@ const BATCH_ROWS: usize = 500;
 
 /// The rollup resolutions, ms.
 pub const MINUTE_MS: i64 = 60_000;
+pub const TEN_MINUTES_MS: i64 = 600_000;
 pub const HOUR_MS: i64 = 3_600_000;
+/// The rollup resolutions written with every scrape.
+pub const ROLLUPS_MS: [i64; 3] = [MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
 
 /// A target as configured (`harrier.toml` `[[targets]]` or `POST /api/v1/targets`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
@@ -154,6 +157,8 @@ pub struct RouteWrite {
     /// The source's own last-exchange time.
     pub last_exchange_ms: Option<i64>,
     pub interval: Option<Interval>,
+    /// The instance its series name; `""`: the target's own.
+    pub instance: String,
 }
 
 /// A stored route with what its target says (`routes` ⋈ `targets`).
@@ -174,16 +179,44 @@ pub struct RouteInfo {
     pub target_up: Option<bool>,
     pub target_last_scrape_ms: Option<i64>,
     pub target_interval_s: f64,
+    /// The instance its series name (`""`: the target's own).
+    pub route_instance: String,
 }
 
 impl RouteInfo {
-    /// The instance the route runs on (the target's `instance` label, else its host:port).
+    /// The instance the route runs on: the one its series name, else the target's
+    /// `instance` label, else the target's host:port.
     pub fn instance(&self) -> String {
+        if !self.route_instance.is_empty() {
+            return self.route_instance.clone();
+        }
         serde_json::from_str::<BTreeMap<String, String>>(&self.target_labels)
             .ok()
             .and_then(|l| l.get("instance").cloned())
             .unwrap_or_else(|| url_instance(&self.target_url))
     }
+}
+
+/// One stored process figure: the scrape's value (`mean` = `max` = the reading) or a
+/// bucket's mean and max.
+#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
+pub struct ProcessPoint {
+    pub target_id: i64,
+    pub instance: String,
+    pub metric: String,
+    pub at_ms: i64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+/// Which routes' raw intervals [`Store::intervals_in`] reads.
+#[derive(Debug, Clone, Copy)]
+pub enum IntervalScope<'a> {
+    All,
+    /// The routes of one target.
+    Target(i64),
+    /// These routes.
+    Routes(&'a [i64]),
 }
 
 /// A load-test run drawn as a band on route charts.
@@ -205,6 +238,8 @@ pub struct Retention {
     pub raw_hours: f64,
     #[serde(default = "default_minute_days")]
     pub minute_days: f64,
+    #[serde(default = "default_ten_minute_days")]
+    pub ten_minute_days: f64,
     #[serde(default = "default_hour_days")]
     pub hour_days: f64,
 }
@@ -215,6 +250,9 @@ fn default_raw_hours() -> f64 {
 fn default_minute_days() -> f64 {
     30.0
 }
+fn default_ten_minute_days() -> f64 {
+    90.0
+}
 fn default_hour_days() -> f64 {
     365.0
 }
@@ -224,6 +262,7 @@ impl Default for Retention {
         Retention {
             raw_hours: default_raw_hours(),
             minute_days: default_minute_days(),
+            ten_minute_days: default_ten_minute_days(),
             hour_days: default_hour_days(),
         }
     }
@@ -235,6 +274,9 @@ impl Retention {
     }
     pub fn minute_ms(&self) -> i64 {
         (self.minute_days * 86_400_000.0) as i64
+    }
+    pub fn ten_minute_ms(&self) -> i64 {
+        (self.ten_minute_days * 86_400_000.0) as i64
     }
     pub fn hour_ms(&self) -> i64 {
         (self.hour_days * 86_400_000.0) as i64
@@ -479,11 +521,11 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let at = status.at_ms;
-        let mut ids: HashMap<(String, String, String), i64> = HashMap::new();
+        let mut ids: HashMap<(String, String, String, String), i64> = HashMap::new();
         for chunk in routes.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO routes (target_id, service, route, source, first_seen_ms, \
-                 last_seen_ms, last_exchange_ms, state) ",
+                 last_seen_ms, last_exchange_ms, state, instance) ",
             );
             q.push_values(chunk, |mut b, r| {
                 let rose = r
@@ -502,26 +544,32 @@ impl Store {
                     .push_bind(at)
                     .push_bind(at)
                     .push_bind(exchange_ms)
-                    .push_bind(&r.state);
+                    .push_bind(&r.state)
+                    .push_bind(&r.instance);
             });
             q.push(
-                " ON CONFLICT (target_id, service, route, source) DO UPDATE SET \
+                " ON CONFLICT (target_id, service, route, source, instance) DO UPDATE SET \
                  last_seen_ms = excluded.last_seen_ms, state = excluded.state, \
                  last_exchange_ms = COALESCE(excluded.last_exchange_ms, routes.last_exchange_ms) \
-                 RETURNING id, service, route, source",
+                 RETURNING id, service, route, source, instance",
             );
-            let rows: Vec<(i64, String, String, String)> =
+            let rows: Vec<(i64, String, String, String, String)> =
                 q.build_query_as().fetch_all(&mut *tx).await?;
-            for (id, service, route, source) in rows {
-                ids.insert((service, route, source), id);
+            for (id, service, route, source, instance) in rows {
+                ids.insert((service, route, source, instance), id);
             }
         }
         let route_ids: Vec<i64> = routes
             .iter()
             .map(|r| {
-                ids.get(&(r.service.clone(), r.route.clone(), r.source.clone()))
-                    .copied()
-                    .unwrap_or_default()
+                ids.get(&(
+                    r.service.clone(),
+                    r.route.clone(),
+                    r.source.clone(),
+                    r.instance.clone(),
+                ))
+                .copied()
+                .unwrap_or_default()
             })
             .collect();
         let intervals: Vec<(i64, &Interval)> = routes
@@ -548,7 +596,7 @@ impl Store {
             });
             q.build().execute(&mut *tx).await?;
         }
-        for resolution in [MINUTE_MS, HOUR_MS] {
+        for resolution in ROLLUPS_MS {
             let bucket = at - at.rem_euclid(resolution);
             for chunk in intervals.chunks(BATCH_ROWS) {
                 let mut q = QueryBuilder::<Sqlite>::new(
@@ -624,6 +672,7 @@ impl Store {
             .rows_affected();
         for (res, keep) in [
             (MINUTE_MS, retention.minute_ms()),
+            (TEN_MINUTES_MS, retention.ten_minute_ms()),
             (HOUR_MS, retention.hour_ms()),
         ] {
             n += sqlx::query("DELETE FROM route_rollups WHERE resolution_ms = ? AND bucket_ms < ?")
@@ -632,6 +681,20 @@ impl Store {
                 .execute(&self.pool)
                 .await?
                 .rows_affected();
+        }
+        for (res, keep) in [
+            (0, retention.raw_ms()),
+            (MINUTE_MS, retention.minute_ms()),
+            (TEN_MINUTES_MS, retention.ten_minute_ms()),
+            (HOUR_MS, retention.hour_ms()),
+        ] {
+            n +=
+                sqlx::query("DELETE FROM process_series WHERE resolution_ms = ? AND bucket_ms < ?")
+                    .bind(res)
+                    .bind(now_ms - keep)
+                    .execute(&self.pool)
+                    .await?
+                    .rows_affected();
         }
         Ok(n)
     }
@@ -646,7 +709,8 @@ impl Store {
             "SELECT r.id, r.target_id, r.service, r.route, r.source, r.first_seen_ms, \
              r.last_seen_ms, r.last_exchange_ms, r.state, t.name AS target_name, \
              t.url AS target_url, t.labels AS target_labels, t.up AS target_up, \
-             t.last_scrape_ms AS target_last_scrape_ms, t.interval_s AS target_interval_s \
+             t.last_scrape_ms AS target_last_scrape_ms, t.interval_s AS target_interval_s, \
+             r.instance AS route_instance \
              FROM routes r JOIN targets t ON t.id = r.target_id WHERE 1 = 1",
         );
         if let Some(t) = target_id {
@@ -655,7 +719,7 @@ impl Store {
         if let Some(r) = route_id {
             q.push(" AND r.id = ").push_bind(r);
         }
-        q.push(" ORDER BY r.service, r.route, t.name");
+        q.push(" ORDER BY r.service, r.route, t.name, r.instance");
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
@@ -677,6 +741,17 @@ impl Store {
         q.push(" ORDER BY route_id, at_ms");
         let rows: Vec<IntervalDb> = q.build_query_as().fetch_all(&self.pool).await?;
         Ok(rows.into_iter().map(StoredInterval::from).collect())
+    }
+
+    /// The start of route `route_id`'s first rollup bucket at `resolution_ms`, if any.
+    pub async fn first_rollup_ms(&self, route_id: i64, resolution_ms: i64) -> Result<Option<i64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT MIN(bucket_ms) FROM route_rollups WHERE route_id = ? AND resolution_ms = ?",
+        )
+        .bind(route_id)
+        .bind(resolution_ms)
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// Rollup rows of one route at `resolution_ms` whose buckets overlap `from_ms…to_ms`;
@@ -723,9 +798,8 @@ impl Store {
             .collect())
     }
 
-    /// Figures per route over the window ending at `now_ms` (raw intervals whose scrape
-    /// falls in the window; a route whose last interval is longer than the window is given
-    /// that last interval, so a 1 min window over 2 min scrapes is not empty).
+    /// Figures per route over the window ending at `now_ms`: all routes, or those of
+    /// `target_id`. See [`Store::figures_of`].
     pub async fn route_figures(
         &self,
         target_id: Option<i64>,
@@ -733,38 +807,220 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<(RouteInfo, Figures)>> {
         let infos = self.route_infos(target_id, None).await?;
-        let lookback = window_ms.max(10 * MINUTE_MS);
-        let rows = self
-            .route_intervals(None, now_ms - lookback, now_ms)
-            .await?;
-        let mut by_route: HashMap<i64, Vec<&StoredInterval>> = HashMap::new();
+        let scope = match target_id {
+            Some(t) => IntervalScope::Target(t),
+            None => IntervalScope::All,
+        };
+        self.figures_of(infos, scope, window_ms, now_ms).await
+    }
+
+    /// Figures of `infos` over the window ending at `now_ms`: the raw intervals whose
+    /// scrape falls in the window. A route with none there (its scrapes are further apart
+    /// than the window) is given its last interval when that ended less than twice the
+    /// longer of the window and the interval ago, so a 1 min window over 2 min scrapes is
+    /// not empty. `scope` must cover `infos` (it bounds the window read).
+    ///
+    /// Reads only the window (one indexed range of `route_samples`), then the last
+    /// interval of the routes the window lacked: the cost follows the routes and the
+    /// window, never the stored history.
+    pub async fn figures_of(
+        &self,
+        infos: Vec<RouteInfo>,
+        scope: IntervalScope<'_>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>> {
+        let rows = self.intervals_in(scope, now_ms - window_ms, now_ms).await?;
+        let mut by_route: HashMap<i64, Figures> = HashMap::new();
         for r in &rows {
-            by_route.entry(r.route_id).or_default().push(r);
+            by_route.entry(r.route_id).or_default().add(&r.interval);
+        }
+        let missing: Vec<i64> = infos
+            .iter()
+            .filter(|i| !by_route.contains_key(&i.id))
+            .map(|i| i.id)
+            .collect();
+        if !missing.is_empty() {
+            let longest = infos
+                .iter()
+                .filter(|i| !by_route.contains_key(&i.id))
+                .map(|i| (i.target_interval_s * 1000.0) as i64)
+                .max()
+                .unwrap_or(0);
+            let lookback = 2 * window_ms.max(longest);
+            let older = self
+                .intervals_in(
+                    IntervalScope::Routes(&missing),
+                    now_ms - lookback,
+                    now_ms - window_ms,
+                )
+                .await?;
+            // Ordered by route then time: the last row of each route wins.
+            let mut last: HashMap<i64, &StoredInterval> = HashMap::new();
+            for r in &older {
+                last.insert(r.route_id, r);
+            }
+            for (id, r) in last {
+                if r.at_ms > now_ms - r.interval.interval_ms.max(window_ms) * 2 {
+                    by_route.entry(id).or_default().add(&r.interval);
+                }
+            }
         }
         Ok(infos
             .into_iter()
             .map(|info| {
-                let mut f = Figures::default();
-                if let Some(list) = by_route.get(&info.id) {
-                    let inside: Vec<&&StoredInterval> = list
-                        .iter()
-                        .filter(|r| r.at_ms > now_ms - window_ms)
-                        .collect();
-                    if inside.is_empty() {
-                        if let Some(last) = list.last()
-                            && last.at_ms > now_ms - last.interval.interval_ms.max(window_ms) * 2
-                        {
-                            f.add(&last.interval);
-                        }
-                    } else {
-                        for r in inside {
-                            f.add(&r.interval);
-                        }
-                    }
-                }
+                let f = by_route.remove(&info.id).unwrap_or_default();
                 (info, f)
             })
             .collect())
+    }
+
+    /// Raw intervals with `from_ms < at_ms ≤ to_ms` of the routes in `scope`, by route then
+    /// time.
+    pub async fn intervals_in(
+        &self,
+        scope: IntervalScope<'_>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>> {
+        let chunks: Vec<Option<&[i64]>> = match scope {
+            IntervalScope::Routes(ids) => ids.chunks(BATCH_ROWS).map(Some).collect(),
+            _ => vec![None],
+        };
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "SELECT s.route_id, s.at_ms, s.interval_ms, s.exchanges, s.failed, \
+                 s.duration_sum_s, s.duration_count, s.max_s, s.inflight, s.buckets \
+                 FROM route_samples s WHERE s.at_ms > ",
+            );
+            q.push_bind(from_ms)
+                .push(" AND s.at_ms <= ")
+                .push_bind(to_ms);
+            if let IntervalScope::Target(t) = scope {
+                q.push(" AND s.route_id IN (SELECT id FROM routes WHERE target_id = ")
+                    .push_bind(t)
+                    .push(")");
+            }
+            if let Some(ids) = chunk {
+                q.push(" AND s.route_id IN (");
+                let mut sep = q.separated(", ");
+                for id in ids {
+                    sep.push_bind(*id);
+                }
+                q.push(")");
+            }
+            q.push(" ORDER BY s.route_id, s.at_ms");
+            let rows: Vec<IntervalDb> = q.build_query_as().fetch_all(&self.pool).await?;
+            out.extend(rows.into_iter().map(StoredInterval::from));
+        }
+        Ok(out)
+    }
+
+    /// Writes one scrape's process figures `(instance, metric, value)` of target
+    /// `target_id` at `at_ms`: the scrape row and the 1 min / 10 min / 1 h buckets (sum,
+    /// count, max), in one transaction with multi-row upserts.
+    pub async fn record_process(
+        &self,
+        target_id: i64,
+        at_ms: i64,
+        figures: &[(String, String, f64)],
+    ) -> Result<()> {
+        if figures.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        let levels = [0, MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
+        let rows: Vec<(i64, i64, &(String, String, f64))> = figures
+            .iter()
+            .flat_map(|f| {
+                levels.iter().map(move |res| {
+                    let bucket = if *res == 0 {
+                        at_ms
+                    } else {
+                        at_ms - at_ms.rem_euclid(*res)
+                    };
+                    (*res, bucket, f)
+                })
+            })
+            .collect();
+        for chunk in rows.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO process_series (target_id, instance, metric, resolution_ms, \
+                 bucket_ms, sum, n, max) ",
+            );
+            q.push_values(chunk, |mut b, (res, bucket, (instance, metric, v))| {
+                b.push_bind(target_id)
+                    .push_bind(instance)
+                    .push_bind(metric)
+                    .push_bind(*res)
+                    .push_bind(*bucket)
+                    .push_bind(*v)
+                    .push_bind(1_i64)
+                    .push_bind(*v);
+            });
+            q.push(
+                " ON CONFLICT (target_id, instance, metric, resolution_ms, bucket_ms) DO UPDATE \
+                 SET sum = process_series.sum + excluded.sum, n = process_series.n + excluded.n, \
+                 max = MAX(process_series.max, excluded.max)",
+            );
+            q.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The latest process figures of targets `target_ids`: `(target_id, instance, metric,
+    /// value, at_ms)`, one per instance and metric (the last scrape that had it).
+    pub async fn process_latest(&self, target_ids: &[i64]) -> Result<Vec<ProcessPoint>> {
+        if target_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT p.target_id, p.instance, p.metric, p.bucket_ms AS at_ms, p.sum AS mean, \
+             p.max FROM process_series p JOIN (SELECT target_id, instance, metric, \
+             MAX(bucket_ms) AS last FROM process_series WHERE resolution_ms = 0 AND target_id IN (",
+        );
+        let mut sep = q.separated(", ");
+        for id in target_ids {
+            sep.push_bind(*id);
+        }
+        q.push(
+            ") GROUP BY target_id, instance, metric) l ON l.target_id = p.target_id \
+             AND l.instance = p.instance AND l.metric = p.metric AND l.last = p.bucket_ms \
+             WHERE p.resolution_ms = 0 ORDER BY p.instance, p.metric",
+        );
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
+    }
+
+    /// Process figures of targets `target_ids` at `resolution_ms` (0: per scrape) with
+    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n.
+    pub async fn process_series(
+        &self,
+        target_ids: &[i64],
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<ProcessPoint>> {
+        if target_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT target_id, instance, metric, bucket_ms AS at_ms, sum / n AS mean, max \
+             FROM process_series WHERE resolution_ms = ",
+        );
+        q.push_bind(resolution_ms)
+            .push(" AND bucket_ms >= ")
+            .push_bind(from_ms - resolution_ms)
+            .push(" AND bucket_ms <= ")
+            .push_bind(to_ms)
+            .push(" AND target_id IN (");
+        let mut sep = q.separated(", ");
+        for id in target_ids {
+            sep.push_bind(*id);
+        }
+        q.push(") ORDER BY instance, metric, bucket_ms");
+        Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.

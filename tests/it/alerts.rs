@@ -133,6 +133,7 @@ fn interval(exchanges: f64, failed: f64) -> Interval {
 
 fn write(route: &str, iv: Interval) -> RouteWrite {
     RouteWrite {
+        instance: String::new(),
         service: "orders".into(),
         route: route.into(),
         source: "http".into(),

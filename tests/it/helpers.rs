@@ -17,13 +17,19 @@ pub struct TestApp {
 }
 
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// [`spawn_app`] with a changed configuration.
+pub async fn spawn_app_with(change: impl FnOnce(&mut Config)) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("harrier.db");
     let store = Store::open(&db).await.expect("open store");
-    let config = Config {
+    let mut config = Config {
         db,
         ..Config::default()
     };
+    change(&mut config);
     TestApp {
         state: AppState::new(store, config),
         _dir: dir,

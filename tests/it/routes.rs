@@ -54,6 +54,7 @@ fn interval() -> Interval {
 
 fn write(route: &str, iv: Option<Interval>) -> RouteWrite {
     RouteWrite {
+        instance: String::new(),
         service: "orders".into(),
         route: route.into(),
         source: "http".into(),
@@ -199,6 +200,7 @@ async fn a_scrape_writes_routes_intervals_and_rollups(pool: SqlitePool) {
     let retention = Retention {
         raw_hours: 1.0,
         minute_days: 1.0,
+        ten_minute_days: 1.0,
         hour_days: 365.0,
     };
     let deleted = store
@@ -883,7 +885,7 @@ async fn console_routes_pages_in_a_browser() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    let tput = wait_for("a live GET /cart row with a throughput", 20, || {
+    let tput = wait_for("a live GET /cart row with a throughput", 45, || {
         let client = client.clone();
         async move {
             for row in client
@@ -916,13 +918,20 @@ async fn console_routes_pages_in_a_browser() {
 
     let filter = client.find(Locator::Css("#route-filter")).await.unwrap();
     filter.send_keys("cart").await.unwrap();
-    let visible = client
-        .execute(
-            "return Array.from(document.querySelectorAll('#routes-table tbody tr')).filter(r => !r.hidden).map(r => r.cells[1].textContent)",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let visible = wait_for("the search applied on the server", 10, || {
+        let client = client.clone();
+        async move {
+            let v = client
+                .execute(
+                    "return Array.from(document.querySelectorAll('#routes-table tbody tr')).map(r => r.cells[1].textContent)",
+                    vec![],
+                )
+                .await
+                .ok()?;
+            (v == serde_json::json!(["GET /cart"])).then_some(v)
+        }
+    })
+    .await;
     assert_eq!(visible, serde_json::json!(["GET /cart"]));
 
     // Read the link in one script call: live updates replace rows, so an element handle
@@ -1080,4 +1089,678 @@ async fn scrape_faults_each_show_a_clear_state() {
     let _ = stop_tx.send(());
     server.await.unwrap().unwrap();
     faulty_task.abort();
+}
+
+/// An exposition of `n` Camel routes (`route-0000`…) in 4 contexts; route `i` completes
+/// `i % 50` exchanges per scrape, so the busiest routes are known.
+async fn many_routes_exporter(n: usize) -> (String, tokio::task::JoinHandle<()>) {
+    let hits = Arc::new(AtomicU64::new(0));
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let k = hits.fetch_add(1, Ordering::SeqCst) + 1;
+            async move {
+                let mut out = String::from("# TYPE camel_exchanges_total counter\n");
+                for i in 0..n {
+                    out.push_str(&format!(
+                        "camel_exchanges_total{{camelContext=\"ctx-{}\",routeId=\"route-{i:04}\",eventType=\"route\"}} {}\n",
+                        i % 4,
+                        (i % 50) as u64 * k
+                    ));
+                }
+                out.push_str("# TYPE camel_exchanges_failed_total counter\n");
+                for i in 0..n {
+                    out.push_str(&format!(
+                        "camel_exchanges_failed_total{{camelContext=\"ctx-{}\",routeId=\"route-{i:04}\",eventType=\"route\"}} 0\n",
+                        i % 4
+                    ));
+                }
+                out
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (format!("http://{addr}"), task)
+}
+
+/// Reads the routes table in one script call: `[summary, [[service, route, tput], …]]`.
+async fn routes_table(client: &fantoccini::Client) -> serde_json::Value {
+    client
+        .execute(
+            "return [document.querySelector('#routes-summary').textContent.trim(), \
+             Array.from(document.querySelectorAll('#routes-table tbody tr')).map(r => \
+             [r.cells[0].firstChild.textContent.trim(), r.cells[1].textContent.trim(), r.querySelector('td.tput').dataset.value])]",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
+/// 1,200 routes: the page shows 100 with a count, pages forward, searches and sorts on
+/// the server; the API pages the same way; the first page reads without JS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_table_pages_searches_and_sorts_1200_routes() {
+    use fantoccini::Locator;
+    // no built-in target: exactly the exporter's routes
+    let app = crate::helpers::spawn_app_with(|c| c.self_scrape = false).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let (base, exporter) = many_routes_exporter(1200).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "camel", "url": format!("{base}/metrics"), "interval_s": 2, "timeout_s": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    // two scrapes: every route has a throughput
+    let api = format!("http://{addr}/api/v1/routes");
+    wait_for("1,200 routes with figures", 60, || {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let page: serde_json::Value = http
+                .get(format!("{api}?sort=throughput_per_s&dir=desc&limit=1"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let ok = page["all"] == 1200 && page["routes"][0]["throughput_per_s"].as_f64()? > 0.0;
+            ok.then_some(page)
+        }
+    })
+    .await;
+
+    // API: paging and filters, and the array without paging parameters
+    let page: serde_json::Value = http
+        .get(format!("{api}?offset=100&limit=50"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["total"], 1200);
+    assert_eq!(page["offset"], 100);
+    assert_eq!(page["routes"].as_array().unwrap().len(), 50);
+    let all: serde_json::Value = http.get(&api).send().await.unwrap().json().await.unwrap();
+    assert_eq!(
+        all.as_array().unwrap().len(),
+        1200,
+        "no paging parameters: every row"
+    );
+    let found: serde_json::Value = http
+        .get(format!("{api}?q=route-07&service=ctx-1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["route"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 25, "route-0700…0799 in ctx-1: {names:?}");
+    assert!(names.iter().all(|n| n.starts_with("route-07")));
+    for bad in ["sort=nope", "dir=up", "limit=0", "limit=5000", "offset=-1"] {
+        let r = http.get(format!("{api}?{bad}")).send().await.unwrap();
+        assert_eq!(r.status(), 400, "{bad}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert!(body["error"].as_str().is_some(), "{bad}: {body}");
+    }
+
+    // without JS: the first page and its pager are in the HTML
+    let html = http
+        .get(format!("http://{addr}/console/routes"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let doc = scraper::Html::parse_document(&html);
+    assert_eq!(select_texts(&doc, "#routes-table tbody tr").len(), 100);
+    assert_eq!(
+        select_texts(&doc, "#routes-summary"),
+        ["1–100 of 1,200 routes"]
+    );
+
+    let (driver, client) = browser().await;
+    client
+        .goto(&format!("http://{addr}/console/routes"))
+        .await
+        .unwrap();
+    let first = routes_table(&client).await;
+    assert_eq!(first[0], "1–100 of 1,200 routes", "{first}");
+    assert_eq!(first[1].as_array().unwrap().len(), 100);
+    assert_eq!(first[1][0][1], "route-0000");
+
+    // next page
+    client
+        .find(Locator::Css("#routes-pager a[data-page='next']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let second = wait_for("page 2", 10, || {
+        let client = client.clone();
+        async move {
+            let t = routes_table(&client).await;
+            (t[0] == "101–200 of 1,200 routes").then_some(t)
+        }
+    })
+    .await;
+    assert_eq!(second[1].as_array().unwrap().len(), 100);
+    assert_ne!(second[1][0], first[1][0]);
+    let url = client.current_url().await.unwrap();
+    assert!(url.as_str().contains("offset=100"), "{url}");
+
+    // sort by throughput, busiest first: routes with i % 50 = 49 lead
+    client
+        .find(Locator::Css(
+            "#routes-table th[data-key='throughput_per_s'] a",
+        ))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let sorted = wait_for("sorted by throughput", 10, || {
+        let client = client.clone();
+        async move {
+            let t = routes_table(&client).await;
+            (t[0] == "1–100 of 1,200 routes" && t[1][0][1].as_str()?.ends_with("49")).then_some(t)
+        }
+    })
+    .await;
+    let tputs: Vec<f64> = sorted[1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[2].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        tputs.windows(2).all(|w| w[0] >= w[1]),
+        "descending: {tputs:?}"
+    );
+    let aria = client
+        .execute(
+            "return document.querySelector(\"#routes-table th[data-key='throughput_per_s']\").getAttribute('aria-sort')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(aria, "descending");
+
+    // search on the server (across pages): route-1150…1159
+    let filter = client.find(Locator::Css("#route-filter")).await.unwrap();
+    filter.send_keys("route-115").await.unwrap();
+    let found = wait_for("the search", 10, || {
+        let client = client.clone();
+        async move {
+            let t = routes_table(&client).await;
+            (t[0] == "1–10 of 10 routes").then_some(t)
+        }
+    })
+    .await;
+    assert!(
+        found[1]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r[1].as_str().unwrap().starts_with("route-115"))
+    );
+    let disabled = client
+        .execute(
+            "return document.querySelector(\"#routes-pager a[data-page='next']\").getAttribute('aria-disabled')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(disabled, "true", "one page: no next");
+
+    client.close().await.unwrap();
+    drop(driver);
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    exporter.abort();
+}
+
+/// An exporter whose process restarts on demand: one Camel route `r1` of context `orders`
+/// whose counter grows by 10 per scrape, under a `pod` label; `restart(pod)` starts the
+/// counter again from 0 under that (new or same) label.
+#[derive(Clone)]
+struct Restartable(Arc<std::sync::Mutex<(String, u64)>>);
+
+impl Restartable {
+    fn restart(&self, pod: &str) {
+        *self.0.lock().unwrap() = (pod.to_string(), 0);
+    }
+}
+
+async fn restartable_exporter(
+    pod: &str,
+    start: u64,
+) -> (String, Restartable, tokio::task::JoinHandle<()>) {
+    let state = Restartable(Arc::new(std::sync::Mutex::new((pod.to_string(), start))));
+    let s = state.clone();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let s = s.clone();
+            async move {
+                let mut g = s.0.lock().unwrap();
+                g.1 += 10;
+                format!(
+                    "# TYPE camel_exchanges_total counter\n\
+                     camel_exchanges_total{{camelContext=\"orders\",routeId=\"r1\",pod=\"{0}\"}} {1}\n\
+                     # TYPE camel_exchanges_failed_total counter\n\
+                     camel_exchanges_failed_total{{camelContext=\"orders\",routeId=\"r1\",pod=\"{0}\"}} 0\n\
+                     # TYPE process_cpu_seconds_total counter\n\
+                     process_cpu_seconds_total{{pod=\"{0}\"}} {2}\n\
+                     # TYPE process_resident_memory_bytes gauge\n\
+                     process_resident_memory_bytes{{pod=\"{0}\"}} 104857600\n\
+                     # TYPE process_threads gauge\n\
+                     process_threads{{pod=\"{0}\"}} 17\n",
+                    g.0,
+                    g.1,
+                    g.1 as f64 / 100.0
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (format!("http://{addr}/metrics"), state, task)
+}
+
+async fn get_json(http: &reqwest::Client, url: &str) -> Option<serde_json::Value> {
+    http.get(url).send().await.ok()?.json().await.ok()
+}
+
+/// The raw intervals' exchanges of route `id` (one per scrape after its first).
+async fn exchanges_of(app: &crate::helpers::TestApp, id: i64) -> Vec<f64> {
+    app.state
+        .store
+        .route_intervals(Some(id), 0, i64::MAX)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.interval.exchanges.unwrap())
+        .collect()
+}
+
+/// A service restarts under a new `pod` label with its counters back at 0: the new
+/// instance's route gets exact per-scrape increases (no negative or huge interval from
+/// the reset), the old instance's route turns stale and then gone in the routes API and
+/// the service's instances (API and console). Then a restart under the same label (a
+/// counter reset only): the route carries on with exact increases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_under_new_instance_labels_and_a_counter_reset() {
+    let app = crate::helpers::spawn_app_with(|c| c.self_scrape = false).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    // the first process has been up a long time: a reset read as an increase would be huge
+    let (url, exporter, task) = restartable_exporter("orders-a", 1_000_000).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "orders", "url": url, "interval_s": 1, "timeout_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let api = format!("http://{addr}/api/v1/routes");
+    let row_of = |rows: &serde_json::Value, instance: &str| -> Option<serde_json::Value> {
+        rows.as_array()?
+            .iter()
+            .find(|r| r["instance"] == instance)
+            .cloned()
+    };
+    let old = wait_for("orders-a with a throughput", 20, || {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let rows = get_json(&http, &api).await?;
+            let r = row_of(&rows, "orders-a")?;
+            r["throughput_per_s"].as_f64().filter(|t| *t > 0.0)?;
+            Some(r)
+        }
+    })
+    .await;
+    assert_eq!(old["state"], "active");
+    assert_eq!(old["service"], "orders");
+    let old_id = old["id"].as_i64().unwrap();
+
+    exporter.restart("orders-b");
+    let new = wait_for("orders-b with a throughput", 20, || {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let rows = get_json(&http, &api).await?;
+            let r = row_of(&rows, "orders-b")?;
+            r["throughput_per_s"].as_f64().filter(|t| *t > 0.0)?;
+            Some(r)
+        }
+    })
+    .await;
+    let new_id = new["id"].as_i64().unwrap();
+    assert_ne!(new_id, old_id, "a new instance is a new route row");
+    let rows = get_json(&http, &api).await.unwrap();
+    let old_now = row_of(&rows, "orders-a").unwrap();
+    assert!(
+        matches!(old_now["state"].as_str(), Some("stale" | "gone")),
+        "the old instance no longer looks live: {old_now}"
+    );
+    assert!(old_now["last_seen_ms"].as_i64().unwrap() < new["last_seen_ms"].as_i64().unwrap());
+    // every interval of either instance is exactly one scrape's 10 exchanges: the new
+    // instance's first scrape starts it (no interval), the reset never shows
+    let new_ex = exchanges_of(&app, new_id).await;
+    assert!(!new_ex.is_empty());
+    assert!(new_ex.iter().all(|x| *x == 10.0), "{new_ex:?}");
+    assert!(exchanges_of(&app, old_id).await.iter().all(|x| *x == 10.0));
+
+    // after 5 scrapes without it the old instance is gone, in the API and the console
+    let gone = wait_for("orders-a gone", 20, || {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let r = row_of(&get_json(&http, &api).await?, "orders-a")?;
+            (r["state"] == "gone").then_some(r)
+        }
+    })
+    .await;
+    assert!(gone["last_seen_ms"].as_i64().unwrap() <= old_now["last_seen_ms"].as_i64().unwrap());
+    let gone_list = get_json(&http, &format!("{api}?state=gone")).await.unwrap();
+    assert_eq!(gone_list.as_array().unwrap().len(), 1);
+    let svc = get_json(&http, &format!("http://{addr}/api/v1/services/orders"))
+        .await
+        .unwrap();
+    let states: Vec<(String, String)> = svc["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["instance"].as_str().unwrap().to_string(),
+                i["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("orders-a".to_string(), "gone".to_string()),
+            ("orders-b".to_string(), "up".to_string())
+        ]
+    );
+    let html = http
+        .get(format!("http://{addr}/console/services/orders"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let doc = scraper::Html::parse_document(&html);
+    assert_eq!(
+        select_texts(&doc, "#instances-table tr[data-instance='orders-a'] .badge"),
+        ["gone"]
+    );
+    assert_eq!(
+        select_texts(&doc, "#instances-table tr[data-instance='orders-b'] .badge"),
+        ["up"]
+    );
+    // the process figures follow the live instance
+    assert_eq!(
+        svc["process"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["instance"] == "orders-b" && p["metric"] == "threads")
+            .count(),
+        1
+    );
+
+    // a restart under the same label: counters back to 0, same route row, exact increases
+    let before = exchanges_of(&app, new_id).await.len();
+    exporter.restart("orders-b");
+    wait_for("three scrapes after the reset", 20, || {
+        let app = &app;
+        async move {
+            (exchanges_of(app, new_id).await.len() >= before + 3).then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    let ex = exchanges_of(&app, new_id).await;
+    assert!(
+        ex.iter().all(|x| *x == 10.0),
+        "the reset is an increase of the new value: {ex:?}"
+    );
+    let rows = get_json(&http, &api).await.unwrap();
+    assert_eq!(
+        rows.as_array().unwrap().len(),
+        2,
+        "no third row for a same-label restart"
+    );
+    let b = row_of(&rows, "orders-b").unwrap();
+    assert_eq!(b["state"], "active");
+    assert!(b["throughput_per_s"].as_f64().unwrap() > 0.0);
+
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    task.abort();
+}
+
+/// The service page: instances, routes and process figures from a Spring Boot actuator
+/// payload (KPI values exact), charts in a browser, an empty state for a service without
+/// process metrics, 404 for an unknown one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_page_shows_process_figures() {
+    use fantoccini::Locator;
+    let app = spawn_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/public/prometheus/spring-boot-3-actuator-prometheus.txt");
+    let Ok(body) = std::fs::read_to_string(&path) else {
+        println!("skipping: ../shared not present");
+        return;
+    };
+    let fx = axum::Router::new().route(
+        "/actuator/prometheus",
+        axum::routing::get(move || {
+            let b = body.clone();
+            async move { b }
+        }),
+    );
+    let fl = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fx_addr = fl.local_addr().unwrap();
+    let fx_task = tokio::spawn(async move { axum::serve(fl, fx).await.unwrap() });
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "shop", "url": format!("http://{fx_addr}/actuator/prometheus"), "interval_s": 1, "timeout_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let base = format!("http://{addr}/api/v1/services");
+    let svc = wait_for("shop's process figures with a CPU rate", 20, || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let s = get_json(&http, &format!("{base}/shop")).await?;
+            s["process"]
+                .as_array()?
+                .iter()
+                .any(|p| p["metric"] == "cpu_pct")
+                .then_some(s)
+        }
+    })
+    .await;
+    let value = |m: &str| {
+        svc["process"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["metric"] == m)
+            .map(|p| {
+                (
+                    p["value"].as_f64().unwrap(),
+                    p["unit"].as_str().unwrap().to_string(),
+                )
+            })
+    };
+    assert_eq!(value("threads"), Some((22.0, "threads".into())));
+    assert_eq!(value("open_fds"), Some((65.0, "files".into())));
+    // Σ jvm_memory_used_bytes{area="heap"}: G1 Eden + Old Gen + Survivor
+    assert_eq!(
+        value("heap_used_bytes"),
+        Some((25_349_760.0, "bytes".into()))
+    );
+    assert_eq!(
+        value("cpu_pct"),
+        Some((0.0, "%".into())),
+        "a static payload uses no CPU"
+    );
+    assert_eq!(value("pool:G1 Old Gen").unwrap().0, 15_906_816.0);
+    assert_eq!(svc["instances"][0]["state"], "up");
+    let list = get_json(&http, &base).await.unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"shop"), "{names:?}");
+    let ts = get_json(&http, &format!("{base}/shop/timeseries"))
+        .await
+        .unwrap();
+    assert_eq!(ts["resolution"], "raw");
+    let threads = ts["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metric"] == "threads")
+        .unwrap();
+    assert!(
+        threads["mean"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v == 22.0)
+    );
+    assert_eq!(
+        http.get(format!("{base}/nope"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    assert_eq!(
+        http.get(format!("{base}/shop/timeseries?from=5&to=1"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+
+    let page = http
+        .get(format!("http://{addr}/console/services/shop"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let doc = scraper::Html::parse_document(&page);
+    let kpis = select_texts(&doc, "#process-kpis .kpi");
+    assert!(
+        kpis.iter()
+            .any(|k| k.contains("Threads") && k.contains("22")),
+        "{kpis:?}"
+    );
+    assert!(
+        kpis.iter()
+            .any(|k| k.contains("Heap used") && k.contains("24.2 MB")),
+        "{kpis:?}"
+    );
+    // the built-in harrier target exposes no process metrics: an empty state
+    let own = http
+        .get(format!("http://{addr}/console/services/harrier"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), 200);
+    let own = scraper::Html::parse_document(&own.text().await.unwrap());
+    assert_eq!(
+        select_texts(&own, "#process-empty .empty-title"),
+        ["No process metrics"]
+    );
+    // linked from the routes page
+    let routes = scraper::Html::parse_document(
+        &http
+            .get(format!("http://{addr}/console/routes"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    let links: Vec<String> = routes
+        .select(&scraper::Selector::parse("#services a").unwrap())
+        .filter_map(|a| a.value().attr("href").map(str::to_string))
+        .collect();
+    assert!(
+        links.contains(&"/console/services/shop".to_string()),
+        "{links:?}"
+    );
+
+    let (driver, client) = browser().await;
+    client
+        .goto(&format!("http://{addr}/console/services/shop"))
+        .await
+        .unwrap();
+    wait_for("the process charts", 15, || {
+        let client = client.clone();
+        async move {
+            let n = client
+                .find_all(Locator::Css("#process-charts .uplot"))
+                .await
+                .ok()?
+                .len();
+            (n >= 4).then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    client.close().await.unwrap();
+    drop(driver);
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    fx_task.abort();
 }

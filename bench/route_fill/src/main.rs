@@ -72,6 +72,7 @@ async fn main() {
                     })
                     .collect();
                 RouteWrite {
+                    instance: String::new(),
                     service: "orders".into(),
                     route: format!("route-{r}"),
                     source: "camel".into(),
