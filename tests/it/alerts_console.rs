@@ -49,6 +49,7 @@ fn write(route: &str, iv: Interval) -> RouteWrite {
         state: None,
         last_exchange_ms: None,
         interval: Some(iv),
+        instance: String::new(),
     }
 }
 
