@@ -17,7 +17,7 @@ pub use alerts::{HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use routes::{
     HOUR_MS, MINUTE_MS, Retention, RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval,
-    TargetRow, TargetSpec, url_instance,
+    TargetRow, TargetSpec, WindowNeed, url_instance,
 };
 pub use runs::{
     BucketRow, ErrorRow, FailedBy, LiveRunWindow, NewRun, RejectedRowRow, RunDetail, RunListItem,

@@ -1183,3 +1183,72 @@ async fn a_live_run_whose_errors_jump_is_failed_by_the_rule() {
     let page = app.get(&format!("/console/runs/{browse}")).await;
     assert!(crate::helpers::select_texts(&page.html(), "#run-failed").is_empty());
 }
+
+/// The evaluator's one-pass figures over several windows equal the per-window figures of
+/// `GET /api/v1/routes?window=` (sums, max, latest inflight, buckets, and the last
+/// interval of a route scraped less often than the window).
+#[tokio::test]
+async fn window_figures_in_one_pass_equal_route_figures() {
+    use harrier::store::WindowNeed;
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let t0 = 1_800_000_000_000;
+    for k in 0..30i64 {
+        let mut writes = vec![
+            write("/a", interval(100.0 + k as f64, (k % 7) as f64)),
+            write("/b", interval(10.0, 1.0)),
+        ];
+        writes[0].interval.as_mut().unwrap().inflight = Some(k as f64);
+        writes[0].interval.as_mut().unwrap().max_s = Some(0.01 * (k % 5) as f64);
+        if k % 2 == 1 {
+            writes.pop(); // /b missing every other scrape
+        }
+        scrape(&app, target, t0 + k * 15_000, &writes).await;
+    }
+    // /c: one old interval only (scraped every 2 min)
+    let mut slow = interval(50.0, 5.0);
+    slow.interval_ms = 120_000;
+    scrape(&app, target, t0 + 380_000, &[write("/c", slow)]).await;
+    let now = t0 + 29 * 15_000 + 5_000;
+    let needs = [
+        WindowNeed {
+            window_ms: 60_000,
+            buckets: true,
+            inflight: true,
+        },
+        WindowNeed {
+            window_ms: 300_000,
+            buckets: true,
+            inflight: true,
+        },
+        WindowNeed {
+            window_ms: 30_000,
+            buckets: false,
+            inflight: false,
+        },
+    ];
+    let (infos, got) = store.route_window_figures(&needs, now).await.unwrap();
+    assert_eq!(infos.len(), 3);
+    for n in &needs {
+        let want = store.route_figures(None, n.window_ms, now).await.unwrap();
+        for ((info, mut w), g) in want.into_iter().zip(&got[&n.window_ms]) {
+            if !n.buckets {
+                w.buckets.clear();
+            }
+            if !n.inflight {
+                w.inflight = g.inflight;
+            }
+            // sums in another order: equal to rounding
+            if let (Some(a), Some(b)) = (w.duration_sum_s, g.duration_sum_s) {
+                crate::helpers::assert_close(a, b, "duration_sum_s");
+                w.duration_sum_s = g.duration_sum_s;
+            }
+            assert_eq!(&w, g, "{} over {} ms", info.route, n.window_ms);
+        }
+    }
+    assert!(
+        got[&30_000][2].exchanges.is_some(),
+        "/c keeps its last interval"
+    );
+}
