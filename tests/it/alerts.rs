@@ -309,10 +309,16 @@ async fn a_route_error_spike_goes_pending_fires_and_resolves() {
 /// A webhook receiver on 127.0.0.1:0 that answers 500 to the first `fail_first` messages
 /// and 200 after, keeping every body.
 async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let (base, got) = receiver_at("/hook", fail_first).await;
+    (format!("{base}/hook"), got)
+}
+
+/// As [`receiver`], on `path`; returns the base URL.
+async fn receiver_at(path: &str, fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     let got: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = got.clone();
     let app = axum::Router::new().route(
-        "/hook",
+        path,
         axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
             let seen = seen.clone();
             async move {
@@ -329,7 +335,7 @@ async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}/hook"), got)
+    (format!("http://{addr}"), got)
 }
 
 /// A webhook channel with test timings: no group wait, 10 s group interval.
@@ -1251,4 +1257,44 @@ async fn window_figures_in_one_pass_equal_route_figures() {
         got[&30_000][2].exchanges.is_some(),
         "/c keeps its last interval"
     );
+}
+
+/// An alertmanager channel is sent the firing alerts again every minute (Prometheus'
+/// resend delay) with `endsAt` 4 × max(evaluation interval, 1 min) ahead, and the resolved
+/// alert once with its resolution time; a silenced alert is not sent.
+#[tokio::test]
+async fn alertmanager_channels_get_firing_alerts_every_minute() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    let (base, got) = receiver_at("/api/v2/alerts", 0).await;
+    let ctx = ctx(vec![ChannelSpec::new("am", "alertmanager", &base)]);
+    let client = reqwest::Client::new();
+    let sent = |at: i64| {
+        let (client, ctx) = (&client, &ctx);
+        async move { dispatch(store, client, ctx, at).await.unwrap().sent }
+    };
+    let t0 = 1_800_000_000_000;
+    tick(&app, target, t0, &[("/checkout", true)]).await;
+    assert_eq!(sent(t0).await, 1, "pushed at once, no group_wait");
+    assert_eq!(sent(t0 + 30_000).await, 0);
+    tick(&app, target, t0 + 45_000, &[("/checkout", true)]).await;
+    assert_eq!(sent(t0 + 60_000).await, 1, "re-sent after a minute");
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs[0][0]["labels"]["alertname"], "CheckoutErrors");
+    assert_eq!(msgs[0][0]["startsAt"], "2027-01-15T08:00:00.000Z");
+    assert_eq!(
+        msgs[0][0]["endsAt"], "2027-01-15T08:04:00.000Z",
+        "4 × max(15 s, 1 min) ahead"
+    );
+    assert_eq!(msgs[1][0]["endsAt"], "2027-01-15T08:05:00.000Z");
+    tick(&app, target, t0 + 90_000, &[("/checkout", false)]).await;
+    assert_eq!(sent(t0 + 90_000).await, 1, "resolved: at once");
+    let last = got.lock().unwrap().last().unwrap().clone();
+    assert_eq!(last[0]["endsAt"], "2027-01-15T08:01:30.000Z");
+    assert_eq!(sent(t0 + 200_000).await, 0, "nothing left to send");
 }
