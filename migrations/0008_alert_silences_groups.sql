@@ -73,3 +73,9 @@ CREATE INDEX alert_group_deliveries_at ON alert_group_deliveries (at_ms);
 ALTER TABLE runs ADD COLUMN failed_rule TEXT;
 ALTER TABLE runs ADD COLUMN failed_at_ms INTEGER;
 ALTER TABLE runs ADD COLUMN failed_value REAL;
+
+-- The alert evaluator sums every route's intervals over its rules' windows in one query
+-- (Store::route_window_figures); this covering index lets that query read only the
+-- window's index entries, not the table rows with their bucket JSON.
+CREATE INDEX route_samples_window ON route_samples
+    (at_ms, route_id, interval_ms, exchanges, failed, duration_sum_s, duration_count, max_s, inflight);

@@ -14,6 +14,8 @@
 //!
 //! An alert's identity is the rule name plus the subject's labels, never the value.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::{Deserialize, Serialize};
 
 use super::rule::{Labels, Rule};
@@ -136,17 +138,25 @@ pub struct Outcome {
 /// no measurement (the route is gone) counts as "condition false".
 pub fn evaluate(rule: &Rule, measured: &[Measured], prev: &[Alert], now_ms: i64) -> Outcome {
     let mut out = Outcome::default();
-    let gone: Vec<Measured> = prev
+    // Indexed by labels: a round over thousands of subjects stays linear.
+    let mine: HashMap<&Labels, &Alert> = prev
         .iter()
-        .filter(|a| a.rule == rule.name && !measured.iter().any(|m| m.labels == a.labels))
-        .map(|a| Measured {
-            labels: a.labels.clone(),
+        .filter(|a| a.rule == rule.name)
+        .map(|a| (&a.labels, a))
+        .collect();
+    let seen: HashSet<&Labels> = measured.iter().map(|m| &m.labels).collect();
+    let mut gone: Vec<Measured> = mine
+        .keys()
+        .filter(|l| !seen.contains(*l))
+        .map(|l| Measured {
+            labels: (*l).clone(),
             value: None,
             count: None,
         })
         .collect();
+    gone.sort_by(|a, b| a.labels.cmp(&b.labels));
     for m in measured.iter().chain(gone.iter()) {
-        let prev_alert = prev.iter().find(|a| a.same(&rule.name, &m.labels));
+        let prev_alert = mine.get(&m.labels).copied();
         step(rule, m, prev_alert, now_ms, &mut out);
     }
     out

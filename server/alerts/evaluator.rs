@@ -17,7 +17,7 @@ use super::silence::Muter;
 use super::{AlertView, AlertsConfig};
 use crate::live::{Event, Hub};
 use crate::routes::Figures;
-use crate::store::{LiveRunWindow, RouteInfo, Store};
+use crate::store::{LiveRunWindow, RouteInfo, Store, WindowNeed};
 
 /// A route subject's labels: `service`, `instance`, `route`, `target`, `source`.
 pub fn route_labels(info: &RouteInfo) -> Labels {
@@ -131,17 +131,40 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
         .map(|s| s.rule)
         .collect();
     let prev = store.list_alerts().await?;
-    let mut figures: HashMap<i64, Vec<(RouteInfo, Figures)>> = HashMap::new();
+    // Route figures: one pass over the longest window for all rules' windows.
+    let mut needs: Vec<WindowNeed> = Vec::new();
+    for rule in rules.iter().filter(|r| r.subject.scenario.is_none()) {
+        let w = rule.window.ms();
+        let i = match needs.iter().position(|n| n.window_ms == w) {
+            Some(i) => i,
+            None => {
+                needs.push(WindowNeed {
+                    window_ms: w,
+                    buckets: false,
+                    inflight: false,
+                });
+                needs.len() - 1
+            }
+        };
+        needs[i].buckets |= matches!(rule.measure, Measure::P95Ms | Measure::P99Ms);
+        needs[i].inflight |= rule.measure == Measure::Inflight;
+    }
+    let (infos, figures) = if needs.is_empty() {
+        (Vec::new(), HashMap::new())
+    } else {
+        store.route_window_figures(&needs, now_ms).await?
+    };
+    let labels: Vec<Labels> = infos.iter().map(route_labels).collect();
     let mut live: HashMap<i64, Vec<LiveRunWindow>> = HashMap::new();
     let mut alerts = Vec::new();
     let mut transitions = Vec::new();
     for rule in &rules {
         let window = rule.window.ms();
-        if rule.subject.scenario.is_some() {
+        let measured: Vec<Measured> = if rule.subject.scenario.is_some() {
             if let std::collections::hash_map::Entry::Vacant(e) = live.entry(window) {
                 e.insert(store.live_run_windows(window, now_ms).await?);
             }
-            let measured: Vec<Measured> = live[&window]
+            live[&window]
                 .iter()
                 .filter_map(|w| {
                     let labels = run_labels(w);
@@ -151,26 +174,21 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
                         count: Some(w.count as f64),
                     })
                 })
-                .collect();
-            let out = eval::evaluate(rule, &measured, &prev, now_ms);
-            alerts.extend(out.alerts);
-            transitions.extend(out.transitions);
-            continue;
-        }
-        if let std::collections::hash_map::Entry::Vacant(e) = figures.entry(window) {
-            e.insert(store.route_figures(None, window, now_ms).await?);
-        }
-        let measured: Vec<Measured> = figures[&window]
-            .iter()
-            .filter_map(|(info, f)| {
-                let labels = route_labels(info);
-                rule.subject.matches(&labels).then(|| Measured {
-                    labels,
+                .collect()
+        } else {
+            let figs = &figures[&window];
+            infos
+                .iter()
+                .zip(figs)
+                .zip(&labels)
+                .filter(|(_, l)| rule.subject.matches(l))
+                .map(|((info, f), l)| Measured {
+                    labels: l.clone(),
                     value: measure(rule.measure, info, f),
                     count: f.exchanges,
                 })
-            })
-            .collect();
+                .collect()
+        };
         let out = eval::evaluate(rule, &measured, &prev, now_ms);
         alerts.extend(out.alerts);
         transitions.extend(out.transitions);

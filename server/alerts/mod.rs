@@ -1,7 +1,8 @@
 //! Threshold alerts: rules over subject sets ([`rule`]), their pure evaluation
 //! ([`eval`]: inactive → pending → firing → resolved, after Prometheus'
-//! `rules/alerting.go`), the evaluator loop over the route figures ([`evaluator`]), and
-//! the notifications to channels ([`notify`]).
+//! `rules/alerting.go`), the evaluator loop over the route figures and live runs
+//! ([`evaluator`]), silences and label matchers ([`silence`]), and the notifications to
+//! channels, grouped as Alertmanager does ([`notify`]).
 //!
 //! Owns the rule model, the state machine and the `[alerts]` settings; SQL lives in
 //! `store`, HTTP in `api_alerts`.

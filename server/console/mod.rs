@@ -680,16 +680,29 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         received: all_bytes(|s| s.bytes_received),
         sent: all_bytes(|s| s.bytes_sent),
     };
-    let failed = run.failed_by.as_ref().map(|f| {
-        (
-            f.rule.clone(),
-            f.at_ms,
-            format::time(Some(f.at_ms)),
-            f.value
-                .map(crate::alerts::rule::fmt_num)
-                .unwrap_or_else(|| "–".into()),
-        )
-    });
+    let failed = match &run.failed_by {
+        None => None,
+        Some(f) => {
+            use crate::alerts::rule::Measure;
+            let unit = match state.store.get_alert_rule(&f.rule).await? {
+                Some(r) => match r.rule.measure {
+                    Measure::ErrorPct => " %",
+                    Measure::MeanMs | Measure::P95Ms | Measure::P99Ms => " ms",
+                    Measure::ErrorsPerS | Measure::ThroughputPerS => " /s",
+                    _ => "",
+                },
+                None => "",
+            };
+            Some((
+                f.rule.clone(),
+                f.at_ms,
+                format::time(Some(f.at_ms)),
+                f.value
+                    .map(|v| format!("{}{unit}", crate::alerts::rule::fmt_num(v)))
+                    .unwrap_or_else(|| "–".into()),
+            ))
+        }
+    };
     Ok(RunPage {
         failed,
         nav: "runs",

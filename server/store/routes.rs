@@ -304,6 +304,16 @@ fn parse_buckets(s: Option<&str>) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// What the alert evaluator needs over one window (see [`Store::route_window_figures`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowNeed {
+    pub window_ms: i64,
+    /// Histogram buckets (for percentiles).
+    pub buckets: bool,
+    /// The latest inflight reading.
+    pub inflight: bool,
+}
+
 /// One stored interval (raw or rollup) of one route.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredInterval {
@@ -1021,6 +1031,131 @@ impl Store {
         }
         q.push(") ORDER BY instance, metric, bucket_ms");
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
+    }
+
+    /// The figures of every route over several windows ending at `now_ms`, as
+    /// [`Store::route_figures`] computes them, for the alert evaluator: the sums come from
+    /// one aggregate query over the longest window (no per-route query, no bucket parsing
+    /// unless `need.buckets`), the latest inflight reading and the histogram buckets only
+    /// for the windows that ask for them. Returns the routes (as [`Store::route_infos`])
+    /// and, per window, one [`Figures`] per route in the same order.
+    pub async fn route_window_figures(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<(Vec<RouteInfo>, HashMap<i64, Vec<Figures>>)> {
+        let infos = self.route_infos(None, None).await?;
+        let mut out: HashMap<i64, Vec<Figures>> = HashMap::new();
+        if needs.is_empty() {
+            return Ok((infos, out));
+        }
+        let index: HashMap<i64, usize> = infos.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
+        let mut q = QueryBuilder::<Sqlite>::new("SELECT route_id");
+        for n in needs {
+            let from = now_ms - n.window_ms;
+            for (agg, col) in [
+                ("SUM", "interval_ms"),
+                ("SUM", "exchanges"),
+                ("SUM", "failed"),
+                ("SUM", "duration_sum_s"),
+                ("SUM", "duration_count"),
+                ("MAX", "max_s"),
+                ("COUNT", "1"),
+            ] {
+                q.push(", ")
+                    .push(agg)
+                    .push("(CASE WHEN at_ms > ")
+                    .push_bind(from)
+                    .push(" THEN ")
+                    .push(col)
+                    .push(" END)");
+            }
+        }
+        q.push(" FROM route_samples WHERE at_ms > ")
+            .push_bind(now_ms - longest)
+            .push(" AND at_ms <= ")
+            .push_bind(now_ms)
+            .push(" GROUP BY route_id");
+        for n in needs {
+            out.insert(n.window_ms, vec![Figures::default(); infos.len()]);
+        }
+        let rows = q.build().fetch_all(&self.pool).await?;
+        for row in &rows {
+            use sqlx::Row;
+            let Some(&i) = index.get(&row.try_get::<i64, _>(0)?) else {
+                continue;
+            };
+            for (k, n) in needs.iter().enumerate() {
+                let c = 1 + k * 7;
+                let f = &mut out.get_mut(&n.window_ms).expect("inserted above")[i];
+                f.span_ms = row.try_get::<Option<i64>, _>(c)?.unwrap_or(0);
+                f.exchanges = row.try_get(c + 1)?;
+                f.failed = row.try_get(c + 2)?;
+                f.duration_sum_s = row.try_get(c + 3)?;
+                f.duration_count = row.try_get(c + 4)?;
+                f.max_s = row.try_get(c + 5)?;
+                f.intervals = row.try_get::<i64, _>(c + 6)? as u32;
+            }
+        }
+        // Routes without an interval in a window get their last one when it is recent
+        // enough (as route_figures does), so a window shorter than the scrape interval is
+        // not empty.
+        let lookback = longest.max(10 * MINUTE_MS);
+        if out
+            .values()
+            .any(|figs| figs.iter().any(|f| f.intervals == 0))
+        {
+            let last: Vec<IntervalDb> = sqlx::query_as(
+                "SELECT route_id, MAX(at_ms) AS at_ms, interval_ms, exchanges, failed,
+                        duration_sum_s, duration_count, max_s, inflight, buckets
+                 FROM route_samples WHERE at_ms > ? AND at_ms <= ? GROUP BY route_id",
+            )
+            .bind(now_ms - lookback)
+            .bind(now_ms)
+            .fetch_all(&self.pool)
+            .await?;
+            for r in last.into_iter().map(StoredInterval::from) {
+                let Some(&i) = index.get(&r.route_id) else {
+                    continue;
+                };
+                for n in needs {
+                    let f = &mut out.get_mut(&n.window_ms).expect("inserted above")[i];
+                    if f.intervals == 0
+                        && r.at_ms > now_ms - r.interval.interval_ms.max(n.window_ms) * 2
+                    {
+                        f.add(&r.interval);
+                        if !n.buckets {
+                            f.buckets.clear();
+                        }
+                    }
+                }
+            }
+        }
+        for n in needs.iter().filter(|n| n.buckets || n.inflight) {
+            let rows: Vec<(i64, i64, Option<f64>, Option<String>)> = sqlx::query_as(
+                "SELECT route_id, at_ms, inflight, CASE WHEN ? THEN buckets END
+                 FROM route_samples WHERE at_ms > ? AND at_ms <= ? ORDER BY route_id, at_ms",
+            )
+            .bind(n.buckets)
+            .bind(now_ms - n.window_ms)
+            .bind(now_ms)
+            .fetch_all(&self.pool)
+            .await?;
+            let figs = out.get_mut(&n.window_ms).expect("inserted above");
+            for (route_id, _, inflight, buckets) in rows {
+                let Some(&i) = index.get(&route_id) else {
+                    continue;
+                };
+                if n.inflight && inflight.is_some() {
+                    figs[i].inflight = inflight;
+                }
+                if n.buckets {
+                    merge_buckets(&mut figs[i].buckets, &parse_buckets(buckets.as_deref()));
+                }
+            }
+        }
+        Ok((infos, out))
     }
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.

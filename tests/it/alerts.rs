@@ -310,10 +310,16 @@ async fn a_route_error_spike_goes_pending_fires_and_resolves() {
 /// A webhook receiver on 127.0.0.1:0 that answers 500 to the first `fail_first` messages
 /// and 200 after, keeping every body.
 async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let (base, got) = receiver_at("/hook", fail_first).await;
+    (format!("{base}/hook"), got)
+}
+
+/// As [`receiver`], on `path`; returns the base URL.
+async fn receiver_at(path: &str, fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     let got: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = got.clone();
     let app = axum::Router::new().route(
-        "/hook",
+        path,
         axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
             let seen = seen.clone();
             async move {
@@ -330,7 +336,7 @@ async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}/hook"), got)
+    (format!("http://{addr}"), got)
 }
 
 /// A webhook channel with test timings: no group wait, 10 s group interval.
@@ -1183,4 +1189,113 @@ async fn a_live_run_whose_errors_jump_is_failed_by_the_rule() {
     assert!(banner[0].contains("LiveRunErrors"), "{}", banner[0]);
     let page = app.get(&format!("/console/runs/{browse}")).await;
     assert!(crate::helpers::select_texts(&page.html(), "#run-failed").is_empty());
+}
+
+/// The evaluator's one-pass figures over several windows equal the per-window figures of
+/// `GET /api/v1/routes?window=` (sums, max, latest inflight, buckets, and the last
+/// interval of a route scraped less often than the window).
+#[tokio::test]
+async fn window_figures_in_one_pass_equal_route_figures() {
+    use harrier::store::WindowNeed;
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let t0 = 1_800_000_000_000;
+    for k in 0..30i64 {
+        let mut writes = vec![
+            write("/a", interval(100.0 + k as f64, (k % 7) as f64)),
+            write("/b", interval(10.0, 1.0)),
+        ];
+        writes[0].interval.as_mut().unwrap().inflight = Some(k as f64);
+        writes[0].interval.as_mut().unwrap().max_s = Some(0.01 * (k % 5) as f64);
+        if k % 2 == 1 {
+            writes.pop(); // /b missing every other scrape
+        }
+        scrape(&app, target, t0 + k * 15_000, &writes).await;
+    }
+    // /c: one old interval only (scraped every 2 min)
+    let mut slow = interval(50.0, 5.0);
+    slow.interval_ms = 120_000;
+    scrape(&app, target, t0 + 380_000, &[write("/c", slow)]).await;
+    let now = t0 + 29 * 15_000 + 5_000;
+    let needs = [
+        WindowNeed {
+            window_ms: 60_000,
+            buckets: true,
+            inflight: true,
+        },
+        WindowNeed {
+            window_ms: 300_000,
+            buckets: true,
+            inflight: true,
+        },
+        WindowNeed {
+            window_ms: 30_000,
+            buckets: false,
+            inflight: false,
+        },
+    ];
+    let (infos, got) = store.route_window_figures(&needs, now).await.unwrap();
+    assert_eq!(infos.len(), 3);
+    for n in &needs {
+        let want = store.route_figures(None, n.window_ms, now).await.unwrap();
+        for ((info, mut w), g) in want.into_iter().zip(&got[&n.window_ms]) {
+            if !n.buckets {
+                w.buckets.clear();
+            }
+            if !n.inflight {
+                w.inflight = g.inflight;
+            }
+            // sums in another order: equal to rounding
+            if let (Some(a), Some(b)) = (w.duration_sum_s, g.duration_sum_s) {
+                crate::helpers::assert_close(a, b, "duration_sum_s");
+                w.duration_sum_s = g.duration_sum_s;
+            }
+            assert_eq!(&w, g, "{} over {} ms", info.route, n.window_ms);
+        }
+    }
+    assert!(
+        got[&30_000][2].exchanges.is_some(),
+        "/c keeps its last interval"
+    );
+}
+
+/// An alertmanager channel is sent the firing alerts again every minute (Prometheus'
+/// resend delay) with `endsAt` 4 × max(evaluation interval, 1 min) ahead, and the resolved
+/// alert once with its resolution time; a silenced alert is not sent.
+#[tokio::test]
+async fn alertmanager_channels_get_firing_alerts_every_minute() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    r["window"] = json!("10s");
+    send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    let (base, got) = receiver_at("/api/v2/alerts", 0).await;
+    let ctx = ctx(vec![ChannelSpec::new("am", "alertmanager", &base)]);
+    let client = reqwest::Client::new();
+    let sent = |at: i64| {
+        let (client, ctx) = (&client, &ctx);
+        async move { dispatch(store, client, ctx, at).await.unwrap().sent }
+    };
+    let t0 = 1_800_000_000_000;
+    tick(&app, target, t0, &[("/checkout", true)]).await;
+    assert_eq!(sent(t0).await, 1, "pushed at once, no group_wait");
+    assert_eq!(sent(t0 + 30_000).await, 0);
+    tick(&app, target, t0 + 45_000, &[("/checkout", true)]).await;
+    assert_eq!(sent(t0 + 60_000).await, 1, "re-sent after a minute");
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs[0][0]["labels"]["alertname"], "CheckoutErrors");
+    assert_eq!(msgs[0][0]["startsAt"], "2027-01-15T08:00:00.000Z");
+    assert_eq!(
+        msgs[0][0]["endsAt"], "2027-01-15T08:04:00.000Z",
+        "4 × max(15 s, 1 min) ahead"
+    );
+    assert_eq!(msgs[1][0]["endsAt"], "2027-01-15T08:05:00.000Z");
+    tick(&app, target, t0 + 90_000, &[("/checkout", false)]).await;
+    assert_eq!(sent(t0 + 90_000).await, 1, "resolved: at once");
+    let last = got.lock().unwrap().last().unwrap().clone();
+    assert_eq!(last[0]["endsAt"], "2027-01-15T08:01:30.000Z");
+    assert_eq!(sent(t0 + 200_000).await, 0, "nothing left to send");
 }
