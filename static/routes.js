@@ -418,6 +418,8 @@
         const font = '11.5px ' + cssVar('--font', 'sans-serif');
         const xAxis = { stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
           values: (u, splits, ai, space, incr) => splits.map((v) => (incr >= 86400e3 ? fmt.ts(v).slice(5, 10) : incr < 60e3 ? fmt.time(v) : fmt.time(v).slice(0, 5))) };
+        // Whole-number tick steps for counts (an inflight axis must not read 0, 1, 1).
+        const WHOLE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5];
         const yAxis = (label, f, extra) => Object.assign({ stroke: axisColor, font, label, labelSize: 18, size: 60, grid: { stroke: grid, width: 1 }, ticks: { show: false }, values: (u, sp) => sp.map(f) }, extra || {});
         const line = (label, color, f, extra) => Object.assign({ label, stroke: cssVar(color, '#888'), width: 1.5, points: { show: false },
           value: (u, v) => (isNum(v) ? f(v) : NULL) }, extra || {});
@@ -464,7 +466,7 @@
         ], [clean(s.mean_ms), clean(s.p50_ms), clean(s.p95_ms), clean(s.p99_ms), clean(s.max_ms)],
         [yAxis('ms', (v) => fmt.num(v, v < 10 ? 1 : 0))], { y: { range: zero } });
         make(boxes.inflight, [line('inflight', '--c-users', (v) => fmt.num(v, Number.isInteger(v) ? 0 : 1), { fill: cssVar('--c-users-fill', 'transparent') })],
-          [clean(s.inflight)], [yAxis('exchanges', (v) => fmt.num(v, 0))], { y: { range: zero } });
+          [clean(s.inflight)], [yAxis('exchanges', (v) => fmt.num(v, 0), { incrs: WHOLE })], { y: { range: zero } });
         const note = $('#series-note');
         if (note) note.textContent = (s.resolution === 'raw' ? 'per scrape' : s.resolution + ' rollups') + ' · step ' + fmt.duration(s.step_ms) + ' · live · drag to zoom, double-click to reset';
       }

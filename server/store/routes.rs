@@ -857,7 +857,10 @@ impl Store {
                 .map(|i| (i.target_interval_s * 1000.0) as i64)
                 .max()
                 .unwrap_or(0);
-            let lookback = 2 * window_ms.max(longest);
+            // At least 10 minutes back, as the alert evaluator reads: a route whose own
+            // interval is longer than its target's (pushed, or absent from some scrapes)
+            // still finds its last interval.
+            let lookback = (2 * window_ms.max(longest)).max(10 * MINUTE_MS);
             let older = self
                 .intervals_in(
                     IntervalScope::Routes(&missing),
