@@ -1054,32 +1054,29 @@ impl Store {
         }
         let index: HashMap<i64, usize> = infos.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
         let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
-        let mut q = QueryBuilder::<Sqlite>::new("SELECT route_id");
-        for n in needs {
-            let from = now_ms - n.window_ms;
-            for (agg, col) in [
-                ("SUM", "interval_ms"),
-                ("SUM", "exchanges"),
-                ("SUM", "failed"),
-                ("SUM", "duration_sum_s"),
-                ("SUM", "duration_count"),
-                ("MAX", "max_s"),
-                ("COUNT", "1"),
-            ] {
-                q.push(", ")
-                    .push(agg)
-                    .push("(CASE WHEN at_ms > ")
-                    .push_bind(from)
-                    .push(" THEN ")
-                    .push(col)
-                    .push(" END)");
-            }
+        // The windows, shortest first, cut the longest one into segments: segment j holds
+        // the intervals in (now − windows[j], now − windows[j − 1]]. One aggregate row per
+        // route and segment (one sum per figure, not one per figure and window); a
+        // window's figures are the sums of its segments.
+        let mut windows: Vec<i64> = needs.iter().map(|n| n.window_ms).collect();
+        windows.sort_unstable();
+        windows.dedup();
+        let mut q = QueryBuilder::<Sqlite>::new("SELECT route_id, CASE");
+        for (j, w) in windows.iter().enumerate() {
+            q.push(" WHEN at_ms > ")
+                .push_bind(now_ms - w)
+                .push(" THEN ")
+                .push(j.to_string());
         }
+        q.push(
+            " END AS seg, SUM(interval_ms), SUM(exchanges), SUM(failed), SUM(duration_sum_s), \
+             SUM(duration_count), MAX(max_s), COUNT(*)",
+        );
         q.push(" FROM route_samples WHERE at_ms > ")
             .push_bind(now_ms - longest)
             .push(" AND at_ms <= ")
             .push_bind(now_ms)
-            .push(" GROUP BY route_id");
+            .push(" GROUP BY route_id, seg");
         for n in needs {
             out.insert(n.window_ms, vec![Figures::default(); infos.len()]);
         }
@@ -1089,16 +1086,30 @@ impl Store {
             let Some(&i) = index.get(&row.try_get::<i64, _>(0)?) else {
                 continue;
             };
-            for (k, n) in needs.iter().enumerate() {
-                let c = 1 + k * 7;
+            let seg = row.try_get::<i64, _>(1)?;
+            let span = row.try_get::<Option<i64>, _>(2)?.unwrap_or(0);
+            let exchanges: Option<f64> = row.try_get(3)?;
+            let failed: Option<f64> = row.try_get(4)?;
+            let duration_sum_s: Option<f64> = row.try_get(5)?;
+            let duration_count: Option<f64> = row.try_get(6)?;
+            let max_s: Option<f64> = row.try_get(7)?;
+            let intervals = row.try_get::<i64, _>(8)? as u32;
+            for n in needs {
+                // The window takes the segments up to its own length.
+                if windows.binary_search(&n.window_ms).unwrap_or(usize::MAX) < seg as usize {
+                    continue;
+                }
                 let f = &mut out.get_mut(&n.window_ms).expect("inserted above")[i];
-                f.span_ms = row.try_get::<Option<i64>, _>(c)?.unwrap_or(0);
-                f.exchanges = row.try_get(c + 1)?;
-                f.failed = row.try_get(c + 2)?;
-                f.duration_sum_s = row.try_get(c + 3)?;
-                f.duration_count = row.try_get(c + 4)?;
-                f.max_s = row.try_get(c + 5)?;
-                f.intervals = row.try_get::<i64, _>(c + 6)? as u32;
+                f.span_ms += span;
+                f.exchanges = add_opt(f.exchanges, exchanges);
+                f.failed = add_opt(f.failed, failed);
+                f.duration_sum_s = add_opt(f.duration_sum_s, duration_sum_s);
+                f.duration_count = add_opt(f.duration_count, duration_count);
+                f.max_s = match (f.max_s, max_s) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                f.intervals += intervals;
             }
         }
         // Routes without an interval in a window get their last one when it is recent

@@ -85,6 +85,7 @@ async fn write_scrape(store: &Store, target: i64, routes: usize, at: i64, with_i
                 source: "camel".into(),
                 state: None,
                 last_exchange_ms: None,
+                instance: String::new(),
                 interval: with_interval.then(|| Interval {
                     interval_ms: step,
                     exchanges: Some(ex),
