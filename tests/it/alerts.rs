@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Reply, TestApp, fixture, spawn_app};
 
-async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Value) -> Reply {
+/// A request with a JSON body (shared with the alerts console tests).
+pub(crate) async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Value) -> Reply {
     let req = Request::builder()
         .method(method)
         .uri(uri)
@@ -117,7 +118,7 @@ async fn alert_rules_api_round_trip() {
     );
 }
 
-fn interval(exchanges: f64, failed: f64) -> Interval {
+pub(crate) fn interval(exchanges: f64, failed: f64) -> Interval {
     Interval {
         interval_ms: 15_000,
         exchanges: Some(exchanges),
@@ -131,7 +132,7 @@ fn interval(exchanges: f64, failed: f64) -> Interval {
     }
 }
 
-fn write(route: &str, iv: Interval) -> RouteWrite {
+pub(crate) fn write(route: &str, iv: Interval) -> RouteWrite {
     RouteWrite {
         instance: String::new(),
         service: "orders".into(),
@@ -143,7 +144,7 @@ fn write(route: &str, iv: Interval) -> RouteWrite {
     }
 }
 
-async fn scrape(app: &TestApp, target: i64, at_ms: i64, routes: &[RouteWrite]) {
+pub(crate) async fn scrape(app: &TestApp, target: i64, at_ms: i64, routes: &[RouteWrite]) {
     let status = ScrapeStatus {
         at_ms,
         up: true,
@@ -158,7 +159,7 @@ async fn scrape(app: &TestApp, target: i64, at_ms: i64, routes: &[RouteWrite]) {
         .unwrap();
 }
 
-async fn add_target(app: &TestApp) -> i64 {
+pub(crate) async fn add_target(app: &TestApp) -> i64 {
     let spec = TargetSpec {
         name: "orders".into(),
         url: "http://10.0.0.5:9100/metrics".into(),

@@ -3,90 +3,17 @@
 //! Chromium the toast and badge on another page when an alert fires, the rule editor, the
 //! alert marks on route charts and the silences form.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use fantoccini::{Client, Locator};
 use harrier::alerts::evaluator::evaluate_once;
-use harrier::routes::Interval;
-use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
 use serde_json::{Value, json};
 
+use crate::alerts::{add_target, interval, scrape, send_json, write};
 use crate::browser::browser;
-use crate::helpers::{Reply, TestApp, select_texts, spawn_app};
+use crate::helpers::{TestApp, select_texts, spawn_app};
 
-async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Value) -> Reply {
-    let req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    app.send(req).await
-}
-
-fn interval(exchanges: f64, failed: f64) -> Interval {
-    Interval {
-        interval_ms: 15_000,
-        exchanges: Some(exchanges),
-        failed: Some(failed),
-        duration_sum_s: Some(exchanges * 0.05),
-        duration_count: Some(exchanges),
-        buckets: vec![(0.1, exchanges), (f64::INFINITY, exchanges)],
-        max_s: Some(0.1),
-        inflight: Some(1.0),
-        resets: 0,
-    }
-}
-
-fn write(route: &str, iv: Interval) -> RouteWrite {
-    RouteWrite {
-        service: "orders".into(),
-        route: route.into(),
-        source: "http".into(),
-        state: None,
-        last_exchange_ms: None,
-        interval: Some(iv),
-        instance: String::new(),
-    }
-}
-
-async fn add_target(app: &TestApp) -> i64 {
-    let spec = TargetSpec {
-        name: "orders".into(),
-        url: "http://10.0.0.5:9100/metrics".into(),
-        kind: "prometheus".into(),
-        interval_s: 15.0,
-        timeout_s: 5.0,
-        labels: BTreeMap::new(),
-    };
-    app.state
-        .store
-        .insert_target(&spec, "api", 0)
-        .await
-        .unwrap()
-        .unwrap()
-        .id
-}
-
-async fn scrape(app: &TestApp, target: i64, at_ms: i64, routes: &[RouteWrite]) {
-    let status = ScrapeStatus {
-        at_ms,
-        up: true,
-        duration_ms: 1.0,
-        samples: 10,
-        error: None,
-    };
-    app.state
-        .store
-        .record_scrape(target, &status, routes)
-        .await
-        .unwrap();
-}
-
-/// A rule on `/check*`: error % above 10 over 1 min, `for` as given, severity `page`.
 fn rule(name: &str, for_: &str) -> Value {
     json!({
         "name": name,
