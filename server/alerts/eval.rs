@@ -15,6 +15,7 @@
 //! An alert's identity is the rule name plus the subject's labels, never the value.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +24,8 @@ use super::rule::{Labels, Rule};
 /// One subject's figure at evaluation time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
-    pub labels: Labels,
+    /// The subject's labels (shared: one set per subject for every rule).
+    pub labels: Arc<Labels>,
     /// The rule's measure over its window; `None` when there is no figure (no exchanges).
     pub value: Option<f64>,
     /// Exchanges in the window (for the min-count guard).
@@ -138,26 +140,39 @@ pub struct Outcome {
 /// no measurement (the route is gone) counts as "condition false".
 pub fn evaluate(rule: &Rule, measured: &[Measured], prev: &[Alert], now_ms: i64) -> Outcome {
     let mut out = Outcome::default();
-    // Indexed by labels: a round over thousands of subjects stays linear.
+    // Indexed by labels: a round over thousands of subjects stays linear, and a rule
+    // without alerts hashes nothing.
     let mine: HashMap<&Labels, &Alert> = prev
         .iter()
         .filter(|a| a.rule == rule.name)
         .map(|a| (&a.labels, a))
         .collect();
-    let seen: HashSet<&Labels> = measured.iter().map(|m| &m.labels).collect();
-    let mut gone: Vec<Measured> = mine
-        .keys()
-        .filter(|l| !seen.contains(*l))
-        .map(|l| Measured {
-            labels: (*l).clone(),
-            value: None,
-            count: None,
-        })
+    let mut seen: HashSet<&Labels> = HashSet::new();
+    for m in measured {
+        let prev_alert = if mine.is_empty() {
+            None
+        } else {
+            mine.get(&*m.labels).copied()
+        };
+        if let Some(a) = prev_alert {
+            seen.insert(&a.labels);
+        }
+        step(rule, m, prev_alert, now_ms, &mut out);
+    }
+    // Subjects with an alert but no measurement (the route is gone): condition false.
+    let mut gone: Vec<&Alert> = mine
+        .values()
+        .filter(|a| !seen.contains(&a.labels))
+        .copied()
         .collect();
     gone.sort_by(|a, b| a.labels.cmp(&b.labels));
-    for m in measured.iter().chain(gone.iter()) {
-        let prev_alert = mine.get(&m.labels).copied();
-        step(rule, m, prev_alert, now_ms, &mut out);
+    for a in gone {
+        let m = Measured {
+            labels: Arc::new(a.labels.clone()),
+            value: None,
+            count: None,
+        };
+        step(rule, &m, Some(a), now_ms, &mut out);
     }
     out
 }
@@ -181,7 +196,7 @@ fn step(rule: &Rule, m: &Measured, prev: Option<&Alert>, now: i64, out: &mut Out
             }
             let mut a = Alert {
                 rule: rule.name.clone(),
-                labels: m.labels.clone(),
+                labels: (*m.labels).clone(),
                 state: Phase::Pending,
                 value: m.value,
                 active_since_ms: now,
@@ -262,7 +277,7 @@ mod tests {
 
     fn m(route: &str, value: f64, count: f64) -> Measured {
         Measured {
-            labels: labels(route),
+            labels: labels(route).into(),
             value: Some(value),
             count: Some(count),
         }

@@ -1,7 +1,8 @@
 //! The evaluator loop: every `[alerts] evaluation_interval` (15 s by default) each rule in
 //! force is evaluated over the route figures of its window (the figures of
-//! `GET /api/v1/routes?window=`), the round is saved in one transaction, and firing /
-//! resolved transitions are published on the live hub.
+//! `GET /api/v1/routes?window=`, summed from the recent intervals the store holds in
+//! memory, see [`Store::route_window_figures`]), the round is saved in one transaction,
+//! and firing / resolved transitions are published on the live hub.
 //!
 //! Owns the mapping from route figures to a rule's measure. Must not hold state between
 //! rounds other than what the store holds (a restart resumes from it).
@@ -17,25 +18,23 @@ use super::silence::Muter;
 use super::{AlertView, AlertsConfig};
 use crate::live::{Event, Hub};
 use crate::routes::Figures;
-use crate::store::{LiveRunWindow, RouteInfo, Store, WindowNeed};
+use crate::store::{LiveRunWindow, RouteInfo, RouteWindows, Store, WindowNeed};
 
 /// A route subject's labels: `service`, `instance`, `route`, `target`, `source`.
 pub fn route_labels(info: &RouteInfo) -> Labels {
-    [
-        ("service", info.service.clone()),
-        ("instance", info.instance()),
-        ("route", info.route.clone()),
-        ("target", info.target_name.clone()),
-        ("source", info.source.clone()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    crate::store::subject_labels(
+        &info.service,
+        &info.instance(),
+        &info.route,
+        &info.target_name,
+        &info.source,
+    )
 }
 
 /// A rule's measure on one route's figures; `None` when the figure is missing (no
-/// exchanges in the window, or the source lacks it).
-pub fn measure(m: Measure, info: &RouteInfo, f: &Figures) -> Option<f64> {
+/// exchanges in the window, or the source lacks it). `target_up`: whether the route's
+/// target answered its last scrape.
+pub fn measure(m: Measure, target_up: Option<bool>, f: &Figures) -> Option<f64> {
     match m {
         Measure::ErrorPct => f.error_pct(),
         Measure::ErrorsPerS => f.failed_per_s(),
@@ -44,11 +43,7 @@ pub fn measure(m: Measure, info: &RouteInfo, f: &Figures) -> Option<f64> {
         Measure::P95Ms => f.quantile_ms(0.95),
         Measure::P99Ms => f.quantile_ms(0.99),
         Measure::Inflight => f.inflight,
-        Measure::TargetDown => Some(if info.target_up == Some(false) {
-            1.0
-        } else {
-            0.0
-        }),
+        Measure::TargetDown => Some(if target_up == Some(false) { 1.0 } else { 0.0 }),
         Measure::NoExchanges => Some(if f.exchanges.unwrap_or(0.0) > 0.0 {
             0.0
         } else {
@@ -149,42 +144,51 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
         needs[i].buckets |= matches!(rule.measure, Measure::P95Ms | Measure::P99Ms);
         needs[i].inflight |= rule.measure == Measure::Inflight;
     }
-    let (infos, figures) = if needs.is_empty() {
-        (Vec::new(), HashMap::new())
+    let windows = if needs.is_empty() {
+        RouteWindows::default()
     } else {
-        store.route_window_figures(&needs, now_ms).await?
+        let w = store.route_window_figures(&needs, now_ms).await?;
+        let from = if w.from_memory { "memory" } else { "sqlite" };
+        metrics::counter!("harrier_alert_window_reads_total", "from" => from).increment(1);
+        w
     };
-    let labels: Vec<Labels> = infos.iter().map(route_labels).collect();
-    let mut live: HashMap<i64, Vec<LiveRunWindow>> = HashMap::new();
+    let mut live: HashMap<i64, Vec<(LiveRunWindow, Arc<Labels>)>> = HashMap::new();
     let mut alerts = Vec::new();
     let mut transitions = Vec::new();
     for rule in &rules {
         let window = rule.window.ms();
         let measured: Vec<Measured> = if rule.subject.scenario.is_some() {
             if let std::collections::hash_map::Entry::Vacant(e) = live.entry(window) {
-                e.insert(store.live_run_windows(window, now_ms).await?);
+                let runs = store.live_run_windows(window, now_ms).await?;
+                e.insert(
+                    runs.into_iter()
+                        .map(|w| {
+                            let labels = Arc::new(run_labels(&w));
+                            (w, labels)
+                        })
+                        .collect(),
+                );
             }
             live[&window]
                 .iter()
-                .filter_map(|w| {
-                    let labels = run_labels(w);
-                    rule.subject.matches_run(&labels).then(|| Measured {
-                        labels,
-                        value: run_measure(rule.measure, w, window, now_ms),
-                        count: Some(w.count as f64),
-                    })
+                .filter(|(_, labels)| rule.subject.matches_run(labels))
+                .map(|(w, labels)| Measured {
+                    labels: labels.clone(),
+                    value: run_measure(rule.measure, w, window, now_ms),
+                    count: Some(w.count as f64),
                 })
                 .collect()
         } else {
-            let figs = &figures[&window];
-            infos
+            let figs = &windows.figures[&window];
+            windows
+                .routes
                 .iter()
                 .zip(figs)
-                .zip(&labels)
-                .filter(|(_, l)| rule.subject.matches(l))
-                .map(|((info, f), l)| Measured {
-                    labels: l.clone(),
-                    value: measure(rule.measure, info, f),
+                .zip(&windows.target_up)
+                .filter(|((s, _), _)| rule.subject.matches(&s.labels))
+                .map(|((s, f), up)| Measured {
+                    labels: s.labels.clone(),
+                    value: measure(rule.measure, *up, f),
                     count: f.exchanges,
                 })
                 .collect()

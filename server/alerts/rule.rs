@@ -144,16 +144,27 @@ impl Subject {
 }
 
 /// `*` matches any run of characters (empty too), `?` exactly one; all else literally.
+/// Runs on bytes when both are ASCII (no allocation: a round matches every route).
 pub fn glob_match(pattern: &str, text: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    if pattern.is_ascii() && text.is_ascii() {
+        return glob(pattern.as_bytes(), text.as_bytes(), b'*', b'?');
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
+    glob(&p, &t, '*', '?')
+}
+
+fn glob<T: Copy + PartialEq>(p: &[T], t: &[T], any: T, one: T) -> bool {
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+        if pi < p.len() && (p[pi] == one || p[pi] == t[ti]) && p[pi] != any {
             pi += 1;
             ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        } else if pi < p.len() && p[pi] == any {
             star = Some((pi, ti));
             pi += 1;
         } else if let Some((sp, st)) = star {
@@ -164,7 +175,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|c| *c == '*')
+    p[pi..].iter().all(|c| *c == any)
 }
 
 /// What a rule measures on each subject over its window. The route figures are those of
@@ -663,6 +674,12 @@ mod tests {
         assert!(!glob_match("GET /api/?", "GET /api/xy"));
         assert!(glob_match("*a*b", "xxaxxb"));
         assert!(!glob_match("*a*b", "xxaxxbc"));
+        // non-ASCII: `?` is one character, not one byte
+        assert!(glob_match("/café/?", "/café/é"));
+        assert!(!glob_match("/caf?", "/cafés"));
+        assert!(glob_match("*é*", "/é/"));
+        assert!(glob_match("*", ""));
+        assert!(!glob_match("?", ""));
     }
 
     #[test]

@@ -141,7 +141,7 @@ fn measure(rule: &Rule, s: &Series, step_ms: i64, t: i64) -> Measured {
         _ => None,
     };
     Measured {
-        labels: s.labels.clone(),
+        labels: s.labels.clone().into(),
         value,
         count: total,
     }

@@ -278,12 +278,17 @@ pub fn merge_buckets(acc: &mut Vec<(f64, f64)>, b: &[(f64, f64)]) {
 impl Figures {
     /// Adds one interval (the later one last, so `inflight` is the latest reading).
     pub fn add(&mut self, iv: &Interval) {
+        self.add_sums(iv);
+        merge_buckets(&mut self.buckets, &iv.buckets);
+    }
+
+    /// [`Figures::add`] without the histogram buckets.
+    pub fn add_sums(&mut self, iv: &Interval) {
         self.span_ms += iv.interval_ms.max(0);
         self.exchanges = add_opt(self.exchanges, iv.exchanges);
         self.failed = add_opt(self.failed, iv.failed);
         self.duration_sum_s = add_opt(self.duration_sum_s, iv.duration_sum_s);
         self.duration_count = add_opt(self.duration_count, iv.duration_count);
-        merge_buckets(&mut self.buckets, &iv.buckets);
         self.max_s = match (self.max_s, iv.max_s.filter(|m| m.is_finite())) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

@@ -527,11 +527,13 @@ mod tests {
 
     fn measured(v: f64) -> Vec<Measured> {
         vec![Measured {
-            labels: [
-                ("route".to_string(), "/checkout".to_string()),
-                ("service".to_string(), "orders".to_string()),
-            ]
-            .into(),
+            labels: std::sync::Arc::new(
+                [
+                    ("route".to_string(), "/checkout".to_string()),
+                    ("service".to_string(), "orders".to_string()),
+                ]
+                .into(),
+            ),
             value: Some(v),
             count: Some(100.0),
         }]

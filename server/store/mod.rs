@@ -8,6 +8,7 @@
 mod alert_groups;
 mod alerts;
 mod compare;
+mod recent;
 mod routes;
 mod runs;
 mod silences;
@@ -15,6 +16,7 @@ mod silences;
 pub use alert_groups::{Delivery, FlushResult, Group, GroupAlert, GroupEntry};
 pub use alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
+pub use recent::{MAX_WINDOW_MS, RouteSubject, RouteWindows, subject_labels};
 pub use routes::{
     HOUR_MS, IntervalScope, MINUTE_MS, ProcessPoint, ROLLUPS_MS, Retention, RouteInfo, RouteWrite,
     RunBand, ScrapeStatus, StoredInterval, TEN_MINUTES_MS, TargetRow, TargetSpec, WindowNeed,
@@ -37,6 +39,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// Recent route intervals held for the alert evaluator.
+    recent: std::sync::Arc<recent::Recent>,
 }
 
 /// Store failures: the database could not be opened, migrated or queried.
@@ -112,7 +116,10 @@ impl Store {
     /// Wraps an existing pool and applies the migrations (used by `#[sqlx::test]`).
     pub async fn from_pool(pool: SqlitePool) -> Result<Store> {
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Store { pool })
+        Ok(Store {
+            pool,
+            recent: Default::default(),
+        })
     }
 
     /// The underlying pool.

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use sqlx::{FromRow, QueryBuilder, Sqlite};
 
-use super::{Result, Store};
+use super::{Result, RouteSubject, RouteWindows, Store, subject_labels};
 use crate::routes::{Figures, Interval, merge_buckets};
 
 /// Rows per multi-row statement (≤ 12 bound values each, well under SQLite's limit).
@@ -295,7 +295,7 @@ fn buckets_json(b: &[(f64, f64)]) -> Option<String> {
     serde_json::to_string(&v).ok()
 }
 
-fn parse_buckets(s: Option<&str>) -> Vec<(f64, f64)> {
+pub(super) fn parse_buckets(s: Option<&str>) -> Vec<(f64, f64)> {
     let Some(s) = s else { return Vec::new() };
     serde_json::from_str::<Vec<(Option<f64>, f64)>>(s)
         .unwrap_or_default()
@@ -312,6 +312,37 @@ pub struct WindowNeed {
     pub buckets: bool,
     /// The latest inflight reading.
     pub inflight: bool,
+}
+
+fn windows_of(infos: &[RouteInfo], figures: HashMap<i64, Vec<Figures>>) -> RouteWindows {
+    RouteWindows {
+        routes: std::sync::Arc::new(infos.iter().map(RouteSubject::from).collect()),
+        target_up: infos.iter().map(|i| i.target_up).collect(),
+        figures,
+        from_memory: false,
+    }
+}
+
+impl From<&RouteInfo> for RouteSubject {
+    fn from(i: &RouteInfo) -> Self {
+        let instance = i.instance();
+        RouteSubject {
+            id: i.id,
+            target_id: i.target_id,
+            labels: std::sync::Arc::new(subject_labels(
+                &i.service,
+                &instance,
+                &i.route,
+                &i.target_name,
+                &i.source,
+            )),
+            service: i.service.clone(),
+            route: i.route.clone(),
+            source: i.source.clone(),
+            instance,
+            target_name: i.target_name.clone(),
+        }
+    }
 }
 
 /// One stored interval (raw or rollup) of one route.
@@ -460,6 +491,7 @@ impl Store {
         .bind(now_ms)
         .fetch_one(&self.pool)
         .await?;
+        self.recent.invalidate();
         Ok(self
             .get_target(id)
             .await?
@@ -489,6 +521,7 @@ impl Store {
             .bind(id)
             .execute(&self.pool)
             .await?;
+        self.recent.invalidate();
         Ok(done.rows_affected() > 0)
     }
 
@@ -506,7 +539,11 @@ impl Store {
             q.push(")");
         }
         q.push(" RETURNING id");
-        Ok(q.build_query_scalar().fetch_all(&self.pool).await?)
+        let ids: Vec<i64> = q.build_query_scalar().fetch_all(&self.pool).await?;
+        if !ids.is_empty() {
+            self.recent.invalidate();
+        }
+        Ok(ids)
     }
 
     /// Writes one scrape: the target's status, the routes found and their intervals, and
@@ -670,6 +707,8 @@ impl Store {
             }
         }
         tx.commit().await?;
+        self.recent
+            .record(target_id, status.up, at, routes, &route_ids);
         Ok(route_ids)
     }
 
@@ -680,6 +719,7 @@ impl Store {
             .execute(&self.pool)
             .await?
             .rows_affected();
+        self.recent.forget_before(now_ms - retention.raw_ms());
         for (res, keep) in [
             (MINUTE_MS, retention.minute_ms()),
             (TEN_MINUTES_MS, retention.ten_minute_ms()),
@@ -729,7 +769,7 @@ impl Store {
         if let Some(r) = route_id {
             q.push(" AND r.id = ").push_bind(r);
         }
-        q.push(" ORDER BY r.service, r.route, t.name, r.instance");
+        q.push(" ORDER BY r.service, r.route, t.name, r.instance, r.source, r.id");
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
@@ -1036,21 +1076,19 @@ impl Store {
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
-    /// The figures of every route over several windows ending at `now_ms`, as
-    /// [`Store::route_figures`] computes them, for the alert evaluator: the sums come from
-    /// one aggregate query over the longest window (no per-route query, no bucket parsing
-    /// unless `need.buckets`), the latest inflight reading and the histogram buckets only
-    /// for the windows that ask for them. Returns the routes (as [`Store::route_infos`])
-    /// and, per window, one [`Figures`] per route in the same order.
-    pub async fn route_window_figures(
+    /// [`Store::route_window_figures`] from SQLite: the sums come from one aggregate query
+    /// over the longest window (no per-route query, no bucket parsing unless
+    /// `need.buckets`), the latest inflight reading and the histogram buckets only for the
+    /// windows that ask for them.
+    pub async fn route_window_figures_sql(
         &self,
         needs: &[WindowNeed],
         now_ms: i64,
-    ) -> Result<(Vec<RouteInfo>, HashMap<i64, Vec<Figures>>)> {
+    ) -> Result<RouteWindows> {
         let infos = self.route_infos(None, None).await?;
         let mut out: HashMap<i64, Vec<Figures>> = HashMap::new();
         if needs.is_empty() {
-            return Ok((infos, out));
+            return Ok(windows_of(&infos, out));
         }
         let index: HashMap<i64, usize> = infos.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
         let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
@@ -1115,7 +1153,7 @@ impl Store {
         // Routes without an interval in a window get their last one when it is recent
         // enough (as route_figures does), so a window shorter than the scrape interval is
         // not empty.
-        let lookback = longest.max(10 * MINUTE_MS);
+        let lookback = longest.max(super::recent::LAST_LOOKBACK_MS);
         if out
             .values()
             .any(|figs| figs.iter().any(|f| f.intervals == 0))
@@ -1169,7 +1207,7 @@ impl Store {
                 }
             }
         }
-        Ok((infos, out))
+        Ok(windows_of(&infos, out))
     }
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.

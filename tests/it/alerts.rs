@@ -1236,29 +1236,266 @@ async fn window_figures_in_one_pass_equal_route_figures() {
             inflight: false,
         },
     ];
-    let (infos, got) = store.route_window_figures(&needs, now).await.unwrap();
-    assert_eq!(infos.len(), 3);
-    for n in &needs {
-        let want = store.route_figures(None, n.window_ms, now).await.unwrap();
-        for ((info, mut w), g) in want.into_iter().zip(&got[&n.window_ms]) {
-            if !n.buckets {
-                w.buckets.clear();
+    // Both paths: SQLite, and the intervals held in memory (loaded on first use).
+    for got in [
+        store.route_window_figures_sql(&needs, now).await.unwrap(),
+        store.route_window_figures(&needs, now).await.unwrap(),
+    ] {
+        assert_eq!(got.routes.len(), 3);
+        for n in &needs {
+            let want = store.route_figures(None, n.window_ms, now).await.unwrap();
+            for ((info, mut w), g) in want.into_iter().zip(&got.figures[&n.window_ms]) {
+                if !n.buckets {
+                    w.buckets.clear();
+                }
+                if !n.inflight {
+                    w.inflight = g.inflight;
+                }
+                assert_figures_eq(g, &w, &format!("{} over {} ms", info.route, n.window_ms));
             }
-            if !n.inflight {
-                w.inflight = g.inflight;
-            }
-            // sums in another order: equal to rounding
-            if let (Some(a), Some(b)) = (w.duration_sum_s, g.duration_sum_s) {
-                crate::helpers::assert_close(a, b, "duration_sum_s");
-                w.duration_sum_s = g.duration_sum_s;
-            }
-            assert_eq!(&w, g, "{} over {} ms", info.route, n.window_ms);
         }
+        assert!(
+            got.figures[&30_000][2].exchanges.is_some(),
+            "/c keeps its last interval"
+        );
     }
     assert!(
-        got[&30_000][2].exchanges.is_some(),
-        "/c keeps its last interval"
+        store
+            .route_window_figures(&needs, now)
+            .await
+            .unwrap()
+            .from_memory
     );
+}
+
+/// `got` equals `want`, sums to rounding (SQLite adds in another order).
+fn assert_figures_eq(got: &harrier::routes::Figures, want: &harrier::routes::Figures, what: &str) {
+    let mut want = want.clone();
+    for (g, w, field) in [
+        (got.exchanges, &mut want.exchanges, "exchanges"),
+        (got.failed, &mut want.failed, "failed"),
+        (
+            got.duration_sum_s,
+            &mut want.duration_sum_s,
+            "duration_sum_s",
+        ),
+        (
+            got.duration_count,
+            &mut want.duration_count,
+            "duration_count",
+        ),
+    ] {
+        if let (Some(a), Some(b)) = (g, *w) {
+            crate::helpers::assert_close(a, b, &format!("{what}: {field}"));
+            *w = g;
+        }
+    }
+    for ((_, g), (_, w)) in got.buckets.iter().zip(want.buckets.iter_mut()) {
+        crate::helpers::assert_close(*g, *w, &format!("{what}: bucket"));
+        *w = *g;
+    }
+    assert_eq!(got, &want, "{what}");
+}
+
+/// The route intervals held in memory for the alert evaluator answer exactly as SQLite
+/// does through what changes them: scrapes after the load (a new route, a late scrape, a
+/// rewrite of the same time, NaN and missing readings), a new target, a target down, a
+/// percentile window after a load without buckets, a deleted target and retention; and
+/// SQLite answers when memory cannot (a window over 15 min, an evaluation time before the
+/// newest data).
+#[tokio::test]
+async fn route_windows_from_memory_equal_sqlite() {
+    use harrier::store::{Retention, Store, WindowNeed};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+    let spec = |name: &str, labels: &[(&str, &str)]| TargetSpec {
+        name: name.into(),
+        url: format!("http://{name}:9100/metrics"),
+        kind: "prometheus".into(),
+        interval_s: 15.0,
+        timeout_s: 5.0,
+        labels: labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    let a = store
+        .upsert_target(&spec("orders", &[("instance", "orders-1")]), "api", 0)
+        .await
+        .unwrap()
+        .id;
+    let write_at = |target: i64, at: i64, up: bool, routes: Vec<RouteWrite>| {
+        let store = store.clone();
+        async move {
+            let status = ScrapeStatus {
+                at_ms: at,
+                up,
+                duration_ms: 1.0,
+                samples: 10,
+                error: None,
+            };
+            store.record_scrape(target, &status, &routes).await.unwrap();
+        }
+    };
+    let varied = |k: i64| {
+        let mut iv = interval(100.0 + k as f64, (k % 7) as f64);
+        iv.duration_sum_s = Some(0.37 * k as f64 + 0.013);
+        iv.inflight = (k % 3 != 0).then_some(k as f64);
+        iv.max_s = if k % 4 == 0 {
+            Some(f64::NAN)
+        } else {
+            Some(0.01 * k as f64)
+        };
+        iv.buckets = vec![
+            (0.05, 10.0 + k as f64),
+            (0.5, 60.0 + k as f64),
+            (f64::INFINITY, 100.0 + k as f64),
+        ];
+        iv
+    };
+    let t0 = 1_800_000_000_000;
+    for k in 0..30 {
+        let mut routes = vec![write("/a", varied(k)), write("/b", interval(10.0, 1.0))];
+        if k % 2 == 1 {
+            routes.pop();
+        }
+        if k == 3 {
+            let mut pod = write("/a", varied(k));
+            pod.instance = "pod-7".into();
+            routes.push(pod);
+        }
+        write_at(a, t0 + k * 15_000, true, routes).await;
+    }
+    let sums = |w: i64| WindowNeed {
+        window_ms: w,
+        buckets: false,
+        inflight: false,
+    };
+    let all = |w: i64| WindowNeed {
+        window_ms: w,
+        buckets: true,
+        inflight: true,
+    };
+    let check = |needs: Vec<WindowNeed>, now: i64, memory: bool, what: &'static str| {
+        let store = store.clone();
+        async move {
+            let got = store.route_window_figures(&needs, now).await.unwrap();
+            let want = store.route_window_figures_sql(&needs, now).await.unwrap();
+            assert_eq!(got.from_memory, memory, "{what}: answered from memory");
+            assert_eq!(got.routes, want.routes, "{what}: routes");
+            assert_eq!(got.target_up, want.target_up, "{what}: targets up");
+            for n in &needs {
+                for ((s, g), w) in got
+                    .routes
+                    .iter()
+                    .zip(&got.figures[&n.window_ms])
+                    .zip(&want.figures[&n.window_ms])
+                {
+                    let label =
+                        format!("{what}: {} {} over {} ms", s.route, s.instance, n.window_ms);
+                    assert_figures_eq(g, w, &label);
+                }
+            }
+            got
+        }
+    };
+    let mut now = t0 + 29 * 15_000 + 5_000;
+    // First use loads (sums only), then answers from memory.
+    let got = check(
+        vec![sums(60_000), sums(300_000), sums(30_000)],
+        now,
+        true,
+        "load",
+    )
+    .await;
+    assert_eq!(got.routes.len(), 3);
+    assert!(got.figures[&300_000][0].exchanges.unwrap() > 0.0);
+    // A percentile window: reloaded with buckets.
+    check(vec![all(60_000), sums(300_000)], now, true, "buckets").await;
+    // Scrapes after the load: a new route (first without, then with an interval), a NaN
+    // reading, a late scrape, a rewrite of the same time.
+    let mut fresh = write("/new", interval(5.0, 5.0));
+    fresh.interval = None;
+    write_at(
+        a,
+        now + 10_000,
+        true,
+        vec![write("/a", varied(40)), fresh.clone()],
+    )
+    .await;
+    let mut nan = varied(41);
+    nan.exchanges = Some(f64::NAN);
+    nan.failed = None;
+    fresh.interval = Some(interval(7.0, 7.0));
+    // /nan: its only interval has a NaN count, no failed count, an infinite max and a
+    // NaN bucket (SQLite keeps none of these).
+    let mut only_nan = interval(1.0, 0.0);
+    only_nan.exchanges = Some(f64::NAN);
+    only_nan.failed = None;
+    only_nan.max_s = Some(f64::INFINITY);
+    only_nan.inflight = Some(f64::NAN);
+    only_nan.buckets = vec![(0.1, f64::NAN), (f64::INFINITY, 1.0)];
+    write_at(
+        a,
+        now + 25_000,
+        true,
+        vec![write("/a", nan), fresh, write("/nan", only_nan)],
+    )
+    .await;
+    write_at(a, now + 2_000, true, vec![write("/b", interval(33.0, 3.0))]).await;
+    write_at(a, now + 10_000, true, vec![write("/a", varied(42))]).await;
+    now += 26_000;
+    check(
+        vec![all(60_000), sums(300_000), sums(30_000)],
+        now,
+        true,
+        "pushes",
+    )
+    .await;
+    // A second target: its first scrape makes memory reload.
+    let b = store
+        .upsert_target(&spec("billing", &[]), "api", 0)
+        .await
+        .unwrap()
+        .id;
+    write_at(b, now + 1_000, true, vec![write("/pay", varied(3))]).await;
+    write_at(b, now + 16_000, true, vec![write("/pay", varied(4))]).await;
+    now += 20_000;
+    check(vec![all(60_000), sums(300_000)], now, true, "new target").await;
+    // Its target down (no routes); windows moving on.
+    write_at(b, now + 1_000, false, vec![]).await;
+    for k in 0..12 {
+        write_at(
+            a,
+            now + 5_000 + k * 15_000,
+            true,
+            vec![write("/a", varied(50 + k))],
+        )
+        .await;
+    }
+    now += 5_000 + 12 * 15_000;
+    let got = check(vec![all(60_000), sums(120_000)], now, true, "target down").await;
+    assert!(got.target_up.contains(&Some(false)));
+    // SQLite answers: a window over 15 min; an evaluation time before the newest data.
+    check(vec![sums(20 * 60_000)], now, false, "long window").await;
+    check(vec![sums(60_000)], now - 60_000, false, "in the past").await;
+    // Deleting a target drops its routes.
+    assert!(store.delete_target(b).await.unwrap());
+    let got = check(
+        vec![all(60_000), sums(300_000)],
+        now,
+        true,
+        "deleted target",
+    )
+    .await;
+    assert!(got.routes.iter().all(|s| s.target_id == a));
+    // Retention deleting intervals inside the window.
+    let retention = Retention {
+        raw_hours: 100.0 / 3_600.0,
+        ..Retention::default()
+    };
+    store.prune_routes(now, &retention).await.unwrap();
+    check(vec![all(300_000), sums(60_000)], now, true, "pruned").await;
 }
 
 /// An alertmanager channel is sent the firing alerts again every minute (Prometheus'

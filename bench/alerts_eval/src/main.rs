@@ -11,9 +11,10 @@
 //! `--p95` a fourth, p95 over 5 s on every route, which merges every interval's histogram) and runs `--ticks` rounds 15 s of evaluation time apart (starting at
 //! the last scrape, as `harrier serve` would; a new scrape is written before each round,
 //! untimed), each timed with a monotonic clock and by the process's CPU time.
-//! Prints one `TICK_MS <ms>` line per round (the first, which creates the alerts,
-//! included), then `MEDIAN_MS`, `P95_MS` (nearest rank), `RULES`, `SUBJECTS`,
-//! `ACTIVE_ALERTS`.
+//! Prints one `TICK_MS <ms>` line per round (the first, which creates the alerts and
+//! loads the recent intervals into memory, included), then `MEDIAN_MS`, `P95_MS`
+//! (nearest rank), `FIRST_TICK_MS`, the median time of the scrape writes between rounds,
+//! the process's resident memory (now and peak), `RULES`, `SUBJECTS`, `ACTIVE_ALERTS`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -172,11 +173,14 @@ async fn main() {
     let mut times = Vec::with_capacity(ticks);
     let mut subjects = 0;
     let mut cpu_times = Vec::with_capacity(ticks);
+    let mut write_times: Vec<f64> = Vec::with_capacity(ticks);
     for k in 0..ticks {
         // A new scrape lands between rounds, as under `harrier serve` (not timed).
         let at = last + k as i64 * step;
         if k > 0 {
+            let w = Instant::now();
             write_scrape(&store, target_id, routes, at, true).await;
+            write_times.push(w.elapsed().as_secs_f64() * 1000.0);
         }
         let cpu = cpu_ms();
         let t = Instant::now();
@@ -201,6 +205,26 @@ async fn main() {
     let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
     println!("MEDIAN_MS {:.2}", rank(0.5));
     println!("P95_MS {:.2}", rank(0.95));
+    println!("FIRST_TICK_MS {:.2} (includes loading the recent intervals into memory)", times[0]);
+    if !write_times.is_empty() {
+        write_times.sort_by(f64::total_cmp);
+        println!(
+            "SCRAPE_WRITE_MEDIAN_MS {:.2} (Store::record_scrape of {routes} routes, untimed in rounds)",
+            write_times[write_times.len() / 2]
+        );
+    }
+    if let Some((r, n, bytes)) = store.recent_intervals_held() {
+        println!(
+            "HELD {r} routes, {n} intervals, ~{:.1} MB in memory",
+            bytes as f64 / 1e6
+        );
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    for key in ["VmRSS", "VmHWM"] {
+        if let Some(l) = status.lines().find(|l| l.starts_with(key)) {
+            println!("{}", l.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
     println!("RULES {rules} (rounds evaluated {subjects} rules)");
     println!("SUBJECTS {}", store.route_infos(None, None).await.expect("routes").len());
     println!("ACTIVE_ALERTS {}", store.list_alerts().await.expect("alerts").len());
