@@ -207,16 +207,41 @@ impl Store {
         .bind(name)
         .execute(&mut *tx)
         .await?;
+        // A built-in renamed becomes the user's rule; its old name stays deleted so the
+        // next start does not add it again.
+        let renamed_builtin: Option<String> = sqlx::query_scalar(
+            "SELECT body FROM alert_rules
+             WHERE name = ? AND name <> ? AND origin = 'builtin' AND deleted_at_ms IS NULL",
+        )
+        .bind(name)
+        .bind(&rule.name)
+        .fetch_optional(&mut *tx)
+        .await?;
         let done = sqlx::query(
-            "UPDATE alert_rules SET name = ?, body = ?, updated_at_ms = ?
+            "UPDATE alert_rules SET name = ?, body = ?, updated_at_ms = ?,
+               origin = CASE WHEN ? THEN 'api' ELSE origin END
              WHERE name = ? AND deleted_at_ms IS NULL",
         )
         .bind(&rule.name)
         .bind(rule_json(rule))
         .bind(now_ms)
+        .bind(renamed_builtin.is_some())
         .bind(name)
         .execute(&mut *tx)
         .await?;
+        if let Some(body) = renamed_builtin {
+            sqlx::query(
+                "INSERT INTO alert_rules (name, body, origin, created_at_ms, updated_at_ms,
+                   deleted_at_ms) VALUES (?, ?, 'builtin', ?, ?, ?)",
+            )
+            .bind(name)
+            .bind(body)
+            .bind(now_ms)
+            .bind(now_ms)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
         sqlx::query("DELETE FROM alerts WHERE rule = ?")
             .bind(name)
             .execute(&mut *tx)
@@ -255,7 +280,10 @@ impl Store {
 
     /// At start-up: adds the built-in rules that were never stored (a deleted one stays
     /// deleted) and writes the configuration file's rules over any stored rule of the
-    /// same name (`origin = config`).
+    /// same name (`origin = config`). Rules the configuration file no longer has, and
+    /// built-ins not in `builtin` (`builtin_rules = false`), are removed with their
+    /// active alerts, as Prometheus drops the rules of a reloaded file; built-ins
+    /// removed that way come back when turned on again.
     pub async fn seed_alert_rules(
         &self,
         builtin: &[Rule],
@@ -291,6 +319,29 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        for (origin, keep, only_in_force) in [("config", config, false), ("builtin", builtin, true)]
+        {
+            let mut q = QueryBuilder::<Sqlite>::new("DELETE FROM alert_rules WHERE origin = ");
+            q.push_bind(origin);
+            if only_in_force {
+                q.push(" AND deleted_at_ms IS NULL");
+            }
+            if !keep.is_empty() {
+                q.push(" AND name NOT IN (");
+                let mut sep = q.separated(", ");
+                for r in keep {
+                    sep.push_bind(&r.name);
+                }
+                q.push(")");
+            }
+            q.build().execute(&mut *tx).await?;
+        }
+        sqlx::query(
+            "DELETE FROM alerts WHERE rule NOT IN
+               (SELECT name FROM alert_rules WHERE deleted_at_ms IS NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -625,6 +676,67 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((c.rule.threshold, c.origin.as_str()), (20.0, "config"));
+    }
+
+    fn names(rules: Vec<StoredRule>) -> Vec<String> {
+        rules.into_iter().map(|r| r.rule.name).collect()
+    }
+
+    /// A rule removed from harrier.toml, or the built-ins turned off, are not in force
+    /// after the next start (with their alerts); a renamed built-in stays the user's.
+    #[sqlx::test(migrations = false)]
+    async fn rules_removed_from_the_configuration_go_at_the_next_start(pool: SqlitePool) {
+        let store = Store::from_pool(pool).await.unwrap();
+        let builtin = Rule::defaults();
+        let mut a = rule();
+        a.name = "FromFileA".into();
+        let mut b = rule();
+        b.name = "FromFileB".into();
+        store
+            .seed_alert_rules(&builtin, &[a.clone(), b.clone()], 1)
+            .await
+            .unwrap();
+        round(&store, &b, 9.0, MIN).await;
+        assert_eq!(store.list_alerts().await.unwrap().len(), 1);
+        // B removed from the file, built-ins turned off
+        store.seed_alert_rules(&[], &[a.clone()], 2).await.unwrap();
+        assert_eq!(
+            names(store.list_alert_rules().await.unwrap()),
+            ["FromFileA"]
+        );
+        assert!(
+            store.list_alerts().await.unwrap().is_empty(),
+            "B's alert went with it"
+        );
+        // built-ins back on
+        store
+            .seed_alert_rules(&builtin, &[a.clone()], 3)
+            .await
+            .unwrap();
+        assert_eq!(
+            names(store.list_alert_rules().await.unwrap()),
+            [
+                "FromFileA",
+                "RouteErrorRateCritical",
+                "RouteErrorRateWarning"
+            ]
+        );
+        // a built-in renamed through the API is the user's rule from then on
+        let mut renamed = builtin[1].clone();
+        renamed.name = "MyErrors".into();
+        assert!(
+            store
+                .update_alert_rule("RouteErrorRateWarning", &renamed, 4)
+                .await
+                .unwrap()
+        );
+        store.seed_alert_rules(&builtin, &[a], 5).await.unwrap();
+        let rules = store.list_alert_rules().await.unwrap();
+        assert_eq!(
+            names(rules.clone()),
+            ["FromFileA", "MyErrors", "RouteErrorRateCritical"]
+        );
+        assert_eq!(rules[1].origin, "api");
     }
 
     #[sqlx::test(migrations = false)]
