@@ -18,7 +18,7 @@ use super::silence::Muter;
 use super::{AlertView, AlertsConfig};
 use crate::live::{Event, Hub};
 use crate::routes::Figures;
-use crate::store::{LiveRunWindow, RouteInfo, RouteWindows, Store, WindowNeed};
+use crate::store::{LiveRunWindow, RouteInfo, Store, WindowNeed};
 
 /// A route subject's labels: `service`, `instance`, `route`, `target`, `source`.
 pub fn route_labels(info: &RouteInfo) -> Labels {
@@ -144,14 +144,15 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
         needs[i].buckets |= matches!(rule.measure, Measure::P95Ms | Measure::P99Ms);
         needs[i].inflight |= rule.measure == Measure::Inflight;
     }
-    let windows = if needs.is_empty() {
-        RouteWindows::default()
-    } else {
-        let w = store.route_window_figures(&needs, now_ms).await?;
-        let from = if w.from_memory { "memory" } else { "sqlite" };
+    let windows = store.route_window_figures(&needs, now_ms).await?;
+    if !needs.is_empty() {
+        let from = if windows.from_memory {
+            "memory"
+        } else {
+            "sqlite"
+        };
         metrics::counter!("harrier_alert_window_reads_total", "from" => from).increment(1);
-        w
-    };
+    }
     let mut live: HashMap<i64, Vec<(LiveRunWindow, Arc<Labels>)>> = HashMap::new();
     let mut alerts = Vec::new();
     let mut transitions = Vec::new();

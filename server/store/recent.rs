@@ -308,10 +308,17 @@ impl Data {
     fn answer(&mut self, needs: &[WindowNeed], now_ms: i64) -> Plan {
         let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
         let lookback = longest.max(LAST_LOOKBACK_MS);
-        if longest > MAX_WINDOW_MS || now_ms < self.newest_seen_ms {
+        let buckets = needs.iter().any(|n| n.buckets);
+        if longest > MAX_WINDOW_MS {
+            return Plan::Release;
+        }
+        if now_ms < self.newest_seen_ms {
+            // An evaluation time before the newest data (a clock step back): the memory
+            // cannot tell what SQLite would (later intervals are not in its windows), but
+            // it is still trimmed.
+            self.trim(now_ms - longest - SLACK_MS, buckets || self.buckets);
             return Plan::Sql;
         }
-        let buckets = needs.iter().any(|n| n.buckets);
         if (buckets && !self.buckets)
             || self.complete_after_ms > now_ms - longest
             || self.newest_after_ms > now_ms - lookback
@@ -378,6 +385,8 @@ enum Plan {
     Answer(RouteWindows),
     Load,
     Sql,
+    /// SQLite, and the memory is dropped (nothing it can answer is asked).
+    Release,
 }
 
 /// The in-memory recent intervals (see the module docs). Shared by every clone of a
@@ -489,11 +498,15 @@ impl Recent {
             State::Loading { .. } => Plan::Sql,
             State::Ready(data) => data.answer(needs, now_ms),
         };
-        if let Plan::Load = plan {
-            *state = State::Loading {
-                pushes: Vec::new(),
-                stale: false,
-            };
+        match plan {
+            Plan::Load => {
+                *state = State::Loading {
+                    pushes: Vec::new(),
+                    stale: false,
+                }
+            }
+            Plan::Release => *state = State::Cold,
+            _ => {}
         }
         plan
     }
@@ -512,11 +525,16 @@ impl Recent {
         {
             return None;
         }
-        let plan = data.answer(needs, now_ms);
-        *state = State::Ready(Box::new(data));
-        match plan {
-            Plan::Answer(w) => Some(w),
-            Plan::Load | Plan::Sql => None,
+        match data.answer(needs, now_ms) {
+            Plan::Answer(w) => {
+                *state = State::Ready(Box::new(data));
+                Some(w)
+            }
+            Plan::Sql => {
+                *state = State::Ready(Box::new(data));
+                None
+            }
+            Plan::Load | Plan::Release => None,
         }
     }
 
@@ -587,18 +605,21 @@ impl Store {
     /// The figures of every route over several windows ending at `now_ms`, as
     /// [`Store::route_figures`] computes them, for the alert evaluator: from the recent
     /// intervals held in memory when they cover the windows (loading them first if
-    /// needed), else from SQLite ([`Store::route_window_figures_sql`]).
+    /// needed), else from SQLite ([`Store::route_window_figures_sql`]). No windows: no
+    /// routes, and the memory is dropped (the evaluator has no route rule).
     pub async fn route_window_figures(
         &self,
         needs: &[WindowNeed],
         now_ms: i64,
     ) -> Result<RouteWindows> {
         if needs.is_empty() {
-            return self.route_window_figures_sql(needs, now_ms).await;
+            // No route rule: nothing to hold.
+            self.recent.invalidate();
+            return Ok(RouteWindows::default());
         }
         match self.recent.plan(needs, now_ms) {
             Plan::Answer(w) => return Ok(w),
-            Plan::Sql => {}
+            Plan::Sql | Plan::Release => {}
             Plan::Load => {
                 let mut guard = LoadGuard(&self.recent, false);
                 let data = self.load_recent(needs, now_ms).await?;

@@ -1477,7 +1477,12 @@ async fn route_windows_from_memory_equal_sqlite() {
     let got = check(vec![all(60_000), sums(120_000)], now, true, "target down").await;
     assert!(got.target_up.contains(&Some(false)));
     // SQLite answers: a window over 15 min; an evaluation time before the newest data.
+    assert!(store.recent_intervals_held().is_some());
     check(vec![sums(20 * 60_000)], now, false, "long window").await;
+    assert!(
+        store.recent_intervals_held().is_none(),
+        "a window over 15 min drops what memory held"
+    );
     check(vec![sums(60_000)], now - 60_000, false, "in the past").await;
     // Deleting a target drops its routes.
     assert!(store.delete_target(b).await.unwrap());
@@ -1496,6 +1501,9 @@ async fn route_windows_from_memory_equal_sqlite() {
     };
     store.prune_routes(now, &retention).await.unwrap();
     check(vec![all(300_000), sums(60_000)], now, true, "pruned").await;
+    // No route rule: nothing held.
+    let none = store.route_window_figures(&[], now).await.unwrap();
+    assert!(none.routes.is_empty() && store.recent_intervals_held().is_none());
 }
 
 /// An alertmanager channel is sent the firing alerts again every minute (Prometheus'
