@@ -74,6 +74,28 @@ fn describe() {
         "harrier_live_lagged_total",
         "Live events a slow client missed (answered by a resync)"
     );
+    metrics::describe_counter!(
+        "harrier_alert_evaluations_total",
+        "Alert evaluation rounds completed"
+    );
+    metrics::describe_gauge!(
+        "harrier_alert_evaluation_last_duration_seconds",
+        metrics::Unit::Seconds,
+        "Duration of the last alert evaluation round"
+    );
+    metrics::describe_counter!(
+        "harrier_alert_window_reads_total",
+        "Rounds whose route windows came from memory or from SQLite (from)"
+    );
+    metrics::describe_gauge!(
+        "harrier_alert_recent_intervals",
+        "Route intervals held in memory for alert evaluation"
+    );
+    metrics::describe_gauge!(
+        "harrier_alert_recent_bytes",
+        metrics::Unit::Bytes,
+        "Approximate memory of the route intervals held for alert evaluation"
+    );
 }
 
 /// Runs the recorder's upkeep (histogram rollover) every few seconds until cancelled.

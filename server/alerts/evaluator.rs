@@ -267,9 +267,15 @@ pub async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => {
+                let started = std::time::Instant::now();
                 match evaluate_once(&store, &hub, crate::now_ms()).await {
                     Ok(round) => {
                         metrics::counter!("harrier_alert_evaluations_total").increment(1);
+                        metrics::gauge!("harrier_alert_evaluation_last_duration_seconds")
+                            .set(started.elapsed().as_secs_f64());
+                        let held = store.recent_intervals_held().unwrap_or_default();
+                        metrics::gauge!("harrier_alert_recent_intervals").set(held.1 as f64);
+                        metrics::gauge!("harrier_alert_recent_bytes").set(held.2 as f64);
                         if !round.notifications.is_empty() {
                             wake.notify_one();
                         }

@@ -9,8 +9,8 @@
 //! deleted. It answers only when its answer equals the SQL one
 //! ([`Store::route_window_figures_sql`], tested against each other); otherwise the round
 //! reads SQLite. Windows longer than [`MAX_WINDOW_MS`] are always read from SQLite, to
-//! bound memory (about 80 bytes per interval, 170 with buckets: 10,000 routes scraped
-//! every 15 s over 5 minutes hold ~17 MB).
+//! bound memory (10,000 routes scraped every 15 s under 5-minute windows: ~22 intervals
+//! each, ~20 MB; ~60 MB with histogram buckets for a percentile rule).
 //!
 //! Route data must be written through this process's [`Store`] (as `harrier serve` does):
 //! another process writing the same file is not seen until the next reload.
@@ -26,9 +26,9 @@ use crate::routes::{Figures, Interval, merge_buckets};
 
 /// The longest window answered from memory, ms.
 pub const MAX_WINDOW_MS: i64 = 15 * MINUTE_MS;
-/// Intervals are held this long past the longest window, so the next rounds still find
-/// their whole windows.
-const SLACK_MS: i64 = 2 * MINUTE_MS;
+/// Intervals are held this long past the longest window. A later round's windows start
+/// later, so none is needed for them; this covers a round whose time steps back a little.
+const SLACK_MS: i64 = 30_000;
 /// A route with no interval in a window takes its last one from up to this far back (or
 /// the window, if longer); the same in both paths.
 pub(crate) const LAST_LOOKBACK_MS: i64 = 10 * MINUTE_MS;
