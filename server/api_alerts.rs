@@ -60,9 +60,9 @@ use serde::Deserialize;
 
 use crate::alerts::eval::Phase;
 use crate::alerts::notify::{self, ChannelSpec};
-use crate::alerts::{AlertView, ChannelView};
 use crate::alerts::rule::Rule;
 use crate::alerts::silence::{Muter, NewSilence, Silence};
+use crate::alerts::{AlertView, ChannelView};
 use crate::app::AppState;
 use crate::error::{Error, Result};
 use crate::store::{HistoryFilter, HistoryRow, StoredRule};
@@ -371,11 +371,11 @@ fn name_taken(name: &str, by_config: bool) -> Error {
     Error::Conflict {
         field: Some("name".into()),
         message: if by_config {
-            format!(
-                "alert channel {name:?} is defined in harrier.toml; pick another name"
-            )
+            format!("alert channel {name:?} is defined in harrier.toml; pick another name")
         } else {
-            format!("an alert channel named {name:?} exists; change it with PUT or pick another name")
+            format!(
+                "an alert channel named {name:?} exists; change it with PUT or pick another name"
+            )
         },
     }
 }

@@ -157,7 +157,10 @@ impl ChannelSpec {
             return err("name", "must be 1 to 200 characters".into());
         }
         if name.trim() != name {
-            return err("name", format!("must not start or end with a space, got {name:?}"));
+            return err(
+                "name",
+                format!("must not start or end with a space, got {name:?}"),
+            );
         }
         if let Some(c) = name.chars().find(|c| c.is_control() || "/?#%".contains(*c)) {
             return err(
@@ -728,7 +731,10 @@ async fn post(
                 Some(format!("{} answered {code}: {}", ch.name, text.trim())),
             )
         }
-        Err(e) => (None, Some(format!("{}: {}", ch.name, send_error_text(ch, e)))),
+        Err(e) => (
+            None,
+            Some(format!("{}: {}", ch.name, send_error_text(ch, e))),
+        ),
     }
 }
 
@@ -1255,7 +1261,12 @@ mod tests {
         assert_eq!(e.field, "matchers");
         assert!(e.message.starts_with("matchers[0]: "), "{e}");
         c.matchers.clear();
-        for url in ["ftp://x/y", "http://", "hooks.slack.com/x", "https://hooks.slack.com/…"] {
+        for url in [
+            "ftp://x/y",
+            "http://",
+            "hooks.slack.com/x",
+            "https://hooks.slack.com/…",
+        ] {
             c.url = url.into();
             assert_eq!(field(&c), "url", "{url}");
         }
@@ -1290,7 +1301,11 @@ mod tests {
         let basic = ChannelSpec::new("b", "webhook", "http://ops:s3cret@10.0.0.5/hook");
         assert_eq!(basic.masked_url(), "http://ops:…@10.0.0.5/hook");
         let mut masked = slack.masked();
-        assert_eq!(masked.validate().unwrap_err().field, "url", "a mask is no URL");
+        assert_eq!(
+            masked.validate().unwrap_err().field,
+            "url",
+            "a mask is no URL"
+        );
         masked.url = slack.url.clone();
         assert_eq!(masked, slack);
     }

@@ -1114,16 +1114,33 @@ mod tests {
         let row = channel_row(&view, 13_000);
         assert_eq!(
             (row.target.as_str(), row.url.as_str(), row.group_by.as_str()),
-            ("hooks.slack.com", "https://hooks.slack.com/…", "every label")
+            (
+                "hooks.slack.com",
+                "https://hooks.slack.com/…",
+                "every label"
+            )
         );
-        assert_eq!((row.group_wait.as_str(), row.repeat_interval.as_str()), ("30 s", "4 h"));
+        assert_eq!(
+            (row.group_wait.as_str(), row.repeat_interval.as_str()),
+            ("30 s", "4 h")
+        );
         assert!(!row.json.contains("services/T"), "{}", row.json);
         let last = row.last.unwrap();
-        assert_eq!((last.status.as_str(), last.status_class), ("HTTP 404", "err"));
-        assert_eq!((last.at.as_str(), last.alerts.as_str()), ("12 s ago", "1 firing"));
+        assert_eq!(
+            (last.status.as_str(), last.status_class),
+            ("HTTP 404", "err")
+        );
+        assert_eq!(
+            (last.at.as_str(), last.alerts.as_str()),
+            ("12 s ago", "1 firing")
+        );
         let mut am = view.clone();
         am.channel.kind = "alertmanager".into();
-        assert_eq!(channel_row(&am, 0).group_wait, "–", "no groups: pushed at once");
+        assert_eq!(
+            channel_row(&am, 0).group_wait,
+            "–",
+            "no groups: pushed at once"
+        );
     }
 
     #[test]

@@ -203,7 +203,10 @@ mod tests {
             !store.update_channel("ops", &changed, 5).await.unwrap(),
             "cannot rename onto another channel"
         );
-        assert_eq!(store.get_channel("chat").await.unwrap().unwrap().channel, chat);
+        assert_eq!(
+            store.get_channel("chat").await.unwrap().unwrap().channel,
+            chat
+        );
 
         // renamed: its groups and delivery log go with it
         let entry = GroupEntry {
