@@ -343,6 +343,26 @@ async fn screenshot(client: &Client, name: &str) {
     }
 }
 
+/// Clicks the element `css` after scrolling it to the middle of the window: the page is
+/// long enough for the editors to scroll the tables' buttons under the sticky top bar,
+/// which would take a click there.
+async fn click(client: &Client, css: &str) {
+    js(
+        client,
+        &format!(
+            "document.querySelector({css:?}).scrollIntoView({{block: 'center'}}); return true;"
+        ),
+    )
+    .await;
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alert_firing_shows_a_toast_and_the_badge_on_another_page() {
     let app = live_app().await;
@@ -533,13 +553,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         "config rules cannot be saved here"
     );
 
-    client
-        .find(Locator::Css("#rule-new"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-new").await;
     let fill = |name: &'static str, value: &'static str| {
         let client = client.clone();
         async move {
@@ -561,13 +575,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         .await
         .unwrap();
     fill("threshold", "150").await;
-    client
-        .find(Locator::Css("#rule-save"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-save").await;
     let err = wait()
         .for_element(Locator::Css(
             ".field-error[data-error-for=\"threshold\"]:not([hidden])",
@@ -597,13 +605,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
     // A duration the server cannot read is named too.
     fill("threshold", "50").await;
     fill("for", "2 weeks").await;
-    client
-        .find(Locator::Css("#rule-save"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-save").await;
     wait()
         .for_element(Locator::Css(
             ".field-error[data-error-for=\"for\"]:not([hidden])",
@@ -612,13 +614,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         .expect("the for field's error");
 
     fill("for", "1m").await;
-    client
-        .find(Locator::Css("#rule-save"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-save").await;
     wait()
         .for_element(Locator::Css(
             "#rules-table tr[data-rule-name=\"SearchSlow\"]",
@@ -645,13 +641,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         .execute("window.confirm = () => true;", vec![])
         .await
         .unwrap();
-    client
-        .find(Locator::Css("button[data-delete-rule=\"SearchSlow\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "button[data-delete-rule=\"SearchSlow\"]").await;
     until(
         &client,
         "the deleted rule to leave the table",
@@ -1106,21 +1096,9 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
         }
     };
     let save = || async {
-        client
-            .find(Locator::Css("#channel-save"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&client, "#channel-save").await;
     };
-    client
-        .find(Locator::Css("#channel-new"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#channel-new").await;
     fill("name", "ops".into()).await;
     fill("url", "ftp://127.0.0.1/hook".into()).await;
     fill("matchers", "severity=page".into()).await;
@@ -1154,13 +1132,14 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
 
     fill("url", hook_url.clone()).await;
     save().await;
-    let row = wait()
-        .for_element(Locator::Css(
-            "#channels-table tr[data-channel-name=\"ops\"]",
-        ))
-        .await
-        .expect("the saved channel is listed");
-    let text = row.text().await.unwrap();
+    let text = until(
+        &client,
+        "the saved channel in the table",
+        "const tr = document.querySelector('#channels-table tr[data-channel-name=\"ops\"]');
+         return tr ? tr.innerText : null;",
+    )
+    .await;
+    let text = text.as_str().unwrap();
     let host = hook_url
         .trim_start_matches("http://")
         .trim_end_matches("/hook");
@@ -1182,13 +1161,7 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
     );
 
     // The same name again: the name is at fault.
-    client
-        .find(Locator::Css("#channel-reset"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#channel-reset").await;
     fill("name", "ops".into()).await;
     fill("url", hook_url.clone()).await;
     save().await;
@@ -1201,21 +1174,16 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
     assert!(err.text().await.unwrap().contains("exists"));
 
     // Send test: the receiver's answer is shown in the row, and logged.
-    client
-        .find(Locator::Css("button[data-test-channel=\"ops\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let result = wait()
-        .for_element(Locator::Css(
-            "output.test-result[data-test-result-for=\"ops\"][data-state=\"ok\"]",
-        ))
-        .await
-        .expect("the test's result");
-    let text = result.text().await.unwrap();
-    assert!(text.contains("HTTP 200"), "{text}");
+    click(&client, "button[data-test-channel=\"ops\"]").await;
+    // (read in the page: the table is swapped when it refreshes, the result kept)
+    let text = until(
+        &client,
+        "the test's result",
+        "const o = document.querySelector('output.test-result[data-test-result-for=\"ops\"][data-state=\"ok\"]');
+         return o && !o.hidden ? o.textContent : null;",
+    )
+    .await;
+    assert!(text.as_str().unwrap().contains("HTTP 200"), "{text}");
     assert_eq!(hook.lock().unwrap().len(), 1);
     assert_eq!(
         hook.lock().unwrap()[0]["alerts"][0]["labels"]["alertname"],
@@ -1288,13 +1256,7 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
 
     // Delete, after confirming.
     js(&client, "window.confirm = () => true; return true;").await;
-    client
-        .find(Locator::Css("button[data-delete-channel=\"ops\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "button[data-delete-channel=\"ops\"]").await;
     until(
         &client,
         "the deleted channel to leave the table",
