@@ -43,7 +43,9 @@
 //!   (see [`notify::send_test`]), logged in the delivery log; 404 if unknown.
 //!
 //! A channel added, changed or deleted here counts from the dispatcher's next pass (within
-//! a second); deleting one drops its notification groups.
+//! a second): a new channel gets the alerts that fire from then on (the evaluator's
+//! notices are taken once, so alerts already firing are not sent to it);
+//! deleting one drops its notification groups.
 //!
 //! Errors are `{"error": "…"}`; a rule or channel that does not validate is answered
 //! `{"error": "…", "field": "threshold"}` (the field as named in the JSON, dotted for

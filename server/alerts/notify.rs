@@ -739,10 +739,11 @@ async fn post(
 }
 
 /// A failed send in words, with its causes (`error sending request: client error
-/// (Connect): tcp connect error: Connection refused (os error 111)`); the URL is left out
-/// of a `slack` channel's, as it is the secret (the delivery log is shown to everyone).
+/// (Connect): tcp connect error: Connection refused (os error 111)`). The URL is left out
+/// where [`ChannelSpec::masked_url`] hides part of it (a Slack URL, a password): the
+/// delivery log is shown to everyone.
 fn send_error_text(ch: &ChannelSpec, e: reqwest::Error) -> String {
-    let e = if ch.kind == "slack" {
+    let e = if ch.masked_url() != ch.url {
         e.without_url()
     } else {
         e
@@ -1281,6 +1282,20 @@ mod tests {
         c.timeout_s = 5.0;
         c.group_interval = Duration(0);
         assert_eq!(field(&c), "group_interval");
+    }
+
+    #[test]
+    fn stored_channels_never_shadow_the_files() {
+        let file = ChannelSpec::new("ops", "webhook", "http://10.0.0.5/hook");
+        let same_name = ChannelSpec::new("ops", "slack", "https://hooks.slack.com/x");
+        let mut broken = ChannelSpec::new("broken", "webhook", "http://10.0.0.5/hook");
+        broken.kind = "email".into();
+        let extra = ChannelSpec::new("chat", "slack", "https://hooks.slack.com/y");
+        let merged = merge_channels(
+            std::slice::from_ref(&file),
+            [same_name, broken, extra.clone()],
+        );
+        assert_eq!(merged, [file, extra]);
     }
 
     #[test]

@@ -1865,7 +1865,8 @@ async fn a_channel_added_while_serving_gets_the_next_notification_and_none_once_
 }
 
 /// Channels added through the API are in SQLite: a new store over the same file lists
-/// them and the dispatcher sends to them (with no channel in the configuration).
+/// them and the dispatcher sends to them; one whose name harrier.toml took since gives way
+/// to the file's.
 #[tokio::test]
 async fn stored_channels_survive_a_restart() {
     let (url, got) = receiver(0).await;
@@ -1875,6 +1876,14 @@ async fn stored_channels_survive_a_restart() {
     let r = send_json(&app, "POST", "/api/v1/alert-channels", &body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     let before = r.json();
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels",
+        &channel("ops-eu", "http://127.0.0.1:9/api-hook"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     let TestApp { state, _dir: dir } = app;
     let db = state.config.db.clone();
     state.store.pool().close().await;
@@ -1887,17 +1896,21 @@ async fn stored_channels_survive_a_restart() {
             store,
             harrier::config::Config {
                 db,
+                alerts: harrier::alerts::AlertsConfig {
+                    // harrier.toml now has a channel of that name: the file's wins
+                    channels: vec![quick("ops-eu", "http://127.0.0.1:9/file-hook")],
+                    ..Default::default()
+                },
                 ..harrier::config::Config::default()
             },
         ),
         _dir: dir,
     };
     let listed = app.get("/api/v1/alert-channels").await.json();
-    assert_eq!(
-        listed,
-        json!([before]),
-        "the same channel, settings and all"
-    );
+    assert_eq!(listed[0], before, "the same channel, settings and all");
+    assert_eq!(listed[1]["origin"], "config");
+    assert_eq!(listed[1]["channel"]["url"], "http://127.0.0.1:9/file-hook");
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
 
     let store = &app.state.store;
     let target = add_target(&app).await;
@@ -1915,14 +1928,26 @@ async fn stored_channels_survive_a_restart() {
     evaluate_once(store, &app.state.hub, t0 + 1_000)
         .await
         .unwrap();
-    let sent = dispatch(store, &reqwest::Client::new(), &ctx(vec![]), t0 + 1_000)
-        .await
-        .unwrap();
-    assert_eq!(sent.sent, 1);
+    let file_channels = app.state.config.alerts.channels.clone();
+    let sent = dispatch(
+        store,
+        &reqwest::Client::new(),
+        &ctx(file_channels),
+        t0 + 1_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!((sent.sent, sent.failed), (1, 1), "{sent:?}");
     let msgs = got.lock().unwrap().clone();
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0]["receiver"], "ops");
     assert_eq!(msgs[0]["alerts"][0]["labels"]["route"], "/checkout");
+    let log = store.alert_deliveries(10).await.unwrap();
+    let failed = log.iter().find(|d| d.channel == "ops-eu").unwrap();
+    assert!(
+        failed.error.as_deref().unwrap().contains("file-hook"),
+        "sent to the file's ops-eu, not the stored one: {failed:?}"
+    );
 }
 
 /// `POST /api/v1/alert-channels/{name}/test` sends one message now in the channel's format
