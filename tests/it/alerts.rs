@@ -1601,7 +1601,7 @@ async fn alert_channels_api_round_trip() {
     body.as_object_mut().unwrap().remove("matchers");
     body.as_object_mut().unwrap().remove("url");
     bad(body.clone(), "url", "missing").await;
-    bad(channel("ops/eu", "http://10.0.0.5/hook"), "name", "URL").await;
+    bad(channel(" ops", "http://10.0.0.5/hook"), "name", "space").await;
     assert_eq!(
         app.get("/api/v1/alert-channels")
             .await
@@ -1743,6 +1743,23 @@ async fn alert_channels_api_round_trip() {
     assert_eq!(
         app.delete("/api/v1/alert-channels/chat-eu").await.status,
         StatusCode::NOT_FOUND
+    );
+    // any name works in the path, percent-encoded
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels",
+        &channel("team/ops #1", "http://10.0.0.5/hook"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let r = app.get("/api/v1/alert-channels/team%2Fops%20%231").await;
+    assert_eq!(r.json()["channel"]["name"], "team/ops #1", "{}", r.text());
+    assert_eq!(
+        app.delete("/api/v1/alert-channels/team%2Fops%20%231")
+            .await
+            .status,
+        StatusCode::NO_CONTENT
     );
     let r = send_json(&app, "POST", "/api/v1/alert-channels/nope/test", &json!({})).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
