@@ -384,7 +384,7 @@ fn name_taken(name: &str, by_config: bool) -> Error {
 
 /// The channel in a request body, checked; errors name the field (see [`Error::Field`]).
 /// With `stored` (a PUT), a missing, empty or masked `url` is the stored channel's URL.
-pub fn parse_channel(
+fn parse_channel(
     body: std::result::Result<Json<serde_json::Value>, JsonRejection>,
     stored: Option<&ChannelSpec>,
 ) -> Result<ChannelSpec> {

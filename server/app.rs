@@ -215,7 +215,9 @@ pub async fn serve(
                 tracing::warn!(channel = %name, "harrier.toml defines an alert channel of the name of one added through the API; the API's one is deleted");
             }
         }
-        Err(e) => tracing::error!(error = %e, "reading the stored alert channels failed"),
+        Err(e) => {
+            tracing::error!(error = %e, "deleting stored alert channels named in harrier.toml failed")
+        }
     }
     let dispatch = crate::alerts::notify::Dispatch {
         channels: state.config.alerts.channels.clone(),

@@ -1810,6 +1810,9 @@ async fn a_channel_added_while_serving_gets_the_next_notification_and_none_once_
         .unwrap()
         .unwrap()
         .id;
+    // stored before harrier.toml took the name: deleted when serving starts
+    let stale = harrier::alerts::notify::ChannelSpec::new("control", "webhook", &late_url);
+    assert!(app.state.store.insert_channel(&stale, 0).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let shutdown = app.state.shutdown.clone();
     let server = tokio::spawn(harrier::app::serve(
@@ -1839,6 +1842,15 @@ async fn a_channel_added_while_serving_gets_the_next_notification_and_none_once_
     .await;
     let msg = late.lock().unwrap()[0].clone();
     assert_eq!(msg["receiver"], "late");
+    assert!(
+        app.state
+            .store
+            .get_channel("control")
+            .await
+            .unwrap()
+            .is_none(),
+        "the stored channel named like harrier.toml's is gone"
+    );
     assert_eq!(msg["status"], "firing");
     assert_eq!(msg["alerts"][0]["labels"]["route"], "/checkout");
     let listed = app.get("/api/v1/alert-channels/late").await.json();
