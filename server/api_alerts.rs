@@ -25,23 +25,46 @@
 //!   "duration"?, "comment", "created_by"?}` → 201 `Silence`;
 //! - `DELETE /api/v1/silences/{id}` → 204 (expired now); 404 if unknown.
 //!
-//! Errors are `{"error": "…"}`; a rule that does not validate is answered
-//! `{"error": "…", "field": "threshold"}` (the field as named in the rule's JSON, dotted for
+//! - `GET /api/v1/alert-channels` → `[ChannelView…]` by name: `{"channel": ChannelSpec,
+//!   "origin": "config"|"api", "updated_at_ms" (null for config), "last_delivery":
+//!   {"at_ms", "status", "error", "firing", "resolved"} | null}` (the newest entry of the
+//!   delivery log, test sends included). `ChannelSpec` is `[[alerts.channels]]` as JSON:
+//!   `{"name", "kind": "webhook"|"slack"|"alertmanager", "url", "timeout_s", "matchers",
+//!   "group_by", "group_wait", "group_interval", "repeat_interval", "send_resolved"}`
+//!   (durations as `"30s"`, defaults Alertmanager's). A `slack` channel's URL is a secret:
+//!   answers show it masked to scheme and host (`https://hooks.slack.com/…`);
+//! - `POST /api/v1/alert-channels` with a `ChannelSpec` → 201 `ChannelView`; 409 `{"error",
+//!   "field": "name"}` when the name is taken, by a stored channel or one of `harrier.toml`;
+//! - `GET|PUT|DELETE /api/v1/alert-channels/{name}` → `ChannelView` | `ChannelView` | 204.
+//!   A PUT may rename; without `url` (or with it empty or masked as answered) it keeps the
+//!   stored URL. Channels of `harrier.toml` are changed there, not here (409);
+//! - `POST /api/v1/alert-channels/{name}/test` → 200 `{"status": HTTP status | null,
+//!   "error": text | null}`: one test notification sent now in the channel's format
+//!   (see [`notify::send_test`]), logged in the delivery log; 404 if unknown.
+//!
+//! A channel added, changed or deleted here counts from the dispatcher's next pass (within
+//! a second): a new channel gets the alerts that fire from then on (the evaluator's
+//! notices are taken once, so alerts already firing are not sent to it);
+//! deleting one drops its notification groups.
+//!
+//! Errors are `{"error": "…"}`; a rule or channel that does not validate is answered
+//! `{"error": "…", "field": "threshold"}` (the field as named in the JSON, dotted for
 //! nested ones: `subject.route`); a silence that does not validate names the field in the
 //! message.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use crate::alerts::AlertView;
 use crate::alerts::eval::Phase;
+use crate::alerts::notify::{self, ChannelSpec};
 use crate::alerts::rule::Rule;
 use crate::alerts::silence::{Muter, NewSilence, Silence};
+use crate::alerts::{AlertView, ChannelView};
 use crate::app::AppState;
 use crate::error::{Error, Result};
 use crate::store::{HistoryFilter, HistoryRow, StoredRule};
@@ -58,6 +81,15 @@ pub fn router() -> Router<AppState> {
         )
         .route("/api/v1/silences", get(list_silences).post(create_silence))
         .route("/api/v1/silences/{id}", delete(expire_silence))
+        .route(
+            "/api/v1/alert-channels",
+            get(list_channels).post(create_channel),
+        )
+        .route(
+            "/api/v1/alert-channels/{name}",
+            get(get_channel).put(update_channel).delete(delete_channel),
+        )
+        .route("/api/v1/alert-channels/{name}/test", post(test_channel))
 }
 
 async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView>>> {
@@ -309,6 +341,197 @@ async fn expire_silence(
         return Err(Error::NotFound(format!("silence {id}")));
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_channels(State(state): State<AppState>) -> Result<Json<Vec<ChannelView>>> {
+    Ok(Json(
+        crate::alerts::channel_views(&state.store, &state.config.alerts.channels).await?,
+    ))
+}
+
+/// The channel of `harrier.toml` called `name`, if any.
+fn config_channel<'a>(state: &'a AppState, name: &str) -> Option<&'a ChannelSpec> {
+    state.config.alerts.channels.iter().find(|c| c.name == name)
+}
+
+/// 409 for a channel of `harrier.toml`: it is changed there.
+fn not_config_channel(state: &AppState, name: &str) -> Result<()> {
+    if config_channel(state, name).is_some() {
+        return Err(Error::Conflict {
+            field: None,
+            message: format!(
+                "alert channel {name:?} is defined in harrier.toml ([[alerts.channels]]); \
+                 edit it there and restart harrier"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// 409 naming the field `name`.
+fn name_taken(name: &str, by_config: bool) -> Error {
+    Error::Conflict {
+        field: Some("name".into()),
+        message: if by_config {
+            format!("alert channel {name:?} is defined in harrier.toml; pick another name")
+        } else {
+            format!(
+                "an alert channel named {name:?} exists; change it with PUT or pick another name"
+            )
+        },
+    }
+}
+
+/// The channel in a request body, checked; errors name the field (see [`Error::Field`]).
+/// With `stored` (a PUT), a missing, empty or masked `url` is the stored channel's URL.
+fn parse_channel(
+    body: std::result::Result<Json<serde_json::Value>, JsonRejection>,
+    stored: Option<&ChannelSpec>,
+) -> Result<ChannelSpec> {
+    let Json(mut value) =
+        body.map_err(|e| Error::BadRequest(format!("alert channel: {}", e.body_text())))?;
+    if let (Some(stored), Some(obj)) = (stored, value.as_object_mut()) {
+        let keep = match obj.get("url") {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::String(u)) => u.is_empty() || *u == stored.masked_url(),
+            Some(_) => false,
+        };
+        if keep {
+            obj.insert("url".into(), stored.url.clone().into());
+        }
+    }
+    let bytes = serde_json::to_vec(&value).unwrap_or_default();
+    let Json(channel) = Json::<ChannelSpec>::from_bytes(&bytes).map_err(|e| {
+        let text = e.body_text();
+        let message = format!("alert channel: {text}");
+        match json_error_field(&text) {
+            Some(field) => Error::Field { field, message },
+            None => Error::BadRequest(message),
+        }
+    })?;
+    channel.validate().map_err(|e| Error::Field {
+        field: e.field.to_string(),
+        message: format!("alert channel {:?}: {e}", channel.name),
+    })?;
+    Ok(channel)
+}
+
+async fn channel_view(state: &AppState, name: &str) -> Result<ChannelView> {
+    crate::alerts::channel_views(&state.store, &state.config.alerts.channels)
+        .await?
+        .into_iter()
+        .find(|v| v.channel.name == name)
+        .ok_or_else(|| Error::NotFound(format!("alert channel {name:?}")))
+}
+
+async fn create_channel(
+    State(state): State<AppState>,
+    body: std::result::Result<Json<serde_json::Value>, JsonRejection>,
+) -> Result<Response> {
+    let channel = parse_channel(body, None)?;
+    if config_channel(&state, &channel.name).is_some() {
+        return Err(name_taken(&channel.name, true));
+    }
+    if !state
+        .store
+        .insert_channel(&channel, crate::now_ms())
+        .await?
+    {
+        return Err(name_taken(&channel.name, false));
+    }
+    let view = channel_view(&state, &channel.name).await?;
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+async fn get_channel(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<ChannelView>> {
+    Ok(Json(channel_view(&state, &name).await?))
+}
+
+async fn update_channel(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: std::result::Result<Json<serde_json::Value>, JsonRejection>,
+) -> Result<Json<ChannelView>> {
+    not_config_channel(&state, &name)?;
+    let stored = state
+        .store
+        .get_channel(&name)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("alert channel {name:?}")))?;
+    let channel = parse_channel(body, Some(&stored.channel))?;
+    if channel.name != name && config_channel(&state, &channel.name).is_some() {
+        return Err(name_taken(&channel.name, true));
+    }
+    if !state
+        .store
+        .update_channel(&name, &channel, crate::now_ms())
+        .await?
+    {
+        if state.store.get_channel(&channel.name).await?.is_some() {
+            return Err(name_taken(&channel.name, false));
+        }
+        return Err(Error::NotFound(format!("alert channel {name:?}")));
+    }
+    Ok(Json(channel_view(&state, &channel.name).await?))
+}
+
+async fn delete_channel(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<StatusCode> {
+    not_config_channel(&state, &name)?;
+    if !state.store.delete_channel(&name).await? {
+        return Err(Error::NotFound(format!("alert channel {name:?}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// harrier's address for the links of a test message: `external_url` of `[alerts]` (or
+/// `public_url` of `[server]`), else the address the request was sent to.
+fn external_url(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(u) = &state.config.alerts.external_url {
+        return u.clone();
+    }
+    match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
+        Some(host) => format!("http://{host}"),
+        None => format!("http://{}", state.config.listen),
+    }
+}
+
+async fn test_channel(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>> {
+    let channel = match config_channel(&state, &name) {
+        Some(c) => c.clone(),
+        None => {
+            state
+                .store
+                .get_channel(&name)
+                .await?
+                .ok_or_else(|| Error::NotFound(format!("alert channel {name:?}")))?
+                .channel
+        }
+    };
+    let delivery = notify::send_test(
+        &notify::client(),
+        &channel,
+        &external_url(&state, &headers),
+        crate::now_ms(),
+    )
+    .await;
+    state.store.log_delivery(&delivery).await?;
+    if let Some(e) = &delivery.error {
+        tracing::info!(channel = %name, error = %e, "test notification not delivered");
+    }
+    Ok(Json(serde_json::json!({
+        "status": delivery.status,
+        "error": delivery.error,
+    })))
 }
 
 #[cfg(test)]

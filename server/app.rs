@@ -200,6 +200,25 @@ pub async fn serve(
         .external_url
         .clone()
         .unwrap_or_else(|| format!("http://{}", self_addr.map_or(state.config.listen, |a| a)));
+    // A channel of harrier.toml wins over one stored through the API under the same
+    // name (the API refuses such names, but the file may have changed since).
+    let config_channels: Vec<String> = state
+        .config
+        .alerts
+        .channels
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    match state.store.delete_channels_named(&config_channels).await {
+        Ok(gone) => {
+            for name in gone {
+                tracing::warn!(channel = %name, "harrier.toml defines an alert channel of the name of one added through the API; the API's one is deleted");
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "deleting stored alert channels named in harrier.toml failed")
+        }
+    }
     let dispatch = crate::alerts::notify::Dispatch {
         channels: state.config.alerts.channels.clone(),
         external_url,

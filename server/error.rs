@@ -23,6 +23,13 @@ pub enum Error {
     /// form can show the message next to the field (`threshold`, `subject.route`, …).
     #[error("{message}")]
     Field { field: String, message: String },
+    /// The request clashes with what exists (a name taken, a thing owned by
+    /// `harrier.toml`): answered 409 `{"error"}`, with `"field"` when one field is at fault.
+    #[error("{message}")]
+    Conflict {
+        field: Option<String>,
+        message: String,
+    },
     /// The input is larger than the configured limit.
     #[error("{0}")]
     TooLarge(String),
@@ -43,6 +50,7 @@ impl Error {
         match self {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::BadRequest(_) | Error::Field { .. } => StatusCode::BAD_REQUEST,
+            Error::Conflict { .. } => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Ingest(IngestError::Io { .. }) => StatusCode::BAD_REQUEST,
             Error::Ingest(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -72,7 +80,11 @@ impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
         let body = match &self {
-            Error::Field { field, message } => {
+            Error::Field { field, message }
+            | Error::Conflict {
+                field: Some(field),
+                message,
+            } => {
                 serde_json::json!({ "error": message, "field": field })
             }
             _ => serde_json::json!({ "error": self.public_message() }),

@@ -24,6 +24,16 @@
  *    comment (required) → POST /api/v1/silences; errors by field as for rules.
  *    button[data-silence-labels] ("Silence…" on an alert row) prefills the matchers
  *    with the alert's labels (alertname included) and focuses the comment.
+ *  - Channels (#channels): the table is server-rendered (#channels-list, swapped on each
+ *    refresh). form#channel-form adds (POST /api/v1/alert-channels) or changes (PUT
+ *    /api/v1/alert-channels/{name}) an API channel; "Edit"/"View"
+ *    (button[data-edit-channel]) fill it from tr[data-channel] JSON, harrier.toml's
+ *    channels (origin "config") read-only. A Slack URL comes masked ("https://host/…");
+ *    sent back unchanged, the server keeps the stored one. Errors by field as for rules
+ *    (409 "name taken" at the name). button[data-delete-channel] → confirm() → DELETE.
+ *    button[data-test-channel] → POST …/{name}/test; the result ({status, error}) is
+ *    shown in output.test-result[data-test-result-for=name] (data-state ok|err), kept
+ *    across refreshes.
  *  Exposed as window.harrier.alertsPage.
  */
 (() => {
@@ -132,6 +142,7 @@
         const freshRules = $('#rules-table', next);
         if (rules && freshRules) rules.replaceWith(doc.adoptNode(freshRules));
         else if (!rules && freshRules) location.reload();
+        swapChannels(next);
         H.localizeTimes($('#alerts-history') || doc);
         tickSince();
         await markSilenced();
@@ -139,6 +150,36 @@
         refreshing = false;
       }
     }
+    // ── channels table (server-rendered) ──────────────────────────────────
+    /** Test results by channel name: {text, state}; shown again after each swap. */
+    const testResults = new Map();
+    function showTestResult(name) {
+      const r = testResults.get(name);
+      const out = $('output.test-result[data-test-result-for="' + CSS.escape(name) + '"]');
+      if (!out || !r) return;
+      out.textContent = r.text;
+      out.title = r.text;
+      out.dataset.state = r.state;
+      out.hidden = false;
+    }
+    function swapChannels(next) {
+      const cur = $('#channels-list');
+      const fresh = $('#channels-list', next);
+      if (cur && fresh) cur.replaceChildren(...Array.from(fresh.childNodes).map((n) => doc.adoptNode(n)));
+      const count = $('#channels-h .count');
+      const freshCount = $('#channels-h .count', next);
+      if (count && freshCount) count.textContent = freshCount.textContent;
+      for (const name of testResults.keys()) showTestResult(name);
+      tickSince();
+    }
+    async function refreshChannels() {
+      try {
+        const res = await fetch(location.pathname + location.search, { headers: { Accept: 'text/html' } });
+        if (!res.ok) return;
+        swapChannels(new DOMParser().parseFromString(await res.text(), 'text/html'));
+      } catch (_) { /* the next refresh tries again */ }
+    }
+
     function soon() { clearTimeout(refreshTimer); refreshTimer = setTimeout(refresh, 300); }
     on('alert_firing', soon);
     on('alert_resolved', soon);
@@ -333,6 +374,163 @@
       setUnit();
     }
 
+    // ── channel editor ────────────────────────────────────────────────────
+    const cForm = $('#channel-form');
+    const cStatus = $('#channel-status');
+    const cField = (name) => cForm.elements.namedItem(name);
+    const URL_HINTS = {
+      webhook: 'Alertmanager-compatible webhook receiver',
+      slack: 'Slack incoming webhook (a secret: shown masked)',
+      alertmanager: "Alertmanager's base URL (alerts go to /api/v2/alerts)",
+    };
+    const URL_EXAMPLES = { webhook: 'http://127.0.0.1:9095/hook', slack: 'https://hooks.slack.com/services/T…/B…/…', alertmanager: 'http://127.0.0.1:9093' };
+    const GROUP_FIELDS = ['group_by', 'group_wait', 'group_interval', 'repeat_interval'];
+    let channelReadOnly = false;
+
+    function setKind() {
+      const kind = cField('kind').value;
+      $('#cf-url-hint').textContent = URL_HINTS[kind] || '';
+      cField('url').placeholder = URL_EXAMPLES[kind] || '';
+      // Alertmanager groups by itself: harrier pushes at once and every minute.
+      for (const n of GROUP_FIELDS) cField(n).disabled = channelReadOnly || kind === 'alertmanager';
+    }
+
+    function fillChannel(ch, origin) {
+      clearErrors(cForm);
+      const c = ch || {};
+      const editing = Boolean(ch) && origin !== undefined;
+      cField('original').value = editing ? c.name : '';
+      cField('name').value = c.name || '';
+      cField('kind').value = c.kind || 'webhook';
+      cField('url').value = c.url || '';
+      cField('matchers').value = (c.matchers || []).join('\n');
+      cField('group_by').value = (c.group_by || ['alertname']).join(', ');
+      cField('timeout_s').value = isNum(c.timeout_s) ? String(c.timeout_s) : '10';
+      cField('group_wait').value = c.group_wait || '30s';
+      cField('group_interval').value = c.group_interval || '5m';
+      cField('repeat_interval').value = c.repeat_interval || '4h';
+      cField('send_resolved').checked = c.send_resolved !== false;
+      channelReadOnly = origin === 'config';
+      for (const el of Array.from(cForm.elements)) if (el.name !== 'original') el.disabled = channelReadOnly;
+      $('#channel-readonly').hidden = !channelReadOnly;
+      $('#cf-url-kept').hidden = !(editing && String(c.url || '').includes('\u2026'));
+      $('#channel-editor-title').textContent = !ch ? 'New channel' : channelReadOnly ? 'Channel ' + c.name + ' (harrier.toml)' : 'Edit channel ' + c.name;
+      $('#channel-save').textContent = editing ? 'Save changes' : 'Save channel';
+      cStatus.textContent = '';
+      setKind();
+    }
+
+    /** The form as a channel (JSON body); a local problem is returned as {field, message}. */
+    function channelFromForm() {
+      const text = (n) => cField(n).value.trim();
+      const timeout = text('timeout_s') === '' ? 10 : Number(text('timeout_s'));
+      if (!Number.isFinite(timeout)) return { error: { field: 'timeout_s', message: 'timeout: enter a number of seconds' } };
+      return {
+        channel: {
+          name: text('name'),
+          kind: cField('kind').value,
+          url: text('url'),
+          timeout_s: timeout,
+          matchers: cField('matchers').value.split('\n').map((m) => m.trim()).filter(Boolean),
+          group_by: text('group_by').split(',').map((l) => l.trim()).filter(Boolean),
+          group_wait: text('group_wait') || '30s',
+          group_interval: text('group_interval') || '5m',
+          repeat_interval: text('repeat_interval') || '4h',
+          send_resolved: cField('send_resolved').checked,
+        },
+      };
+    }
+
+    async function submitChannel() {
+      clearErrors(cForm);
+      cStatus.textContent = '';
+      const built = channelFromForm();
+      if (built.error) { showError(cForm, built.error.field, built.error.message); return; }
+      const original = cField('original').value;
+      try {
+        cStatus.textContent = 'Saving\u2026';
+        const res = original
+          ? await send('PUT', '/api/v1/alert-channels/' + encodeURIComponent(original), built.channel)
+          : await send('POST', '/api/v1/alert-channels', built.channel);
+        if (!res.ok) {
+          const e = await responseError(res);
+          cStatus.textContent = '';
+          showError(cForm, e.field, e.message);
+          return;
+        }
+        const view = await res.json();
+        fillChannel(view.channel, view.origin);
+        cStatus.textContent = 'Saved ' + view.channel.name + '. It gets the next notifications.';
+        await refreshChannels();
+      } catch (err) {
+        cStatus.textContent = '';
+        showError(cForm, null, 'Could not reach the server: ' + (err.message || err));
+      }
+    }
+
+    async function testChannel(button) {
+      const name = button.dataset.testChannel;
+      button.disabled = true;
+      testResults.set(name, { text: 'Sending\u2026', state: 'pending' });
+      showTestResult(name);
+      try {
+        const res = await fetch('/api/v1/alert-channels/' + encodeURIComponent(name) + '/test', { method: 'POST', headers: { Accept: 'application/json' } });
+        if (!res.ok) {
+          testResults.set(name, { text: 'Not sent: ' + (await responseError(res)).message, state: 'err' });
+        } else {
+          const r = await res.json();
+          const status = isNum(r.status) ? 'HTTP ' + r.status : 'no answer';
+          testResults.set(name, r.error
+            ? { text: 'Test failed (' + status + '): ' + r.error, state: 'err' }
+            : { text: 'Test delivered (' + status + ')', state: 'ok' });
+        }
+      } catch (err) {
+        testResults.set(name, { text: 'Could not reach the server: ' + (err.message || err), state: 'err' });
+      }
+      showTestResult(name);
+      button.disabled = false;
+      await refreshChannels();
+    }
+
+    if (cForm) {
+      cForm.addEventListener('submit', (ev) => { ev.preventDefault(); submitChannel(); });
+      $('#channel-reset').addEventListener('click', () => fillChannel(null));
+      cField('kind').addEventListener('change', setKind);
+      $('#channel-new').addEventListener('click', () => { fillChannel(null); $('#channel-editor').scrollIntoView({ block: 'start' }); cField('name').focus(); });
+      doc.addEventListener('click', async (ev) => {
+        const test = ev.target.closest('[data-test-channel]');
+        if (test) { await testChannel(test); return; }
+        const edit = ev.target.closest('[data-edit-channel]');
+        if (edit) {
+          const tr = edit.closest('tr');
+          let ch = null;
+          try { ch = JSON.parse(tr.dataset.channel); } catch (_) { return; }
+          fillChannel(ch, tr.dataset.origin);
+          $('#channel-editor').scrollIntoView({ block: 'start' });
+          if (tr.dataset.origin !== 'config') cField('name').focus();
+          return;
+        }
+        const del = ev.target.closest('[data-delete-channel]');
+        if (del) {
+          const name = del.dataset.deleteChannel;
+          if (!window.confirm('Delete the channel ' + name + '? It gets no more notifications; its pending groups are dropped.')) return;
+          del.disabled = true;
+          try {
+            const res = await fetch('/api/v1/alert-channels/' + encodeURIComponent(name), { method: 'DELETE' });
+            if (!res.ok) { cStatus.textContent = (await responseError(res)).message; del.disabled = false; return; }
+            cStatus.textContent = 'Deleted ' + name + '.';
+            testResults.delete(name);
+            if (cField('original').value === name) fillChannel(null);
+            await refreshChannels();
+          } catch (err) {
+            del.disabled = false;
+            cStatus.textContent = 'Could not reach the server: ' + (err.message || err);
+          }
+        }
+      });
+      setKind();
+    }
+
     // ── silences ──────────────────────────────────────────────────────────
     const sForm = $('#silence-form');
     const sList = $('#silences-list');
@@ -496,7 +694,7 @@
     }
     markSilenced();
 
-    H.alertsPage = { refresh, loadSilences, markSilenced, fillRule, ruleFromForm };
+    H.alertsPage = { refresh, loadSilences, markSilenced, fillRule, ruleFromForm, fillChannel, channelFromForm, refreshChannels };
   }
 
   if (window.harrier) start();

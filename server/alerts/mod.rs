@@ -169,6 +169,77 @@ pub fn alert_labels(rule_name: &str, subject: &Labels, rule: Option<&Rule>) -> L
     labels
 }
 
+/// A channel as the API (`GET /api/v1/alert-channels`) and the console show it: its
+/// settings with the URL masked ([`notify::ChannelSpec::masked`]), where it is defined,
+/// and its last delivery attempt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChannelView {
+    pub channel: notify::ChannelSpec,
+    /// `config` (`[[alerts.channels]]` of `harrier.toml`, read-only through the API) or
+    /// `api`.
+    pub origin: &'static str,
+    /// When it was stored or last changed, unix ms; `null` for `config`.
+    pub updated_at_ms: Option<i64>,
+    /// The newest entry of the delivery log (group notifications and test sends);
+    /// `null` when nothing was sent yet.
+    pub last_delivery: Option<LastDelivery>,
+}
+
+/// One attempt to deliver to a channel, as [`ChannelView`] shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LastDelivery {
+    pub at_ms: i64,
+    /// The HTTP status, when the channel answered.
+    pub status: Option<i64>,
+    /// Why it was not delivered (`null` when the channel took it: 2xx).
+    pub error: Option<String>,
+    /// Alerts in the message, by status.
+    pub firing: i64,
+    pub resolved: i64,
+}
+
+/// Every channel, by name: those of `config` (`harrier.toml`) and the stored ones (a
+/// stored one named like one of `config` is left out, as the dispatcher does), each with
+/// its last delivery.
+pub async fn channel_views(
+    store: &crate::store::Store,
+    config: &[notify::ChannelSpec],
+) -> crate::store::Result<Vec<ChannelView>> {
+    let mut views: Vec<ChannelView> = config
+        .iter()
+        .map(|c| ChannelView {
+            channel: c.masked(),
+            origin: "config",
+            updated_at_ms: None,
+            last_delivery: None,
+        })
+        .collect();
+    for s in store.list_channels().await? {
+        if config.iter().any(|c| c.name == s.channel.name) {
+            continue;
+        }
+        views.push(ChannelView {
+            channel: s.channel.masked(),
+            origin: "api",
+            updated_at_ms: Some(s.updated_at_ms),
+            last_delivery: None,
+        });
+    }
+    let names: Vec<String> = views.iter().map(|v| v.channel.name.clone()).collect();
+    let mut last = store.last_deliveries(&names).await?;
+    for v in &mut views {
+        v.last_delivery = last.remove(&v.channel.name).map(|d| LastDelivery {
+            at_ms: d.at_ms,
+            status: d.status,
+            error: d.error,
+            firing: d.firing,
+            resolved: d.resolved,
+        });
+    }
+    views.sort_by(|a, b| a.channel.name.cmp(&b.channel.name));
+    Ok(views)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::FileConfig;

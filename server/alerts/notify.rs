@@ -17,6 +17,10 @@
 //!   re-sent every minute with `endsAt` = now + 4 × max(evaluation interval, 1 min),
 //!   resolved ones once with `endsAt` = the resolution time; Alertmanager groups them.
 //!
+//! The channels in force are those of `harrier.toml` and those added through the API
+//! (stored in `alert_channels`, read on every pass, so a change counts within a second);
+//! a stored channel never shadows one of the file. [`send_test`] sends one test message.
+//!
 //! Groups, their notification log and the delivery log live in the store, not in memory,
 //! so a restart neither re-sends a delivered notice nor forgets an undelivered one.
 //! Failed sends are retried with exponential backoff (at most one group interval apart).
@@ -43,6 +47,18 @@ pub const RESEND_DELAY_MS: i64 = 60_000;
 
 /// The channel kinds.
 pub const KINDS: [&str; 3] = ["webhook", "slack", "alertmanager"];
+
+/// What stands for the hidden part of a masked URL (see [`ChannelSpec::masked_url`]).
+pub const MASK: &str = "…";
+
+/// A channel that does not make sense: the field, as named in `[[alerts.channels]]` and
+/// in the API's JSON (`url`, `matchers`, …), and what is expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ChannelError {
+    pub field: &'static str,
+    pub message: String,
+}
 
 fn default_kind() -> String {
     "webhook".into()
@@ -132,37 +148,121 @@ impl ChannelSpec {
         }
     }
 
-    /// Checks the channel; the message names the field.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.name.trim().is_empty() {
-            return Err("name must not be empty".into());
+    /// Checks the channel; the error names the field (as in `[[alerts.channels]]` and the
+    /// API's JSON) and says what is expected.
+    pub fn validate(&self) -> Result<(), ChannelError> {
+        let err = |field: &'static str, message: String| Err(ChannelError { field, message });
+        let name = self.name.as_str();
+        if name.trim().is_empty() || name.chars().count() > 200 {
+            return err("name", "must be 1 to 200 characters".into());
+        }
+        if name.trim() != name {
+            return err(
+                "name",
+                format!("must not start or end with a space, got {name:?}"),
+            );
+        }
+        if let Some(c) = name.chars().find(|c| c.is_control()) {
+            return err("name", format!("must not hold the control character {c:?}"));
         }
         if !KINDS.contains(&self.kind.as_str()) {
-            return Err(format!(
-                "kind must be \"webhook\", \"slack\" or \"alertmanager\", got {:?}",
-                self.kind
-            ));
+            return err(
+                "kind",
+                format!(
+                    "must be \"webhook\", \"slack\" or \"alertmanager\", got {:?}",
+                    self.kind
+                ),
+            );
         }
-        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
-            return Err(format!("url must start with http://, got {:?}", self.url));
+        if self.url.contains(MASK) {
+            return err(
+                "url",
+                "is the masked URL shown by harrier; enter the full URL".into(),
+            );
+        }
+        match reqwest::Url::parse(&self.url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
+            _ => {
+                return err(
+                    "url",
+                    format!(
+                        "must be an http:// or https:// URL with a host, got {:?}",
+                        self.url
+                    ),
+                );
+            }
         }
         if !(self.timeout_s > 0.0 && self.timeout_s <= 300.0) {
-            return Err(format!(
-                "timeout_s must be from 0 to 300, got {}",
-                self.timeout_s
-            ));
+            return err(
+                "timeout_s",
+                format!("must be above 0 and at most 300, got {}", self.timeout_s),
+            );
         }
-        self.compiled_matchers()?;
+        if let Err(e) = self.compiled_matchers() {
+            return err("matchers", e);
+        }
         if self.group_by.iter().any(|l| l.trim().is_empty()) {
-            return Err("group_by: label names must not be empty".into());
+            return err("group_by", "label names must not be empty".into());
+        }
+        if self.group_wait.ms() < 0 {
+            return err("group_wait", "must not be negative".into());
         }
         if self.group_interval.ms() < 1 {
-            return Err("group_interval must be longer than 0".into());
+            return err("group_interval", "must be longer than 0".into());
         }
         if self.repeat_interval.ms() < 1 {
-            return Err("repeat_interval must be longer than 0".into());
+            return err("repeat_interval", "must be longer than 0".into());
         }
         Ok(())
+    }
+
+    /// The URL as answers and pages show it: a `slack` channel's URL is its secret, so
+    /// only the scheme and host are kept (`https://hooks.slack.com/…`); any other URL loses
+    /// only a password (`http://user:…@host/hook`).
+    pub fn masked_url(&self) -> String {
+        let Ok(mut u) = reqwest::Url::parse(&self.url) else {
+            return if self.kind == "slack" {
+                MASK.to_string()
+            } else {
+                self.url.clone()
+            };
+        };
+        if self.kind == "slack" {
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            return format!(
+                "{}://{}{port}/{MASK}",
+                u.scheme(),
+                u.host_str().unwrap_or_default()
+            );
+        }
+        if u.password().is_some() {
+            let _ = u.set_password(Some(MASK));
+            // `set_password` percent-encodes the ellipsis; show it as typed.
+            return u.to_string().replace("%E2%80%A6", MASK);
+        }
+        self.url.clone()
+    }
+
+    /// The channel as answers and pages show it (see [`ChannelSpec::masked_url`]).
+    pub fn masked(&self) -> ChannelSpec {
+        ChannelSpec {
+            url: self.masked_url(),
+            ..self.clone()
+        }
+    }
+
+    /// The host (and port) the channel sends to: `hooks.slack.com`, `127.0.0.1:9093`.
+    pub fn target_host(&self) -> String {
+        reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| {
+                let host = u.host_str()?.to_string();
+                Some(match u.port() {
+                    Some(p) => format!("{host}:{p}"),
+                    None => host,
+                })
+            })
+            .unwrap_or_default()
     }
 
     /// The matchers, parsed and compiled; the error names the bad one.
@@ -183,14 +283,133 @@ impl ChannelSpec {
     }
 }
 
-/// What the dispatcher needs besides the store: the channels, harrier's address as the
-/// receivers should see it (links, `externalURL`) and the evaluation interval (for the
-/// `endsAt` of alerts sent to Alertmanager).
+/// What the dispatcher needs besides the store: the channels of `harrier.toml`, harrier's
+/// address as the receivers should see it (links, `externalURL`) and the evaluation
+/// interval (for the `endsAt` of alerts sent to Alertmanager). The channels added through
+/// the API are read from the store on each dispatch (see [`Dispatch::channels_in_force`]).
 #[derive(Debug, Clone)]
 pub struct Dispatch {
+    /// `[[alerts.channels]]` of `harrier.toml`.
     pub channels: Vec<ChannelSpec>,
     pub external_url: String,
     pub evaluation_interval_ms: i64,
+}
+
+impl Dispatch {
+    /// The channels in force now: those of `harrier.toml`, then the stored ones (see
+    /// [`merge_channels`]). The store is read on every call (the table is tiny), so a
+    /// channel added, changed or deleted through the API counts from the next dispatch.
+    pub async fn channels_in_force(&self, store: &Store) -> crate::store::Result<Vec<ChannelSpec>> {
+        let stored = store.list_channels().await?;
+        Ok(merge_channels(
+            &self.channels,
+            stored.into_iter().map(|s| s.channel),
+        ))
+    }
+}
+
+/// `config`'s channels, then the `stored` ones not named like one of them (a stored
+/// channel never shadows one of `harrier.toml`; the API refuses such names, and `serve`
+/// deletes stored ones that a later `harrier.toml` took the name of) and that validate.
+pub fn merge_channels(
+    config: &[ChannelSpec],
+    stored: impl IntoIterator<Item = ChannelSpec>,
+) -> Vec<ChannelSpec> {
+    let mut out = config.to_vec();
+    for c in stored {
+        if config.iter().any(|o| o.name == c.name) {
+            continue;
+        }
+        if let Err(e) = c.validate() {
+            tracing::error!(channel = %c.name, error = %e, "stored alert channel invalid; skipped");
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The `alertname` of the synthetic alert of a test notification.
+pub const TEST_ALERTNAME: &str = "HarrierTest";
+
+/// How long the test alert sent to an `alertmanager` channel lasts: 5 min (Alertmanager
+/// resolves it by itself then).
+pub const TEST_ENDS_AFTER_MS: i64 = 5 * 60_000;
+
+/// Sends one test notification to `ch` now, in its kind's format, with one synthetic
+/// firing alert `{alertname="HarrierTest", severity="info"}`: `webhook` gets an
+/// Alertmanager v4 payload, `slack` a message, `alertmanager` a `POST /api/v2/alerts` whose
+/// alert ends [`TEST_ENDS_AFTER_MS`] later. Returns the attempt as a delivery-log entry
+/// (group key `{}:{alertname="HarrierTest"}`; `status` the HTTP status when the channel
+/// answered, `error` the reason when it did not accept it); the caller stores it.
+pub async fn send_test(
+    client: &reqwest::Client,
+    ch: &ChannelSpec,
+    external_url: &str,
+    now_ms: i64,
+) -> Delivery {
+    let labels: Labels = [
+        ("alertname".to_string(), TEST_ALERTNAME.to_string()),
+        ("severity".to_string(), "info".to_string()),
+    ]
+    .into();
+    let annotations: Labels = [
+        (
+            "summary".to_string(),
+            format!("Test notification from harrier to channel {}", ch.name),
+        ),
+        (
+            "description".to_string(),
+            "Sent on request (Send test on /console/alerts, or POST \
+             /api/v1/alert-channels/{name}/test); no alert rule fired."
+                .to_string(),
+        ),
+    ]
+    .into();
+    let (group_key, group_labels) = group_key(&labels, &["alertname".to_string()]);
+    let alert = OutAlert {
+        status: "firing",
+        fingerprint: fingerprint(&labels),
+        labels,
+        annotations,
+        starts_at_ms: now_ms,
+        ends_at_ms: None,
+        generator_url: format!("{external_url}/console/alerts#channels"),
+    };
+    let alerts = [alert];
+    let (status, error) = match ch.kind.as_str() {
+        "alertmanager" => {
+            let url = format!("{}/api/v2/alerts", ch.url.trim_end_matches('/'));
+            let body = alertmanager_payload(&alerts, now_ms + TEST_ENDS_AFTER_MS);
+            post(client, ch, &url, &body).await
+        }
+        "slack" => {
+            let body = slack_payload(&group_labels, &alerts, external_url);
+            post(client, ch, &ch.url, &body).await
+        }
+        _ => {
+            let body = webhook_payload(&ch.name, &group_key, &group_labels, &alerts, external_url);
+            post(client, ch, &ch.url, &body).await
+        }
+    };
+    Delivery {
+        channel: ch.name.clone(),
+        group_key,
+        at_ms: now_ms,
+        firing: 1,
+        resolved: 0,
+        status,
+        error,
+    }
+}
+
+/// The HTTP client of the notifications: harrier's user agent, no default timeout (each
+/// channel sets its own).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_default()
 }
 
 /// Delay before retry number `attempts` (1 = after the first failure): 1 s, 2 s, 4 s, …
@@ -509,12 +728,39 @@ async fn post(
                 Some(format!("{} answered {code}: {}", ch.name, text.trim())),
             )
         }
-        Err(e) => (None, Some(format!("{}: {e}", ch.name))),
+        Err(e) => (
+            None,
+            Some(format!("{}: {}", ch.name, send_error_text(ch, e))),
+        ),
     }
 }
 
-/// Takes the outbox into the channels' groups, then flushes the groups due at `now_ms`
-/// (see the module docs). Groups of channels no longer configured are dropped.
+/// A failed send in words, with its causes (`error sending request: client error
+/// (Connect): tcp connect error: Connection refused (os error 111)`). The URL is left out
+/// where [`ChannelSpec::masked_url`] hides part of it (a Slack URL, a password): the
+/// delivery log is shown to everyone.
+fn send_error_text(ch: &ChannelSpec, e: reqwest::Error) -> String {
+    let e = if ch.masked_url() != ch.url {
+        e.without_url()
+    } else {
+        e
+    };
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Takes the outbox into the groups of the channels in force (`harrier.toml`'s and the
+/// stored ones, read now), then flushes the groups due at `now_ms` (see the module docs).
+/// Groups of channels that no longer exist in either place are dropped.
 pub async fn dispatch(
     store: &Store,
     client: &reqwest::Client,
@@ -522,10 +768,10 @@ pub async fn dispatch(
     now_ms: i64,
 ) -> crate::store::Result<Dispatched> {
     let mut out = Dispatched::default();
-    let names: Vec<String> = ctx.channels.iter().map(|c| c.name.clone()).collect();
-    store.drop_groups_except(&names).await?;
-    let compiled: Vec<(&ChannelSpec, Vec<Compiled>)> = ctx
-        .channels
+    let channels = ctx.channels_in_force(store).await?;
+    let config_names: Vec<String> = ctx.channels.iter().map(|c| c.name.clone()).collect();
+    store.drop_groups_of_unknown_channels(&config_names).await?;
+    let compiled: Vec<(&ChannelSpec, Vec<Compiled>)> = channels
         .iter()
         .filter_map(|c| Some((c, c.compiled_matchers().ok()?)))
         .collect();
@@ -589,7 +835,7 @@ pub async fn dispatch(
     }
     let muter = Muter::new(&store.active_silences(now_ms).await?, now_ms);
     for g in groups {
-        let Some(ch) = ctx.channels.iter().find(|c| c.name == g.channel) else {
+        let Some(ch) = channels.iter().find(|c| c.name == g.channel) else {
             continue;
         };
         let alerts = store.group_alerts(&g.channel, &g.group_key).await?;
@@ -793,10 +1039,7 @@ async fn push_alertmanager<'a>(
 /// Dispatches when the evaluator raises notices (`wake`) and at least every second (group
 /// timers, retries), until `shutdown`.
 pub async fn run(store: Store, ctx: Arc<Dispatch>, wake: Arc<Notify>, shutdown: CancellationToken) {
-    let client = reqwest::Client::builder()
-        .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_default();
+    let client = client();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -1004,13 +1247,78 @@ mod tests {
     }
 
     #[test]
-    fn channels_validate_kind_and_matchers() {
+    fn channel_validation_names_the_field() {
         let mut c = ChannelSpec::new("ops", "slack", "https://hooks.slack.com/x");
         c.validate().unwrap();
+        let field = |c: &ChannelSpec| c.validate().unwrap_err().field;
         c.kind = "email".into();
-        assert!(c.validate().unwrap_err().contains("kind"));
+        assert_eq!(field(&c), "kind");
         c.kind = "alertmanager".into();
         c.matchers = vec!["severity=~(".into()];
-        assert!(c.validate().unwrap_err().contains("matchers[0]"));
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.field, "matchers");
+        assert!(e.message.starts_with("matchers[0]: "), "{e}");
+        c.matchers.clear();
+        for url in [
+            "ftp://x/y",
+            "http://",
+            "hooks.slack.com/x",
+            "https://hooks.slack.com/…",
+        ] {
+            c.url = url.into();
+            assert_eq!(field(&c), "url", "{url}");
+        }
+        c.url = "http://127.0.0.1:9093".into();
+        c.name = "ops\n".into();
+        assert_eq!(field(&c), "name");
+        c.name = " ops".into();
+        assert_eq!(field(&c), "name");
+        c.name = "ops eu".into();
+        c.timeout_s = 0.0;
+        assert_eq!(field(&c), "timeout_s");
+        c.timeout_s = 5.0;
+        c.group_interval = Duration(0);
+        assert_eq!(field(&c), "group_interval");
+    }
+
+    #[test]
+    fn stored_channels_never_shadow_the_files() {
+        let file = ChannelSpec::new("ops", "webhook", "http://10.0.0.5/hook");
+        let same_name = ChannelSpec::new("ops", "slack", "https://hooks.slack.com/x");
+        let mut broken = ChannelSpec::new("broken", "webhook", "http://10.0.0.5/hook");
+        broken.kind = "email".into();
+        let extra = ChannelSpec::new("chat", "slack", "https://hooks.slack.com/y");
+        let merged = merge_channels(
+            std::slice::from_ref(&file),
+            [same_name, broken, extra.clone()],
+        );
+        assert_eq!(merged, [file, extra]);
+    }
+
+    #[test]
+    fn slack_urls_are_masked_to_scheme_and_host() {
+        let slack = ChannelSpec::new(
+            "ops",
+            "slack",
+            "https://hooks.slack.com/services/T000/B000/XXXXXXXX",
+        );
+        assert_eq!(slack.masked_url(), "https://hooks.slack.com/…");
+        assert_eq!(slack.masked().url, "https://hooks.slack.com/…");
+        assert_eq!(slack.target_host(), "hooks.slack.com");
+        let local = ChannelSpec::new("t", "slack", "http://127.0.0.1:8080/services/T/B/X");
+        assert_eq!(local.masked_url(), "http://127.0.0.1:8080/…");
+        assert_eq!(local.target_host(), "127.0.0.1:8080");
+        let hook = ChannelSpec::new("h", "webhook", "http://10.0.0.5:9095/hook?x=1");
+        assert_eq!(hook.masked_url(), hook.url, "only slack URLs are secrets");
+        let basic = ChannelSpec::new("b", "webhook", "http://ops:s3cret@10.0.0.5/hook");
+        assert_eq!(basic.masked_url(), "http://ops:…@10.0.0.5/hook");
+        let mut masked = slack.masked();
+        assert_eq!(
+            masked.validate().unwrap_err().field,
+            "url",
+            "a mask is no URL"
+        );
+        masked.url = slack.url.clone();
+        assert_eq!(masked, slack);
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! The page lists the alerts firing and pending now, the history of the chosen range as a
 //! timeline (one lane per alert identity) with its transitions, the rules (with an editor
-//! that saves through `/api/v1/alert-rules`) and the silences (`/api/v1/silences`, read and
-//! written by `static/alerts.js`). It reads the store and never writes.
+//! that saves through `/api/v1/alert-rules`), the notification channels (with their last
+//! delivery, an editor that saves through `/api/v1/alert-channels` and a "Send test"
+//! button) and the silences (`/api/v1/silences`, read and written by `static/alerts.js`).
+//! It reads the store and never writes.
 //!
 //! The navigation badge (firing alerts, coloured by the highest severity) is read once per
 //! console request by [`with_badge`] and handed to the templates through a task-local, so
@@ -19,6 +21,7 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::{PageError, filters, format};
+use crate::alerts::ChannelView;
 use crate::alerts::rule::{Labels, Measure, Rule, Subject};
 use crate::alerts::silence::Muter;
 use crate::app::AppState;
@@ -351,6 +354,114 @@ pub struct RuleRow {
     pub json: String,
 }
 
+/// A channel as the channels table shows it.
+pub struct ChannelRow {
+    pub name: String,
+    pub kind: String,
+    /// The host (and port) it sends to.
+    pub target: String,
+    /// The URL as shown (a Slack URL masked to scheme and host).
+    pub url: String,
+    /// Its matchers (none: every alert).
+    pub matchers: Vec<String>,
+    /// "alertname", "alertname, route", "every label"; "–" for alertmanager channels.
+    pub group_by: String,
+    /// Durations with their unit ("30 s", "5 min", "4 h"); "–" where the kind has no
+    /// groups (alertmanager: pushed at once, again every minute).
+    pub group_wait: String,
+    pub group_interval: String,
+    pub repeat_interval: String,
+    pub grouped: bool,
+    pub send_resolved: bool,
+    /// `config` or `api`.
+    pub origin: String,
+    pub editable: bool,
+    pub last: Option<DeliveryCell>,
+    /// The channel as JSON, URL masked (the editor's starting point).
+    pub json: String,
+}
+
+/// A channel's last delivery attempt, as its table cell shows it.
+pub struct DeliveryCell {
+    pub at_ms: i64,
+    pub at: String,
+    pub at_abs: String,
+    /// "HTTP 200", or "no answer".
+    pub status: String,
+    /// `ok` (2xx) or `err`.
+    pub status_class: &'static str,
+    /// Empty when delivered.
+    pub error: String,
+    /// "1 firing", "2 firing, 1 resolved".
+    pub alerts: String,
+}
+
+/// A duration for people, with its unit: "0 s", "30 s", "5 min", "4 h", "1 min 30 s".
+pub fn duration_text(ms: i64) -> String {
+    if ms == 0 {
+        "0 s".to_string()
+    } else if ms % 3_600_000 == 0 {
+        format!("{} h", ms / 3_600_000)
+    } else if ms % 60_000 == 0 {
+        format!("{} min", ms / 60_000)
+    } else if ms % 1000 == 0 && ms < 60_000 {
+        format!("{} s", ms / 1000)
+    } else {
+        format::duration(Some(ms))
+    }
+}
+
+fn channel_row(v: &ChannelView, now_ms: i64) -> ChannelRow {
+    let c = &v.channel;
+    let grouped = c.kind != "alertmanager";
+    let when_grouped = |ms: i64| {
+        if grouped {
+            duration_text(ms)
+        } else {
+            format::NONE.to_string()
+        }
+    };
+    ChannelRow {
+        name: c.name.clone(),
+        kind: c.kind.clone(),
+        target: c.target_host(),
+        url: c.url.clone(),
+        matchers: c.matchers.clone(),
+        group_by: if !grouped {
+            format::NONE.to_string()
+        } else if c.group_by.iter().any(|l| l == "...") {
+            "every label".to_string()
+        } else if c.group_by.is_empty() {
+            "one group".to_string()
+        } else {
+            c.group_by.join(", ")
+        },
+        group_wait: when_grouped(c.group_wait.ms()),
+        group_interval: when_grouped(c.group_interval.ms()),
+        repeat_interval: when_grouped(c.repeat_interval.ms()),
+        grouped,
+        send_resolved: c.send_resolved,
+        origin: v.origin.to_string(),
+        editable: v.origin != "config",
+        last: v.last_delivery.as_ref().map(|d| DeliveryCell {
+            at_ms: d.at_ms,
+            at: ago(now_ms - d.at_ms),
+            at_abs: format::time(Some(d.at_ms)),
+            status: d
+                .status
+                .map_or_else(|| "no answer".to_string(), |s| format!("HTTP {s}")),
+            status_class: if d.error.is_none() { "ok" } else { "err" },
+            error: d.error.clone().unwrap_or_default(),
+            alerts: match (d.firing, d.resolved) {
+                (f, 0) => format!("{f} firing"),
+                (0, r) => format!("{r} resolved"),
+                (f, r) => format!("{f} firing, {r} resolved"),
+            },
+        }),
+        json: serde_json::to_string(c).unwrap_or_default(),
+    }
+}
+
 /// A range choice of the history.
 pub struct RangeChoice {
     pub key: &'static str,
@@ -401,6 +512,8 @@ pub struct AlertsPage {
     pub transitions_total: usize,
     pub rules: Vec<RuleRow>,
     pub measures: Vec<(&'static str, &'static str)>,
+    pub channels: Vec<ChannelRow>,
+    pub channel_kinds: &'static [&'static str],
 }
 
 #[derive(Deserialize)]
@@ -606,6 +719,12 @@ pub async fn page(
             .iter()
             .map(|m| (m.as_str(), measure_label(*m)))
             .collect(),
+        channels: crate::alerts::channel_views(&state.store, &state.config.alerts.channels)
+            .await?
+            .iter()
+            .map(|v| channel_row(v, now))
+            .collect(),
+        channel_kinds: &crate::alerts::notify::KINDS,
     })
 }
 
@@ -965,6 +1084,63 @@ mod tests {
         assert_eq!(severity_class("critical"), "sev-critical");
         assert_eq!(severity_class("Warning"), "sev-warning");
         assert_eq!(severity_class("whatever"), "sev-info");
+    }
+
+    #[test]
+    fn channel_timings_carry_units() {
+        let t: Vec<String> = [0, 500, 30_000, 90_000, 300_000, 4 * 3_600_000]
+            .into_iter()
+            .map(duration_text)
+            .collect();
+        assert_eq!(t, ["0 s", "500 ms", "30 s", "1 min 30 s", "5 min", "4 h"]);
+        let mut c = crate::alerts::notify::ChannelSpec::new(
+            "chat",
+            "slack",
+            "https://hooks.slack.com/services/T/B/X",
+        );
+        c.group_by = vec!["...".into()];
+        let view = ChannelView {
+            channel: c.masked(),
+            origin: "api",
+            updated_at_ms: Some(0),
+            last_delivery: Some(crate::alerts::LastDelivery {
+                at_ms: 1_000,
+                status: Some(404),
+                error: Some("chat answered 404 Not Found: no_service".into()),
+                firing: 1,
+                resolved: 0,
+            }),
+        };
+        let row = channel_row(&view, 13_000);
+        assert_eq!(
+            (row.target.as_str(), row.url.as_str(), row.group_by.as_str()),
+            (
+                "hooks.slack.com",
+                "https://hooks.slack.com/…",
+                "every label"
+            )
+        );
+        assert_eq!(
+            (row.group_wait.as_str(), row.repeat_interval.as_str()),
+            ("30 s", "4 h")
+        );
+        assert!(!row.json.contains("services/T"), "{}", row.json);
+        let last = row.last.unwrap();
+        assert_eq!(
+            (last.status.as_str(), last.status_class),
+            ("HTTP 404", "err")
+        );
+        assert_eq!(
+            (last.at.as_str(), last.alerts.as_str()),
+            ("12 s ago", "1 firing")
+        );
+        let mut am = view.clone();
+        am.channel.kind = "alertmanager".into();
+        assert_eq!(
+            channel_row(&am, 0).group_wait,
+            "–",
+            "no groups: pushed at once"
+        );
     }
 
     #[test]

@@ -345,24 +345,62 @@ impl Store {
         Ok(())
     }
 
-    /// Drops the groups (and their alerts) of channels no longer configured.
-    pub async fn drop_groups_except(&self, channels: &[String]) -> Result<()> {
-        let known = json(&channels);
+    /// Drops the groups (and their alerts) of channels that exist no more: neither in
+    /// `config` (the names of `harrier.toml`'s channels) nor stored (`alert_channels`). One
+    /// transaction, reading the stored names in it, so a channel renamed or added through
+    /// the API meanwhile keeps its groups.
+    pub async fn drop_groups_of_unknown_channels(&self, config: &[String]) -> Result<()> {
+        let known = json(&config);
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "DELETE FROM alert_group_alerts WHERE channel NOT IN (SELECT value FROM json_each(?))",
-        )
-        .bind(&known)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "DELETE FROM alert_groups WHERE channel NOT IN (SELECT value FROM json_each(?))",
-        )
-        .bind(&known)
-        .execute(&mut *tx)
-        .await?;
+        for sql in [
+            "DELETE FROM alert_group_alerts WHERE channel NOT IN (SELECT value FROM json_each(?))
+               AND channel NOT IN (SELECT name FROM alert_channels)",
+            "DELETE FROM alert_groups WHERE channel NOT IN (SELECT value FROM json_each(?))
+               AND channel NOT IN (SELECT name FROM alert_channels)",
+        ] {
+            sqlx::query(sql).bind(&known).execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Adds one attempt to the delivery log (a test notification; group flushes are
+    /// logged by [`Store::settle_group`]).
+    pub async fn log_delivery(&self, d: &Delivery) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO alert_group_deliveries (channel, group_key, at_ms, firing, resolved,
+               status, error)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&d.channel)
+        .bind(&d.group_key)
+        .bind(d.at_ms)
+        .bind(d.firing)
+        .bind(d.resolved)
+        .bind(d.status)
+        .bind(&d.error)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The newest delivery-log entry of each of `channels` that has one, by channel name
+    /// (one index seek per channel: `alert_group_deliveries_channel`).
+    pub async fn last_deliveries(
+        &self,
+        channels: &[String],
+    ) -> Result<std::collections::HashMap<String, Delivery>> {
+        let rows: Vec<Delivery> = sqlx::query_as(
+            "SELECT channel, group_key, at_ms, firing, resolved, status, error
+             FROM alert_group_deliveries
+             WHERE id IN (SELECT (SELECT MAX(d.id) FROM alert_group_deliveries d
+                                  WHERE d.channel = j.value)
+                          FROM json_each(?) j)",
+        )
+        .bind(json(&channels))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|d| (d.channel.clone(), d)).collect())
     }
 
     /// The delivery log, newest first.

@@ -1,12 +1,13 @@
 //! The SQLite store: the only module that speaks SQL.
 //!
 //! Owns the connection pool, the migrations (`migrations/`, applied at open) and one file
-//! per table group (`runs.rs`, `routes.rs`, `compare.rs`, `alerts.rs`). Writes of many rows
-//! go in multi-row statements inside one transaction per import, so an import that fails
-//! leaves nothing behind. Must not know about HTTP or file formats.
+//! per table group (`runs.rs`, `routes.rs`, `compare.rs`, `alerts.rs`, `channels.rs`, …).
+//! Writes of many rows go in multi-row statements inside one transaction per import, so an
+//! import that fails leaves nothing behind. Must not know about HTTP or file formats.
 
 mod alert_groups;
 mod alerts;
+mod channels;
 mod compare;
 mod recent;
 mod routes;
@@ -15,6 +16,7 @@ mod silences;
 
 pub use alert_groups::{Delivery, FlushResult, Group, GroupAlert, GroupEntry};
 pub use alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
+pub use channels::StoredChannel;
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use recent::{MAX_WINDOW_MS, RouteSubject, RouteWindows, subject_labels};
 pub use routes::{

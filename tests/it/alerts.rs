@@ -13,7 +13,7 @@ use harrier::routes::Interval;
 use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
 use serde_json::{Value, json};
 
-use crate::helpers::{Reply, TestApp, fixture, spawn_app};
+use crate::helpers::{Reply, TestApp, fixture, spawn_app, spawn_app_with};
 
 /// A request with a JSON body (shared with the alerts console tests).
 pub(crate) async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Value) -> Reply {
@@ -310,13 +310,13 @@ async fn a_route_error_spike_goes_pending_fires_and_resolves() {
 
 /// A webhook receiver on 127.0.0.1:0 that answers 500 to the first `fail_first` messages
 /// and 200 after, keeping every body.
-async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
+pub(crate) async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     let (base, got) = receiver_at("/hook", fail_first).await;
     (format!("{base}/hook"), got)
 }
 
 /// As [`receiver`], on `path`; returns the base URL.
-async fn receiver_at(path: &str, fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
+pub(crate) async fn receiver_at(path: &str, fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
     let got: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = got.clone();
     let app = axum::Router::new().route(
@@ -1544,4 +1544,575 @@ async fn alertmanager_channels_get_firing_alerts_every_minute() {
     let last = got.lock().unwrap().last().unwrap().clone();
     assert_eq!(last[0]["endsAt"], "2027-01-15T08:01:30.000Z");
     assert_eq!(sent(t0 + 200_000).await, 0, "nothing left to send");
+}
+
+/// A channel as the API takes it: a webhook with no group wait, grouped by every label.
+fn channel(name: &str, url: &str) -> Value {
+    json!({"name": name, "kind": "webhook", "url": url, "group_wait": "0s",
+           "group_interval": "10s", "group_by": ["..."], "timeout_s": 5})
+}
+
+/// Polls `done` every 100 ms for up to 15 s.
+async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+const SLACK_URL: &str = "https://hooks.slack.com/services/T0000/B0000/XXXXSECRETXXXX";
+
+/// The alert-channels API: validation naming the field (400), names taken by a stored
+/// channel or by one of harrier.toml (409), harrier.toml's channels read-only (409), a
+/// Slack URL masked in every answer and kept by a PUT that sends it back masked or not at
+/// all, renames, deletes.
+#[tokio::test]
+async fn alert_channels_api_round_trip() {
+    let app = spawn_app_with(|c| {
+        c.alerts.channels = vec![quick("file-ops", "http://127.0.0.1:9/hook")];
+    })
+    .await;
+    let list = app.get("/api/v1/alert-channels").await.json();
+    assert_eq!(
+        list,
+        json!([{
+            "channel": serde_json::to_value(quick("file-ops", "http://127.0.0.1:9/hook")).unwrap(),
+            "origin": "config", "updated_at_ms": null, "last_delivery": null
+        }])
+    );
+
+    let bad = |body: Value, field: &'static str, says: &'static str| {
+        let app = &app;
+        async move {
+            let r = send_json(app, "POST", "/api/v1/alert-channels", &body).await;
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.text());
+            assert_eq!(r.json()["field"], field, "{body}: {}", r.text());
+            let e = r.json()["error"].as_str().unwrap().to_string();
+            assert!(e.contains(says), "{body}: {e} should say {says}");
+        }
+    };
+    let mut body = channel("ops", "ftp://10.0.0.5/hook");
+    bad(body.clone(), "url", "http://").await;
+    body["url"] = json!("http://10.0.0.5/hook");
+    body["kind"] = json!("email");
+    bad(body.clone(), "kind", "email").await;
+    body["kind"] = json!("webhook");
+    body["group_wait"] = json!("2 weeks");
+    bad(body.clone(), "group_wait", "2 weeks").await;
+    body["group_wait"] = json!("0s");
+    body["matchers"] = json!(["severity=~("]);
+    bad(body.clone(), "matchers", "matchers[0]").await;
+    body.as_object_mut().unwrap().remove("matchers");
+    body.as_object_mut().unwrap().remove("url");
+    bad(body.clone(), "url", "missing").await;
+    bad(channel(" ops", "http://10.0.0.5/hook"), "name", "space").await;
+    assert_eq!(
+        app.get("/api/v1/alert-channels")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "nothing stored while invalid"
+    );
+
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels",
+        &channel("file-ops", "http://10.0.0.5/hook"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text());
+    assert_eq!(r.json()["field"], "name");
+    assert!(r.text().contains("harrier.toml"), "{}", r.text());
+
+    let mut slack = channel("chat", SLACK_URL);
+    slack["kind"] = json!("slack");
+    slack["matchers"] = json!(["severity=~\"critical|page\""]);
+    let r = send_json(&app, "POST", "/api/v1/alert-channels", &slack).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    assert!(!r.text().contains("SECRET"), "{}", r.text());
+    let created = r.json();
+    assert_eq!(created["channel"]["url"], "https://hooks.slack.com/…");
+    assert_eq!(
+        created["channel"]["matchers"][0],
+        "severity=~\"critical|page\""
+    );
+    assert_eq!(created["channel"]["group_wait"], "0s");
+    assert_eq!(
+        created["channel"]["repeat_interval"], "4h",
+        "defaults filled in"
+    );
+    assert_eq!(created["origin"], "api");
+    assert!(created["updated_at_ms"].as_i64().unwrap() > 0);
+    assert_eq!(created["last_delivery"], Value::Null);
+    let again = send_json(&app, "POST", "/api/v1/alert-channels", &slack).await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert_eq!(again.json()["field"], "name");
+
+    let list = app.get("/api/v1/alert-channels").await;
+    assert!(!list.text().contains("SECRET"), "{}", list.text());
+    let names: Vec<(String, String)> = list
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["channel"]["name"].as_str().unwrap().to_string(),
+                v["origin"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("chat".into(), "api".into()),
+            ("file-ops".into(), "config".into())
+        ]
+    );
+    let one = app.get("/api/v1/alert-channels/chat").await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.json()["channel"]["url"], "https://hooks.slack.com/…");
+    let stored_url = |app: &TestApp, name: &'static str| {
+        let store = app.state.store.clone();
+        async move { store.get_channel(name).await.unwrap().unwrap().channel.url }
+    };
+    assert_eq!(stored_url(&app, "chat").await, SLACK_URL);
+
+    // PUT with the masked URL, or none: the stored one is kept.
+    let mut edit = one.json()["channel"].clone();
+    edit["send_resolved"] = json!(false);
+    let r = send_json(&app, "PUT", "/api/v1/alert-channels/chat", &edit).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(r.json()["channel"]["send_resolved"], false);
+    assert_eq!(stored_url(&app, "chat").await, SLACK_URL);
+    edit.as_object_mut().unwrap().remove("url");
+    edit["group_interval"] = json!("1m");
+    let r = send_json(&app, "PUT", "/api/v1/alert-channels/chat", &edit).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(r.json()["channel"]["group_interval"], "1m");
+    assert_eq!(stored_url(&app, "chat").await, SLACK_URL);
+    edit["url"] = json!("https://hooks.slack.com/services/T1/B1/NEW");
+    send_json(&app, "PUT", "/api/v1/alert-channels/chat", &edit).await;
+    assert_eq!(
+        stored_url(&app, "chat").await,
+        "https://hooks.slack.com/services/T1/B1/NEW"
+    );
+    edit["timeout_s"] = json!(0);
+    let r = send_json(&app, "PUT", "/api/v1/alert-channels/chat", &edit).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["field"], "timeout_s");
+    edit["timeout_s"] = json!(5);
+
+    // Renames: not onto a name of harrier.toml; the old name is gone after.
+    edit["name"] = json!("file-ops");
+    let r = send_json(&app, "PUT", "/api/v1/alert-channels/chat", &edit).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text());
+    assert_eq!(r.json()["field"], "name");
+    edit["name"] = json!("chat-eu");
+    let r = send_json(&app, "PUT", "/api/v1/alert-channels/chat", &edit).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(
+        app.get("/api/v1/alert-channels/chat").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        stored_url(&app, "chat-eu").await,
+        "https://hooks.slack.com/services/T1/B1/NEW"
+    );
+    let r = send_json(&app, "PUT", "/api/v1/alert-channels/nope", &edit).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    // harrier.toml's channel: read here, changed there.
+    let r = send_json(
+        &app,
+        "PUT",
+        "/api/v1/alert-channels/file-ops",
+        &channel("file-ops", "http://10.0.0.5/hook"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.text().contains("harrier.toml"), "{}", r.text());
+    let r = app.delete("/api/v1/alert-channels/file-ops").await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.text().contains("edit it there"), "{}", r.text());
+
+    assert_eq!(
+        app.delete("/api/v1/alert-channels/chat-eu").await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.delete("/api/v1/alert-channels/chat-eu").await.status,
+        StatusCode::NOT_FOUND
+    );
+    // any name works in the path, percent-encoded
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels",
+        &channel("team/ops #1", "http://10.0.0.5/hook"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let r = app.get("/api/v1/alert-channels/team%2Fops%20%231").await;
+    assert_eq!(r.json()["channel"]["name"], "team/ops #1", "{}", r.text());
+    assert_eq!(
+        app.delete("/api/v1/alert-channels/team%2Fops%20%231")
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    let r = send_json(&app, "POST", "/api/v1/alert-channels/nope/test", &json!({})).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get("/api/v1/alert-channels")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// With `harrier serve` running: a channel added through the API gets the next firing
+/// notification (no restart), and once deleted it gets nothing more while a channel of
+/// harrier.toml goes on getting them; its groups are dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_added_while_serving_gets_the_next_notification_and_none_once_deleted() {
+    let (control_url, control) = receiver(0).await;
+    let (late_url, late) = receiver(0).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    let mut control_channel = quick("control", &control_url);
+    control_channel.group_by = vec!["...".into()];
+    let app = spawn_app_with(|c| {
+        c.self_scrape = false;
+        c.alerts.evaluation_interval = Duration(1_000);
+        c.alerts.builtin_rules = false;
+        c.alerts.rules = vec![serde_json::from_value(r).unwrap()];
+        c.alerts.channels = vec![control_channel];
+    })
+    .await;
+    // (serve scrapes the stored targets: this one on loopback, where nothing answers)
+    let spec = TargetSpec {
+        name: "orders".into(),
+        url: "http://127.0.0.1:9/metrics".into(),
+        kind: "prometheus".into(),
+        interval_s: 15.0,
+        timeout_s: 5.0,
+        labels: BTreeMap::new(),
+    };
+    let target = app
+        .state
+        .store
+        .insert_target(&spec, "api", 0)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    // stored before harrier.toml took the name: deleted when serving starts
+    let stale = harrier::alerts::notify::ChannelSpec::new("control", "webhook", &late_url);
+    assert!(app.state.store.insert_channel(&stale, 0).await.unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let shutdown = app.state.shutdown.clone();
+    let server = tokio::spawn(harrier::app::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
+
+    let added = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels",
+        &channel("late", &late_url),
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    scrape(
+        &app,
+        target,
+        harrier::now_ms(),
+        &[write("/checkout", interval(100.0, 30.0))],
+    )
+    .await;
+    wait_until("the channel added at run time to be notified", || {
+        !late.lock().unwrap().is_empty()
+    })
+    .await;
+    let msg = late.lock().unwrap()[0].clone();
+    assert_eq!(msg["receiver"], "late");
+    assert!(
+        app.state
+            .store
+            .get_channel("control")
+            .await
+            .unwrap()
+            .is_none(),
+        "the stored channel named like harrier.toml's is gone"
+    );
+    assert_eq!(msg["status"], "firing");
+    assert_eq!(msg["alerts"][0]["labels"]["route"], "/checkout");
+    let listed = app.get("/api/v1/alert-channels/late").await.json();
+    assert_eq!(listed["last_delivery"]["status"], 200, "{listed}");
+    assert_eq!(listed["last_delivery"]["firing"], 1);
+
+    assert_eq!(
+        app.delete("/api/v1/alert-channels/late").await.status,
+        StatusCode::NO_CONTENT
+    );
+    scrape(
+        &app,
+        target,
+        harrier::now_ms(),
+        &[write("/checkin", interval(100.0, 30.0))],
+    )
+    .await;
+    wait_until("harrier.toml's channel to be told of /checkin", || {
+        control
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m["alerts"][0]["labels"]["route"] == "/checkin")
+    })
+    .await;
+    // one more dispatch pass (every second) for a message to the deleted channel to show
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert_eq!(
+        late.lock().unwrap().len(),
+        1,
+        "a deleted channel gets nothing more"
+    );
+    let groups = app.state.store.due_groups(i64::MAX).await.unwrap();
+    assert!(
+        groups.iter().all(|g| g.channel == "control"),
+        "the deleted channel's groups are dropped: {groups:?}"
+    );
+    assert!(!groups.is_empty());
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+/// Channels added through the API are in SQLite: a new store over the same file lists
+/// them and the dispatcher sends to them; one whose name harrier.toml took since gives way
+/// to the file's.
+#[tokio::test]
+async fn stored_channels_survive_a_restart() {
+    let (url, got) = receiver(0).await;
+    let app = spawn_app().await;
+    let mut body = channel("ops", &url);
+    body["matchers"] = json!(["route=~\"/check.*\""]);
+    let r = send_json(&app, "POST", "/api/v1/alert-channels", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let before = r.json();
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels",
+        &channel("ops-eu", "http://127.0.0.1:9/api-hook"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let TestApp { state, _dir: dir } = app;
+    let db = state.config.db.clone();
+    state.store.pool().close().await;
+    drop(state);
+
+    // "restart": a new store and state over the same file
+    let store = harrier::store::Store::open(&db).await.unwrap();
+    let app = TestApp {
+        state: harrier::app::AppState::new(
+            store,
+            harrier::config::Config {
+                db,
+                alerts: harrier::alerts::AlertsConfig {
+                    // harrier.toml now has a channel of that name: the file's wins
+                    channels: vec![quick("ops-eu", "http://127.0.0.1:9/file-hook")],
+                    ..Default::default()
+                },
+                ..harrier::config::Config::default()
+            },
+        ),
+        _dir: dir,
+    };
+    let listed = app.get("/api/v1/alert-channels").await.json();
+    assert_eq!(listed[0], before, "the same channel, settings and all");
+    assert_eq!(listed[1]["origin"], "config");
+    assert_eq!(listed[1]["channel"]["url"], "http://127.0.0.1:9/file-hook");
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    let t0 = 1_800_000_000_000;
+    scrape(
+        &app,
+        target,
+        t0,
+        &[write("/checkout", interval(100.0, 30.0))],
+    )
+    .await;
+    evaluate_once(store, &app.state.hub, t0 + 1_000)
+        .await
+        .unwrap();
+    let file_channels = app.state.config.alerts.channels.clone();
+    let sent = dispatch(
+        store,
+        &reqwest::Client::new(),
+        &ctx(file_channels),
+        t0 + 1_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!((sent.sent, sent.failed), (1, 1), "{sent:?}");
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["receiver"], "ops");
+    assert_eq!(msgs[0]["alerts"][0]["labels"]["route"], "/checkout");
+    let log = store.alert_deliveries(10).await.unwrap();
+    let failed = log.iter().find(|d| d.channel == "ops-eu").unwrap();
+    assert!(
+        failed.error.as_deref().unwrap().contains("file-hook"),
+        "sent to the file's ops-eu, not the stored one: {failed:?}"
+    );
+}
+
+/// `POST /api/v1/alert-channels/{name}/test` sends one message now in the channel's format
+/// (webhook: a valid Alertmanager v4 payload; alertmanager: /api/v2/alerts with a short
+/// endsAt; slack: a message), answers the receiver's status and logs the attempt; a Slack
+/// URL stays out of the error of a failed send.
+#[tokio::test]
+async fn test_sends_reach_the_receiver_in_the_channels_format() {
+    let (hook_url, hook) = receiver(0).await;
+    let (broken_url, _) = receiver(usize::MAX).await;
+    let app = spawn_app_with(|c| {
+        c.alerts.channels = vec![quick("broken", &broken_url)];
+        c.alerts.external_url = Some("http://harrier.test".into());
+    })
+    .await;
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels",
+        &channel("ops", &hook_url),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+
+    let r = send_json(&app, "POST", "/api/v1/alert-channels/ops/test", &json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(r.json(), json!({"status": 200, "error": null}));
+    let msgs = hook.lock().unwrap().clone();
+    assert_eq!(msgs.len(), 1);
+    let m = &msgs[0];
+    let fixture: Value = serde_json::from_slice(&fixture(
+        "alertmanager/alertmanager-webhook-one-resolved.json",
+    ))
+    .unwrap();
+    assert_eq!(keys(m), keys(&fixture));
+    assert_eq!(keys(&m["alerts"][0]), keys(&fixture["alerts"][0]));
+    assert_eq!(m["version"], "4");
+    assert_eq!(m["receiver"], "ops");
+    assert_eq!(m["status"], "firing");
+    assert_eq!(m["groupKey"], "{}:{alertname=\"HarrierTest\"}");
+    assert_eq!(m["externalURL"], "http://harrier.test");
+    let a = &m["alerts"][0];
+    assert_eq!(a["labels"]["alertname"], "HarrierTest");
+    assert_eq!(a["status"], "firing");
+    assert_eq!(a["endsAt"], "0001-01-01T00:00:00Z");
+    assert!(
+        a["annotations"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ops")
+    );
+    assert_eq!(a["fingerprint"].as_str().unwrap().len(), 16);
+    let last = app.get("/api/v1/alert-channels/ops").await.json()["last_delivery"].clone();
+    assert_eq!(
+        (
+            last["status"].clone(),
+            last["error"].clone(),
+            last["firing"].clone()
+        ),
+        (json!(200), Value::Null, json!(1))
+    );
+
+    // A receiver that refuses: its status and why, also in the list.
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels/broken/test",
+        &json!({}),
+    )
+    .await;
+    assert_eq!(r.json()["status"], 500, "{}", r.text());
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("500"),
+        "{}",
+        r.text()
+    );
+    let last = app.get("/api/v1/alert-channels/broken").await.json()["last_delivery"].clone();
+    assert_eq!(last["status"], 500);
+    assert_eq!(
+        app.state.store.alert_deliveries(10).await.unwrap().len(),
+        2,
+        "both attempts logged"
+    );
+
+    // Alertmanager: its v2 API, one alert ending 5 minutes after it starts.
+    let (am_base, am) = receiver_at("/api/v2/alerts", 0).await;
+    let mut body = channel("am", &am_base);
+    body["kind"] = json!("alertmanager");
+    send_json(&app, "POST", "/api/v1/alert-channels", &body).await;
+    let r = send_json(&app, "POST", "/api/v1/alert-channels/am/test", &json!({})).await;
+    assert_eq!(r.json()["status"], 200, "{}", r.text());
+    let posted = am.lock().unwrap()[0].clone();
+    assert_eq!(posted[0]["labels"]["alertname"], "HarrierTest");
+    let at = |k: &str| {
+        time::OffsetDateTime::parse(
+            posted[0][k].as_str().unwrap(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap()
+    };
+    assert_eq!(at("endsAt") - at("startsAt"), time::Duration::minutes(5));
+
+    // Slack: a message; a failed send does not tell the secret URL.
+    let (slack_base, slack) = receiver_at("/services/T0/B0/SECRET", 0).await;
+    let mut body = channel("chat", &format!("{slack_base}/services/T0/B0/SECRET"));
+    body["kind"] = json!("slack");
+    send_json(&app, "POST", "/api/v1/alert-channels", &body).await;
+    let r = send_json(&app, "POST", "/api/v1/alert-channels/chat/test", &json!({})).await;
+    assert_eq!(r.json()["status"], 200, "{}", r.text());
+    assert_eq!(slack.lock().unwrap()[0]["text"], "[FIRING:1] HarrierTest");
+    let mut body = channel("chat-down", "http://127.0.0.1:9/services/T0/B0/SECRET");
+    body["kind"] = json!("slack");
+    send_json(&app, "POST", "/api/v1/alert-channels", &body).await;
+    let r = send_json(
+        &app,
+        "POST",
+        "/api/v1/alert-channels/chat-down/test",
+        &json!({}),
+    )
+    .await;
+    assert_eq!(r.json()["status"], Value::Null, "{}", r.text());
+    assert!(!r.json()["error"].as_str().unwrap().is_empty());
+    assert!(!r.text().contains("SECRET"), "{}", r.text());
+    assert!(
+        !app.get("/api/v1/alert-channels")
+            .await
+            .text()
+            .contains("SECRET"),
+        "nor does the list"
+    );
 }

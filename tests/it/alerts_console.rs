@@ -10,9 +10,9 @@ use fantoccini::{Client, Locator};
 use harrier::alerts::evaluator::evaluate_once;
 use serde_json::{Value, json};
 
-use crate::alerts::{add_target, interval, scrape, send_json, write};
+use crate::alerts::{add_target, interval, receiver, scrape, send_json, write};
 use crate::browser::browser;
-use crate::helpers::{TestApp, select_texts, spawn_app};
+use crate::helpers::{TestApp, select_texts, spawn_app, spawn_app_with};
 
 fn rule(name: &str, for_: &str) -> Value {
     json!({
@@ -343,6 +343,26 @@ async fn screenshot(client: &Client, name: &str) {
     }
 }
 
+/// Clicks the element `css` after scrolling it to the middle of the window: the page is
+/// long enough for the editors to scroll the tables' buttons under the sticky top bar,
+/// which would take a click there.
+async fn click(client: &Client, css: &str) {
+    js(
+        client,
+        &format!(
+            "document.querySelector({css:?}).scrollIntoView({{block: 'center'}}); return true;"
+        ),
+    )
+    .await;
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alert_firing_shows_a_toast_and_the_badge_on_another_page() {
     let app = live_app().await;
@@ -533,13 +553,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         "config rules cannot be saved here"
     );
 
-    client
-        .find(Locator::Css("#rule-new"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-new").await;
     let fill = |name: &'static str, value: &'static str| {
         let client = client.clone();
         async move {
@@ -561,13 +575,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         .await
         .unwrap();
     fill("threshold", "150").await;
-    client
-        .find(Locator::Css("#rule-save"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-save").await;
     let err = wait()
         .for_element(Locator::Css(
             ".field-error[data-error-for=\"threshold\"]:not([hidden])",
@@ -597,13 +605,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
     // A duration the server cannot read is named too.
     fill("threshold", "50").await;
     fill("for", "2 weeks").await;
-    client
-        .find(Locator::Css("#rule-save"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-save").await;
     wait()
         .for_element(Locator::Css(
             ".field-error[data-error-for=\"for\"]:not([hidden])",
@@ -612,13 +614,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         .expect("the for field's error");
 
     fill("for", "1m").await;
-    client
-        .find(Locator::Css("#rule-save"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#rule-save").await;
     wait()
         .for_element(Locator::Css(
             "#rules-table tr[data-rule-name=\"SearchSlow\"]",
@@ -645,13 +641,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         .execute("window.confirm = () => true;", vec![])
         .await
         .unwrap();
-    client
-        .find(Locator::Css("button[data-delete-rule=\"SearchSlow\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "button[data-delete-rule=\"SearchSlow\"]").await;
     until(
         &client,
         "the deleted rule to leave the table",
@@ -967,4 +957,315 @@ async fn a_crowd_of_alerts_lists_the_worst_and_counts_the_rest() {
     assert!(note.starts_with("41 more active alerts"), "{note}");
     let counts = select_texts(&html, "#now-counts").join("");
     assert_eq!(counts, "271 firing · 270 pending");
+}
+
+/// The channels table as the server renders it: every channel with its target host,
+/// matchers, grouping, timings with units, origin and last delivery; harrier.toml's
+/// read-only; a Slack URL never on the page; an empty state that says how to add one.
+#[tokio::test]
+async fn channels_table_shows_timings_with_units_and_hides_slack_urls() {
+    let html = spawn_app().await.get("/console/alerts").await.html();
+    let empty = select_texts(&html, "#channels-empty").join(" ");
+    assert!(
+        empty.contains("form below") && empty.contains("[[alerts.channels]]"),
+        "{empty}"
+    );
+
+    let mut file = harrier::alerts::notify::ChannelSpec::new(
+        "file-ops",
+        "webhook",
+        "http://10.0.0.5:9095/hook",
+    );
+    file.repeat_interval = harrier::alerts::rule::Duration(90_000);
+    let app = spawn_app_with(|c| c.alerts.channels = vec![file]).await;
+    let slack = json!({"name": "chat", "kind": "slack",
+        "url": "https://hooks.slack.com/services/T0/B0/SECRETSECRET",
+        "matchers": ["severity=~\"critical|page\"", "service=orders"], "group_by": ["..."],
+        "group_wait": "10s"});
+    let am = json!({"name": "am", "kind": "alertmanager", "url": "http://127.0.0.1:9093"});
+    for body in [slack, am] {
+        let r = send_json(&app, "POST", "/api/v1/alert-channels", &body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    }
+    let at = harrier::now_ms() - 42_000;
+    app.state
+        .store
+        .log_delivery(&harrier::store::Delivery {
+            channel: "file-ops".into(),
+            group_key: "{}:{alertname=\"CheckoutErrors\"}".into(),
+            at_ms: at,
+            firing: 2,
+            resolved: 1,
+            status: Some(503),
+            error: Some("file-ops answered 503 Service Unavailable: busy".into()),
+        })
+        .await
+        .unwrap();
+
+    let page = app.get("/console/alerts").await;
+    assert!(!page.text().contains("SECRET"), "the Slack URL is a secret");
+    let html = page.html();
+    assert_eq!(
+        select_texts(&html, "#channels-table tbody td.name"),
+        ["am", "chat", "file-ops"]
+    );
+    let row = |name: &str| {
+        select_texts(
+            &html,
+            &format!("#channels-table tr[data-channel-name=\"{name}\"] > td"),
+        )
+    };
+    let chat = row("chat");
+    assert_eq!(chat[1], "slack");
+    assert_eq!(chat[2], "hooks.slack.com");
+    assert!(
+        chat[3].contains("severity=~\"critical|page\"") && chat[3].contains("service=orders"),
+        "{}",
+        chat[3]
+    );
+    assert_eq!(chat[4], "every label");
+    assert_eq!(&chat[5..8], ["10 s", "5 min", "4 h"]);
+    assert_eq!(chat[8], "sent");
+    assert_eq!(chat[9], "API");
+    assert_eq!(chat[10], "nothing sent yet");
+    let file = row("file-ops");
+    assert_eq!(file[2], "10.0.0.5:9095");
+    assert_eq!(file[3], "every alert");
+    assert_eq!(&file[4..8], ["alertname", "30 s", "5 min", "1 min 30 s"]);
+    assert_eq!(file[9], "harrier.toml");
+    assert!(
+        file[10].starts_with("HTTP 503 42 s ago")
+            && file[10].contains("2 firing, 1 resolved")
+            && file[10].contains("answered 503 Service Unavailable: busy"),
+        "{}",
+        file[10]
+    );
+    let am = row("am");
+    assert_eq!(am[4], "–");
+    assert!(am[5].contains("pushed at once"), "{}", am[5]);
+    // harrier.toml's channel can be tested and viewed, not changed
+    let buttons = |name: &str| {
+        let sel = scraper::Selector::parse(&format!(
+            "#channels-table tr[data-channel-name=\"{name}\"] button"
+        ))
+        .unwrap();
+        html.select(&sel)
+            .map(|b| b.text().collect::<String>())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(buttons("file-ops"), ["Send test", "View"]);
+    assert_eq!(buttons("chat"), ["Send test", "Edit", "Delete"]);
+    let sel = scraper::Selector::parse("#channels-table tr[data-channel-name=\"chat\"]").unwrap();
+    let json: Value = serde_json::from_str(
+        html.select(&sel)
+            .next()
+            .unwrap()
+            .value()
+            .attr("data-channel")
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["url"], "https://hooks.slack.com/…");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
+    let app = live_app().await;
+    let base = serve(&app).await;
+    let (hook_url, hook) = receiver(0).await;
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+    client
+        .goto(&format!("{base}/console/alerts"))
+        .await
+        .unwrap();
+    wait()
+        .for_element(Locator::Css("#channels-empty"))
+        .await
+        .expect("the empty state of the channels");
+
+    let fill = |name: &'static str, value: String| {
+        let client = client.clone();
+        async move {
+            let el = client
+                .find(Locator::Css(&format!("#channel-form [name=\"{name}\"]")))
+                .await
+                .unwrap();
+            el.clear().await.unwrap();
+            el.send_keys(&value).await.unwrap();
+        }
+    };
+    let save = || async {
+        click(&client, "#channel-save").await;
+    };
+    click(&client, "#channel-new").await;
+    fill("name", "ops".into()).await;
+    fill("url", "ftp://127.0.0.1/hook".into()).await;
+    fill("matchers", "severity=page".into()).await;
+    fill("group_wait", "10s".into()).await;
+    save().await;
+    let err = wait()
+        .for_element(Locator::Css(
+            "#channel-form .field-error[data-error-for=\"url\"]:not([hidden])",
+        ))
+        .await
+        .expect("the server's error is shown at the URL");
+    let msg = err.text().await.unwrap();
+    assert!(msg.starts_with("must be an http://"), "{msg}");
+    assert_eq!(
+        client
+            .find(Locator::Css("#cf-url"))
+            .await
+            .unwrap()
+            .attr("aria-invalid")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("true")
+    );
+    screenshot(&client, "alerts-channel-error.png").await;
+    assert_eq!(
+        app.get("/api/v1/alert-channels").await.json(),
+        json!([]),
+        "nothing saved while invalid"
+    );
+
+    fill("url", hook_url.clone()).await;
+    save().await;
+    let text = until(
+        &client,
+        "the saved channel in the table",
+        "const tr = document.querySelector('#channels-table tr[data-channel-name=\"ops\"]');
+         return tr ? tr.innerText : null;",
+    )
+    .await;
+    let text = text.as_str().unwrap();
+    let host = hook_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/hook");
+    assert!(
+        text.contains(host) && text.contains("severity=page") && text.contains("10 s"),
+        "{text}"
+    );
+    let stored = app.get("/api/v1/alert-channels/ops").await.json();
+    assert_eq!(stored["origin"], "api");
+    assert_eq!(stored["channel"]["url"], hook_url);
+    assert_eq!(stored["channel"]["matchers"], json!(["severity=page"]));
+    assert_eq!(stored["channel"]["group_wait"], "10s");
+    assert!(
+        client
+            .find_all(Locator::Css("#channel-form .field-error:not([hidden])"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The same name again: the name is at fault.
+    click(&client, "#channel-reset").await;
+    fill("name", "ops".into()).await;
+    fill("url", hook_url.clone()).await;
+    save().await;
+    let err = wait()
+        .for_element(Locator::Css(
+            "#channel-form .field-error[data-error-for=\"name\"]:not([hidden])",
+        ))
+        .await
+        .expect("a taken name is shown at the name");
+    assert!(err.text().await.unwrap().contains("exists"));
+
+    // Send test: the receiver's answer is shown in the row, and logged.
+    click(&client, "button[data-test-channel=\"ops\"]").await;
+    // (read in the page: the table is swapped when it refreshes, the result kept)
+    let text = until(
+        &client,
+        "the test's result",
+        "const o = document.querySelector('output.test-result[data-test-result-for=\"ops\"][data-state=\"ok\"]');
+         return o && !o.hidden ? o.textContent : null;",
+    )
+    .await;
+    assert!(text.as_str().unwrap().contains("HTTP 200"), "{text}");
+    assert_eq!(hook.lock().unwrap().len(), 1);
+    assert_eq!(
+        hook.lock().unwrap()[0]["alerts"][0]["labels"]["alertname"],
+        "HarrierTest"
+    );
+    let last = until(
+        &client,
+        "the last delivery in the row",
+        "const td = document.querySelector('#channels-table tr[data-channel-name=\"ops\"] td.last-delivery');
+         return td && td.textContent.includes('HTTP 200') ? td.textContent : null;",
+    )
+    .await;
+    assert!(last.as_str().unwrap().contains("1 firing"), "{last}");
+
+    // More kinds for the picture: a Slack channel whose last send was refused, and an
+    // Alertmanager (no groups of its own).
+    let slack = json!({"name": "chat", "kind": "slack",
+        "url": "https://hooks.slack.com/services/T0/B0/SECRETSECRET",
+        "matchers": ["severity=~\"critical|page\"", "service=orders"], "group_by": ["..."]});
+    let am = json!({"name": "am", "kind": "alertmanager", "url": "http://127.0.0.1:9093",
+        "send_resolved": false});
+    for body in [slack, am] {
+        let r = send_json(&app, "POST", "/api/v1/alert-channels", &body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    }
+    app.state
+        .store
+        .log_delivery(&harrier::store::Delivery {
+            channel: "chat".into(),
+            group_key: "{}:{alertname=\"CheckoutErrors\"}".into(),
+            at_ms: harrier::now_ms() - 185_000,
+            firing: 2,
+            resolved: 0,
+            status: Some(404),
+            error: Some("chat answered 404 Not Found: no_service".into()),
+        })
+        .await
+        .unwrap();
+    until(
+        &client,
+        "the channels added through the API in the table",
+        "harrier.alertsPage.refreshChannels();
+         return document.querySelectorAll('#channels-table tbody tr').length === 3;",
+    )
+    .await;
+    let page = js(&client, "return document.documentElement.outerHTML;").await;
+    assert!(!page.as_str().unwrap().contains("SECRET"));
+    let section = client.find(Locator::Css("#channels")).await.unwrap();
+    if let Ok(png) = section.screenshot().await {
+        let _ = std::fs::write(screenshot_path("alerts-channels-section.png"), png);
+    }
+    js(
+        &client,
+        "document.getElementById('channels').scrollIntoView({block: 'start'}); return true;",
+    )
+    .await;
+    screenshot(&client, "alerts-channels.png").await;
+    let fits = js(
+        &client,
+        "const w = document.querySelector('#channels .table-wrap');
+         return w.scrollWidth <= w.clientWidth ? true
+           : [w.scrollWidth, w.clientWidth, [...document.querySelectorAll('#channels-table thead th')].map(t => Math.round(t.getBoundingClientRect().width))];",
+    )
+    .await;
+    assert_eq!(
+        fits,
+        json!(true),
+        "the table fits 1400 px without scrolling"
+    );
+
+    // Delete, after confirming.
+    js(&client, "window.confirm = () => true; return true;").await;
+    click(&client, "button[data-delete-channel=\"ops\"]").await;
+    until(
+        &client,
+        "the deleted channel to leave the table",
+        "return !document.querySelector('#channels-table tr[data-channel-name=\"ops\"]');",
+    )
+    .await;
+    assert_eq!(
+        app.get("/api/v1/alert-channels/ops").await.status,
+        StatusCode::NOT_FOUND
+    );
+    client.close().await.unwrap();
 }
