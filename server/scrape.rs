@@ -94,13 +94,15 @@ pub fn validate(spec: &TargetSpec) -> Result<(), String> {
     if spec.name.trim().is_empty() || spec.name.len() > 100 {
         return Err("name must be 1 to 100 characters".into());
     }
-    if spec.url.starts_with("https://") {
-        return Err(
-            "https targets are not supported (harrier is built without TLS); use http://".into(),
-        );
-    }
-    if !spec.url.starts_with("http://") || spec.url.len() <= "http://".len() {
-        return Err(format!("url must start with http://, got {:?}", spec.url));
+    let rest = spec
+        .url
+        .strip_prefix("http://")
+        .or_else(|| spec.url.strip_prefix("https://"));
+    if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+        return Err(format!(
+            "url must be http:// or https:// with a host, got {:?}",
+            spec.url
+        ));
     }
     if !matches!(spec.kind.as_str(), "prometheus" | "jolokia") {
         return Err(format!(

@@ -2116,3 +2116,246 @@ async fn test_sends_reach_the_receiver_in_the_channels_format() {
         "nor does the list"
     );
 }
+
+/// A child process killed when dropped (a failing test leaves nothing running).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+/// Runs `openssl` with `args` in `dir`; false when it is not installed (outside CI).
+fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+    match std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+    {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            true
+        }
+        Err(e) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "openssl is missing ({e}); Debian: apt-get install openssl"
+            );
+            false
+        }
+    }
+}
+
+/// Channels reach receivers over HTTPS (a Slack incoming webhook is always https): the
+/// real binary, trusting a test CA through `SSL_CERT_FILE`, sends a channel's test
+/// notification to a TLS receiver on 127.0.0.1 whose certificate that CA signed and
+/// scrapes an https target there, and reports a receiver it cannot verify as a
+/// certificate error.
+#[tokio::test]
+async fn channels_and_targets_over_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("san.cnf"),
+        "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n",
+    )
+    .unwrap();
+    let made = openssl(
+        d,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=harrier test CA",
+        ],
+    );
+    if !made {
+        eprintln!("SKIPPED: openssl not installed");
+        return;
+    }
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.cnf",
+        ],
+    );
+    // A TLS webhook receiver: appends each body as one line to got.jsonl, answers 200.
+    let receiver = r#"
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers['Content-Length']))
+        with open('got.jsonl', 'ab') as f:
+            f.write(body + b'\n')
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'ok')
+    def do_GET(self):
+        body = b'http_server_requests_seconds_count{uri="/pay",status="200"} 7\n'
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/plain; version=0.0.4')
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(('127.0.0.1', 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain('srv.pem', 'srv.key')
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut py = Reaped(
+        std::process::Command::new("python3")
+            .args(["-c", receiver])
+            .current_dir(d)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3"),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(py.0.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let hook = format!("https://127.0.0.1:{}/hook", line.trim());
+    let metrics = format!("https://127.0.0.1:{}/metrics", line.trim());
+    std::fs::write(
+        d.join("harrier.toml"),
+        format!(
+            "self_scrape = false\n\
+             [[targets]]\nname = \"tls-exporter\"\nurl = \"{metrics}\"\ninterval_s = 1\ntimeout_s = 1\n\
+             [alerts]\nbuiltin_rules = false\n\
+             [[alerts.channels]]\nname = \"tls\"\nkind = \"webhook\"\nurl = \"{hook}\"\n"
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let serve = |ca: &std::path::Path| {
+        Reaped(
+            std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
+                .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+                .arg("--db")
+                .arg(d.join("h.db"))
+                .arg("--config")
+                .arg(d.join("harrier.toml"))
+                .env("SSL_CERT_FILE", ca)
+                .env_remove("SSL_CERT_DIR")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("harrier serve"),
+        )
+    };
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let send_test = |client: reqwest::Client, base: String| async move {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            match client
+                .post(format!("{base}/api/v1/alert-channels/tls/test"))
+                .json(&json!({}))
+                .send()
+                .await
+            {
+                Ok(r) => return r.json::<Value>().await.unwrap(),
+                Err(_) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("harrier serve did not answer: {e}"),
+            }
+        }
+    };
+    // Trusting the test CA: delivered.
+    let harrier = serve(&d.join("ca.pem"));
+    let got = send_test(client.clone(), base.clone()).await;
+    // ... and an https scrape target is scraped.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let target = loop {
+        let targets: Value = client
+            .get(format!("{base}/api/v1/targets"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let t = targets[0].clone();
+        if t["up"] == json!(true) || std::time::Instant::now() > deadline {
+            break t;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    drop(harrier);
+    assert_eq!(target["up"], json!(true), "{target}");
+    assert_eq!(got, json!({"status": 200, "error": null}));
+    let bodies = std::fs::read_to_string(d.join("got.jsonl")).unwrap();
+    let msg: Value = serde_json::from_str(bodies.lines().next().unwrap()).unwrap();
+    assert_eq!(msg["version"], "4");
+    assert_eq!(msg["alerts"][0]["labels"]["alertname"], "HarrierTest");
+    // Trusting only an unrelated certificate: the receiver cannot be verified.
+    let harrier = serve(&d.join("srv.pem"));
+    let got = send_test(client, base).await;
+    drop(harrier);
+    drop(py);
+    assert!(got["status"].is_null(), "{got}");
+    let error = got["error"].as_str().unwrap_or_default().to_lowercase();
+    assert!(error.contains("certificate"), "{got}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("got.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        1,
+        "nothing delivered without trust"
+    );
+}

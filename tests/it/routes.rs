@@ -304,8 +304,8 @@ async fn targets_api_adds_lists_and_deletes() {
             "exists",
         ),
         (
-            serde_json::json!({"name": "a", "url": "https://x/metrics"}),
-            "https",
+            serde_json::json!({"name": "a", "url": "https:///metrics"}),
+            "with a host",
         ),
         (
             serde_json::json!({"name": "a", "url": "ftp://x"}),
