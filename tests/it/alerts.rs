@@ -162,7 +162,7 @@ pub(crate) async fn scrape(app: &TestApp, target: i64, at_ms: i64, routes: &[Rou
 pub(crate) async fn add_target(app: &TestApp) -> i64 {
     let spec = TargetSpec {
         name: "orders".into(),
-        url: "http://10.0.0.5:9100/metrics".into(),
+        url: "http://127.0.0.1:9/metrics".into(),
         kind: "prometheus".into(),
         interval_s: 15.0,
         timeout_s: 5.0,
@@ -199,7 +199,7 @@ async fn a_route_error_spike_goes_pending_fires_and_resolves() {
     let store = &app.state.store;
     let spec = TargetSpec {
         name: "orders".into(),
-        url: "http://10.0.0.5:9100/metrics".into(),
+        url: "http://127.0.0.1:9/metrics".into(),
         kind: "prometheus".into(),
         interval_s: 15.0,
         timeout_s: 5.0,
@@ -241,7 +241,7 @@ async fn a_route_error_spike_goes_pending_fires_and_resolves() {
     assert_eq!(alerts[0]["active_since_ms"], t0 + 1_000);
     assert_eq!(alerts[0]["labels"]["route"], "/checkout");
     assert_eq!(alerts[0]["labels"]["service"], "orders");
-    assert_eq!(alerts[0]["labels"]["instance"], "10.0.0.5:9100");
+    assert_eq!(alerts[0]["labels"]["instance"], "127.0.0.1:9");
 
     // 15 s later: still pending (for 30 s); 30 s after it started: firing.
     evaluate_once(store, &app.state.hub, t0 + 16_000)
@@ -1595,9 +1595,9 @@ async fn alert_channels_api_round_trip() {
             assert!(e.contains(says), "{body}: {e} should say {says}");
         }
     };
-    let mut body = channel("ops", "ftp://10.0.0.5/hook");
+    let mut body = channel("ops", "ftp://127.0.0.1:9/hook");
     bad(body.clone(), "url", "http://").await;
-    body["url"] = json!("http://10.0.0.5/hook");
+    body["url"] = json!("http://127.0.0.1:9/hook");
     body["kind"] = json!("email");
     bad(body.clone(), "kind", "email").await;
     body["kind"] = json!("webhook");
@@ -1609,7 +1609,7 @@ async fn alert_channels_api_round_trip() {
     body.as_object_mut().unwrap().remove("matchers");
     body.as_object_mut().unwrap().remove("url");
     bad(body.clone(), "url", "missing").await;
-    bad(channel(" ops", "http://10.0.0.5/hook"), "name", "space").await;
+    bad(channel(" ops", "http://127.0.0.1:9/hook"), "name", "space").await;
     assert_eq!(
         app.get("/api/v1/alert-channels")
             .await
@@ -1625,7 +1625,7 @@ async fn alert_channels_api_round_trip() {
         &app,
         "POST",
         "/api/v1/alert-channels",
-        &channel("file-ops", "http://10.0.0.5/hook"),
+        &channel("file-ops", "http://127.0.0.1:9/hook"),
     )
     .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text());
@@ -1735,7 +1735,7 @@ async fn alert_channels_api_round_trip() {
         &app,
         "PUT",
         "/api/v1/alert-channels/file-ops",
-        &channel("file-ops", "http://10.0.0.5/hook"),
+        &channel("file-ops", "http://127.0.0.1:9/hook"),
     )
     .await;
     assert_eq!(r.status, StatusCode::CONFLICT);
@@ -1757,7 +1757,7 @@ async fn alert_channels_api_round_trip() {
         &app,
         "POST",
         "/api/v1/alert-channels",
-        &channel("team/ops #1", "http://10.0.0.5/hook"),
+        &channel("team/ops #1", "http://127.0.0.1:9/hook"),
     )
     .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());

@@ -971,11 +971,8 @@ async fn channels_table_shows_timings_with_units_and_hides_slack_urls() {
         "{empty}"
     );
 
-    let mut file = harrier::alerts::notify::ChannelSpec::new(
-        "file-ops",
-        "webhook",
-        "http://10.0.0.5:9095/hook",
-    );
+    let mut file =
+        harrier::alerts::notify::ChannelSpec::new("file-ops", "webhook", "http://127.0.0.1:9/hook");
     file.repeat_interval = harrier::alerts::rule::Duration(90_000);
     let app = spawn_app_with(|c| c.alerts.channels = vec![file]).await;
     let slack = json!({"name": "chat", "kind": "slack",
@@ -1029,7 +1026,7 @@ async fn channels_table_shows_timings_with_units_and_hides_slack_urls() {
     assert_eq!(chat[9], "API");
     assert_eq!(chat[10], "nothing sent yet");
     let file = row("file-ops");
-    assert_eq!(file[2], "10.0.0.5:9095");
+    assert_eq!(file[2], "127.0.0.1:9");
     assert_eq!(file[3], "every alert");
     assert_eq!(&file[4..8], ["alertname", "30 s", "5 min", "1 min 30 s"]);
     assert_eq!(file[9], "harrier.toml");

@@ -67,7 +67,7 @@ fn write(route: &str, iv: Option<Interval>) -> RouteWrite {
 #[sqlx::test(migrations = false)]
 async fn targets_round_trip_and_names_are_unique(pool: SqlitePool) {
     let store = Store::from_pool(pool).await.unwrap();
-    let mut s = spec("orders", "http://10.0.0.5:9100/metrics");
+    let mut s = spec("orders", "http://127.0.0.1:9/metrics");
     s.labels.insert("service".into(), "order-service".into());
     let t = store
         .insert_target(&s, "api", 1_000)
@@ -75,7 +75,7 @@ async fn targets_round_trip_and_names_are_unique(pool: SqlitePool) {
         .unwrap()
         .unwrap();
     assert_eq!(t.name, "orders");
-    assert_eq!(t.instance, "10.0.0.5:9100");
+    assert_eq!(t.instance, "127.0.0.1:9");
     assert_eq!(t.service, "order-service");
     assert_eq!(t.up, None);
     assert!(
