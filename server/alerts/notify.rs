@@ -788,6 +788,11 @@ pub async fn dispatch(
     if !notices.is_empty() {
         let mut entries = Vec::new();
         for n in &notices {
+            // A firing notice of a rule gone since (deleted, changed, out of harrier.toml)
+            // is not grouped: its alert was ended with the rule.
+            if n.change != "resolved" && rule_of(&n.rule).is_none() {
+                continue;
+            }
             let labels = super::alert_labels(&n.rule, &n.labels, rule_of(&n.rule));
             let fp = fingerprint(&labels);
             let resolved = n.change == "resolved";

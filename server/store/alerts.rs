@@ -150,6 +150,41 @@ fn rule_json(r: &Rule) -> String {
     serde_json::to_string(r).unwrap_or_default()
 }
 
+/// Ends the active alerts of rules leaving force — `rule` (deleted or changed), or every
+/// rule no longer in force: a `resolved` (firing) or `inactive` (pending) history row each,
+/// their alerts in the notification groups resolved now (so receivers get the resolved
+/// message at the group's next flush instead of repeats of a firing one), then deleted.
+async fn end_alerts_of(
+    tx: &mut sqlx::SqliteConnection,
+    rule: Option<&str>,
+    now_ms: i64,
+) -> Result<()> {
+    let cond = |q: &mut QueryBuilder<Sqlite>| match rule {
+        Some(name) => {
+            q.push(" rule = ").push_bind(name.to_string());
+        }
+        None => {
+            q.push(" rule NOT IN (SELECT name FROM alert_rules WHERE deleted_at_ms IS NULL)");
+        }
+    };
+    let mut q = QueryBuilder::<Sqlite>::new(
+        "INSERT INTO alert_history (rule, labels, change, value, at_ms) \
+         SELECT rule, labels, CASE state WHEN 'firing' THEN 'resolved' ELSE 'inactive' END, \
+         value, ",
+    );
+    q.push_bind(now_ms).push(" FROM alerts WHERE");
+    cond(&mut q);
+    q.build().execute(&mut *tx).await?;
+    let mut q = QueryBuilder::<Sqlite>::new("UPDATE alert_group_alerts SET ends_at_ms = ");
+    q.push_bind(now_ms).push(" WHERE ends_at_ms IS NULL AND");
+    cond(&mut q);
+    q.build().execute(&mut *tx).await?;
+    let mut q = QueryBuilder::<Sqlite>::new("DELETE FROM alerts WHERE");
+    cond(&mut q);
+    q.build().execute(&mut *tx).await?;
+    Ok(())
+}
+
 impl Store {
     /// The rules in force (deleted built-ins left out), by name.
     pub async fn list_alert_rules(&self) -> Result<Vec<StoredRule>> {
@@ -242,10 +277,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        sqlx::query("DELETE FROM alerts WHERE rule = ?")
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
+        end_alerts_of(&mut tx, Some(name), now_ms).await?;
         tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }
@@ -270,10 +302,7 @@ impl Store {
         .execute(&mut *tx)
         .await?
         .rows_affected();
-        sqlx::query("DELETE FROM alerts WHERE rule = ?")
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
+        end_alerts_of(&mut tx, Some(name), now_ms).await?;
         tx.commit().await?;
         Ok(marked + deleted > 0)
     }
@@ -336,12 +365,7 @@ impl Store {
             }
             q.build().execute(&mut *tx).await?;
         }
-        sqlx::query(
-            "DELETE FROM alerts WHERE rule NOT IN
-               (SELECT name FROM alert_rules WHERE deleted_at_ms IS NULL)",
-        )
-        .execute(&mut *tx)
-        .await?;
+        end_alerts_of(&mut tx, None, now_ms).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -433,12 +457,7 @@ impl Store {
         }
         // A rule deleted or changed while this round ran: its alerts go (they were
         // evaluated under the old rule).
-        sqlx::query(
-            "DELETE FROM alerts WHERE rule NOT IN
-               (SELECT name FROM alert_rules WHERE deleted_at_ms IS NULL)",
-        )
-        .execute(&mut *tx)
-        .await?;
+        end_alerts_of(&mut tx, None, now_ms).await?;
         let notices: Vec<&Transition> = transitions.iter().filter(|t| t.notifies()).collect();
         let mut ids = Vec::new();
         for chunk in notices.chunks(BATCH_ROWS) {

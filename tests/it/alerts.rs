@@ -2359,3 +2359,74 @@ s.serve_forever()
         "nothing delivered without trust"
     );
 }
+
+/// An alert firing when its rule is deleted (or changed) is resolved with it: the receiver
+/// gets one resolved message at the group's next flush, no firing repeats after that, and
+/// the history ends the alert's period.
+#[tokio::test]
+async fn deleting_a_firing_rule_resolves_its_alerts_for_the_receivers() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let mut r = rule("CheckoutErrors");
+    r["for"] = json!("0s");
+    let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let (url, got) = receiver(0).await;
+    let mut ch = quick("ops", &url);
+    ch.repeat_interval = Duration(60_000);
+    let ctx = ctx(vec![ch]);
+    let client = reqwest::Client::new();
+    let t0 = 1_800_000_000_000;
+    scrape(
+        &app,
+        target,
+        t0,
+        &[write("/checkout", interval(100.0, 30.0))],
+    )
+    .await;
+    evaluate_once(store, &app.state.hub, t0 + 1_000)
+        .await
+        .unwrap();
+    dispatch(store, &client, &ctx, t0 + 1_000).await.unwrap();
+    assert_eq!(got.lock().unwrap().len(), 1);
+    // deleted while firing (the API stamps the real clock; the group flushes on ours)
+    assert_eq!(
+        app.delete("/api/v1/alert-rules/CheckoutErrors")
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    assert!(store.list_alerts().await.unwrap().is_empty());
+    for k in 1..=20 {
+        evaluate_once(store, &app.state.hub, t0 + 1_000 + k * 15_000)
+            .await
+            .unwrap();
+        dispatch(store, &client, &ctx, t0 + 1_000 + k * 15_000)
+            .await
+            .unwrap();
+    }
+    let statuses: Vec<String> = got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|m| m["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["firing", "resolved"],
+        "one resolved message, no firing repeats"
+    );
+    let history = app
+        .get("/api/v1/alerts/history?rule=CheckoutErrors")
+        .await
+        .json();
+    // (stamped with the real clock, older than this test's times)
+    let changes: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["change"].as_str().unwrap())
+        .collect();
+    assert_eq!(changes, ["firing", "pending", "resolved"], "{history}");
+}
