@@ -264,18 +264,15 @@ impl Data {
         }
         let mut held: Vec<&RouteHeld> = self.routes.values().collect();
         // As `Store::route_infos` orders them.
-        held.sort_by(|a, b| {
-            let key = |h: &'_ RouteHeld| {
-                (
-                    h.subject.service.clone(),
-                    h.subject.route.clone(),
-                    h.subject.target_name.clone(),
-                    h.own_instance.clone(),
-                    h.subject.source.clone(),
-                    h.subject.id,
-                )
-            };
-            key(a).cmp(&key(b))
+        held.sort_by_key(|h| {
+            (
+                &h.subject.service,
+                &h.subject.route,
+                &h.subject.target_name,
+                &h.own_instance,
+                &h.subject.source,
+                h.subject.id,
+            )
         });
         let o = Arc::new(held.into_iter().map(|h| h.subject.clone()).collect());
         self.order = Some(Arc::clone(&o));
