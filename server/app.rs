@@ -12,55 +12,12 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use metrics_exporter_prometheus::PrometheusHandle;
 use rust_embed::RustEmbed;
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::config::Config;
-use crate::live::Hub;
-use crate::live_runs::LiveRuns;
-use crate::store::Store;
-
-/// Everything a request handler may need; cheap to clone.
-///
-/// - `store`: the SQLite store;
-/// - `hub`: the live broadcast hub behind `/api/v1/live`;
-/// - `metrics`: renders `/metrics`;
-/// - `config`: resolved settings;
-/// - `live_runs`: runs being streamed in (InfluxDB line protocol);
-/// - `shutdown`: cancelled when the server stops (websocket loops end on it);
-/// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them).
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Store,
-    pub hub: Hub,
-    pub metrics: PrometheusHandle,
-    pub config: Arc<Config>,
-    pub live_runs: LiveRuns,
-    pub shutdown: CancellationToken,
-    /// The scrape loops (started by [`serve`]).
-    pub scraper: crate::scrape::Scraper,
-}
-
-impl AppState {
-    /// State over an open store with a fresh hub and the process-wide metrics recorder.
-    pub fn new(store: Store, config: Config) -> AppState {
-        let hub = Hub::new();
-        let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
-        AppState {
-            live_runs: LiveRuns::new(store.clone(), hub.clone(), idle),
-            store,
-            hub,
-            metrics: crate::telemetry::install(),
-            config: Arc::new(config),
-            shutdown: CancellationToken::new(),
-            scraper: crate::scrape::Scraper::new(),
-        }
-    }
-}
+pub use crate::state::AppState;
 
 /// Static files (CSS, JS, vendored libraries), compiled into the binary.
 #[derive(RustEmbed)]
@@ -74,19 +31,19 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/static/{*path}", get(static_file))
-        .merge(crate::api::router(&state))
-        .merge(crate::write::router())
-        .merge(crate::api_routes::router())
-        .merge(crate::api_services::router())
-        .merge(crate::comparisons::router())
-        .merge(crate::api_alerts::router())
+        .merge(crate::http::api::runs::router(&state))
+        .merge(crate::http::api::write::router())
+        .merge(crate::http::api::routes::router())
+        .merge(crate::http::api::services::router())
+        .merge(crate::services::comparisons::router())
+        .merge(crate::http::api::alerts::router())
         .merge(
-            crate::console::router().route_layer(middleware::from_fn_with_state(
+            crate::http::console::router().route_layer(middleware::from_fn_with_state(
                 state.clone(),
-                crate::console::alerts::with_badge,
+                crate::http::console::alerts::with_badge,
             )),
         )
-        .fallback(crate::console::not_found)
+        .fallback(crate::http::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn(crate::telemetry::track_http))
         .layer(TraceLayer::new_for_http())
@@ -187,7 +144,7 @@ pub async fn serve(
         }
     });
     let alerts_wake = Arc::new(tokio::sync::Notify::new());
-    tokio::spawn(crate::alerts::evaluator::run(
+    tokio::spawn(crate::services::alerts::evaluator::run(
         state.store.clone(),
         state.hub.clone(),
         Arc::new(state.config.alerts.clone()),
@@ -219,12 +176,12 @@ pub async fn serve(
             tracing::error!(error = %e, "deleting stored alert channels named in harrier.toml failed")
         }
     }
-    let dispatch = crate::alerts::notify::Dispatch {
+    let dispatch = crate::services::alerts::notify::Dispatch {
         channels: state.config.alerts.channels.clone(),
         external_url,
         evaluation_interval_ms: state.config.alerts.evaluation_interval.ms(),
     };
-    tokio::spawn(crate::alerts::notify::run(
+    tokio::spawn(crate::services::alerts::notify::run(
         state.store.clone(),
         Arc::new(dispatch),
         alerts_wake,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
-use crate::alerts::AlertsConfig;
+use crate::domain::alerts::AlertsConfig;
 use crate::store::{Retention, TargetSpec};
 
 /// Default listen address: loopback only, unless told otherwise.
@@ -108,7 +108,7 @@ pub struct CompareArgs {
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Smallest change (% of the reference) called better or worse.
-    #[arg(long, default_value_t = crate::compare::DEFAULT_MIN_EFFECT_PCT)]
+    #[arg(long, default_value_t = crate::domain::compare::DEFAULT_MIN_EFFECT_PCT)]
     pub min_effect_pct: f64,
     #[command(flatten)]
     pub target: TargetArgs,
@@ -130,7 +130,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Smallest change (% of the baseline) a verdict calls worse.
-    #[arg(long, default_value_t = crate::compare::DEFAULT_MIN_EFFECT_PCT)]
+    #[arg(long, default_value_t = crate::domain::compare::DEFAULT_MIN_EFFECT_PCT)]
     pub min_effect_pct: f64,
     /// Do not store the result (stored results let `auto` skip runs that failed).
     #[arg(long)]
@@ -184,7 +184,7 @@ pub struct ImportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Input format; `auto` sniffs it from the first bytes.
-    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(crate::ingest::Format::NAMES))]
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(crate::sources::ingest::Format::NAMES))]
     pub format: String,
     /// Run name [default: the file name; for ab, host and path].
     #[arg(long)]

@@ -1,5 +1,5 @@
 //! The one error type of request handlers, rendered two ways: JSON `{"error": "…"}` for
-//! `/api`, and an HTML error page for `/console` (see [`crate::console::PageError`]).
+//! `/api`, and an HTML error page for `/console` (see [`crate::http::console::PageError`]).
 //!
 //! 5xx errors are logged once, here, where they become a response.
 
@@ -7,7 +7,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::ingest::IngestError;
+use crate::sources::ingest::IngestError;
 use crate::store::StoreError;
 
 /// What went wrong while serving a request.

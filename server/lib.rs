@@ -1,48 +1,40 @@
 //! harrier: a monitoring console for integration routes and load-test runs.
 //!
-//! Module map (see DESIGN.md "Shape"):
-//! - [`config`]: settings from flags, `HARRIER_*` variables and `harrier.toml`;
-//! - [`ingest`]: load-tool result files → runs (parsers, format sniffing);
-//! - [`runs`]: run domain types and statistics;
-//! - [`routes`]: route metrics: exposition parser, presets, RED arithmetic;
-//! - [`scrape`]: the scrape loops (one task per target);
-//! - [`compare`]: run comparison, bootstrap verdicts, change points, gates (pure);
-//! - [`comparisons`]: comparisons of stored runs, baselines, checks, trends, and their API;
-//! - [`seed`]: `harrier-seed` JSON (published figures as summary-only runs);
-//! - [`store`]: the only module with SQL (SQLite via sqlx);
-//! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
-//! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
-//! - [`api`]: the JSON API under `/api/v1`; [`api_routes`]: its routes and targets part;
-//!   [`api_alerts`]: its alerts and alert-rules part;
-//! - [`console`]: server-rendered pages under `/console`;
-//! - [`telemetry`]: harrier's own `/metrics`;
-//! - [`write`]: InfluxDB line-protocol writes (`/write`, `/api/v2/write`) for live runs;
-//! - [`alerts`]: threshold alert rules, their evaluation and notifications;
-//! - [`app`]: state, router, serve loop;
-//! - [`error`]: the one error type, rendered as JSON or as an error page.
+//! Layers, one folder each; imports point down only (README "Architecture"):
+//!
+//! ```text
+//! main ─► cli ─► app ─► http (api/, console/) ─► state
+//!                          │
+//!                          ▼
+//!                 services ─► views ─► store ─► sources ─► domain
+//! ```
+//!
+//! - [`domain`]: runs, routes, comparison, alert rules and state machine, number formatting;
+//!   pure (no axum, SQL or I/O);
+//! - [`sources`]: readers of outside input (result files, line protocol, exposition text,
+//!   Jolokia JSON, seed files) into domain types;
+//! - [`store`]: the only layer with SQL, one backend-neutral [`store::Store`];
+//! - [`views`]: read models shared by the API and the console;
+//! - [`services`]: import pipeline, comparisons, scrape loops, live runs, live hub, alert
+//!   engine;
+//! - [`http`]: the JSON API ([`http::api`]) and the console pages ([`http::console`]);
+//! - [`state`]: what every request handler gets; [`app`]: router and serve loop;
+//! - [`cli`]: the client commands;
+//! - [`config`] (flags, `HARRIER_*`, `harrier.toml`), [`error`] (the request error type),
+//!   [`telemetry`] (harrier's own `/metrics`).
 
-pub mod alerts;
-pub mod api;
-pub mod api_alerts;
-pub mod api_routes;
-pub mod api_services;
 pub mod app;
-pub mod compare;
-pub mod comparisons;
+pub mod cli;
 pub mod config;
-pub mod console;
+pub mod domain;
 pub mod error;
-pub mod import;
-pub mod ingest;
-pub mod live;
-pub mod live_runs;
-pub mod routes;
-pub mod runs;
-pub mod scrape;
-pub mod seed;
+pub mod http;
+pub mod services;
+pub mod sources;
+pub mod state;
 pub mod store;
 pub mod telemetry;
-pub mod write;
+pub mod views;
 
 /// Now, as unix epoch milliseconds.
 pub fn now_ms() -> i64 {

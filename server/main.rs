@@ -8,12 +8,12 @@ use anyhow::Context;
 use clap::Parser;
 use harrier::app::{self, AppState};
 use harrier::config::{Cli, Command, Config, ImportArgs, RulesCommand, ServeArgs, TargetArgs};
-use harrier::import::{self, ImportRequest, Progress};
-use harrier::ingest::Format;
+use harrier::services::import::{self, ImportRequest, Progress};
+use harrier::sources::ingest::Format;
 use harrier::store::Store;
 use tracing_subscriber::EnvFilter;
 
-mod cli_compare;
+use harrier::cli::compare as cli_compare;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -344,7 +344,7 @@ async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
         "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
         "ID", "NAME", "TOOL", "REQUESTS", "ERROR %", "P95", "THROUGHPUT"
     );
-    use harrier::console::format;
+    use harrier::domain::format;
     for r in runs {
         println!(
             "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
@@ -371,7 +371,7 @@ fn test_rules(files: &[std::path::PathBuf]) -> ExitCode {
     for path in files {
         let result = std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
-            .and_then(|text| harrier::alerts::ruletest::run(&text));
+            .and_then(|text| harrier::domain::alerts::ruletest::run(&text));
         match result {
             Ok(failures) if failures.is_empty() => println!("{}: SUCCESS", path.display()),
             Ok(failures) => {

@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use harrier::ingest::{self, Format, ParsedRun};
-use harrier::runs::{RunData, Stats};
+use harrier::domain::runs::{RunData, Stats};
+use harrier::sources::ingest::{self, Format, ParsedRun};
 use serde_json::Value;
 
 fn case_dir(id: &str) -> PathBuf {
@@ -372,7 +372,7 @@ fn ec35_per_second_buckets_and_partial_last_bucket() {
             assert_number(&format!("{ctx} mean"), &b.mean_ms().into(), &w["mean_ms"]);
             assert_number(&format!("{ctx} max"), &b.max_ms.into(), &w["max_ms"]);
             // The histogram agrees with the exact figures (values < 2048 ms are exact in HDR).
-            let h = harrier::runs::summarize_serialized(&[&b.histogram])
+            let h = harrier::domain::runs::summarize_serialized(&[&b.histogram])
                 .unwrap()
                 .unwrap();
             assert_eq!(

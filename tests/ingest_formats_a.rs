@@ -16,8 +16,8 @@ use std::fs::File;
 use std::io::{BufReader, Cursor};
 use std::path::{Path, PathBuf};
 
-use harrier::ingest::{self, Format, IngestError, ParsedRun};
-use harrier::runs::{RunData, Stats};
+use harrier::domain::runs::{RunData, Stats};
+use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 use serde_json::Value;
 
 fn manifest() -> &'static Path {

@@ -13,8 +13,8 @@
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
-use harrier::ingest::{self, Format, IngestError, ParsedRun};
-use harrier::runs::Stats;
+use harrier::domain::runs::Stats;
+use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 use serde_json::json;
 
 fn fixture(rel: &str) -> PathBuf {

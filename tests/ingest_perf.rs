@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::time::Instant;
 
-use harrier::ingest::{self, Format};
+use harrier::sources::ingest::{self, Format};
 
 /// This thread's CPU time (user + system), s: less sensitive than wall time to other
 /// processes on a shared machine. Linux only (clock ticks of 10 ms).

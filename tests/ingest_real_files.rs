@@ -9,8 +9,8 @@
 use std::io::{BufReader, Cursor, Write};
 use std::path::{Path, PathBuf};
 
-use harrier::ingest::{self, Format, IngestError, ParsedRun};
-use harrier::runs::{RunData, Stats};
+use harrier::domain::runs::{RunData, Stats};
+use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

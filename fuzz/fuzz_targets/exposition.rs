@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(doc) = harrier::routes::exposition::parse_bytes(data) {
-        let _ = harrier::routes::presets::observations(&doc, "fuzz");
+    if let Ok(doc) = harrier::sources::scrape::exposition::parse_bytes(data) {
+        let _ = harrier::sources::scrape::presets::observations(&doc, "fuzz");
     }
 });

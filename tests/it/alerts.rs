@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use harrier::alerts::evaluator::{evaluate_once, seed};
-use harrier::alerts::notify::{ChannelSpec, Dispatch, dispatch};
-use harrier::alerts::rule::Duration;
-use harrier::routes::Interval;
+use harrier::domain::alerts::channel::ChannelSpec;
+use harrier::domain::alerts::rule::Duration;
+use harrier::domain::routes::Interval;
+use harrier::services::alerts::evaluator::{evaluate_once, seed};
+use harrier::services::alerts::notify::{Dispatch, dispatch};
 use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
 use serde_json::{Value, json};
 
@@ -485,8 +486,8 @@ async fn serve_evaluates_and_notifies_on_its_own() {
     let config = harrier::config::Config {
         db,
         self_scrape: false,
-        alerts: harrier::alerts::AlertsConfig {
-            evaluation_interval: harrier::alerts::rule::Duration(1_000),
+        alerts: harrier::domain::alerts::AlertsConfig {
+            evaluation_interval: harrier::domain::alerts::rule::Duration(1_000),
             builtin_rules: false,
             rules: vec![serde_json::from_value(r).unwrap()],
             channels: vec![quick("ops", &url)],
@@ -1103,7 +1104,7 @@ pub(crate) fn k6_second(scenario: &str, t0: i64, second: i64, failed: i64) -> St
 /// page); a healthy live run of the same scenario family is not.
 #[tokio::test]
 async fn a_live_run_whose_errors_jump_is_failed_by_the_rule() {
-    use harrier::ingest::influx::Precision;
+    use harrier::sources::ingest::influx::Precision;
     let app = spawn_app().await;
     let store = &app.state.store;
     let rule = json!({
@@ -1269,7 +1270,11 @@ async fn window_figures_in_one_pass_equal_route_figures() {
 }
 
 /// `got` equals `want`, sums to rounding (SQLite adds in another order).
-fn assert_figures_eq(got: &harrier::routes::Figures, want: &harrier::routes::Figures, what: &str) {
+fn assert_figures_eq(
+    got: &harrier::domain::routes::Figures,
+    want: &harrier::domain::routes::Figures,
+    what: &str,
+) {
     let mut want = want.clone();
     for (g, w, field) in [
         (got.exchanges, &mut want.exchanges, "exchanges"),
@@ -1819,7 +1824,7 @@ async fn a_channel_added_while_serving_gets_the_next_notification_and_none_once_
         .unwrap()
         .id;
     // stored before harrier.toml took the name: deleted when serving starts
-    let stale = harrier::alerts::notify::ChannelSpec::new("control", "webhook", &late_url);
+    let stale = harrier::domain::alerts::channel::ChannelSpec::new("control", "webhook", &late_url);
     assert!(app.state.store.insert_channel(&stale, 0).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let shutdown = app.state.shutdown.clone();
@@ -1933,7 +1938,7 @@ async fn stored_channels_survive_a_restart() {
             store,
             harrier::config::Config {
                 db,
-                alerts: harrier::alerts::AlertsConfig {
+                alerts: harrier::domain::alerts::AlertsConfig {
                     // harrier.toml now has a channel of that name: the file's wins
                     channels: vec![quick("ops-eu", "http://127.0.0.1:9/file-hook")],
                     ..Default::default()

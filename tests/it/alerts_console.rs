@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use fantoccini::{Client, Locator};
-use harrier::alerts::evaluator::evaluate_once;
+use harrier::services::alerts::evaluator::evaluate_once;
 use serde_json::{Value, json};
 
 use crate::alerts::{add_target, interval, receiver, scrape, send_json, write};
@@ -295,11 +295,11 @@ async fn live_app() -> TestApp {
     let config = harrier::config::Config {
         db,
         self_scrape: false,
-        alerts: harrier::alerts::AlertsConfig {
-            evaluation_interval: harrier::alerts::rule::Duration(1_000),
+        alerts: harrier::domain::alerts::AlertsConfig {
+            evaluation_interval: harrier::domain::alerts::rule::Duration(1_000),
             builtin_rules: false,
             rules: vec![serde_json::from_value(rule("CheckoutErrors", "0s")).unwrap()],
-            ..harrier::alerts::AlertsConfig::default()
+            ..harrier::domain::alerts::AlertsConfig::default()
         },
         ..harrier::config::Config::default()
     };
@@ -814,7 +814,7 @@ async fn silences_are_created_from_an_alert_and_expired_through_the_form() {
 /// page links the subject to the run, and the run report's charts read the periods.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_run_alerts_are_marked_on_the_run_report() {
-    use harrier::ingest::influx::Precision;
+    use harrier::sources::ingest::influx::Precision;
     let app = spawn_app().await;
     let rule = json!({
         "name": "LiveRunErrors",
@@ -899,7 +899,7 @@ async fn live_run_alerts_are_marked_on_the_run_report() {
 /// and the rest are counted, never silently dropped.
 #[tokio::test]
 async fn a_crowd_of_alerts_lists_the_worst_and_counts_the_rest() {
-    use harrier::alerts::eval::{Alert, Phase};
+    use harrier::domain::alerts::eval::{Alert, Phase};
     let app = spawn_app().await;
     for (name, severity) in [("Many", "warning"), ("Worst", "critical")] {
         let mut r = rule(name, "0s");
@@ -971,9 +971,12 @@ async fn channels_table_shows_timings_with_units_and_hides_slack_urls() {
         "{empty}"
     );
 
-    let mut file =
-        harrier::alerts::notify::ChannelSpec::new("file-ops", "webhook", "http://127.0.0.1:9/hook");
-    file.repeat_interval = harrier::alerts::rule::Duration(90_000);
+    let mut file = harrier::domain::alerts::channel::ChannelSpec::new(
+        "file-ops",
+        "webhook",
+        "http://127.0.0.1:9/hook",
+    );
+    file.repeat_interval = harrier::domain::alerts::rule::Duration(90_000);
     let app = spawn_app_with(|c| c.alerts.channels = vec![file]).await;
     let slack = json!({"name": "chat", "kind": "slack",
         "url": "https://hooks.slack.com/services/T0/B0/SECRETSECRET",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use fantoccini::Locator;
-use harrier::runs::{RunBuilder, Sample};
+use harrier::domain::runs::{RunBuilder, Sample};
 use harrier::store::{NewRun, Store};
 
 use crate::helpers::{TestApp, select_texts, spawn_app};
@@ -553,7 +553,7 @@ async fn published_seeds_compare_and_trend() {
         .enumerate()
     {
         let text = std::fs::read_to_string(seeds_dir().join(file)).unwrap();
-        let runs = harrier::seed::parse(&text, file, 1_000_000 * (i as i64 + 1)).unwrap();
+        let runs = harrier::sources::seed::parse(&text, file, 1_000_000 * (i as i64 + 1)).unwrap();
         let batch: Vec<_> = runs.iter().map(|r| (r.run.clone(), &r.data)).collect();
         ids.extend(app.state.store.insert_runs(&batch).await.unwrap());
     }

@@ -110,7 +110,7 @@ async fn a_slow_client_gets_a_resync_and_never_blocks_publishing() {
     for id in 0..5_000 {
         test.state
             .hub
-            .publish(&harrier::live::Event::RunDeleted { id });
+            .publish(&harrier::services::live::Event::RunDeleted { id });
     }
     assert!(started.elapsed() < Duration::from_secs(5));
     let resync = next_json(&mut ws, "resync").await;

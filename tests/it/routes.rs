@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use harrier::app;
-use harrier::routes::Interval;
+use harrier::domain::routes::Interval;
 use harrier::store::{HOUR_MS, MINUTE_MS, Retention, RouteWrite, ScrapeStatus, Store, TargetSpec};
 use sqlx::SqlitePool;
 
@@ -691,7 +691,7 @@ async fn jolokia_target_reads_camel_routes() {
         .await
         .unwrap()
         .unwrap();
-    let out = harrier::scrape::scrape_once(&reqwest::Client::new(), &t)
+    let out = harrier::services::scrape::scrape_once(&reqwest::Client::new(), &t)
         .await
         .unwrap();
     assert_eq!(out.samples, 45);
@@ -767,13 +767,14 @@ async fn debian_prometheus_own_metrics() {
     })
     .await;
     let text = body.as_str().unwrap();
-    let doc = harrier::routes::exposition::parse(text).expect("prometheus' own exposition parses");
+    let doc = harrier::sources::scrape::exposition::parse(text)
+        .expect("prometheus' own exposition parses");
     let sample_lines = text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .count();
     assert_eq!(doc.sample_count(), sample_lines);
-    let obs = harrier::routes::presets::observations(&doc, "prometheus");
+    let obs = harrier::sources::scrape::presets::observations(&doc, "prometheus");
     let metrics_route = obs
         .iter()
         .find(|o| o.route == "/metrics")

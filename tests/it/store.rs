@@ -1,6 +1,6 @@
 //! Store functions on real SQLite databases (`#[sqlx::test]` gives each test its own).
 
-use harrier::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
+use harrier::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
 use harrier::store::{NewRun, Store};
 use sqlx::SqlitePool;
 

@@ -19,11 +19,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use harrier::alerts::evaluator::{evaluate_once, seed};
-use harrier::alerts::rule::Rule;
-use harrier::alerts::AlertsConfig;
-use harrier::live::Hub;
-use harrier::routes::Interval;
+use harrier::services::alerts::evaluator::{evaluate_once, seed};
+use harrier::domain::alerts::rule::Rule;
+use harrier::domain::alerts::AlertsConfig;
+use harrier::services::live::Hub;
+use harrier::domain::routes::Interval;
 use harrier::store::{RouteWrite, ScrapeStatus, Store, TargetSpec};
 
 const LE: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, f64::INFINITY];

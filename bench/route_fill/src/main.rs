@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use harrier::routes::Interval;
+use harrier::domain::routes::Interval;
 use harrier::store::{Retention, RouteWrite, ScrapeStatus, Store, TargetSpec};
 
 const LE: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, f64::INFINITY];

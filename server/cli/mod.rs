@@ -1,0 +1,3 @@
+//! Client commands: `import`, `runs`, `compare`, `check`, `baseline`, `seed`, `rules test`.
+
+pub mod compare;

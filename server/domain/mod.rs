@@ -1,0 +1,14 @@
+//! The domain: what harrier's figures mean, with no I/O.
+//!
+//! Types and statistics of runs ([`runs`]), route metrics arithmetic ([`routes`]), run
+//! comparison ([`compare`]), the alert rule model and state machine ([`alerts`]), and the
+//! number and unit formatting shared by the console, the CLI and exports ([`format`]).
+//!
+//! Must not import axum, sqlx, reqwest or anything of the layers above (sources, store,
+//! services, views, http); must not read the clock, files or the network.
+
+pub mod alerts;
+pub mod compare;
+pub mod format;
+pub mod routes;
+pub mod runs;

@@ -1,0 +1,471 @@
+//! Routes: domain types and statistics for route metrics (RED per Camel route or HTTP
+//! handler), from scraped expositions or Jolokia reads.
+//!
+//! Owns the exposition parser ([`exposition`]), the presets that turn series into route
+//! [`Observation`]s ([`presets`], [`jolokia`]), and the arithmetic over consecutive
+//! observations ([`Interval`], [`Figures`]). Knows nothing of axum, SQL or HTTP clients.
+//!
+//! Definitions (DESIGN.md "Numbers must be true"):
+//! - a counter's increase between two scrapes is `v₁ − v₀`, or `v₁` when `v₁ < v₀` (the
+//!   counter restarted from 0), per exposed series, then summed; no extrapolation;
+//! - throughput = Σ increase of the exchange counter / Σ interval seconds;
+//! - error % = Δfailed / Δtotal × 100 (HTTP: 5xx responses over all responses); no
+//!   exchanges → no value;
+//! - mean = Δsum / Δcount of the duration summary or histogram;
+//! - pNN from histogram buckets with Prometheus' `histogram_quantile` rule
+//!   ([`histogram_quantile`]) over the bucket increases of the window;
+//! - max is the exporter's own figure (Micrometer: the max of its recent window; Jolokia:
+//!   Camel's `MaxProcessingTime` since the route's statistics were reset).
+
+pub mod series;
+
+use serde::Serialize;
+
+/// Where a route's figures come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Camel Micrometer (`camel_exchanges_total`, `camel_route_policy_seconds_*`).
+    Camel,
+    /// Spring Boot / Micrometer `http_server_requests_seconds_*`.
+    Spring,
+    /// `*_http_requests_total` and `*_request_duration_seconds_*` (harrier's own, many others).
+    Http,
+    /// Camel `ManagedRoute` MBeans read through Jolokia.
+    Jolokia,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Camel => "camel",
+            Source::Spring => "spring",
+            Source::Http => "http",
+            Source::Jolokia => "jolokia",
+        }
+    }
+}
+
+/// The increase of a counter between two readings: `cur − prev`, or `cur` when the counter
+/// went down (it restarted from 0).
+pub fn counter_delta(prev: f64, cur: f64) -> f64 {
+    if cur >= prev { cur - prev } else { cur }
+}
+
+/// Increase over consecutive readings `v₀…vₙ` (Σ [`counter_delta`]) and the number of
+/// resets seen. NaN readings are skipped.
+pub fn increase(values: &[f64]) -> (f64, u32) {
+    let mut total = 0.0;
+    let mut resets = 0;
+    let mut prev: Option<f64> = None;
+    for &v in values.iter().filter(|v| !v.is_nan()) {
+        if let Some(p) = prev {
+            if v < p {
+                resets += 1;
+            }
+            total += counter_delta(p, v);
+        }
+        prev = Some(v);
+    }
+    (total, resets)
+}
+
+/// A cumulative figure made of one or more exposed series (e.g. one per status code),
+/// kept apart so resets are handled per series. Keys are the series' other labels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters(pub Vec<(String, f64)>);
+
+impl Counters {
+    /// Adds `v` to series `key` (NaN is ignored: no reading).
+    pub fn add(&mut self, key: &str, v: f64) {
+        if v.is_nan() {
+            return;
+        }
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some((_, x)) => *x += v,
+            None => self.0.push((key.to_string(), v)),
+        }
+    }
+
+    /// Sum over the series.
+    pub fn sum(&self) -> f64 {
+        self.0.iter().map(|(_, v)| v).sum()
+    }
+
+    /// Increase since `prev`, per series; a series that `prev` lacked started from 0 (the
+    /// route existed, so the series is new: its first 500 is an increase of 1). Returns the
+    /// increase and the number of series that reset.
+    pub fn increase_since(&self, prev: &Counters) -> (f64, u32) {
+        let mut total = 0.0;
+        let mut resets = 0;
+        for (k, v) in &self.0 {
+            match prev.0.iter().find(|(pk, _)| pk == k) {
+                Some((_, p)) => {
+                    if v < p {
+                        resets += 1;
+                    }
+                    total += counter_delta(*p, *v);
+                }
+                None => total += v.max(0.0),
+            }
+        }
+        (total, resets)
+    }
+}
+
+/// One route's cumulative readings in one scrape. `None` = the source lacks the figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub service: String,
+    pub route: String,
+    pub source: Source,
+    /// Exchanges (requests), cumulative.
+    pub total: Option<Counters>,
+    /// Failed exchanges (HTTP: 5xx responses), cumulative.
+    pub failed: Option<Counters>,
+    /// Sum of durations, seconds, cumulative.
+    pub duration_sum_s: Option<Counters>,
+    /// Count of timed exchanges, cumulative.
+    pub duration_count: Option<Counters>,
+    /// Histogram buckets: upper bound (seconds; `+Inf` last) → cumulative counts.
+    pub buckets: Vec<(f64, Counters)>,
+    /// The exporter's max duration, seconds.
+    pub max_s: Option<f64>,
+    /// Exchanges in flight now.
+    pub inflight: Option<f64>,
+    /// A state the source reports (Jolokia: `Started`, `Stopped`).
+    pub state: Option<String>,
+    /// When the last exchange completed, as the source reports it (Jolokia).
+    pub last_exchange_ms: Option<i64>,
+    /// The instance its series name (`instance` or `pod` label); `None`: the target's.
+    pub instance: Option<String>,
+}
+
+impl Observation {
+    /// An observation with no figures yet.
+    pub fn new(service: &str, route: &str, source: Source) -> Observation {
+        Observation {
+            service: service.to_string(),
+            route: route.to_string(),
+            source,
+            total: None,
+            failed: None,
+            duration_sum_s: None,
+            duration_count: None,
+            buckets: Vec::new(),
+            max_s: None,
+            inflight: None,
+            state: None,
+            last_exchange_ms: None,
+            instance: None,
+        }
+    }
+
+    /// Adds a bucket reading (`le` seconds) of series `key`.
+    pub fn add_bucket(&mut self, le: f64, key: &str, v: f64) {
+        match self.buckets.iter_mut().find(|(b, _)| *b == le) {
+            Some((_, c)) => c.add(key, v),
+            None => {
+                let mut c = Counters::default();
+                c.add(key, v);
+                self.buckets.push((le, c));
+                self.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+        }
+    }
+}
+
+/// What happened to one route between two scrapes (`at_ms − interval_ms` … `at_ms`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Interval {
+    pub interval_ms: i64,
+    pub exchanges: Option<f64>,
+    pub failed: Option<f64>,
+    pub duration_sum_s: Option<f64>,
+    pub duration_count: Option<f64>,
+    /// Bucket increases, cumulative by upper bound (seconds; `+Inf` last).
+    pub buckets: Vec<(f64, f64)>,
+    pub max_s: Option<f64>,
+    pub inflight: Option<f64>,
+    /// Series that reset in this interval.
+    pub resets: u32,
+}
+
+fn delta(prev: &Option<Counters>, cur: &Option<Counters>, resets: &mut u32) -> Option<f64> {
+    let cur = cur.as_ref()?;
+    let empty = Counters::default();
+    let (d, r) = cur.increase_since(prev.as_ref().unwrap_or(&empty));
+    *resets += r;
+    Some(d)
+}
+
+impl Interval {
+    /// The interval between two observations of the same route, `interval_ms` apart.
+    pub fn between(prev: &Observation, cur: &Observation, interval_ms: i64) -> Interval {
+        let mut resets = 0;
+        let exchanges = delta(&prev.total, &cur.total, &mut resets);
+        let failed = delta(&prev.failed, &cur.failed, &mut resets);
+        let duration_sum_s = delta(&prev.duration_sum_s, &cur.duration_sum_s, &mut resets);
+        let duration_count = delta(&prev.duration_count, &cur.duration_count, &mut resets);
+        let empty = Counters::default();
+        let buckets = cur
+            .buckets
+            .iter()
+            .map(|(le, c)| {
+                let p = prev
+                    .buckets
+                    .iter()
+                    .find(|(pl, _)| pl == le)
+                    .map_or(&empty, |(_, p)| p);
+                (*le, c.increase_since(p).0)
+            })
+            .collect();
+        Interval {
+            interval_ms,
+            exchanges,
+            failed,
+            duration_sum_s,
+            duration_count,
+            buckets,
+            max_s: cur.max_s,
+            inflight: cur.inflight,
+            resets,
+        }
+    }
+}
+
+/// Figures over a window: the sum of consecutive [`Interval`]s.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// Σ interval lengths, ms.
+    pub span_ms: i64,
+    pub exchanges: Option<f64>,
+    pub failed: Option<f64>,
+    pub duration_sum_s: Option<f64>,
+    pub duration_count: Option<f64>,
+    pub buckets: Vec<(f64, f64)>,
+    /// Largest max reported in the window, seconds.
+    pub max_s: Option<f64>,
+    /// The latest inflight reading.
+    pub inflight: Option<f64>,
+    /// Number of intervals added.
+    pub intervals: u32,
+}
+
+fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Adds bucket increases `b` into `acc` (matched by upper bound).
+pub fn merge_buckets(acc: &mut Vec<(f64, f64)>, b: &[(f64, f64)]) {
+    for (le, v) in b {
+        match acc.iter_mut().find(|(l, _)| l == le) {
+            Some((_, x)) => *x += v,
+            None => acc.push((*le, *v)),
+        }
+    }
+    acc.sort_by(|a, b| a.0.total_cmp(&b.0));
+}
+
+impl Figures {
+    /// Adds one interval (the later one last, so `inflight` is the latest reading).
+    pub fn add(&mut self, iv: &Interval) {
+        self.add_sums(iv);
+        merge_buckets(&mut self.buckets, &iv.buckets);
+    }
+
+    /// [`Figures::add`] without the histogram buckets.
+    pub fn add_sums(&mut self, iv: &Interval) {
+        self.span_ms += iv.interval_ms.max(0);
+        self.exchanges = add_opt(self.exchanges, iv.exchanges);
+        self.failed = add_opt(self.failed, iv.failed);
+        self.duration_sum_s = add_opt(self.duration_sum_s, iv.duration_sum_s);
+        self.duration_count = add_opt(self.duration_count, iv.duration_count);
+        self.max_s = match (self.max_s, iv.max_s.filter(|m| m.is_finite())) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if iv.inflight.is_some() {
+            self.inflight = iv.inflight;
+        }
+        self.intervals += 1;
+    }
+
+    /// Exchanges per second: Σ increase / Σ interval seconds.
+    pub fn throughput_per_s(&self) -> Option<f64> {
+        let n = self.exchanges?;
+        (self.span_ms > 0).then(|| n / (self.span_ms as f64 / 1000.0))
+    }
+
+    /// Failed exchanges per second.
+    pub fn failed_per_s(&self) -> Option<f64> {
+        let n = self.failed?;
+        (self.span_ms > 0).then(|| n / (self.span_ms as f64 / 1000.0))
+    }
+
+    /// Δfailed / Δtotal × 100; `None` without exchanges.
+    pub fn error_pct(&self) -> Option<f64> {
+        let total = self.exchanges.filter(|t| *t > 0.0)?;
+        Some(self.failed? / total * 100.0)
+    }
+
+    /// Δsum / Δcount, ms; `None` without timed exchanges.
+    pub fn mean_ms(&self) -> Option<f64> {
+        let count = self.duration_count.filter(|c| *c > 0.0)?;
+        Some(self.duration_sum_s? / count * 1000.0)
+    }
+
+    /// Quantile `q` (0…1) from the bucket increases, ms (see [`histogram_quantile`]).
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        histogram_quantile(q, &self.buckets, self.duration_count).map(|s| s * 1000.0)
+    }
+
+    /// Max, ms.
+    pub fn max_ms(&self) -> Option<f64> {
+        self.max_s.map(|s| s * 1000.0)
+    }
+}
+
+/// Prometheus' `histogram_quantile` on one set of cumulative buckets `(upper bound,
+/// count)`: buckets sorted by bound; rank = q · count(+Inf); linear interpolation inside
+/// the first bucket whose cumulative count ≥ rank (lower bound 0 for the first bucket);
+/// a rank in the `+Inf` bucket gives the highest finite bound.
+/// (<https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile>)
+///
+/// `None` (no value) when: fewer than two buckets, no `+Inf` bucket, no observations,
+/// counts that are not cumulative, or a `+Inf` count that differs from `count` (when given).
+pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)], count: Option<f64>) -> Option<f64> {
+    if buckets.len() < 2 || q.is_nan() {
+        return None;
+    }
+    let mut b: Vec<(f64, f64)> = buckets.to_vec();
+    b.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (last_le, observations) = *b.last()?;
+    if last_le != f64::INFINITY || observations <= 0.0 || observations.is_nan() {
+        return None;
+    }
+    if let Some(c) = count
+        && c != observations
+    {
+        return None;
+    }
+    if b.windows(2).any(|w| w[1].1 < w[0].1) {
+        return None;
+    }
+    if q < 0.0 {
+        return Some(f64::NEG_INFINITY);
+    }
+    if q > 1.0 {
+        return Some(f64::INFINITY);
+    }
+    let rank = q * observations;
+    let i = b.iter().position(|(_, c)| *c >= rank)?;
+    if i == b.len() - 1 {
+        return Some(b[b.len() - 2].0);
+    }
+    if i == 0 && b[0].0 <= 0.0 {
+        return Some(b[0].0);
+    }
+    let (start, below) = if i == 0 { (0.0, 0.0) } else { b[i - 1] };
+    let (end, cum) = b[i];
+    let in_bucket = cum - below;
+    if in_bucket <= 0.0 {
+        return Some(end);
+    }
+    Some(start + (end - start) * (rank - below) / in_bucket)
+}
+
+/// Scrape intervals a route may be missing before it counts as `gone` rather than `stale`.
+pub const GONE_AFTER_SCRAPES: i64 = 5;
+
+/// One row of the routes list (`GET /api/v1/routes`, `/console/routes`, the
+/// `routes_updated` live event). Figures are over the requested window; `null` where the
+/// source lacks the figure or the window saw no exchanges.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteRow {
+    pub id: i64,
+    pub target_id: i64,
+    pub service: String,
+    pub instance: String,
+    pub route: String,
+    /// `camel`, `spring`, `http` or `jolokia`.
+    pub source: String,
+    /// `active` (exchanges in the window), `idle` (none), `down` (target not answering),
+    /// `stale` (missing from the target's latest good scrape), `gone` (missing for
+    /// [`GONE_AFTER_SCRAPES`] scrapes or more: e.g. the old instance of a restarted service),
+    /// or the source's own state (`Stopped`).
+    pub state: String,
+    /// The last scrape that had the route, unix ms.
+    pub last_seen_ms: i64,
+    pub throughput_per_s: Option<f64>,
+    pub error_pct: Option<f64>,
+    pub mean_ms: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub inflight: Option<f64>,
+    /// When the last exchange was seen (the scrape at which the counter last rose, or the
+    /// source's own timestamp), unix ms.
+    pub last_exchange_ms: Option<i64>,
+    /// The window the figures cover, s.
+    pub window_s: f64,
+    /// Console page of the route.
+    pub url: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantile_follows_prometheus() {
+        // EC30's rpc_duration_seconds: le 0.5 → 3, +Inf → 4, count 4.
+        let b = [(0.5, 3.0), (f64::INFINITY, 4.0)];
+        let p50 = histogram_quantile(0.5, &b, Some(4.0)).unwrap();
+        assert!((p50 - 0.5 * 2.0 / 3.0).abs() < 1e-12);
+        // rank 3.8 falls in +Inf → the highest finite bound
+        assert_eq!(histogram_quantile(0.95, &b, Some(4.0)), Some(0.5));
+        // +Inf ≠ count, not cumulative, no +Inf, empty: no value
+        assert_eq!(histogram_quantile(0.5, &b, Some(5.0)), None);
+        assert_eq!(
+            histogram_quantile(0.5, &[(0.1, 5.0), (0.5, 3.0), (f64::INFINITY, 6.0)], None),
+            None
+        );
+        assert_eq!(
+            histogram_quantile(0.5, &[(0.1, 1.0), (0.5, 2.0)], None),
+            None
+        );
+        assert_eq!(
+            histogram_quantile(0.5, &[(0.1, 0.0), (f64::INFINITY, 0.0)], None),
+            None
+        );
+        // interpolation inside a middle bucket
+        let b = [(0.1, 10.0), (0.2, 30.0), (0.4, 40.0), (f64::INFINITY, 40.0)];
+        let p = histogram_quantile(0.5, &b, None).unwrap(); // rank 20 → 0.1 + 0.1 * 10/20
+        assert!((p - 0.15).abs() < 1e-12);
+    }
+
+    #[test]
+    fn increase_handles_resets() {
+        assert_eq!(
+            increase(&[100.0, 150.0, 210.0, 20.0, 80.0, 130.0]),
+            (240.0, 1)
+        );
+        assert_eq!(increase(&[0.0, 0.0, 5.0, 0.0, 1.0, 9.0]), (14.0, 1));
+        assert_eq!(increase(&[5.0]), (0.0, 0));
+    }
+
+    #[test]
+    fn new_series_in_a_known_route_count_from_zero() {
+        let mut prev = Counters::default();
+        prev.add("code=200", 10.0);
+        let mut cur = prev.clone();
+        cur.add("code=500", 2.0);
+        assert_eq!(cur.increase_since(&prev), (2.0, 0));
+    }
+}

@@ -1,0 +1,581 @@
+//! Streams samples into a run's aggregates in bounded memory.
+//!
+//! Owns [`RunBuilder`]: per-label and run statistics (exact, see [`super::StatsAcc`]),
+//! per-second buckets with HdrHistograms, error groups and rejected-row bookkeeping. It
+//! never sees raw input: parsers in `ingest` hand it [`Sample`]s and rejections.
+//!
+//! Memory: statistics are histograms of distinct values; per-second buckets keep a full
+//! histogram only while their second is inside the *open window* (by default
+//! [`DEFAULT_OPEN_WINDOW_S`] seconds behind the newest start seen) and are then finalized
+//! into their serialized form. Samples arrive roughly, not strictly, in time order (JMeter
+//! writes a sample when it ends; distributed runs append batches late), so a sample for an
+//! already finalized second is still counted: its bucket is deserialized, updated and
+//! serialized again (correct, only slower).
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+
+use hdrhistogram::Histogram;
+
+use super::distribution::Distribution;
+use super::hdr::{deserialize_histogram, new_histogram, serialize_histogram};
+use super::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Sample, StatsAcc};
+
+/// Seconds behind the newest sample start for which buckets stay open (full histograms).
+///
+/// A JMeter row is written when its sample ends, so a sample that started T s ago arrives
+/// up to its elapsed time (plus a flush delay) late; 60 s covers every response time but
+/// timeouts while keeping at most 61 open histograms per label.
+pub const DEFAULT_OPEN_WINDOW_S: i64 = 60;
+
+/// Distinct (label, response code, message) error groups kept per run; further distinct
+/// errors are counted in one overflow group per label.
+pub const MAX_ERROR_GROUPS: usize = 10_000;
+
+/// Rejected rows whose line and reason are kept; all are counted.
+pub const MAX_REJECTED_DETAILS: usize = 1_000;
+
+/// Message of a label's overflow error group.
+pub const ERROR_GROUP_OVERFLOW_MESSAGE: &str =
+    "(other errors: the run has more than 10000 distinct label/code/message groups)";
+
+/// Builds [`RunData`] from a stream of samples in bounded memory.
+///
+/// Push every accepted sample with [`push`](Self::push) and every damaged row with
+/// [`reject`](Self::reject), then call [`finish`](Self::finish).
+#[derive(Debug, Clone)]
+pub struct RunBuilder {
+    labels: Vec<LabelAcc>,
+    label_index: HashMap<Box<str>, u32, FxBuild>,
+    buckets: BucketWindow,
+    error_groups: Vec<ErrorGroup>,
+    distinct_error_groups: usize,
+    samples: u64,
+    rejected_rows: u64,
+    rejected: Vec<RejectedRow>,
+}
+
+impl Default for RunBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Debug, Clone)]
+struct LabelAcc {
+    name: String,
+    // Kept apart so that run totals are the union of every label's `requests` (merged
+    // once at the end) instead of a second accumulator updated per sample.
+    requests: StatsAcc,
+    transactions: StatsAcc,
+    /// response code → message → index into `error_groups`.
+    error_index: HashMap<Box<str>, HashMap<Box<str>, usize, FxBuild>, FxBuild>,
+    overflow_group: Option<usize>,
+}
+
+impl LabelAcc {
+    /// Every sample of the label (requests and transaction rows alike).
+    fn distribution(&self) -> Distribution {
+        if self.transactions.count() == 0 {
+            return Distribution::from(self.requests.histogram());
+        }
+        let mut all = self.requests.histogram().clone();
+        all.merge(self.transactions.histogram());
+        Distribution::from(&all)
+    }
+
+    fn stats(&self) -> LabelStats {
+        let stats = match (self.requests.count(), self.transactions.count()) {
+            (_, 0) => self.requests.stats(),
+            (0, _) => self.transactions.stats(),
+            _ => {
+                let mut all = self.requests.clone();
+                all.merge(&self.transactions);
+                all.stats()
+            }
+        };
+        LabelStats {
+            label: self.name.clone(),
+            is_transaction: self.transactions.count() > 0,
+            stats,
+        }
+    }
+}
+
+impl RunBuilder {
+    /// A builder with the default open window ([`DEFAULT_OPEN_WINDOW_S`]).
+    pub fn new() -> Self {
+        Self::with_open_window_s(DEFAULT_OPEN_WINDOW_S)
+    }
+
+    /// A builder that keeps buckets open for `window_s` seconds behind the newest start
+    /// (at least 1). Smaller windows use less memory and finalize more late samples.
+    pub fn with_open_window_s(window_s: i64) -> Self {
+        RunBuilder {
+            labels: Vec::new(),
+            label_index: HashMap::default(),
+            buckets: BucketWindow::new(window_s.max(1)),
+            error_groups: Vec::new(),
+            distinct_error_groups: 0,
+            samples: 0,
+            rejected_rows: 0,
+            rejected: Vec::new(),
+        }
+    }
+
+    /// Adds one accepted sample.
+    pub fn push(&mut self, s: &Sample<'_>) {
+        let label_idx = match self.label_index.get(s.label) {
+            Some(&i) => i,
+            None => self.new_label(s.label),
+        };
+        self.samples += 1;
+        let label = &mut self.labels[label_idx as usize];
+        if s.is_transaction {
+            label.transactions.push(s);
+        } else {
+            label.requests.push(s);
+        }
+        self.buckets.push(label_idx + 1, !s.is_transaction, s);
+        if !s.success {
+            self.count_error(label_idx, s);
+        }
+    }
+
+    #[cold]
+    fn new_label(&mut self, label: &str) -> u32 {
+        let idx = u32::try_from(self.labels.len()).expect("fewer than 2³² labels");
+        self.labels.push(LabelAcc {
+            name: label.to_owned(),
+            requests: StatsAcc::new(),
+            transactions: StatsAcc::new(),
+            error_index: HashMap::default(),
+            overflow_group: None,
+        });
+        self.label_index.insert(label.into(), idx);
+        idx
+    }
+
+    fn count_error(&mut self, label_idx: u32, s: &Sample<'_>) {
+        let label = &mut self.labels[label_idx as usize];
+        let known = label
+            .error_index
+            .get(s.response_code)
+            .and_then(|m| m.get(s.message))
+            .copied();
+        let group = match known {
+            Some(g) => g,
+            None if self.distinct_error_groups < MAX_ERROR_GROUPS => {
+                self.distinct_error_groups += 1;
+                let g = self.error_groups.len();
+                self.error_groups.push(ErrorGroup {
+                    label: label.name.clone(),
+                    response_code: s.response_code.to_owned(),
+                    message: s.message.to_owned(),
+                    count: 0,
+                    first_seen_ms: s.start_ms,
+                    last_seen_ms: s.start_ms,
+                });
+                label
+                    .error_index
+                    .entry(s.response_code.into())
+                    .or_default()
+                    .insert(s.message.into(), g);
+                g
+            }
+            None => match label.overflow_group {
+                Some(g) => g,
+                None => {
+                    let g = self.error_groups.len();
+                    self.error_groups.push(ErrorGroup {
+                        label: label.name.clone(),
+                        response_code: String::new(),
+                        message: ERROR_GROUP_OVERFLOW_MESSAGE.to_owned(),
+                        count: 0,
+                        first_seen_ms: s.start_ms,
+                        last_seen_ms: s.start_ms,
+                    });
+                    label.overflow_group = Some(g);
+                    g
+                }
+            },
+        };
+        let e = &mut self.error_groups[group];
+        e.count += 1;
+        e.first_seen_ms = e.first_seen_ms.min(s.start_ms);
+        e.last_seen_ms = e.last_seen_ms.max(s.start_ms);
+    }
+
+    /// Counts a row left out of every statistic; details are kept for the first
+    /// [`MAX_REJECTED_DETAILS`]. `line` is 1-based, where the row starts.
+    pub fn reject(&mut self, line: u64, reason: impl Into<String>) {
+        self.reject_with(line, || reason.into());
+    }
+
+    /// Like [`reject`](Self::reject), but builds the reason only if its details are kept.
+    pub fn reject_with(&mut self, line: u64, reason: impl FnOnce() -> String) {
+        self.rejected_rows += 1;
+        if self.rejected.len() < MAX_REJECTED_DETAILS {
+            self.rejected.push(RejectedRow {
+                line,
+                reason: reason(),
+            });
+        }
+    }
+
+    /// Samples accepted so far (transaction rows included).
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Rows rejected so far.
+    pub fn rejected_rows(&self) -> u64 {
+        self.rejected_rows
+    }
+
+    /// The first rejected row kept, if any.
+    pub fn first_rejected(&self) -> Option<&RejectedRow> {
+        self.rejected.first()
+    }
+
+    /// Buckets currently open (holding a full histogram).
+    pub fn open_buckets(&self) -> usize {
+        self.buckets.open_count
+    }
+
+    /// Buckets already finalized into their serialized form.
+    pub fn finalized_buckets(&self) -> usize {
+        self.buckets.closed.len()
+    }
+
+    /// Finalizes every bucket and returns the run's aggregates (see [`RunData`] for the
+    /// order of each list). Error groups are sorted by count, highest first, then by
+    /// first-seen time.
+    pub fn finish(mut self) -> RunData {
+        self.buckets.close_all();
+        let mut buckets: Vec<(u32, Bucket)> = self
+            .buckets
+            .closed
+            .into_iter()
+            .map(|((scope, _), b)| (scope, b))
+            .collect();
+        let labels = self.labels;
+        let name = |scope: u32| (scope > 0).then(|| labels[scope as usize - 1].name.as_str());
+        buckets.sort_unstable_by(|(sa, a), (sb, b)| {
+            name(*sa).cmp(&name(*sb)).then(a.start_ms.cmp(&b.start_ms))
+        });
+        let buckets = buckets
+            .into_iter()
+            .map(|(scope, mut b)| {
+                b.label = name(scope).map(str::to_owned);
+                b
+            })
+            .collect();
+        let mut overall = StatsAcc::new();
+        for l in &labels {
+            overall.merge(&l.requests);
+        }
+        let mut errors = self.error_groups;
+        errors.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then(a.first_seen_ms.cmp(&b.first_seen_ms))
+        });
+        let mut distributions = vec![Distribution::from(overall.histogram())];
+        distributions.extend(labels.iter().map(LabelAcc::distribution));
+        RunData {
+            distributions,
+            overall: overall.stats(),
+            labels: labels.iter().map(LabelAcc::stats).collect(),
+            buckets,
+            errors,
+            rejected_rows: self.rejected_rows,
+            rejected: self.rejected,
+            summary_only: false,
+            reported: serde_json::Value::Null,
+        }
+    }
+}
+
+/// Per-second buckets: a ring of open seconds plus the finalized ones.
+///
+/// Scope 0 is the run (non-transaction samples), scope i + 1 is label i.
+#[derive(Debug, Clone)]
+struct BucketWindow {
+    window_s: i64,
+    /// Second (start_ms / 1000, floored) of `slots[0]`.
+    base_sec: i64,
+    /// One slot per second in `base_sec ..= base_sec + len - 1`; each holds one open
+    /// bucket per scope that has samples in that second.
+    slots: VecDeque<Vec<Option<Box<OpenBucket>>>>,
+    open_count: usize,
+    closed: HashMap<(u32, i64), Bucket, FxBuild>,
+}
+
+#[derive(Debug, Clone)]
+struct OpenBucket {
+    count: u64,
+    errors: u64,
+    sum_ms: u64,
+    min_ms: u64,
+    max_ms: u64,
+    active_users: Option<u32>,
+    // u32 counts: one second of one label never holds 2³² samples; halves the memory.
+    hist: Histogram<u32>,
+}
+
+impl OpenBucket {
+    fn new() -> Self {
+        OpenBucket {
+            count: 0,
+            errors: 0,
+            sum_ms: 0,
+            min_ms: u64::MAX,
+            max_ms: 0,
+            active_users: None,
+            hist: new_histogram(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, s: &Sample<'_>) {
+        self.count += 1;
+        self.errors += u64::from(!s.success);
+        self.sum_ms = self.sum_ms.saturating_add(s.elapsed_ms);
+        self.min_ms = self.min_ms.min(s.elapsed_ms);
+        self.max_ms = self.max_ms.max(s.elapsed_ms);
+        self.active_users = self.active_users.max(s.active_users);
+        // Auto-resizing histograms accept every value up to i64::MAX / 2 ms.
+        let _ = self.hist.record(s.elapsed_ms);
+    }
+
+    fn finish(self, start_ms: i64) -> Bucket {
+        Bucket {
+            label: None,
+            start_ms,
+            count: self.count,
+            errors: self.errors,
+            sum_ms: self.sum_ms,
+            min_ms: self.min_ms,
+            max_ms: self.max_ms,
+            active_users: self.active_users,
+            histogram: serialize_histogram(&self.hist),
+        }
+    }
+}
+
+impl BucketWindow {
+    fn new(window_s: i64) -> Self {
+        BucketWindow {
+            window_s,
+            base_sec: i64::MIN,
+            slots: VecDeque::new(),
+            open_count: 0,
+            closed: HashMap::default(),
+        }
+    }
+
+    /// Counts `s` in its label's bucket (scope `label_scope`) and, when `in_run`, in the
+    /// run's bucket (scope 0) of the same second.
+    #[inline]
+    fn push(&mut self, label_scope: u32, in_run: bool, s: &Sample<'_>) {
+        let sec = s.start_ms.div_euclid(1000);
+        if self.slots.is_empty() && self.base_sec == i64::MIN {
+            // Leave room for samples up to a window earlier than the first one.
+            self.base_sec = sec.saturating_sub(self.window_s);
+        }
+        if sec < self.base_sec {
+            if in_run {
+                self.push_late(0, sec, s);
+            }
+            self.push_late(label_scope, sec, s);
+            return;
+        }
+        if sec >= self.base_sec + self.slots.len() as i64 {
+            self.advance_to(sec);
+        }
+        let slot = &mut self.slots[(sec - self.base_sec) as usize];
+        let scope = label_scope as usize;
+        if slot.len() <= scope {
+            slot.resize_with(scope + 1, || None);
+        }
+        if in_run {
+            open_bucket(&mut self.open_count, &mut slot[0]).push(s);
+        }
+        open_bucket(&mut self.open_count, &mut slot[scope]).push(s);
+    }
+
+    /// Makes `sec` the newest open second: finalizes seconds older than the window.
+    fn advance_to(&mut self, sec: i64) {
+        let new_base = self.base_sec.max(sec - self.window_s);
+        while self.base_sec < new_base {
+            match self.slots.pop_front() {
+                Some(slot) => {
+                    self.close_slot(self.base_sec, slot);
+                    self.base_sec += 1;
+                }
+                None => self.base_sec = new_base,
+            }
+        }
+        while self.base_sec + (self.slots.len() as i64) <= sec {
+            self.slots.push_back(Vec::new());
+        }
+    }
+
+    fn close_slot(&mut self, sec: i64, slot: Vec<Option<Box<OpenBucket>>>) {
+        for (scope, bucket) in slot.into_iter().enumerate() {
+            if let Some(b) = bucket {
+                self.open_count -= 1;
+                self.closed
+                    .insert((scope as u32, sec), b.finish(sec * 1000));
+            }
+        }
+    }
+
+    fn close_all(&mut self) {
+        while let Some(slot) = self.slots.pop_front() {
+            self.close_slot(self.base_sec, slot);
+            self.base_sec += 1;
+        }
+    }
+
+    /// A sample for a second that is no longer open: update its finalized bucket.
+    #[cold]
+    fn push_late(&mut self, scope: u32, sec: i64, s: &Sample<'_>) {
+        match self.closed.get_mut(&(scope, sec)) {
+            Some(b) => {
+                b.count += 1;
+                b.errors += u64::from(!s.success);
+                b.sum_ms = b.sum_ms.saturating_add(s.elapsed_ms);
+                b.min_ms = b.min_ms.min(s.elapsed_ms);
+                b.max_ms = b.max_ms.max(s.elapsed_ms);
+                b.active_users = b.active_users.max(s.active_users);
+                // The stored bytes were written by `serialize_histogram` above; if they
+                // ever fail to read, rebuild from this sample rather than lose the count.
+                let mut h = deserialize_histogram(&b.histogram).unwrap_or_else(|_| new_histogram());
+                let _ = h.record(s.elapsed_ms);
+                b.histogram = serialize_histogram(&h);
+            }
+            None => {
+                let mut b = OpenBucket::new();
+                b.push(s);
+                self.closed.insert((scope, sec), b.finish(sec * 1000));
+            }
+        }
+    }
+}
+
+/// The open bucket in `cell`, created (and counted in `open_count`) on first use.
+#[inline]
+fn open_bucket<'a>(
+    open_count: &mut usize,
+    cell: &'a mut Option<Box<OpenBucket>>,
+) -> &'a mut OpenBucket {
+    cell.get_or_insert_with(|| {
+        *open_count += 1;
+        Box::new(OpenBucket::new())
+    })
+}
+
+/// FxHash (rustc's hasher, from the `rustc-hash` crate): labels and small keys are
+/// hashed once per sample, and SipHash's DoS resistance buys nothing for a file the user
+/// chose to import.
+pub(crate) type FxBuild = rustc_hash::FxBuildHasher;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::runs::hdr::summarize_serialized;
+
+    fn sample(label: &str, start_ms: i64, elapsed_ms: u64, success: bool) -> Sample<'_> {
+        Sample {
+            label,
+            start_ms,
+            elapsed_ms,
+            success,
+            response_code: if success { "200" } else { "500" },
+            message: if success {
+                "OK"
+            } else {
+                "Internal Server Error"
+            },
+            bytes_received: 10,
+            bytes_sent: 1,
+            active_users: Some(3),
+            is_transaction: false,
+        }
+    }
+
+    #[test]
+    fn buckets_finalize_behind_the_window_and_late_samples_still_count() {
+        let mut b = RunBuilder::with_open_window_s(10);
+        for sec in 0..1000i64 {
+            b.push(&sample("a", 1_700_000_000_000 + sec * 1000 + 5, 100, true));
+            // Open: at most window + 1 seconds, 2 scopes (run + label "a").
+            assert!(
+                b.open_buckets() <= 22,
+                "{} open at second {sec}",
+                b.open_buckets()
+            );
+        }
+        assert_eq!(b.open_buckets(), 22);
+        assert_eq!(b.finalized_buckets(), 2 * 1000 - 22);
+        // A sample for second 3, long finalized, and one for a second that never had data.
+        b.push(&sample("a", 1_700_000_003_500, 300, false));
+        b.push(&sample("a", 1_699_999_000_000, 7, true));
+        let run = b.finish();
+        assert_eq!(run.buckets.len(), 2 * 1001);
+        let run_b3 = run
+            .buckets
+            .iter()
+            .find(|b| b.label.is_none() && b.start_ms == 1_700_000_003_000)
+            .unwrap();
+        assert_eq!(
+            (run_b3.count, run_b3.errors, run_b3.sum_ms, run_b3.max_ms),
+            (2, 1, 400, 300)
+        );
+        let s = summarize_serialized(&[&run_b3.histogram]).unwrap().unwrap();
+        assert_eq!((s.count, s.min_ms, s.max_ms), (2, 100, 300));
+        assert_eq!(run.buckets[0].start_ms, 1_699_999_000_000);
+        assert_eq!(run.buckets[0].label, None);
+        assert_eq!(run.buckets[1001].label.as_deref(), Some("a"));
+        assert_eq!(run.overall.count, 1002);
+        assert_eq!(run.errors.len(), 1);
+        assert_eq!(run.errors[0].first_seen_ms, 1_700_000_003_500);
+    }
+
+    #[test]
+    fn error_groups_are_capped_with_an_overflow_group() {
+        let mut b = RunBuilder::new();
+        let messages: Vec<String> = (0..MAX_ERROR_GROUPS + 5)
+            .map(|i| format!("boom {i}"))
+            .collect();
+        for (i, m) in messages.iter().enumerate() {
+            let mut s = sample("a", 1_700_000_000_000 + i as i64, 1, false);
+            s.message = m;
+            b.push(&s);
+        }
+        let run = b.finish();
+        assert_eq!(run.errors.len(), MAX_ERROR_GROUPS + 1);
+        assert_eq!(run.errors[0].message, ERROR_GROUP_OVERFLOW_MESSAGE);
+        assert_eq!(run.errors[0].count, 5);
+        assert_eq!(
+            run.errors.iter().map(|e| e.count).sum::<u64>(),
+            MAX_ERROR_GROUPS as u64 + 5
+        );
+    }
+
+    #[test]
+    fn rejects_are_all_counted_details_capped() {
+        let mut b = RunBuilder::new();
+        for line in 1..=1500 {
+            b.reject(line, "bad");
+        }
+        let run = b.finish();
+        assert_eq!(run.rejected_rows, 1500);
+        assert_eq!(run.rejected.len(), MAX_REJECTED_DETAILS);
+        assert_eq!(run.rejected[999].line, 1000);
+        assert_eq!(run.overall.count, 0);
+        assert_eq!(run.overall.error_pct, None);
+    }
+}

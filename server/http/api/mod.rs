@@ -1,0 +1,8 @@
+//! The JSON API under `/api/v1`, one file per resource, and the line-protocol writes
+//! (`/write`, `/api/v2/write`).
+
+pub mod alerts;
+pub mod routes;
+pub mod runs;
+pub mod services;
+pub mod write;

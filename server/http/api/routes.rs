@@ -1,0 +1,236 @@
+//! The routes and targets part of the JSON API.
+//!
+//! - `GET /api/v1/routes?window=1m` → `[RouteRow…]` (see [`RouteRow`]): RED figures per
+//!   route over the window (`30s`, `1m`, `5m`, `15m`, `1h`, … up to `24h`; default `1m`).
+//!   Optional, applied on the server (see [`RouteListQuery`]): `q` (words that must all
+//!   appear in service, instance or route, any case), `service` (exact), `state` (exact:
+//!   `active`, `idle`, `down`, `stale`, `gone`, …), `sort` (a row field: `service`, `route`,
+//!   `instance`, `state`, `throughput_per_s`, `error_pct`, `mean_ms`, `p95_ms`, `max_ms`,
+//!   `inflight`, `last_exchange_ms`; default service then route), `dir` (`asc` | `desc`;
+//!   missing figures sort last either way). With `offset` and/or `limit` (1–1000, default
+//!   100) the answer is one page: `{"total": matching, "all": every route, "offset",
+//!   "limit", "routes": [RouteRow…]}`; without them, every matching row as an array;
+//! - `GET /api/v1/routes/sparklines?ids=1,2,…` (up to 1000 ids) → `{"from_ms", "to_ms",
+//!   "step_ms", "routes": {"<id>": [[t_ms, exchanges_per_s], …]}}`: each route's throughput
+//!   over the last 15 min in 30 s steps (only steps with figures), for the sparklines of a
+//!   page of the routes table in one request;
+//! - `GET /api/v1/routes/{id}?window=` → one `RouteRow`;
+//! - `GET /api/v1/routes/{id}/timeseries?from=&to=&step=` → [`RouteSeries`] plus `runs`
+//!   (load-test runs overlapping the range: `{id, name, started_at_ms, ended_at_ms, url}`).
+//!   `from`/`to` are unix ms (default: the last hour); `step` is ms or a duration (`30s`,
+//!   `5m`; default: range / 1000, at least the stored resolution);
+//! - `GET /api/v1/targets` → `[TargetRow…]` (`id, name, url, kind, interval_s, up,
+//!   last_error, last_scrape_ms, samples, …`);
+//! - `POST /api/v1/targets` with `{"name","url","kind":"prometheus"|"jolokia","interval_s",
+//!   "timeout_s","labels"}` → 201 `TargetRow`, and its scrape loop starts;
+//! - `DELETE /api/v1/targets/{id}` → 204 (its routes and figures go too).
+//!
+//! Missing figures are `null`, never NaN or 0. Errors are `{"error": "…"}`.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use crate::domain::format::parse_duration_ms;
+use crate::domain::routes::RouteRow;
+use crate::error::{Error, Result};
+use crate::services::live::Event;
+use crate::state::AppState;
+use crate::store::{HOUR_MS, TargetSpec};
+use crate::views::routes::{
+    MAX_LIMIT, RouteList, RouteListQuery, SPARK_MS, SPARK_STEP_MS, WindowQuery, list_page,
+    one_route, series_for, sparklines, window_ms,
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/routes", get(list_routes))
+        .route("/api/v1/routes/sparklines", get(route_sparklines))
+        .route("/api/v1/routes/{id}", get(get_route))
+        .route("/api/v1/routes/{id}/timeseries", get(route_timeseries))
+        .route("/api/v1/targets", get(list_targets).post(create_target))
+        .route("/api/v1/targets/{id}", delete(delete_target))
+}
+
+fn id_of(raw: &str, what: &str) -> Result<i64> {
+    raw.parse()
+        .map_err(|_| Error::BadRequest(format!("{what} id must be a number, got {raw:?}")))
+}
+
+#[derive(Deserialize)]
+struct SparkQuery {
+    ids: Option<String>,
+}
+
+async fn route_sparklines(
+    State(state): State<AppState>,
+    Query(q): Query<SparkQuery>,
+) -> Result<Response> {
+    let raw = q.ids.unwrap_or_default();
+    let ids: Vec<i64> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| id_of(s, "route"))
+        .collect::<Result<_>>()?;
+    if ids.len() > MAX_LIMIT {
+        return Err(Error::BadRequest(format!(
+            "at most {MAX_LIMIT} ids per request, got {}",
+            ids.len()
+        )));
+    }
+    let now = crate::now_ms();
+    let lines = sparklines(&state.store, &ids, now).await?;
+    let routes: serde_json::Map<String, serde_json::Value> = ids
+        .iter()
+        .map(|id| {
+            (
+                id.to_string(),
+                serde_json::json!(lines.get(id).cloned().unwrap_or_default()),
+            )
+        })
+        .collect();
+    Ok(Json(serde_json::json!({
+        "from_ms": now - SPARK_MS,
+        "to_ms": now,
+        "step_ms": SPARK_STEP_MS,
+        "routes": routes,
+    }))
+    .into_response())
+}
+
+async fn list_routes(
+    State(state): State<AppState>,
+    Query(q): Query<RouteListQuery>,
+) -> Result<Response> {
+    let list = RouteList::parse(&q, false)?;
+    let page = list_page(&state.store, &list, crate::now_ms()).await?;
+    Ok(match list.limit {
+        Some(_) => Json(page).into_response(),
+        None => Json(page.routes).into_response(),
+    })
+}
+
+async fn get_route(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<WindowQuery>,
+) -> Result<Json<RouteRow>> {
+    let id = id_of(&id, "route")?;
+    Ok(Json(one_route(&state.store, id, window_ms(&q)?).await?))
+}
+
+#[derive(Deserialize)]
+struct SeriesQuery {
+    from: Option<String>,
+    to: Option<String>,
+    step: Option<String>,
+}
+
+fn time_ms(raw: Option<&str>, default: i64, what: &str) -> Result<i64> {
+    match raw.filter(|s| !s.is_empty()) {
+        None => Ok(default),
+        Some(s) => s
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| Error::BadRequest(format!("{what} must be unix epoch ms, got {s:?}"))),
+    }
+}
+
+async fn route_timeseries(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<SeriesQuery>,
+) -> Result<Response> {
+    let id = id_of(&id, "route")?;
+    let now = crate::now_ms();
+    let to = time_ms(q.to.as_deref(), now, "to")?;
+    let from = time_ms(q.from.as_deref(), to - HOUR_MS, "from")?;
+    if from >= to {
+        return Err(Error::BadRequest(format!(
+            "from ({from}) must be before to ({to})"
+        )));
+    }
+    if to - from > 400 * 24 * HOUR_MS {
+        return Err(Error::BadRequest(
+            "a range may span at most 400 days".into(),
+        ));
+    }
+    let step = match q.step.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(parse_duration_ms(s).ok_or_else(|| {
+            Error::BadRequest(format!("step must be ms or a duration like 30s, got {s:?}"))
+        })?),
+    };
+    if let Some(step) = step
+        && (to - from) / step > 20_000
+    {
+        return Err(Error::BadRequest(format!(
+            "step {step} ms gives more than 20,000 points over this range"
+        )));
+    }
+    Ok(
+        Json(series_for(&state.store, &state.config.retention, id, from, to, step).await?)
+            .into_response(),
+    )
+}
+
+async fn list_targets(State(state): State<AppState>) -> Result<Response> {
+    Ok(Json(state.store.list_targets().await?).into_response())
+}
+
+async fn create_target(
+    State(state): State<AppState>,
+    body: std::result::Result<Json<TargetSpec>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response> {
+    let Json(spec) = body.map_err(|e| Error::BadRequest(format!("target: {}", e.body_text())))?;
+    crate::services::scrape::validate(&spec).map_err(Error::BadRequest)?;
+    let target = state
+        .store
+        .insert_target(&spec, "api", crate::now_ms())
+        .await?
+        .ok_or_else(|| {
+            Error::BadRequest(format!(
+                "a target named {:?} exists; delete it first or pick another name",
+                spec.name
+            ))
+        })?;
+    state.scraper.spawn(target.clone());
+    state.hub.publish(&Event::TargetStatus {
+        target: target.clone(),
+    });
+    Ok((StatusCode::CREATED, Json(target)).into_response())
+}
+
+async fn delete_target(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    let id = id_of(&id, "target")?;
+    state.scraper.stop(id);
+    if !state.store.delete_target(id).await? {
+        return Err(Error::NotFound(format!("target {id}")));
+    }
+    state.hub.publish(&Event::TargetRemoved { id });
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("1m"), Some(60_000));
+        assert_eq!(parse_duration_ms("30s"), Some(30_000));
+        assert_eq!(parse_duration_ms("1.5h"), Some(5_400_000));
+        assert_eq!(parse_duration_ms("250"), Some(250));
+        assert_eq!(parse_duration_ms("7d"), Some(604_800_000));
+        assert_eq!(parse_duration_ms("1w"), None);
+        assert_eq!(parse_duration_ms("-1s"), None);
+        assert_eq!(parse_duration_ms(""), None);
+    }
+}

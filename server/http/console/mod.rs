@@ -1,0 +1,769 @@
+//! The console: server-rendered pages under `/console` (askama templates in `web/`).
+//!
+//! Pages read the store and never write. Everything but the charts reads without
+//! JavaScript; chart data goes into a JSON data island read by `static/harrier.js`.
+
+pub mod alerts;
+mod compare;
+mod routes;
+mod services;
+
+/// Template filters.
+mod filters {
+    /// Shows "–" (undefined) as a muted dash; anything else as escaped text.
+    #[askama::filter_fn]
+    pub fn nullable(
+        s: &str,
+        _: &dyn askama::Values,
+    ) -> askama::Result<askama::filters::Safe<String>> {
+        if s == crate::domain::format::NONE {
+            return Ok(askama::filters::Safe(
+                "<span class=\"num-null\">–</span>".to_string(),
+            ));
+        }
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#39;"),
+                c => out.push(c),
+            }
+        }
+        Ok(askama::filters::Safe(out))
+    }
+}
+
+/// How a tool is named in the console.
+pub fn tool_name(tool: &str) -> String {
+    match tool {
+        "jmeter" => "JMeter".into(),
+        "gatling" => "Gatling".into(),
+        "locust" => "Locust".into(),
+        "soapui" => "SoapUI".into(),
+        "vegeta" => "Vegeta".into(),
+        "artillery" => "Artillery".into(),
+        "taurus" => "Taurus".into(),
+        other => other.into(),
+    }
+}
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::domain::format;
+use crate::domain::runs::Stats;
+use crate::domain::runs::capacity::Capacity;
+use crate::domain::runs::distribution::Apdex;
+use crate::error::Error;
+use crate::state::AppState;
+use crate::store::{ErrorRow, RejectedRowRow, RunDetail, RunListItem};
+
+/// Console routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/console", get(overview))
+        .route("/console/", get(overview))
+        .route("/console/runs", get(runs))
+        .route("/console/runs/{id}", get(run))
+        .route("/console/alerts", get(alerts::page))
+        .merge(routes::router())
+        .merge(services::router())
+        .merge(compare::router())
+}
+
+/// A console error, rendered as an HTML page.
+pub struct PageError(pub Error);
+
+impl<E: Into<Error>> From<E> for PageError {
+    fn from(e: E) -> Self {
+        PageError(e.into())
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    nav: &'static str,
+    status: u16,
+    title: String,
+    message: String,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let status = self.0.status();
+        let page = ErrorPage {
+            nav: "",
+            status: status.as_u16(),
+            title: status.canonical_reason().unwrap_or("Error").to_string(),
+            message: self.0.public_message(),
+        };
+        (status, page).into_response()
+    }
+}
+
+/// The fallback for unknown paths: JSON under `/api`, an error page elsewhere.
+pub async fn not_found(uri: Uri) -> Response {
+    let what = format!("page {}", uri.path());
+    if uri.path().starts_with("/api/") {
+        return Error::NotFound(what).into_response();
+    }
+    PageError(Error::NotFound(what)).into_response()
+}
+
+/// One run as a row of a runs table: raw values for sorting, formatted text for people.
+pub struct RunRowView {
+    pub id: i64,
+    pub url: String,
+    pub name: String,
+    pub scenario: String,
+    pub tool: String,
+    pub tool_name: String,
+    pub summary_only: bool,
+    pub started_raw: i64,
+    pub started: String,
+    /// True when the tool gave no start time and `started` is the import time.
+    pub started_is_import: bool,
+    pub duration_raw: String,
+    pub duration: String,
+    pub count_raw: i64,
+    pub count: String,
+    pub error_pct_raw: String,
+    pub error_pct: String,
+    pub error_bad: bool,
+    pub p95_raw: String,
+    pub p95: String,
+    pub throughput_raw: String,
+    pub throughput: String,
+}
+
+fn raw_f(v: Option<f64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+impl From<&RunListItem> for RunRowView {
+    fn from(r: &RunListItem) -> Self {
+        RunRowView {
+            id: r.id,
+            url: r.url.clone(),
+            name: r.name.clone(),
+            scenario: r.scenario.clone().unwrap_or_default(),
+            tool: r.tool.clone(),
+            tool_name: tool_name(&r.tool),
+            summary_only: r.summary_only,
+            started_raw: r.started_at_ms.unwrap_or(r.imported_at_ms),
+            started: format::time(r.started_at_ms.or(Some(r.imported_at_ms))),
+            started_is_import: r.started_at_ms.is_none(),
+            duration_raw: r.duration_ms.map(|d| d.to_string()).unwrap_or_default(),
+            duration: format::duration(r.duration_ms),
+            count_raw: r.count,
+            count: format::int(r.count),
+            error_pct_raw: raw_f(r.error_pct),
+            error_pct: format::pct(r.error_pct),
+            error_bad: r.error_pct.is_some_and(|p| p > 0.0),
+            p95_raw: raw_f(r.p95_ms),
+            p95: format::ms(r.p95_ms),
+            throughput_raw: raw_f(r.throughput_rps),
+            throughput: format::rps(r.throughput_rps),
+        }
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "overview.html")]
+struct OverviewPage {
+    nav: &'static str,
+    run_count: usize,
+    runs: Vec<RunRowView>,
+    /// Rows the live table keeps.
+    limit: Option<usize>,
+    routes: routes::RoutesSummary,
+}
+
+/// Recent runs shown on the overview (the live table keeps as many).
+const OVERVIEW_RUNS: usize = 10;
+
+async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageError> {
+    let all = state.store.list_runs().await?;
+    Ok(OverviewPage {
+        nav: "overview",
+        run_count: all.len(),
+        runs: all
+            .iter()
+            .take(OVERVIEW_RUNS)
+            .map(RunRowView::from)
+            .collect(),
+        limit: Some(OVERVIEW_RUNS),
+        routes: routes::summary(&state).await?,
+    })
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "runs.html")]
+struct RunsPage {
+    nav: &'static str,
+    runs: Vec<RunRowView>,
+    limit: Option<usize>,
+    /// Known scenarios, offered in the upload form.
+    scenarios: Vec<String>,
+}
+
+async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
+    let runs = state.store.list_runs().await?;
+    let mut scenarios: Vec<String> = runs.iter().filter_map(|r| r.scenario.clone()).collect();
+    scenarios.sort();
+    scenarios.dedup();
+    Ok(RunsPage {
+        nav: "runs",
+        runs: runs.iter().map(RunRowView::from).collect(),
+        limit: None,
+        scenarios,
+    })
+}
+
+/// A column of the per-label table.
+pub struct Column {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub title: &'static str,
+}
+
+/// Columns of the per-label table (same order as [`StatsRowView::cells`]).
+const COLUMNS: &[Column] = &[
+    Column {
+        name: "Samples",
+        unit: "",
+        title: "Requests, counted once; sub-results are not samples",
+    },
+    Column {
+        name: "Errors",
+        unit: "",
+        title: "Samples whose success flag is false",
+    },
+    Column {
+        name: "Error",
+        unit: "%",
+        title: "errors / samples × 100",
+    },
+    Column {
+        name: "Min",
+        unit: "ms",
+        title: "Fastest sample",
+    },
+    Column {
+        name: "Mean",
+        unit: "ms",
+        title: "Arithmetic mean of the response times",
+    },
+    Column {
+        name: "p50",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "p90",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "p95",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "p99",
+        unit: "ms",
+        title: "Nearest rank on exact values",
+    },
+    Column {
+        name: "Max",
+        unit: "ms",
+        title: "Slowest sample",
+    },
+    Column {
+        name: "Throughput",
+        unit: "req/s",
+        title: "count / (last end − first start)",
+    },
+    Column {
+        name: "Received",
+        unit: "KB/s",
+        title: "bytes received / 1024 / (last end − first start)",
+    },
+    Column {
+        name: "Sent",
+        unit: "KB/s",
+        title: "bytes sent / 1024 / (last end − first start)",
+    },
+];
+
+/// One cell: raw value for sorting, text for people (unit in the column header).
+pub struct Cell {
+    pub raw: String,
+    pub text: String,
+    pub bad: bool,
+}
+
+/// One row of the per-label table.
+pub struct StatsRowView {
+    pub label: String,
+    pub is_transaction: bool,
+    pub cells: Vec<Cell>,
+    /// Apdex score (0–1) for the page's T.
+    pub apdex: Cell,
+}
+
+fn cell_f(v: Option<f64>, decimals: usize) -> Cell {
+    Cell {
+        raw: raw_f(v),
+        text: v.map_or_else(|| format::NONE.to_string(), |v| format::float(v, decimals)),
+        bad: false,
+    }
+}
+
+fn cell_i(v: u64, bad: bool) -> Cell {
+    Cell {
+        raw: v.to_string(),
+        text: format::int(v as i64),
+        bad,
+    }
+}
+
+/// KB/s over the scope's window (`None` without a window).
+fn kb_per_s(bytes: u64, window_ms: Option<i64>) -> Option<f64> {
+    window_ms
+        .filter(|w| *w > 0)
+        .map(|w| bytes as f64 / 1024.0 / (w as f64 / 1000.0))
+}
+
+/// Response times: integers as integers, fractions to one decimal ("43.6").
+fn cell_ms(v: Option<f64>) -> Cell {
+    let decimals = if v.is_some_and(|v| v.fract() != 0.0) {
+        1
+    } else {
+        0
+    };
+    cell_f(v, decimals)
+}
+
+/// Which byte columns the run's tool wrote (a run total of 0 means the column was absent,
+/// e.g. JMeter 2.13 has no `sentBytes`): those show "–", not a false 0.
+#[derive(Clone, Copy)]
+struct BytesKnown {
+    received: bool,
+    sent: bool,
+}
+
+fn stats_row(
+    label: &str,
+    is_transaction: bool,
+    s: &Stats,
+    known: BytesKnown,
+    apdex: Option<Apdex>,
+) -> StatsRowView {
+    let kb = |b: u64, known: bool| {
+        if known {
+            kb_per_s(b, s.window_ms)
+        } else {
+            None
+        }
+    };
+    let mut error_pct = cell_f(s.error_pct, 2);
+    error_pct.bad = s.error_pct.is_some_and(|p| p > 0.0);
+    let mut apdex = cell_f(apdex.map(|a| a.score), 2);
+    apdex.bad = apdex.raw.parse::<f64>().is_ok_and(|score| score < 0.7);
+    StatsRowView {
+        label: label.to_string(),
+        is_transaction,
+        apdex,
+        cells: vec![
+            cell_i(s.count, false),
+            cell_i(s.errors, s.errors > 0),
+            error_pct,
+            cell_ms(s.min_ms),
+            cell_ms(s.mean_ms),
+            cell_ms(s.p50_ms),
+            cell_ms(s.p90_ms),
+            cell_ms(s.p95_ms),
+            cell_ms(s.p99_ms),
+            cell_ms(s.max_ms),
+            cell_f(s.throughput_rps, 1),
+            cell_f(kb(s.bytes_received, known.received), 2),
+            cell_f(kb(s.bytes_sent, known.sent), 2),
+        ],
+    }
+}
+
+/// A KPI card of the run page: value and unit apart, a caption below.
+pub struct Kpi {
+    pub label: &'static str,
+    pub value: String,
+    pub unit: &'static str,
+    pub caption: String,
+    pub title: &'static str,
+    /// "", " is-warn" or " is-err".
+    pub class: &'static str,
+}
+
+/// Splits "1.23 s" into ("1.23", "s").
+fn split_unit(text: String) -> (String, &'static str) {
+    for unit in ["ms", "s", "%", "req/s"] {
+        if let Some(v) = text.strip_suffix(&format!(" {unit}")) {
+            return (v.to_string(), unit);
+        }
+    }
+    (text, "")
+}
+
+fn kpis(run: &RunDetail) -> Vec<Kpi> {
+    let o = &run.overall;
+    let kpi = |label, value: String, caption: String, title| {
+        let (value, unit) = split_unit(value);
+        Kpi {
+            label,
+            value,
+            unit,
+            caption,
+            title,
+            class: "",
+        }
+    };
+    let mut error = kpi(
+        "Error rate",
+        format::pct(o.error_pct),
+        format!("{} errors", format::int(o.errors as i64)),
+        "errors / requests × 100",
+    );
+    error.class = match o.error_pct {
+        Some(p) if p >= 5.0 => " is-err",
+        Some(p) if p > 0.0 => " is-warn",
+        _ => "",
+    };
+    let rule = if run.summary_only {
+        "as reported by the tool"
+    } else {
+        "nearest rank on exact values"
+    };
+    vec![
+        kpi(
+            "Requests",
+            format::int(o.count as i64),
+            match run.labels.len() {
+                1 => "1 label".to_string(),
+                n => format!("{n} labels"),
+            },
+            "Samples in the run total",
+        ),
+        error,
+        kpi(
+            "p95 response time",
+            format::ms(o.p95_ms),
+            format!(
+                "p99 {} · p50 {}",
+                format::ms(o.p99_ms),
+                format::ms(o.p50_ms)
+            ),
+            rule,
+        ),
+        kpi(
+            "Throughput",
+            format::rps(o.throughput_rps),
+            if run.summary_only {
+                "as reported by the tool".into()
+            } else {
+                "as JMeter computes it".into()
+            },
+            "count / (last end − first start)",
+        ),
+        kpi(
+            "Mean response time",
+            format::ms(o.mean_ms),
+            format!("min {}", format::ms(o.min_ms)),
+            "Arithmetic mean",
+        ),
+        kpi(
+            "Max response time",
+            format::ms(o.max_ms),
+            "slowest single sample".into(),
+            "Slowest sample",
+        ),
+    ]
+}
+
+/// The run page's capacity statement.
+pub struct CapacityView {
+    pub headline: String,
+    pub detail: String,
+}
+
+fn capacity_text(c: &Capacity) -> CapacityView {
+    let why = match c.limited_by {
+        "errors" => format!(
+            "error % passed 1 % (reached {})",
+            format::pct(Some(c.error_pct))
+        ),
+        _ => format!(
+            "p95 passed twice its low-load value ({} → {})",
+            format::ms(c.low_load_p95_ms.map(|v| v as f64)),
+            format::ms(c.p95_ms.map(|v| v as f64))
+        ),
+    };
+    CapacityView {
+        headline: format!(
+            "Saturates at {} users, {}",
+            format::int(i64::from(c.users)),
+            format::rps(Some(c.throughput_rps))
+        ),
+        detail: format!(
+            "The highest throughput sustained before {why}, which happened at {} when the load reached {} users.",
+            format::time(Some(c.at_ms)),
+            format::int(i64::from(c.users))
+        ),
+    }
+}
+
+/// A row of the errors table.
+pub struct ErrorView {
+    pub row: ErrorRow,
+    pub count: String,
+    pub first_seen: String,
+    pub last_seen: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "run.html")]
+struct RunPage {
+    nav: &'static str,
+    /// When an alert rule failed the run while live: (rule, unix ms, time, value).
+    failed: Option<(String, i64, String, String)>,
+    tool_name: String,
+    started: String,
+    imported: String,
+    duration: String,
+    kpis: Vec<Kpi>,
+    columns: &'static [Column],
+    rows: Vec<StatsRowView>,
+    total: StatsRowView,
+    has_transactions: bool,
+    labels: Vec<String>,
+    bucket_hint: String,
+    errors: Vec<ErrorView>,
+    error_total: String,
+    rejected: Vec<RejectedRowRow>,
+    rejected_total: String,
+    rejected_more: bool,
+    reported: Vec<(String, String)>,
+    apdex_t_ms: u64,
+    /// The saturation statement, when the run ramped and saturated.
+    capacity: Option<CapacityView>,
+    /// Tags as "k=v, k=v" for the edit form.
+    tags_text: String,
+    /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
+    data_json: String,
+    run: RunDetail,
+}
+
+/// Flattens the tool's reported figures into (name, value) rows: nested objects become one
+/// row each ("connection times ms · total" → "min 22 · mean 81 · …"), numeric keys (a
+/// percentile table) sort by number, and absent figures (`null`) are left out.
+fn reported_rows(value: &serde_json::Value) -> Vec<(String, String)> {
+    fn scalar(v: &serde_json::Value) -> Option<String> {
+        match v {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Object(_) | serde_json::Value::Array(_) => None,
+            other => Some(other.to_string()),
+        }
+    }
+    fn entries(
+        map: &serde_json::Map<String, serde_json::Value>,
+    ) -> Vec<(&String, &serde_json::Value)> {
+        let mut items: Vec<_> = map.iter().collect();
+        if items.iter().all(|(k, _)| k.parse::<f64>().is_ok()) {
+            items.sort_by(|a, b| {
+                a.0.parse::<f64>()
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.0.parse::<f64>().unwrap_or(0.0))
+            });
+        }
+        items
+    }
+    fn walk(
+        prefix: &str,
+        map: &serde_json::Map<String, serde_json::Value>,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (k, v) in entries(map) {
+            let name = if prefix.is_empty() {
+                k.replace('_', " ")
+            } else {
+                format!("{prefix} · {}", k.replace('_', " "))
+            };
+            match v {
+                serde_json::Value::Object(inner) if inner.values().all(|x| !x.is_object()) => {
+                    let parts: Vec<String> = entries(inner)
+                        .into_iter()
+                        .filter_map(|(ik, iv)| scalar(iv).map(|t| format!("{ik}: {t}")))
+                        .collect();
+                    if !parts.is_empty() {
+                        out.push((name, parts.join(" · ")));
+                    }
+                }
+                serde_json::Value::Object(inner) => walk(&name, inner, out),
+                other => {
+                    if let Some(text) = scalar(other) {
+                        out.push((name, text));
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let serde_json::Value::Object(map) = value {
+        walk("", map, &mut out);
+    }
+    out
+}
+
+async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<RunPage, PageError> {
+    let id = crate::http::api::runs::run_id(&id)?;
+    let report = crate::views::runs::run_report(&state.store, id, state.apdex_t_ms(None)).await?;
+    let crate::views::runs::RunReport {
+        run,
+        apdex_t_ms,
+        apdex,
+        capacity,
+    } = report;
+    let errors = state.store.run_errors(id).await?;
+    let rejected = state.store.run_rejected(id).await?;
+    let series = crate::views::runs::series_for(&state.store, id, None).await?;
+    let bucket_hint = if series.bucket_ms == 1000 {
+        "1 s buckets".to_string()
+    } else {
+        format!("{} s buckets", series.bucket_ms / 1000)
+    };
+    let data = serde_json::json!({
+        "run": {
+            "id": run.id, "name": &run.name, "tool": &run.tool, "scenario": &run.scenario,
+            "started_at_ms": run.started_at_ms, "duration_ms": run.overall.window_ms,
+            "summary_only": run.summary_only,
+        },
+        "timeseries": series,
+        "timeseries_url": format!("/api/v1/runs/{id}/timeseries"),
+        "distribution_url": format!("/api/v1/runs/{id}/distribution"),
+        "capacity": &capacity,
+    });
+    // The section's count matches the run's: errors of transaction rows are listed but
+    // not counted twice.
+    let tx_labels: Vec<&str> = run
+        .labels
+        .iter()
+        .filter(|l| l.is_transaction)
+        .map(|l| l.label.as_str())
+        .collect();
+    let error_total: i64 = errors
+        .iter()
+        .filter(|e| !tx_labels.contains(&e.label.as_str()))
+        .map(|e| e.count)
+        .sum();
+    let all_bytes =
+        |f: fn(&Stats) -> u64| f(&run.overall) > 0 || run.labels.iter().any(|l| f(&l.stats) > 0);
+    let known = BytesKnown {
+        received: all_bytes(|s| s.bytes_received),
+        sent: all_bytes(|s| s.bytes_sent),
+    };
+    let failed = match &run.failed_by {
+        None => None,
+        Some(f) => {
+            use crate::domain::alerts::rule::Measure;
+            let unit = match state.store.get_alert_rule(&f.rule).await? {
+                Some(r) => match r.rule.measure {
+                    Measure::ErrorPct => " %",
+                    Measure::MeanMs | Measure::P95Ms | Measure::P99Ms => " ms",
+                    Measure::ErrorsPerS | Measure::ThroughputPerS => " /s",
+                    _ => "",
+                },
+                None => "",
+            };
+            Some((
+                f.rule.clone(),
+                f.at_ms,
+                format::time(Some(f.at_ms)),
+                f.value
+                    .map(|v| format!("{}{unit}", crate::domain::alerts::rule::fmt_num(v)))
+                    .unwrap_or_else(|| "–".into()),
+            ))
+        }
+    };
+    Ok(RunPage {
+        failed,
+        nav: "runs",
+        tool_name: tool_name(&run.tool),
+        started: format::time(run.started_at_ms),
+        imported: format::time(Some(run.imported_at_ms)),
+        duration: format::duration(run.overall.window_ms),
+        kpis: kpis(&run),
+        columns: COLUMNS,
+        rows: run
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                stats_row(
+                    &l.label,
+                    l.is_transaction,
+                    &l.stats,
+                    known,
+                    apdex.get(i + 1).copied().flatten(),
+                )
+            })
+            .collect(),
+        total: stats_row(
+            "Total",
+            false,
+            &run.overall,
+            known,
+            apdex.first().copied().flatten(),
+        ),
+        apdex_t_ms,
+        capacity: capacity.as_ref().map(capacity_text),
+        has_transactions: run.labels.iter().any(|l| l.is_transaction),
+        labels: run.labels.iter().map(|l| l.label.clone()).collect(),
+        bucket_hint,
+        error_total: format::int(if run.summary_only {
+            run.overall.errors as i64
+        } else {
+            error_total
+        }),
+        errors: errors
+            .into_iter()
+            .map(|e| ErrorView {
+                count: format::int(e.count),
+                first_seen: format::time(Some(e.first_seen_ms)),
+                last_seen: format::time(Some(e.last_seen_ms)),
+                row: e,
+            })
+            .collect(),
+        rejected_total: format::int(run.rejected_rows),
+        rejected_more: run.rejected_rows > rejected.len() as i64,
+        rejected,
+        reported: reported_rows(&run.reported),
+        tags_text: run
+            .tags
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        // `<` escaped so the island can never close its <script> element early.
+        data_json: data.to_string().replace('<', "\\u003c"),
+        run,
+    })
+}

@@ -1,0 +1,574 @@
+//! Console pages for routes: `/console/routes` (the fleet of targets and every route with
+//! its RED figures over the last minute, and a 15 min throughput sparkline) and
+//! `/console/routes/{id}` (one route's charts; data island read by `static/routes.js`).
+//!
+//! Reads only. Rows carry raw values in `data-value` so the page sorts and so live updates
+//! (`routes_updated`, `target_status`) can replace them in place.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::routing::get;
+
+use super::{PageError, filters};
+use crate::domain::format;
+use crate::domain::routes::RouteRow;
+use crate::error::Error;
+use crate::state::AppState;
+use crate::store::{HOUR_MS, MINUTE_MS, TargetRow};
+
+use crate::views::routes::{RouteList, RouteListQuery, SPARK_MS};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/console/routes", get(routes_page))
+        .route("/console/routes/{id}", get(route_page))
+}
+
+/// One route as a table row: raw values for sorting and live updates, text for people.
+pub struct RouteRowView {
+    pub row: RouteRow,
+    /// The service's console page.
+    pub service_href: String,
+    pub state_class: &'static str,
+    pub tput: String,
+    pub tput_raw: String,
+    pub error_pct: String,
+    pub error_raw: String,
+    pub error_bad: bool,
+    pub mean: String,
+    pub mean_raw: String,
+    pub p95: String,
+    pub p95_raw: String,
+    pub max: String,
+    pub max_raw: String,
+    pub inflight: String,
+    pub inflight_raw: String,
+    pub since: String,
+    pub since_raw: String,
+    /// SVG polyline points of the sparkline ("" when there is nothing to draw).
+    pub spark_points: String,
+}
+
+fn raw(v: Option<f64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The badge class of a route state.
+pub fn state_class(state: &str) -> &'static str {
+    match state {
+        "active" => "ok",
+        "idle" => "muted",
+        "down" => "err",
+        _ => "warn",
+    }
+}
+
+/// Polyline points in a 100 × 24 box, y inverted, from `(t, value)` pairs.
+fn spark_polyline(points: &[(i64, f64)], from_ms: i64, to_ms: i64) -> String {
+    if points.len() < 2 {
+        return String::new();
+    }
+    let max = points.iter().map(|p| p.1).fold(0.0_f64, f64::max);
+    let span = (to_ms - from_ms).max(1) as f64;
+    points
+        .iter()
+        .map(|(t, v)| {
+            let x = ((t - from_ms) as f64 / span * 100.0).clamp(0.0, 100.0);
+            let y = if max > 0.0 {
+                23.0 - v / max * 22.0
+            } else {
+                23.0
+            };
+            format!("{x:.1},{y:.1}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl RouteRowView {
+    pub fn new(row: RouteRow, now_ms: i64, spark: &[(i64, f64)]) -> RouteRowView {
+        RouteRowView {
+            service_href: crate::views::services::service_url(&row.service),
+            state_class: state_class(&row.state),
+            tput: row
+                .throughput_per_s
+                .map_or(format::NONE.to_string(), |v| format::float(v, 1)),
+            tput_raw: raw(row.throughput_per_s),
+            error_pct: row
+                .error_pct
+                .map_or(format::NONE.to_string(), |v| format::float(v, 2)),
+            error_raw: raw(row.error_pct),
+            error_bad: row.error_pct.is_some_and(|p| p > 0.0),
+            mean: format::ms(row.mean_ms),
+            mean_raw: raw(row.mean_ms),
+            p95: format::ms(row.p95_ms),
+            p95_raw: raw(row.p95_ms),
+            max: format::ms(row.max_ms),
+            max_raw: raw(row.max_ms),
+            inflight: row.inflight.map_or(format::NONE.to_string(), |v| {
+                format::float(v, if v.fract() == 0.0 { 0 } else { 1 })
+            }),
+            inflight_raw: raw(row.inflight),
+            since: row.last_exchange_ms.map_or(format::NONE.to_string(), |t| {
+                format!("{} ago", format::duration(Some((now_ms - t).max(0))))
+            }),
+            since_raw: row
+                .last_exchange_ms
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+            spark_points: spark_polyline(spark, now_ms - SPARK_MS, now_ms),
+            row,
+        }
+    }
+}
+
+/// A target of the fleet panel.
+pub struct TargetView {
+    pub t: TargetRow,
+    pub status: &'static str,
+    pub status_class: &'static str,
+    pub last_scrape: String,
+    pub duration: String,
+    pub samples: String,
+}
+
+impl From<TargetRow> for TargetView {
+    fn from(t: TargetRow) -> Self {
+        let (status, status_class) = match t.up {
+            Some(true) => ("up", "ok"),
+            Some(false) => ("down", "err"),
+            None => ("pending", "muted"),
+        };
+        TargetView {
+            status,
+            status_class,
+            last_scrape: format::time(t.last_scrape_ms),
+            duration: format::ms(t.last_duration_ms),
+            samples: t.samples.map_or(format::NONE.to_string(), format::int),
+            t,
+        }
+    }
+}
+
+/// A service with its instances (fleet summary).
+pub struct ServiceView {
+    pub name: String,
+    /// Its console page.
+    pub href: String,
+    pub instances: usize,
+    pub routes: usize,
+    pub down: usize,
+}
+
+/// The routes summary on the overview page.
+pub struct RoutesSummary {
+    pub targets: usize,
+    pub targets_up: usize,
+    pub targets_down: usize,
+    pub routes: usize,
+    pub active: usize,
+    /// The busiest routes over the last minute.
+    pub top: Vec<RouteRowView>,
+}
+
+/// Routes summary for the overview page.
+pub async fn summary(state: &AppState) -> Result<RoutesSummary, PageError> {
+    let now = crate::now_ms();
+    let targets = state.store.list_targets().await?;
+    let rows = crate::views::routes::route_rows(&state.store, None, MINUTE_MS, now).await?;
+    let mut busy: Vec<RouteRow> = rows
+        .iter()
+        .filter(|r| r.throughput_per_s.is_some_and(|t| t > 0.0))
+        .cloned()
+        .collect();
+    busy.sort_by(|a, b| {
+        b.throughput_per_s
+            .unwrap_or(0.0)
+            .total_cmp(&a.throughput_per_s.unwrap_or(0.0))
+    });
+    Ok(RoutesSummary {
+        targets: targets.len(),
+        targets_up: targets.iter().filter(|t| t.up == Some(true)).count(),
+        targets_down: targets.iter().filter(|t| t.up == Some(false)).count(),
+        routes: rows.len(),
+        active: busy.len(),
+        top: busy
+            .into_iter()
+            .take(5)
+            .map(|r| RouteRowView::new(r, now, &[]))
+            .collect(),
+    })
+}
+
+/// A column of the routes table: its sort key and how a click on it sorts.
+pub struct SortColumn {
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub key: &'static str,
+    pub numeric: bool,
+    pub title: &'static str,
+    /// `ascending`, `descending` or `none` (aria-sort).
+    pub aria: &'static str,
+    /// The link that sorts by this column (the other direction when it is the current one).
+    pub href: String,
+}
+
+const COLUMNS: [(&str, &str, &str, bool, &str); 10] = [
+    ("Service", "", "service", false, "Service, then instance"),
+    ("Route", "", "route", false, ""),
+    (
+        "State",
+        "",
+        "state",
+        false,
+        "active: exchanges in the window; idle: none; stale: missing from the target's latest scrape; down: target not answering",
+    ),
+    (
+        "Throughput",
+        "/s",
+        "throughput_per_s",
+        true,
+        "Δexchanges / Δt over the last minute; counter resets handled",
+    ),
+    (
+        "Error",
+        "%",
+        "error_pct",
+        true,
+        "Δfailed / Δtotal × 100 (HTTP: 5xx responses)",
+    ),
+    ("Mean", "", "mean_ms", true, "Δsum / Δcount"),
+    (
+        "p95",
+        "",
+        "p95_ms",
+        true,
+        "From histogram buckets (Prometheus histogram_quantile); – without buckets",
+    ),
+    ("Max", "", "max_ms", true, "The exporter's own max"),
+    (
+        "Inflight",
+        "",
+        "inflight",
+        true,
+        "Exchanges in flight at the last scrape",
+    ),
+    (
+        "Last exchange",
+        "",
+        "last_exchange_ms",
+        true,
+        "Time since the exchange counter last rose",
+    ),
+];
+
+/// States offered by the state filter.
+pub const STATES: [&str; 5] = ["active", "idle", "stale", "down", "gone"];
+
+/// `/console/routes?…` with the list's filters, sort and `offset`.
+fn list_href(list: &RouteList, q: &str, sort: &str, desc: bool, offset: usize) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut add = |k: &str, v: &str| {
+        if !v.is_empty() {
+            parts.push(format!("{k}={}", urlencoding(v)));
+        }
+    };
+    add("q", q);
+    add("service", list.service.as_deref().unwrap_or(""));
+    add("state", list.state.as_deref().unwrap_or(""));
+    if sort != "service" || desc {
+        add("sort", sort);
+        add("dir", if desc { "desc" } else { "asc" });
+    }
+    if offset > 0 {
+        add("offset", &offset.to_string());
+    }
+    if list.limit != Some(crate::views::routes::DEFAULT_LIMIT) {
+        add("limit", &list.limit.unwrap_or_default().to_string());
+    }
+    if parts.is_empty() {
+        "/console/routes".into()
+    } else {
+        format!("/console/routes?{}", parts.join("&"))
+    }
+}
+
+/// Percent-encodes a query value.
+fn urlencoding(v: &str) -> String {
+    let mut out = String::new();
+    for b in v.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The pager of the routes table.
+pub struct Pager {
+    /// "1–100 of 5,000 routes" (or "No route matches").
+    pub summary: String,
+    pub prev: Option<String>,
+    pub next: Option<String>,
+    pub first: Option<String>,
+    pub last: Option<String>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "routes.html")]
+struct RoutesPage {
+    nav: &'static str,
+    targets: Vec<TargetView>,
+    services: Vec<ServiceView>,
+    rows: Vec<RouteRowView>,
+    down: usize,
+    columns: Vec<SortColumn>,
+    pager: Pager,
+    q: String,
+    service: String,
+    state: String,
+    service_names: Vec<String>,
+    states: Vec<&'static str>,
+    sort: &'static str,
+    dir: &'static str,
+    limit: usize,
+    total: usize,
+    all: usize,
+    all_text: String,
+}
+
+async fn routes_page(
+    State(state): State<AppState>,
+    axum::extract::Query(query): axum::extract::Query<RouteListQuery>,
+) -> Result<RoutesPage, PageError> {
+    let now = crate::now_ms();
+    let list = RouteList::parse(&query, true)?;
+    let limit = list.limit.unwrap_or(crate::views::routes::DEFAULT_LIMIT);
+    let targets = state.store.list_targets().await?;
+    let infos = state.store.route_infos(None, None).await?;
+    let mut services: BTreeMap<String, (std::collections::BTreeSet<String>, usize, usize)> =
+        BTreeMap::new();
+    for i in &infos {
+        let e = services.entry(i.service.clone()).or_default();
+        e.0.insert(i.instance());
+        e.1 += 1;
+        if i.target_up == Some(false) {
+            e.2 += 1;
+        }
+    }
+    drop(infos);
+    let page = crate::views::routes::list_page(&state.store, &list, now).await?;
+    let ids: Vec<i64> = page.routes.iter().map(|r| r.id).collect();
+    let sparks = crate::views::routes::sparklines(&state.store, &ids, now).await?;
+    let q = query.q.clone().unwrap_or_default();
+    let columns = COLUMNS
+        .iter()
+        .map(|(label, unit, key, numeric, title)| {
+            let current = list.sort == *key;
+            let desc = if current { !list.desc } else { *numeric };
+            SortColumn {
+                label,
+                unit,
+                key,
+                numeric: *numeric,
+                title,
+                aria: match (current, list.desc) {
+                    (false, _) => "none",
+                    (true, false) => "ascending",
+                    (true, true) => "descending",
+                },
+                href: list_href(&list, &q, key, desc, 0),
+            }
+        })
+        .collect();
+    let total = page.total;
+    let end = (list.offset + page.routes.len()).min(total);
+    let here = |o: usize| list_href(&list, &q, list.sort, list.desc, o);
+    let last_offset = if total == 0 {
+        0
+    } else {
+        (total - 1) / limit * limit
+    };
+    let pager = Pager {
+        summary: if total == 0 {
+            "No route matches".to_string()
+        } else if page.routes.is_empty() {
+            format!("Past the last of {} routes", format::int(total as i64))
+        } else {
+            format!(
+                "{}–{} of {} route{}",
+                format::int(list.offset as i64 + 1),
+                format::int(end as i64),
+                format::int(total as i64),
+                if total == 1 { "" } else { "s" }
+            )
+        },
+        prev: (list.offset > 0).then(|| here(list.offset.saturating_sub(limit))),
+        next: (end < total).then(|| here(list.offset + limit)),
+        first: (list.offset > 0).then(|| here(0)),
+        last: (end < total && last_offset > list.offset).then(|| here(last_offset)),
+    };
+    Ok(RoutesPage {
+        nav: "routes",
+        down: targets.iter().filter(|t| t.up == Some(false)).count(),
+        targets: targets.into_iter().map(TargetView::from).collect(),
+        service_names: services.keys().cloned().collect(),
+        services: services
+            .into_iter()
+            .map(|(name, (instances, routes, down))| ServiceView {
+                href: crate::views::services::service_url(&name),
+                name,
+                instances: instances.len(),
+                routes,
+                down,
+            })
+            .collect(),
+        rows: page
+            .routes
+            .into_iter()
+            .map(|r| {
+                let spark = sparks.get(&r.id).cloned().unwrap_or_default();
+                RouteRowView::new(r, now, &spark)
+            })
+            .collect(),
+        columns,
+        pager,
+        q,
+        service: list.service.clone().unwrap_or_default(),
+        state: list.state.clone().unwrap_or_default(),
+        states: STATES.to_vec(),
+        sort: list.sort,
+        dir: if list.desc { "desc" } else { "asc" },
+        limit,
+        total,
+        all: page.all,
+        all_text: format::int(page.all as i64),
+    })
+}
+
+/// A KPI of the route page.
+pub struct RouteKpi {
+    pub label: &'static str,
+    pub key: &'static str,
+    pub value: String,
+    pub title: &'static str,
+}
+
+/// A button of the range picker.
+pub struct RangeOpt {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub pressed: bool,
+}
+
+pub const RANGES: [(&str, &str); 6] = [
+    ("15m", "15 min"),
+    ("1h", "1 h"),
+    ("6h", "6 h"),
+    ("24h", "24 h"),
+    ("7d", "7 days"),
+    ("30d", "30 days"),
+];
+
+#[derive(Template, WebTemplate)]
+#[template(path = "route.html")]
+struct RoutePage {
+    nav: &'static str,
+    ranges: Vec<RangeOpt>,
+    view: RouteRowView,
+    kpis: Vec<RouteKpi>,
+    target: Option<TargetRow>,
+    /// `{route, series, series_url, range_ms}` for `static/routes.js`.
+    data_json: String,
+}
+
+async fn route_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<RoutePage, PageError> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| Error::BadRequest(format!("route id must be a number, got {id:?}")))?;
+    let row = crate::views::routes::one_route(&state.store, id, MINUTE_MS).await?;
+    let now = crate::now_ms();
+    let series = crate::views::routes::series_for(
+        &state.store,
+        &state.config.retention,
+        id,
+        now - HOUR_MS,
+        now,
+        None,
+    )
+    .await?;
+    let target = state.store.get_target(row.target_id).await?;
+    let data = serde_json::json!({
+        "route": &row,
+        "series": series,
+        "series_url": format!("/api/v1/routes/{id}/timeseries"),
+        "range_ms": HOUR_MS,
+    });
+    let kpis = vec![
+        RouteKpi {
+            label: "Throughput",
+            key: "throughput_per_s",
+            value: format::rps(row.throughput_per_s),
+            title: "Δexchanges / Δt over the last minute (counter resets handled)",
+        },
+        RouteKpi {
+            label: "Error rate",
+            key: "error_pct",
+            value: format::pct(row.error_pct),
+            title: "Δfailed / Δtotal × 100 over the last minute (HTTP: 5xx)",
+        },
+        RouteKpi {
+            label: "Mean",
+            key: "mean_ms",
+            value: format::ms(row.mean_ms),
+            title: "Δsum / Δcount over the last minute",
+        },
+        RouteKpi {
+            label: "p95",
+            key: "p95_ms",
+            value: format::ms(row.p95_ms),
+            title: "From histogram buckets, Prometheus histogram_quantile rule",
+        },
+        RouteKpi {
+            label: "Max",
+            key: "max_ms",
+            value: format::ms(row.max_ms),
+            title: "The exporter's own max (Micrometer: recent window; Jolokia: since reset)",
+        },
+        RouteKpi {
+            label: "Inflight",
+            key: "inflight",
+            value: row
+                .inflight
+                .map_or(format::NONE.to_string(), |v| format::float(v, 0)),
+            title: "Exchanges being processed at the last scrape",
+        },
+    ];
+    Ok(RoutePage {
+        nav: "routes",
+        ranges: RANGES
+            .iter()
+            .map(|(key, label)| RangeOpt {
+                key,
+                label,
+                pressed: *key == "1h",
+            })
+            .collect(),
+        view: RouteRowView::new(row, now, &[]),
+        kpis,
+        target,
+        // `<` escaped so the island can never close its <script> element early.
+        data_json: data.to_string().replace('<', "\\u003c"),
+    })
+}

@@ -1,0 +1,8 @@
+//! The HTTP surface: thin handlers that parse the request, call views or services, and
+//! render JSON ([`api`]) or HTML ([`console`]).
+//!
+//! The JSON API and the console never import each other; what both show comes from
+//! [`crate::views`].
+
+pub mod api;
+pub mod console;

@@ -1,0 +1,294 @@
+//! The evaluator loop: every `[alerts] evaluation_interval` (15 s by default) each rule in
+//! force is evaluated over the route figures of its window (the figures of
+//! `GET /api/v1/routes?window=`, summed from the recent intervals the store holds in
+//! memory, see [`Store::route_window_figures`]), the round is saved in one transaction,
+//! and firing / resolved transitions are published on the live hub.
+//!
+//! Owns the mapping from route figures to a rule's measure. Must not hold state between
+//! rounds other than what the store holds (a restart resumes from it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::alerts::eval::{self, Change, Measured, Transition};
+use crate::domain::alerts::rule::{Labels, Measure, Rule};
+use crate::domain::alerts::silence::Muter;
+use crate::domain::alerts::{AlertView, AlertsConfig};
+use crate::domain::routes::Figures;
+use crate::services::live::{Event, Hub};
+use crate::store::{LiveRunWindow, RouteInfo, Store, WindowNeed};
+
+/// A route subject's labels: `service`, `instance`, `route`, `target`, `source`.
+pub fn route_labels(info: &RouteInfo) -> Labels {
+    crate::store::subject_labels(
+        &info.service,
+        &info.instance(),
+        &info.route,
+        &info.target_name,
+        &info.source,
+    )
+}
+
+/// A rule's measure on one route's figures; `None` when the figure is missing (no
+/// exchanges in the window, or the source lacks it). `target_up`: whether the route's
+/// target answered its last scrape.
+pub fn measure(m: Measure, target_up: Option<bool>, f: &Figures) -> Option<f64> {
+    match m {
+        Measure::ErrorPct => f.error_pct(),
+        Measure::ErrorsPerS => f.failed_per_s(),
+        Measure::ThroughputPerS => f.throughput_per_s(),
+        Measure::MeanMs => f.mean_ms(),
+        Measure::P95Ms => f.quantile_ms(0.95),
+        Measure::P99Ms => f.quantile_ms(0.99),
+        Measure::Inflight => f.inflight,
+        Measure::TargetDown => Some(if target_up == Some(false) { 1.0 } else { 0.0 }),
+        Measure::NoExchanges => Some(if f.exchanges.unwrap_or(0.0) > 0.0 {
+            0.0
+        } else {
+            1.0
+        }),
+    }
+}
+
+/// A live run subject's labels: `scenario`, `run` (its id), `run_name`.
+pub fn run_labels(w: &LiveRunWindow) -> Labels {
+    [
+        ("scenario", w.scenario.clone().unwrap_or_default()),
+        ("run", w.id.to_string()),
+        ("run_name", w.name.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A rule's measure over a live run's per-second buckets in the window ending at
+/// `now_ms`: error % = errors / requests × 100; rates per second over the part of the
+/// window the run has covered (at least 1 s); mean = Σ response time / requests;
+/// p95 / p99 from the merged bucket histograms (nearest rank). `None` without requests
+/// (rates: 0), and for measures not taken on runs.
+pub fn run_measure(m: Measure, w: &LiveRunWindow, window_ms: i64, now_ms: i64) -> Option<f64> {
+    let count = w.count as f64;
+    let covered_ms = match w.first_start_ms {
+        Some(first) => (now_ms - first.max(now_ms - window_ms)).clamp(1000, window_ms.max(1000)),
+        None => window_ms.max(1000),
+    };
+    let span_s = covered_ms as f64 / 1000.0;
+    let percentile = |p: f64| {
+        let parts: Vec<&[u8]> = w.histograms.iter().map(Vec::as_slice).collect();
+        crate::domain::runs::hdr::merge_histograms(&parts)
+            .ok()
+            .flatten()
+            .and_then(|h| crate::domain::runs::hdr::histogram_percentile(&h, p))
+            .map(|v| v as f64)
+    };
+    match m {
+        Measure::ErrorPct => (w.count > 0).then(|| w.errors as f64 / count * 100.0),
+        Measure::ErrorsPerS => Some(w.errors as f64 / span_s),
+        Measure::ThroughputPerS => Some(count / span_s),
+        Measure::MeanMs => (w.count > 0).then(|| w.sum_ms as f64 / count),
+        Measure::P95Ms => percentile(95.0),
+        Measure::P99Ms => percentile(99.0),
+        Measure::Inflight | Measure::TargetDown | Measure::NoExchanges => None,
+    }
+}
+
+/// Stores the built-in rules (unless turned off) and the configuration file's rules.
+pub async fn seed(store: &Store, config: &AlertsConfig) -> crate::store::Result<()> {
+    let builtin = if config.builtin_rules {
+        Rule::defaults()
+    } else {
+        Vec::new()
+    };
+    store
+        .seed_alert_rules(&builtin, &config.rules, crate::now_ms())
+        .await
+}
+
+/// What one round did.
+#[derive(Debug, Default)]
+pub struct Round {
+    pub rules: usize,
+    pub transitions: Vec<Transition>,
+    /// Outbox ids of the notices raised.
+    pub notifications: Vec<i64>,
+}
+
+/// Evaluates every rule in force at `now_ms`, saves the round and publishes
+/// `alert_firing` / `alert_resolved` events.
+pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::store::Result<Round> {
+    let rules: Vec<Rule> = store
+        .list_alert_rules()
+        .await?
+        .into_iter()
+        .map(|s| s.rule)
+        .collect();
+    let prev = store.list_alerts().await?;
+    // Route figures: one pass over the longest window for all rules' windows.
+    let mut needs: Vec<WindowNeed> = Vec::new();
+    for rule in rules.iter().filter(|r| r.subject.scenario.is_none()) {
+        let w = rule.window.ms();
+        let i = match needs.iter().position(|n| n.window_ms == w) {
+            Some(i) => i,
+            None => {
+                needs.push(WindowNeed {
+                    window_ms: w,
+                    buckets: false,
+                    inflight: false,
+                });
+                needs.len() - 1
+            }
+        };
+        needs[i].buckets |= matches!(rule.measure, Measure::P95Ms | Measure::P99Ms);
+        needs[i].inflight |= rule.measure == Measure::Inflight;
+    }
+    let windows = store.route_window_figures(&needs, now_ms).await?;
+    if !needs.is_empty() {
+        let from = if windows.from_memory {
+            "memory"
+        } else {
+            "sqlite"
+        };
+        metrics::counter!("harrier_alert_window_reads_total", "from" => from).increment(1);
+    }
+    let mut live: HashMap<i64, Vec<(LiveRunWindow, Arc<Labels>)>> = HashMap::new();
+    let mut alerts = Vec::new();
+    let mut transitions = Vec::new();
+    for rule in &rules {
+        let window = rule.window.ms();
+        let measured: Vec<Measured> = if rule.subject.scenario.is_some() {
+            if let std::collections::hash_map::Entry::Vacant(e) = live.entry(window) {
+                let runs = store.live_run_windows(window, now_ms).await?;
+                e.insert(
+                    runs.into_iter()
+                        .map(|w| {
+                            let labels = Arc::new(run_labels(&w));
+                            (w, labels)
+                        })
+                        .collect(),
+                );
+            }
+            live[&window]
+                .iter()
+                .filter(|(_, labels)| rule.subject.matches_run(labels))
+                .map(|(w, labels)| Measured {
+                    labels: labels.clone(),
+                    value: run_measure(rule.measure, w, window, now_ms),
+                    count: Some(w.count as f64),
+                })
+                .collect()
+        } else {
+            let figs = &windows.figures[&window];
+            windows
+                .routes
+                .iter()
+                .zip(figs)
+                .zip(&windows.target_up)
+                .filter(|((s, _), _)| rule.subject.matches(&s.labels))
+                .map(|((s, f), up)| Measured {
+                    labels: s.labels.clone(),
+                    value: measure(rule.measure, *up, f),
+                    count: f.exchanges,
+                })
+                .collect()
+        };
+        let out = eval::evaluate(rule, &measured, &prev, now_ms);
+        alerts.extend(out.alerts);
+        transitions.extend(out.transitions);
+    }
+    let names: Vec<String> = rules.iter().map(|r| r.name.clone()).collect();
+    let notifications = store
+        .save_evaluation(&names, &alerts, &transitions, now_ms)
+        .await?;
+    // A live run watched by a firing scenario rule is failed at that moment.
+    for t in transitions.iter().filter(|t| t.change == Change::Firing) {
+        let scenario_rule = rules
+            .iter()
+            .any(|r| r.name == t.rule && r.subject.scenario.is_some());
+        let Some(run) = t.labels.get("run").and_then(|r| r.parse::<i64>().ok()) else {
+            continue;
+        };
+        if scenario_rule && store.fail_run(run, &t.rule, t.at_ms, t.value).await? {
+            tracing::info!(run, rule = %t.rule, "live run failed by an alert rule");
+            if let Some(item) = store.run_list_item(run).await? {
+                hub.publish(&Event::RunUpdated { run: item });
+            }
+        }
+    }
+    let muter = Muter::new(&store.active_silences(now_ms).await?, now_ms);
+    for t in &transitions {
+        let rule = rules.iter().find(|r| r.name == t.rule);
+        match t.change {
+            Change::Firing => {
+                let view = AlertView::new(&t.alert, rule, &muter);
+                hub.publish(&Event::AlertFiring {
+                    silenced: !view.silenced_by.is_empty(),
+                    alert: view,
+                })
+            }
+            Change::Resolved => {
+                let mut view = AlertView::new(&t.alert, rule, &muter);
+                view.state = "resolved".into();
+                hub.publish(&Event::AlertResolved {
+                    silenced: !view.silenced_by.is_empty(),
+                    alert: view,
+                    resolved_at_ms: t.at_ms,
+                })
+            }
+            Change::Pending | Change::Inactive => {}
+        }
+    }
+    Ok(Round {
+        rules: rules.len(),
+        transitions,
+        notifications,
+    })
+}
+
+/// Seeds the rules, then evaluates every `evaluation_interval` until `shutdown`; `wake`
+/// is notified when a round raises notices. A failed
+/// round is logged and the next one runs as usual.
+pub async fn run(
+    store: Store,
+    hub: Hub,
+    config: Arc<AlertsConfig>,
+    wake: Arc<tokio::sync::Notify>,
+    shutdown: CancellationToken,
+) {
+    if let Err(e) = seed(&store, &config).await {
+        tracing::error!(error = %e, "storing the alert rules failed");
+    }
+    let every = std::time::Duration::from_millis(config.evaluation_interval.ms().max(1000) as u64);
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {
+                let started = std::time::Instant::now();
+                match evaluate_once(&store, &hub, crate::now_ms()).await {
+                    Ok(round) => {
+                        metrics::counter!("harrier_alert_evaluations_total").increment(1);
+                        metrics::gauge!("harrier_alert_evaluation_last_duration_seconds")
+                            .set(started.elapsed().as_secs_f64());
+                        let held = store.recent_intervals_held().unwrap_or_default();
+                        metrics::gauge!("harrier_alert_recent_intervals").set(held.1 as f64);
+                        metrics::gauge!("harrier_alert_recent_bytes").set(held.2 as f64);
+                        if !round.notifications.is_empty() {
+                            wake.notify_one();
+                        }
+                        if !round.transitions.is_empty() {
+                            tracing::info!(transitions = round.transitions.len(), "alerts changed");
+                        }
+                    }
+                    Err(e) => {
+                        metrics::counter!("harrier_alert_evaluation_failures_total").increment(1);
+                        tracing::error!(error = %e, "alert evaluation failed");
+                    }
+                }
+            }
+        }
+    }
+}

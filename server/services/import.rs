@@ -1,0 +1,347 @@
+//! Imports: a result file (or an upload stream) → parsed runs → one store transaction →
+//! live events and metrics.
+//!
+//! Shared by `harrier import --db`, `POST /api/v1/runs` and the console's upload form.
+//! Parsing runs on a blocking thread over a streaming reader, so memory stays bounded
+//! whatever the file size, and progress (bytes read) is reported while it runs.
+
+use std::io::{BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::io::AsyncRead;
+use tokio_util::io::SyncIoBridge;
+
+use crate::error::{Error, Result};
+use crate::services::live::{Event, Hub};
+use crate::sources::ingest::{self, Format};
+use crate::store::{NewRun, Store};
+
+/// How often a running import reports progress.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// Read buffer of the parsers.
+const READ_BUFFER: usize = 1 << 20;
+
+/// What the user said about an import.
+#[derive(Debug, Clone)]
+pub struct ImportRequest {
+    pub format: Format,
+    /// Run name; default: from the content (ab: host and path), else the file name.
+    pub name: Option<String>,
+    /// Scenario; default: the same as the default name.
+    pub scenario: Option<String>,
+    pub tags: Vec<(String, String)>,
+    /// Name of the input (file name), used in errors and as the run's source.
+    pub source: String,
+    /// Largest accepted input, bytes.
+    pub max_bytes: u64,
+    /// Replace the aggregates of this existing run (e.g. a live run's streamed figures)
+    /// with the file's exact ones, keeping its name, scenario, tags and notes.
+    pub replace: Option<i64>,
+}
+
+/// One stored run, as reported back to the importer.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportedRun {
+    pub id: i64,
+    pub name: String,
+    pub tool: String,
+    /// Console page of the run.
+    pub url: String,
+    /// Samples in the run total (for summary-only runs: requests the tool reported).
+    pub samples: u64,
+    pub rejected_rows: u64,
+    pub summary_only: bool,
+}
+
+/// Called with (bytes read, bytes in total if known) while an import runs.
+pub type ProgressFn = Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
+
+/// Where progress goes: the live hub (server) and/or a callback (CLI).
+#[derive(Clone, Default)]
+pub struct Progress {
+    pub hub: Option<Hub>,
+    pub callback: Option<ProgressFn>,
+}
+
+/// Counts bytes read and refuses to read past a limit.
+/// Why the input itself (not its content) failed: a read error of the source (an upload
+/// that broke off, a disk error) or the size limit. Parsers keep what they read before a
+/// read error; an import whose *source* failed must store nothing, so this is checked
+/// after parsing.
+#[derive(Debug, Clone)]
+enum SourceFailure {
+    TooLarge(u64),
+    Read(String),
+}
+
+/// Counts bytes read, refuses to read past a limit, and remembers a source failure.
+struct CountingReader<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+    max: u64,
+    failure: Arc<std::sync::Mutex<Option<SourceFailure>>>,
+}
+
+impl<R: Read> CountingReader<R> {
+    fn fail(&self, failure: SourceFailure) -> std::io::Error {
+        let message = match &failure {
+            SourceFailure::TooLarge(max) => {
+                format!("input larger than the import limit of {max} bytes")
+            }
+            SourceFailure::Read(e) => e.clone(),
+        };
+        if let Ok(mut slot) = self.failure.lock() {
+            slot.get_or_insert(failure);
+        }
+        std::io::Error::other(message)
+    }
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => return Err(self.fail(SourceFailure::Read(e.to_string()))),
+        };
+        let total = self.read.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        if total > self.max {
+            return Err(self.fail(SourceFailure::TooLarge(self.max)));
+        }
+        Ok(n)
+    }
+}
+
+fn file_stem(source: &str) -> String {
+    let base = source.rsplit(['/', '\\']).next().unwrap_or(source);
+    let base = base.strip_suffix(".gz").unwrap_or(base);
+    match base.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => base.to_string(),
+    }
+}
+
+/// Imports from a synchronous reader (a file). `bytes_total` is the input size if known.
+pub async fn import_reader<R: Read + Send + 'static>(
+    store: &Store,
+    progress: &Progress,
+    req: ImportRequest,
+    reader: R,
+    bytes_total: Option<u64>,
+) -> Result<Vec<ImportedRun>> {
+    let import_id = format!(
+        "imp-{}-{}",
+        crate::now_ms(),
+        std::process::id() ^ rand_u32()
+    );
+    let read = Arc::new(AtomicU64::new(0));
+    let failure = Arc::new(std::sync::Mutex::new(None));
+    let counting = CountingReader {
+        inner: reader,
+        read: read.clone(),
+        max: req.max_bytes,
+        failure: failure.clone(),
+    };
+    let (format, source) = (req.format, req.source.clone());
+    let parse = tokio::task::spawn_blocking(move || {
+        ingest::parse(
+            BufReader::with_capacity(READ_BUFFER, counting),
+            format,
+            &source,
+        )
+    });
+
+    let ticker = {
+        let (progress, read, import_id, source) = (
+            progress.clone(),
+            read.clone(),
+            import_id.clone(),
+            req.source.clone(),
+        );
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(
+                tokio::time::Instant::now() + PROGRESS_EVERY,
+                PROGRESS_EVERY,
+            );
+            loop {
+                tick.tick().await;
+                let bytes_read = read.load(Ordering::Relaxed);
+                if let Some(hub) = &progress.hub {
+                    hub.publish(&Event::ImportProgress {
+                        import_id: import_id.clone(),
+                        source: source.clone(),
+                        bytes_read,
+                        bytes_total,
+                    });
+                }
+                if let Some(cb) = &progress.callback {
+                    cb(bytes_read, bytes_total);
+                }
+            }
+        })
+    };
+    let parsed = parse.await;
+    ticker.abort();
+    let source_failure = failure.lock().ok().and_then(|f| f.clone());
+    let outcome = match (source_failure, parsed) {
+        (Some(SourceFailure::TooLarge(max)), _) => Err(Error::TooLarge(format!(
+            "{}: larger than the import limit of {max} bytes; nothing was stored (raise max_import_bytes in harrier.toml)",
+            req.source
+        ))),
+        (Some(SourceFailure::Read(e)), _) => Err(Error::BadRequest(format!(
+            "{}: reading the input failed ({e}); nothing was stored",
+            req.source
+        ))),
+        (None, parsed) => match parsed {
+            Ok(Ok(runs)) => store_runs(store, &req, runs).await,
+            Ok(Err(e)) => Err(Error::from(e)),
+            Err(join) => Err(Error::Internal(format!(
+                "import of {} stopped: {join}",
+                req.source
+            ))),
+        },
+    };
+    if let Some(hub) = &progress.hub {
+        if let Ok(runs) = &outcome {
+            for run in runs {
+                if let Ok(Some(item)) = store.run_list_item(run.id).await {
+                    hub.publish(&Event::RunImported { run: item });
+                }
+            }
+        }
+        match &outcome {
+            Ok(runs) => hub.publish(&Event::ImportDone {
+                import_id,
+                source: req.source.clone(),
+                run_ids: runs.iter().map(|r| r.id).collect(),
+            }),
+            Err(e) => hub.publish(&Event::ImportFailed {
+                import_id,
+                source: req.source.clone(),
+                error: e.to_string(),
+            }),
+        }
+    }
+    outcome
+}
+
+/// Imports from an async stream (an HTTP body or upload field).
+pub async fn import_async<R: AsyncRead + Send + Unpin + 'static>(
+    store: &Store,
+    progress: &Progress,
+    req: ImportRequest,
+    reader: R,
+    bytes_total: Option<u64>,
+) -> Result<Vec<ImportedRun>> {
+    import_reader(store, progress, req, SyncIoBridge::new(reader), bytes_total).await
+}
+
+async fn store_runs(
+    store: &Store,
+    req: &ImportRequest,
+    runs: Vec<ingest::ParsedRun>,
+) -> Result<Vec<ImportedRun>> {
+    if runs.is_empty() {
+        return Err(Error::BadRequest(format!(
+            "{}: no run found in the input",
+            req.source
+        )));
+    }
+    if let Some(id) = req.replace {
+        return replace_run(store, req, id, runs).await;
+    }
+    let now = crate::now_ms();
+    let several = runs.len() > 1;
+    let stem = file_stem(&req.source);
+    let new_runs: Vec<NewRun> = runs
+        .iter()
+        .map(|run| {
+            let content_name = run.name_hint.clone().unwrap_or_else(|| stem.clone());
+            let name = match (&req.name, several) {
+                (Some(name), true) => format!("{name} · {content_name}"),
+                (Some(name), false) => name.clone(),
+                (None, _) => content_name.clone(),
+            };
+            NewRun {
+                name,
+                scenario: Some(req.scenario.clone().unwrap_or(content_name)),
+                tool: run.tool.clone(),
+                source: Some(req.source.clone()),
+                tags: req.tags.clone(),
+                imported_at_ms: now,
+            }
+        })
+        .collect();
+    let pairs: Vec<(NewRun, &crate::domain::runs::RunData)> = new_runs
+        .iter()
+        .cloned()
+        .zip(runs.iter().map(|r| &r.data))
+        .collect();
+    let ids = store.insert_runs(&pairs).await?;
+
+    let mut out = Vec::with_capacity(ids.len());
+    for ((id, new), run) in ids.into_iter().zip(new_runs).zip(&runs) {
+        metrics::counter!("harrier_runs_imported_total").increment(1);
+        metrics::counter!("harrier_samples_imported_total").increment(run.data.overall.count);
+        metrics::counter!("harrier_rejected_rows_total").increment(run.data.rejected_rows);
+        out.push(ImportedRun {
+            id,
+            name: new.name,
+            tool: run.tool.clone(),
+            url: format!("/console/runs/{id}"),
+            samples: run.data.overall.count,
+            rejected_rows: run.data.rejected_rows,
+            summary_only: run.data.summary_only,
+        });
+    }
+    Ok(out)
+}
+
+async fn replace_run(
+    store: &Store,
+    req: &ImportRequest,
+    id: i64,
+    mut runs: Vec<ingest::ParsedRun>,
+) -> Result<Vec<ImportedRun>> {
+    if runs.len() != 1 {
+        return Err(Error::BadRequest(format!(
+            "{}: holds {} runs; replace needs a file with exactly one",
+            req.source,
+            runs.len()
+        )));
+    }
+    let run = runs.remove(0);
+    let Some(existing) = store.get_run(id).await? else {
+        return Err(Error::NotFound(format!("run {id}")));
+    };
+    if existing.status == "live" {
+        return Err(Error::BadRequest(format!(
+            "run {id} is still live; end it first (POST /api/v1/runs/{id}/end)"
+        )));
+    }
+    store
+        .replace_run_data(id, &run.data, "complete", Some((&run.tool, &req.source)))
+        .await?;
+    metrics::counter!("harrier_samples_imported_total").increment(run.data.overall.count);
+    metrics::counter!("harrier_rejected_rows_total").increment(run.data.rejected_rows);
+    Ok(vec![ImportedRun {
+        id,
+        name: existing.name,
+        tool: run.tool,
+        url: format!("/console/runs/{id}"),
+        samples: run.data.overall.count,
+        rejected_rows: run.data.rejected_rows,
+        summary_only: run.data.summary_only,
+    }])
+}
+
+/// A little entropy for import ids (not security-relevant).
+fn rand_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(crate::now_ms() as u64);
+    h.finish() as u32
+}

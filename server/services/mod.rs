@@ -1,0 +1,17 @@
+//! Services: the work that reads sources, writes the store and tells the live hub.
+//!
+//! - [`import`]: the import pipeline (file → parser → one store transaction per file);
+//! - [`comparisons`]: comparisons of stored runs, baselines, checks and trends;
+//! - [`scrape`]: the scrape loops (one task per target) and retention pruning;
+//! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
+//! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
+//! - [`alerts`]: the alert engine (evaluator loop, notifier to channels).
+//!
+//! Must not know HTTP requests or pages: handlers in [`crate::http`] call these.
+
+pub mod alerts;
+pub mod comparisons;
+pub mod import;
+pub mod live;
+pub mod live_runs;
+pub mod scrape;

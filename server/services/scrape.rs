@@ -1,0 +1,463 @@
+//! Scraping: one task per target, each on its own interval, so a slow or failing target
+//! never delays another.
+//!
+//! Targets come from `harrier.toml` (`[[targets]]`, origin `config`), from
+//! `POST /api/v1/targets` (origin `api`), and the built-in `harrier` target: harrier's own
+//! `/metrics` at its listen address (origin `builtin`, on unless `self_scrape = false`), so a
+//! fresh install shows its own routes.
+//!
+//! Each scrape: an HTTP GET (Prometheus text or OpenMetrics) or one Jolokia POST read, with
+//! a timeout and a body limit ([`MAX_BODY_BYTES`]); the series become route observations
+//! ([`crate::sources::scrape::presets`], [`crate::sources::scrape::jolokia`]); each route's interval since the
+//! previous good scrape is written with the target's status (up, duration, samples, error)
+//! in one transaction; `target_status` and `routes_updated` (only rows that changed) go to
+//! the live hub. Must not render anything or know about axum.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::routes::{Interval, Observation, RouteRow};
+use crate::services::live::{Event, Hub};
+use crate::sources::scrape::process::{self, ProcessReading};
+use crate::sources::scrape::{exposition, jolokia, presets};
+use crate::store::{Retention, RouteWrite, ScrapeStatus, Store, TargetRow, TargetSpec};
+
+/// Largest scrape body read, bytes; a larger one fails the scrape.
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+/// Window of the figures sent in `routes_updated`, ms.
+pub const LIVE_WINDOW_MS: i64 = 60_000;
+/// How often retention is applied.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+/// The built-in target's interval and timeout, s.
+const SELF_INTERVAL_S: f64 = 10.0;
+const SELF_TIMEOUT_S: f64 = 5.0;
+
+const ACCEPT_PROMETHEUS: &str =
+    "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1";
+
+/// What the scrape loops need; set once by [`Scraper::start`].
+#[derive(Clone)]
+struct Running {
+    store: Store,
+    hub: Hub,
+    shutdown: CancellationToken,
+}
+
+/// The scrape manager; cheap to clone. Created idle with the app state; `start` (called by
+/// `serve`) loads the targets and spawns their loops. Targets added before `start` only
+/// get stored.
+#[derive(Clone)]
+pub struct Scraper {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: reqwest::Client,
+    running: Mutex<Option<Running>>,
+    tasks: Mutex<HashMap<i64, CancellationToken>>,
+}
+
+impl Default for Scraper {
+    fn default() -> Self {
+        Scraper::new()
+    }
+}
+
+/// The built-in target for a server listening on `addr`.
+pub fn self_target(addr: SocketAddr) -> TargetSpec {
+    let host = if addr.ip().is_unspecified() {
+        match addr {
+            SocketAddr::V4(_) => "127.0.0.1".to_string(),
+            SocketAddr::V6(_) => "[::1]".to_string(),
+        }
+    } else {
+        match addr {
+            SocketAddr::V4(a) => a.ip().to_string(),
+            SocketAddr::V6(a) => format!("[{}]", a.ip()),
+        }
+    };
+    TargetSpec {
+        name: "harrier".into(),
+        url: format!("http://{host}:{}/metrics", addr.port()),
+        kind: "prometheus".into(),
+        interval_s: SELF_INTERVAL_S,
+        timeout_s: SELF_TIMEOUT_S,
+        labels: BTreeMap::from([("service".to_string(), "harrier".to_string())]),
+    }
+}
+
+/// Checks a target before it is stored; the message says what to send instead.
+pub fn validate(spec: &TargetSpec) -> Result<(), String> {
+    if spec.name.trim().is_empty() || spec.name.len() > 100 {
+        return Err("name must be 1 to 100 characters".into());
+    }
+    let rest = spec
+        .url
+        .strip_prefix("http://")
+        .or_else(|| spec.url.strip_prefix("https://"));
+    if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+        return Err(format!(
+            "url must be http:// or https:// with a host, got {:?}",
+            spec.url
+        ));
+    }
+    if !matches!(spec.kind.as_str(), "prometheus" | "jolokia") {
+        return Err(format!(
+            "kind must be \"prometheus\" or \"jolokia\", got {:?}",
+            spec.kind
+        ));
+    }
+    if !(1.0..=3600.0).contains(&spec.interval_s) {
+        return Err(format!(
+            "interval_s must be between 1 and 3600, got {}",
+            spec.interval_s
+        ));
+    }
+    if !(spec.timeout_s > 0.0 && spec.timeout_s <= spec.interval_s) {
+        return Err(format!(
+            "timeout_s must be above 0 and at most interval_s ({}), got {}",
+            spec.interval_s, spec.timeout_s
+        ));
+    }
+    Ok(())
+}
+
+impl Scraper {
+    pub fn new() -> Scraper {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_max_idle_per_host(2)
+            .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
+        Scraper {
+            inner: Arc::new(Inner {
+                client,
+                running: Mutex::new(None),
+                tasks: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Stores the configured and built-in targets (removing configured ones no longer in
+    /// the file), spawns a loop per stored target, and applies retention every 10 min.
+    /// `self_addr` is where this server listens (`None`: no built-in target).
+    pub async fn start(
+        &self,
+        store: Store,
+        hub: Hub,
+        shutdown: CancellationToken,
+        config: &crate::config::Config,
+        self_addr: Option<SocketAddr>,
+    ) -> crate::store::Result<()> {
+        let now = crate::now_ms();
+        for spec in &config.targets {
+            if let Err(e) = validate(spec) {
+                tracing::error!(target = %spec.name, error = %e, "configured target skipped");
+                continue;
+            }
+            store.upsert_target(spec, "config", now).await?;
+        }
+        let names: Vec<String> = config.targets.iter().map(|t| t.name.clone()).collect();
+        store.delete_targets_not_in("config", &names).await?;
+        match self_addr.filter(|_| config.self_scrape) {
+            Some(addr) => {
+                store
+                    .upsert_target(&self_target(addr), "builtin", now)
+                    .await?;
+            }
+            None => {
+                store.delete_targets_not_in("builtin", &[]).await?;
+            }
+        }
+        *self.inner.running.lock().expect("not poisoned") = Some(Running {
+            store: store.clone(),
+            hub,
+            shutdown: shutdown.clone(),
+        });
+        for target in store.list_targets().await? {
+            self.spawn(target);
+        }
+        tokio::spawn(prune_loop(store, config.retention, shutdown));
+        Ok(())
+    }
+
+    /// Starts the loop of `target` (replacing a running one); a no-op before `start`.
+    pub fn spawn(&self, target: TargetRow) {
+        let Some(running) = self.inner.running.lock().expect("not poisoned").clone() else {
+            return;
+        };
+        let token = running.shutdown.child_token();
+        if let Some(old) = self
+            .inner
+            .tasks
+            .lock()
+            .expect("not poisoned")
+            .insert(target.id, token.clone())
+        {
+            old.cancel();
+        }
+        tokio::spawn(target_loop(
+            self.inner.client.clone(),
+            running,
+            target,
+            token,
+        ));
+    }
+
+    /// Stops the loop of target `id`.
+    pub fn stop(&self, id: i64) {
+        if let Some(token) = self.inner.tasks.lock().expect("not poisoned").remove(&id) {
+            token.cancel();
+        }
+    }
+
+    /// Number of running target loops.
+    pub fn running_targets(&self) -> usize {
+        self.inner.tasks.lock().expect("not poisoned").len()
+    }
+}
+
+async fn prune_loop(store: Store, retention: Retention, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(PRUNE_EVERY);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {
+                match store.prune_routes(crate::now_ms(), &retention).await {
+                    Ok(n) if n > 0 => tracing::debug!(rows = n, "route figures past retention deleted"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "pruning route figures failed"),
+                }
+            }
+        }
+    }
+}
+
+/// What one scrape read.
+pub struct ScrapeOutcome {
+    pub observations: Vec<Observation>,
+    /// Process readings per instance (`None`: the target's own).
+    pub process: std::collections::BTreeMap<Option<String>, ProcessReading>,
+    /// Samples (Jolokia: attribute values) read.
+    pub samples: usize,
+}
+
+/// Reads `target` once (no timeout here: the caller bounds it).
+pub async fn scrape_once(
+    client: &reqwest::Client,
+    target: &TargetRow,
+) -> Result<ScrapeOutcome, String> {
+    let request = match target.kind.as_str() {
+        "jolokia" => client.post(&target.url).json(&jolokia::request_body()),
+        _ => client
+            .get(&target.url)
+            .header(reqwest::header::ACCEPT, ACCEPT_PROMETHEUS),
+    };
+    let mut response = request.send().await.map_err(|e| describe(&e))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("HTTP {status} from {}", target.url));
+    }
+    let mut body: Vec<u8> = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(format!("response larger than {} MiB", MAX_BODY_BYTES >> 20));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    match target.kind.as_str() {
+        "jolokia" => {
+            let answer: serde_json::Value = serde_json::from_slice(&body)
+                .map_err(|e| format!("Jolokia answer is not JSON: {e}"))?;
+            let (observations, samples) = jolokia::observations(&answer)?;
+            Ok(ScrapeOutcome {
+                observations,
+                samples,
+                process: Default::default(),
+            })
+        }
+        _ => {
+            let doc = exposition::parse_bytes(&body).map_err(|e| format!("exposition {e}"))?;
+            Ok(ScrapeOutcome {
+                samples: doc.sample_count(),
+                observations: presets::observations_by_instance(&doc, &target.service),
+                process: process::readings(&doc, crate::now_ms()),
+            })
+        }
+    }
+}
+
+/// An HTTP client error without reqwest's nesting noise.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
+}
+
+type RouteKey = (String, String, &'static str, Option<String>);
+
+fn key(o: &Observation) -> RouteKey {
+    (
+        o.service.clone(),
+        o.route.clone(),
+        o.source.as_str(),
+        o.instance.clone(),
+    )
+}
+
+/// One target's loop: scrape on its interval until cancelled.
+async fn target_loop(
+    client: reqwest::Client,
+    running: Running,
+    target: TargetRow,
+    token: CancellationToken,
+) {
+    let period = Duration::from_secs_f64(target.interval_s.max(1.0));
+    let timeout = Duration::from_secs_f64(target.timeout_s.clamp(0.1, target.interval_s.max(1.0)));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut prev: HashMap<RouteKey, Observation> = HashMap::new();
+    let mut prev_ms: Option<i64> = None;
+    let mut sent: HashMap<i64, RouteRow> = HashMap::new();
+    let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
+    let name = target.name.clone();
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        let at_ms = crate::now_ms();
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            _ = token.cancelled() => break,
+            r = tokio::time::timeout(timeout, scrape_once(&client, &target)) => match r {
+                Ok(r) => r,
+                Err(_) => Err(format!("no answer within {} s", target.timeout_s)),
+            },
+        };
+        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let (status, writes) = match outcome {
+            Ok(out) => {
+                let writes: Vec<RouteWrite> = out
+                    .observations
+                    .iter()
+                    .map(|o| RouteWrite {
+                        service: o.service.clone(),
+                        route: o.route.clone(),
+                        source: o.source.as_str().to_string(),
+                        state: o.state.clone(),
+                        last_exchange_ms: o.last_exchange_ms,
+                        instance: o.instance.clone().unwrap_or_default(),
+                        interval: match (prev.get(&key(o)), prev_ms) {
+                            (Some(p), Some(p_ms)) if at_ms > p_ms => {
+                                Some(Interval::between(p, o, at_ms - p_ms))
+                            }
+                            _ => None,
+                        },
+                    })
+                    .collect();
+                prev = out.observations.into_iter().map(|o| (key(&o), o)).collect();
+                prev_ms = Some(at_ms);
+                let mut figures: Vec<(String, String, f64)> = Vec::new();
+                for (inst, reading) in out.process {
+                    let shown = inst.clone().unwrap_or_else(|| target.instance.clone());
+                    let before = prev_process.get(&inst).map(|(r, t)| (r, at_ms - *t));
+                    for (metric, v) in reading.figures(before) {
+                        figures.push((shown.clone(), metric, v));
+                    }
+                    prev_process.insert(inst, (reading, at_ms));
+                }
+                if let Err(e) = running
+                    .store
+                    .record_process(target.id, at_ms, &figures)
+                    .await
+                {
+                    tracing::warn!(target = %name, error = %e, "storing process figures failed");
+                }
+                (
+                    ScrapeStatus {
+                        at_ms,
+                        up: true,
+                        duration_ms,
+                        samples: out.samples as i64,
+                        error: None,
+                    },
+                    writes,
+                )
+            }
+            Err(error) => {
+                tracing::debug!(target = %name, %error, "scrape failed");
+                (
+                    ScrapeStatus {
+                        at_ms,
+                        up: false,
+                        duration_ms,
+                        samples: 0,
+                        error: Some(error),
+                    },
+                    Vec::new(),
+                )
+            }
+        };
+        let result = if status.up { "ok" } else { "error" };
+        metrics::counter!("harrier_scrapes_total", "target" => name.clone(), "result" => result)
+            .increment(1);
+        if let Err(e) = running
+            .store
+            .record_scrape(target.id, &status, &writes)
+            .await
+        {
+            // The target may have been deleted meanwhile; the next tick finds out.
+            tracing::warn!(target = %name, error = %e, "storing a scrape failed");
+            continue;
+        }
+        if token.is_cancelled() {
+            break;
+        }
+        publish(&running, target.id, &mut sent).await;
+    }
+}
+
+/// Sends the target's status and the route rows that changed since the last send.
+async fn publish(running: &Running, target_id: i64, sent: &mut HashMap<i64, RouteRow>) {
+    if let Ok(Some(target)) = running.store.get_target(target_id).await {
+        running.hub.publish(&Event::TargetStatus { target });
+    }
+    let rows = match crate::views::routes::route_rows(
+        &running.store,
+        Some(target_id),
+        LIVE_WINDOW_MS,
+        crate::now_ms(),
+    )
+    .await
+    {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading route figures failed");
+            return;
+        }
+    };
+    let changed: Vec<RouteRow> = rows
+        .into_iter()
+        .filter(|r| sent.get(&r.id) != Some(r))
+        .collect();
+    if changed.is_empty() {
+        return;
+    }
+    for r in &changed {
+        sent.insert(r.id, r.clone());
+    }
+    running.hub.publish(&Event::RoutesUpdated {
+        target_id,
+        routes: changed,
+    });
+}

@@ -1,0 +1,401 @@
+//! ApacheBench (ab) text reports → summary-only runs.
+//!
+//! Format (FORMATS.md §4.1; writer `support/ab.c` in apache/httpd): a banner, then
+//! `Key:   value` lines, the "Connection Times (ms)" table and the "Percentage of the
+//! requests served within a certain time (ms)" table. ab keeps no per-request data in
+//! this output, so a run is **summary-only**: every figure is "reported by ab".
+//!
+//! Mapping to [`Stats`]: count = `Complete requests`; errors (see [`error_count`]) lie in
+//! [max(Failed, Non-2xx), min(Complete, Failed + Non-2xx)] — ab does not say how the two
+//! sets overlap; min/mean/max = the `Total:` row of Connection Times (whole ms, as ab
+//! rounds them); p50/p90/p95/p99 = the percentage table as printed (ab's rule:
+//! `stats[n·i/100]` on the sorted times, not nearest rank); window = `Time taken for
+//! tests`; throughput = `Requests per second` as printed; bytes received = `Total
+//! transferred`, sent = `Total body sent`. Every raw figure also goes into
+//! [`RunData::reported`]. One label per run: the Document Path.
+//!
+//! A file may hold several reports one after another (a shell loop's `nohup.out`): each
+//! becomes its own run, in order, named `host:port/path`.
+
+use std::io::BufRead;
+
+use serde_json::{Map, Value, json};
+
+use super::{IngestError, ParsedRun};
+use crate::domain::runs::{LabelStats, RejectedRow, RunData, Stats};
+
+/// ab's percentile rule, stored beside its percentile table.
+pub const PERCENTILE_RULE: &str = "ab: stats[n*i/100]";
+
+/// Reads every ab report in `input`.
+pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+    let mut reports: Vec<Report> = Vec::new();
+    let mut raw = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        raw.clear();
+        let n = input
+            .read_until(b'\n', &mut raw)
+            .map_err(|source| IngestError::Io {
+                source_name: source_name.to_owned(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let line = String::from_utf8_lossy(&raw);
+        let line = line.trim_end_matches(['\n', '\r']);
+        let starts_report = line.starts_with("This is ApacheBench")
+            || (line.starts_with("Benchmarking ")
+                && reports.last().is_none_or(|r| r.benchmarking_seen));
+        if starts_report {
+            reports.push(Report::new(line_no));
+        }
+        if let Some(r) = reports.last_mut() {
+            r.read_line(line);
+        }
+    }
+    let Some(first) = reports.first() else {
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: 1,
+            message: "no ApacheBench report found (expected a line starting \"This is ApacheBench\" or \"Benchmarking \")"
+                .to_owned(),
+        });
+    };
+    let first_line = first.line;
+    // Reports without results (ab aborted on a socket error) are not runs; they are
+    // reported as rejected lines of the nearest complete run so they are not lost.
+    let mut runs: Vec<ParsedRun> = Vec::new();
+    let mut orphans: Vec<RejectedRow> = Vec::new();
+    for r in reports {
+        match r.into_run() {
+            Ok(mut run) => {
+                run.data.rejected_rows += orphans.len() as u64;
+                run.data.rejected.append(&mut orphans);
+                runs.push(run);
+            }
+            Err(orphan) => match runs.last_mut() {
+                Some(prev) => {
+                    prev.data.rejected_rows += 1;
+                    prev.data.rejected.push(orphan);
+                }
+                None => orphans.push(orphan),
+            },
+        }
+    }
+    if runs.is_empty() {
+        let why = orphans
+            .first()
+            .map_or_else(String::new, |o| o.reason.clone());
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: first_line,
+            message: why,
+        });
+    }
+    Ok(runs)
+}
+
+/// ab's error count, given what it printed: (Connect + Receive + Exceptions) failures plus
+/// Non-2xx responses, clamped to the range the figures allow,
+/// [max(failed, non_2xx), min(complete, failed + non_2xx)]. Length failures are left out
+/// of the estimate because ab compares every body's length with the first one, so any
+/// dynamic page "fails" (FORMATS.md §4.1); Write errors are not counted by ab as failed.
+pub fn error_count(complete: u64, failed: u64, breakdown: [u64; 4], non_2xx: u64) -> u64 {
+    let [connect, receive, _length, exceptions] = breakdown;
+    let (lo, hi) = error_range(complete, failed, non_2xx);
+    (connect + receive + exceptions)
+        .saturating_add(non_2xx)
+        .clamp(lo, hi)
+}
+
+/// [max(failed, non_2xx), min(complete, failed + non_2xx)], the lower end capped at the
+/// upper one.
+fn error_range(complete: u64, failed: u64, non_2xx: u64) -> (u64, u64) {
+    let hi = complete.min(failed.saturating_add(non_2xx));
+    (failed.max(non_2xx).min(hi), hi)
+}
+
+#[derive(Debug, Default)]
+struct Report {
+    line: u64,
+    benchmarking_seen: bool,
+    in_connection_times: bool,
+    in_percentiles: bool,
+    version: Option<String>,
+    server_software: Option<String>,
+    host: Option<String>,
+    port: Option<u64>,
+    path: Option<String>,
+    document_length: Option<Value>,
+    concurrency: Option<u64>,
+    time_taken_s: Option<f64>,
+    complete: Option<u64>,
+    failed: Option<u64>,
+    breakdown: Option<[u64; 4]>,
+    write_errors: Option<u64>,
+    non_2xx: Option<u64>,
+    keep_alive: Option<u64>,
+    total_transferred: Option<u64>,
+    total_body_sent: Option<u64>,
+    html_transferred: Option<u64>,
+    requests_per_second: Option<f64>,
+    time_per_request_ms: Option<f64>,
+    time_per_request_all_ms: Option<f64>,
+    transfer_rate_received: Option<f64>,
+    transfer_rate_sent: Option<f64>,
+    transfer_rate_total: Option<f64>,
+    connection_times: Map<String, Value>,
+    /// (percent, ms) in printed order.
+    percentiles: Vec<(u64, u64)>,
+}
+
+/// The first whitespace-separated token of `v`, parsed.
+fn first<T: std::str::FromStr>(v: &str) -> Option<T> {
+    v.split_whitespace().next()?.parse().ok()
+}
+
+impl Report {
+    fn new(line: u64) -> Self {
+        Report {
+            line,
+            ..Report::default()
+        }
+    }
+
+    fn read_line(&mut self, line: &str) {
+        let trimmed = line.trim();
+        if let Some(rest) = line.strip_prefix("This is ApacheBench, Version ") {
+            self.version = rest
+                .split_whitespace()
+                .next()
+                .map(|v| v.trim_end_matches(',').to_owned());
+            return;
+        }
+        if let Some(rest) = line.strip_prefix("Benchmarking ") {
+            self.benchmarking_seen = true;
+            if self.host.is_none() {
+                self.host = rest.split_whitespace().next().map(str::to_owned);
+            }
+            return;
+        }
+        if trimmed.starts_with("Connection Times (ms)") {
+            self.in_connection_times = true;
+            return;
+        }
+        if trimmed.starts_with("Percentage of the requests served") {
+            self.in_connection_times = false;
+            self.in_percentiles = true;
+            return;
+        }
+        if self.in_percentiles {
+            if let Some((pct, rest)) = trimmed.split_once('%')
+                && let (Ok(pct), Some(ms)) = (pct.trim().parse::<u64>(), first::<u64>(rest))
+            {
+                self.percentiles.push((pct, ms));
+            }
+            return;
+        }
+        if let Some(inner) = trimmed.strip_prefix("(Connect:") {
+            // "(Connect: 0, Receive: 0, Length: 103, Exceptions: 0)"
+            let nums: Vec<u64> = format!("Connect:{inner}")
+                .split(',')
+                .filter_map(|part| {
+                    part.split(':')
+                        .nth(1)?
+                        .trim()
+                        .trim_end_matches(')')
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            if let [c, r, l, e] = nums[..] {
+                self.breakdown = Some([c, r, l, e]);
+            }
+            return;
+        }
+        if let Some(v) = trimmed.strip_suffix("kb/s sent") {
+            self.transfer_rate_sent = first(v);
+            return;
+        }
+        if let Some(v) = trimmed.strip_suffix("kb/s total") {
+            self.transfer_rate_total = first(v);
+            return;
+        }
+        let Some((key, value)) = trimmed.split_once(':') else {
+            return;
+        };
+        let value = value.trim();
+        if self.in_connection_times {
+            let nums: Vec<f64> = value
+                .split_whitespace()
+                .filter_map(|t| t.parse().ok())
+                .collect();
+            let row = match nums[..] {
+                [min, mean, sd, median, max] => {
+                    json!({"min": min, "mean": mean, "sd": sd, "median": median, "max": max})
+                }
+                // ab -S: "min avg max".
+                [min, mean, max] => json!({"min": min, "mean": mean, "max": max}),
+                _ => return,
+            };
+            self.connection_times
+                .insert(key.trim().to_ascii_lowercase(), row);
+            return;
+        }
+        match key {
+            "Server Software" => self.server_software = Some(value.to_owned()),
+            "Server Hostname" => self.host = Some(value.to_owned()),
+            "Server Port" => self.port = first(value),
+            "Document Path" => self.path = Some(value.to_owned()),
+            "Document Length" => {
+                self.document_length =
+                    Some(first::<u64>(value).map_or_else(|| Value::from(value), Value::from))
+            }
+            "Concurrency Level" => self.concurrency = first(value),
+            "Time taken for tests" => self.time_taken_s = first(value),
+            "Complete requests" => self.complete = first(value),
+            "Failed requests" => self.failed = first(value),
+            "Write errors" => self.write_errors = first(value),
+            "Non-2xx responses" => self.non_2xx = first(value),
+            "Keep-Alive requests" => self.keep_alive = first(value),
+            "Total transferred" => self.total_transferred = first(value),
+            "Total body sent" => self.total_body_sent = first(value),
+            "HTML transferred" => self.html_transferred = first(value),
+            "Requests per second" => self.requests_per_second = first(value),
+            "Time per request" if value.contains("across all concurrent requests") => {
+                self.time_per_request_all_ms = first(value)
+            }
+            "Time per request" => self.time_per_request_ms = first(value),
+            "Transfer rate" => self.transfer_rate_received = first(value),
+            _ => {}
+        }
+    }
+
+    fn percentile(&self, p: u64) -> Option<f64> {
+        self.percentiles
+            .iter()
+            .find(|(q, _)| *q == p)
+            .map(|&(_, ms)| ms as f64)
+    }
+
+    fn total_row(&self, field: &str) -> Option<f64> {
+        self.connection_times.get("total")?.get(field)?.as_f64()
+    }
+
+    fn into_run(self) -> Result<ParsedRun, RejectedRow> {
+        let Some(complete) = self.complete else {
+            return Err(RejectedRow {
+                line: self.line,
+                reason: format!(
+                    "ab report{} has no results (no \"Complete requests\" line: ab aborted before finishing?)",
+                    self.host
+                        .as_deref()
+                        .map(|h| format!(" for {h}"))
+                        .unwrap_or_default()
+                ),
+            });
+        };
+        let failed = self.failed.unwrap_or(0);
+        let non_2xx = self.non_2xx.unwrap_or(0);
+        let breakdown = self.breakdown.unwrap_or([0; 4]);
+        let errors = error_count(complete, failed, breakdown, non_2xx);
+        let window_ms = self.time_taken_s.map(|s| (s * 1000.0).round() as i64);
+        let stats = Stats {
+            count: complete,
+            errors,
+            error_pct: (complete > 0).then(|| errors as f64 / complete as f64 * 100.0),
+            min_ms: self.total_row("min"),
+            mean_ms: self.total_row("mean"),
+            max_ms: self.total_row("max"),
+            p50_ms: self.percentile(50),
+            p90_ms: self.percentile(90),
+            p95_ms: self.percentile(95),
+            p99_ms: self.percentile(99),
+            first_start_ms: None,
+            last_end_ms: None,
+            window_ms,
+            throughput_rps: self.requests_per_second,
+            bytes_received: self.total_transferred.unwrap_or(0),
+            bytes_sent: self.total_body_sent.unwrap_or(0),
+        };
+        let path = self.path.clone().unwrap_or_else(|| "/".to_owned());
+        let name_hint = self.host.as_ref().map(|h| match self.port {
+            Some(p) => format!("{h}:{p}{path}"),
+            None => format!("{h}{path}"),
+        });
+        let (errors_min, errors_max) = error_range(complete, failed, non_2xx);
+        let reported = json!({
+            "tool": "ab",
+            "version": self.version,
+            "server_software": self.server_software,
+            "host": self.host,
+            "port": self.port,
+            "document_path": self.path,
+            "document_length_bytes": self.document_length,
+            "concurrency": self.concurrency,
+            "time_taken_s": self.time_taken_s,
+            "complete_requests": complete,
+            "failed_requests": failed,
+            "failed_breakdown": self.breakdown.map(|[c, r, l, e]| json!({
+                "connect": c, "receive": r, "length": l, "exceptions": e
+            })),
+            "write_errors": self.write_errors,
+            "non_2xx_responses": non_2xx,
+            "keep_alive_requests": self.keep_alive,
+            "errors_min": errors_min,
+            "errors_max": errors_max,
+            "errors_rule": "(Connect + Receive + Exceptions) + Non-2xx, clamped to [errors_min, errors_max]",
+            "total_transferred_bytes": self.total_transferred,
+            "total_body_sent_bytes": self.total_body_sent,
+            "html_transferred_bytes": self.html_transferred,
+            "requests_per_second": self.requests_per_second,
+            "time_per_request_ms": self.time_per_request_ms,
+            "time_per_request_across_concurrent_ms": self.time_per_request_all_ms,
+            "transfer_rate_kbytes_per_s": {
+                "received": self.transfer_rate_received,
+                "sent": self.transfer_rate_sent,
+                "total": self.transfer_rate_total,
+            },
+            "connection_times_ms": self.connection_times,
+            "percentiles": {
+                "rule": PERCENTILE_RULE,
+                "values_ms": self.percentiles.iter().map(|(p, ms)| (p.to_string(), Value::from(*ms))).collect::<Map<_, _>>(),
+            },
+        });
+        Ok(ParsedRun {
+            tool: "ab".to_owned(),
+            name_hint,
+            data: RunData {
+                overall: stats.clone(),
+                labels: vec![LabelStats {
+                    label: path,
+                    is_transaction: false,
+                    stats,
+                }],
+                summary_only: true,
+                reported,
+                ..RunData::default()
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_range() {
+        // EC22: Failed 0, Non-2xx 2000 of 2000.
+        assert_eq!(error_count(2000, 0, [0; 4], 2000), 2000);
+        // flaky: Failed 103 (all Length), Non-2xx 103 of 400 → 103.
+        assert_eq!(error_count(400, 103, [0, 0, 103, 0], 103), 103);
+        // Length-only failures, no Non-2xx: at least `failed` (ab's own figure).
+        assert_eq!(error_count(100, 10, [0, 0, 10, 0], 0), 10);
+        // Receive failures and Non-2xx overlap at most up to min(complete, sum).
+        assert_eq!(error_count(100, 60, [0, 60, 0, 0], 70), 100);
+    }
+}

@@ -1,0 +1,543 @@
+//! Locust results → summary-only runs: `PREFIX_stats.csv`, `PREFIX_stats_history.csv`
+//! and the `--json` / `--json-file` output.
+//!
+//! Formats (FORMATS.md §6; writer `locust/stats.py` — `StatsCSV`, `StatsCSVFileWriter`,
+//! `stats_history_csv`, `StatsEntry.serialize` — in locustio/locust). Locust keeps no
+//! per-request records in these files, so every run is **summary-only** ("reported by
+//! Locust"). Endpoint (label) = `Type` + `" "` + `Name` (`GET /cart`; just the name when
+//! the type is empty). Times are ms.
+//!
+//! Locust's percentiles are its own: it counts response times **rounded** (exact below
+//! 100 ms, then to 2 significant digits: 110, 120 … 1000, 1100 …) and takes, for p, the
+//! value at 1-based rank ⌊n · p⌋ + 1 (capped at n) — one rank above nearest rank when n · p
+//! is whole. Min, max and average are exact.
+//!
+//! - `_stats.csv`: one row per endpoint plus the run total (empty `Type`, `Name`
+//!   `Aggregated`; `None`/`Total` in Locust 0.x), imported as written: count = `Request
+//!   Count`, errors = `Failure Count`, mean/min/max = the `… Response Time` columns, p50/
+//!   p90/p95/p99 = the `50%`/`90%`/`95%`/`99%` columns, throughput = `Requests/s` (over
+//!   the whole run), bytes received = `Average Content Size` × count. `N/A` and the
+//!   zeros Locust writes for an endpoint without requests are "no data" (`None`).
+//!   Columns are found by header name (Locust 0.x names such as `# requests` too).
+//! - `_stats_history.csv` on its own: the last row of each endpoint gives its cumulative
+//!   `Total …` columns (count, failures, median as p50, average, min, max); the windowed
+//!   percentiles and rates of each interval are not run figures, so they are kept only
+//!   in [`RunData::reported`] (`history`: the `Aggregated` rows over time, with `User
+//!   Count`). Imported with `_stats.csv` (a separate upload), it makes a second run: the
+//!   parse API reads one stream, and the two files do not share a key to merge on.
+//! - `--json` output (an array of `StatsEntry`, no total): per endpoint count, failures,
+//!   mean = `total_response_time` / count, exact min and max, percentiles computed here
+//!   by Locust's rule from the `response_times` histogram of rounded ms (so they equal
+//!   what Locust shows), throughput = count / (`last_request_timestamp` − `start_time`)
+//!   as Locust computes it (that window is also the run's window). The total merges every
+//!   endpoint, as Locust's `Aggregated` does.
+//!
+//! The final `_stats.csv` may lag the console summary (FORMATS.md §6.1): `--json-file` is
+//! the more complete output.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read};
+
+use csv::{ReaderBuilder, StringRecord};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{IngestError, ParsedRun};
+use crate::domain::runs::{LabelStats, RunData, Stats};
+
+/// Locust's percentile rule, stored beside its figures.
+pub const PERCENTILE_RULE: &str = "Locust: response times rounded (exact below 100 ms, 2 significant digits above); value at rank floor(n*p)+1";
+
+/// Reads one Locust file (which one is sniffed from its first bytes).
+pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+    let io_err = |source| IngestError::Io {
+        source_name: source_name.to_owned(),
+        source,
+    };
+    let head = input.fill_buf().map_err(io_err)?;
+    if head.trim_ascii_start().starts_with(b"[") {
+        return parse_json(input, source_name);
+    }
+    let first_line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let history = String::from_utf8_lossy(first_line).contains("User Count");
+    parse_csv(input, source_name, history)
+}
+
+fn invalid(source_name: &str, line: u64, message: impl Into<String>) -> IngestError {
+    IngestError::Invalid {
+        source_name: source_name.to_owned(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Header columns, found by name (case-insensitive; 2.x and 0.x names).
+struct Columns {
+    fields: usize,
+    timestamp: Option<usize>,
+    users: Option<usize>,
+    kind: Option<usize>,
+    name: usize,
+    count: usize,
+    failures: usize,
+    median: Option<usize>,
+    average: Option<usize>,
+    min: Option<usize>,
+    max: Option<usize>,
+    content_size: Option<usize>,
+    rps: Option<usize>,
+    fps: Option<usize>,
+    /// (header as written, percent) of the percentile columns.
+    percentiles: Vec<(usize, String, f64)>,
+}
+
+impl Columns {
+    fn from_header(h: &StringRecord, history: bool) -> Option<Columns> {
+        let find = |names: &[&str]| {
+            h.iter()
+                .position(|c| names.iter().any(|n| c.trim().eq_ignore_ascii_case(n)))
+        };
+        let p = if history { "Total " } else { "" };
+        let col = |what: &str| {
+            let modern = format!("{p}{what} Response Time");
+            let old = format!("{p}{what} response time");
+            find(&[&modern, &old])
+        };
+        let percentiles = h
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let c = c.trim();
+                let v: f64 = c.strip_suffix('%').unwrap_or(c).parse().ok()?;
+                Some((i, c.to_owned(), v))
+            })
+            .collect();
+        Some(Columns {
+            fields: h.len(),
+            timestamp: find(&["Timestamp"]),
+            users: find(&["User Count"]),
+            kind: find(&["Type", "Method"]),
+            name: find(&["Name"])?,
+            count: if history {
+                find(&["Total Request Count"])?
+            } else {
+                find(&["Request Count", "# requests"])?
+            },
+            failures: if history {
+                find(&["Total Failure Count"])?
+            } else {
+                find(&["Failure Count", "# failures"])?
+            },
+            median: col("Median"),
+            average: col("Average"),
+            min: col("Min"),
+            max: col("Max"),
+            content_size: find(&[&format!("{p}Average Content Size")]),
+            rps: find(&["Requests/s"]),
+            fps: find(&["Failures/s", "Requests Failed/s"]),
+            percentiles,
+        })
+    }
+}
+
+/// A number, or `None` for `N/A` / empty.
+fn num(r: &StringRecord, c: Option<usize>) -> Option<f64> {
+    let v = r.get(c?)?.trim();
+    if v.is_empty() || v.eq_ignore_ascii_case("N/A") {
+        return None;
+    }
+    v.parse().ok()
+}
+
+fn endpoint_label(kind: &str, name: &str) -> String {
+    if kind.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{kind} {name}")
+    }
+}
+
+fn is_total(kind: &str, name: &str) -> bool {
+    (kind.is_empty() || kind == "None") && (name == "Aggregated" || name == "Total")
+}
+
+/// One row's figures (see the module docs for the mapping).
+fn row_stats(c: &Columns, r: &StringRecord, history: bool) -> Result<(Stats, Value), String> {
+    let count = num(r, Some(c.count)).ok_or("request count is not a number")?;
+    let failures = num(r, Some(c.failures)).ok_or("failure count is not a number")?;
+    let (count, errors) = (count as u64, failures as u64);
+    let some = |v: Option<f64>| v.filter(|_| count > 0);
+    let pct = |p: f64| {
+        c.percentiles
+            .iter()
+            .find(|(_, _, q)| *q == p)
+            .and_then(|&(i, _, _)| some(num(r, Some(i))))
+    };
+    let avg_size = num(r, c.content_size);
+    let stats = Stats {
+        count,
+        errors,
+        error_pct: (count > 0).then(|| errors as f64 / count as f64 * 100.0),
+        min_ms: some(num(r, c.min)),
+        mean_ms: some(num(r, c.average)),
+        max_ms: some(num(r, c.max)),
+        p50_ms: if history {
+            some(num(r, c.median))
+        } else {
+            pct(50.0).or(some(num(r, c.median)))
+        },
+        p90_ms: if history { None } else { pct(90.0) },
+        p95_ms: if history { None } else { pct(95.0) },
+        p99_ms: if history { None } else { pct(99.0) },
+        first_start_ms: None,
+        last_end_ms: None,
+        window_ms: None,
+        throughput_rps: if history { None } else { num(r, c.rps) },
+        bytes_received: avg_size.map_or(0, |s| (s * count as f64).round() as u64),
+        bytes_sent: 0,
+    };
+    let percentiles: Map<String, Value> = c
+        .percentiles
+        .iter()
+        .map(|(i, h, _)| (h.clone(), json!(num(r, Some(*i)))))
+        .collect();
+    let raw = json!({
+        "type": c.kind.and_then(|i| r.get(i)),
+        "name": r.get(c.name),
+        "request_count": count,
+        "failure_count": errors,
+        "median_ms": num(r, c.median),
+        "average_ms": num(r, c.average),
+        "min_ms": num(r, c.min),
+        "max_ms": num(r, c.max),
+        "average_content_size_bytes": avg_size,
+        "requests_per_s": num(r, c.rps),
+        "failures_per_s": num(r, c.fps),
+        "percentiles_ms": percentiles,
+    });
+    Ok((stats, raw))
+}
+
+fn parse_csv<R: Read>(
+    input: R,
+    source_name: &str,
+    history: bool,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    let mut rdr = ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input);
+    let mut header = StringRecord::new();
+    match rdr.read_record(&mut header) {
+        Ok(true) => {}
+        Ok(false) => return Err(invalid(source_name, 1, "empty file")),
+        Err(e) => return Err(invalid(source_name, 1, e.to_string())),
+    }
+    let Some(c) = Columns::from_header(&header, history) else {
+        return Err(invalid(
+            source_name,
+            1,
+            if history {
+                "not a Locust stats_history.csv: the header must name Name, Total Request Count and Total Failure Count"
+            } else {
+                "not a Locust stats.csv: the header must name Name, Request Count (or # requests) and Failure Count (or # failures)"
+            },
+        ));
+    };
+    // Endpoints in first-appearance order; history: the last row of each wins.
+    let mut endpoints: Vec<(String, Stats, Value)> = Vec::new();
+    let mut total: Option<(Stats, Value)> = None;
+    let mut series = Vec::new();
+    let mut rejected = Vec::new();
+    let mut record = StringRecord::new();
+    loop {
+        let line = rdr.position().line();
+        match rdr.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                rejected.push((line, format!("unreadable row: {e}")));
+                continue;
+            }
+        }
+        if record.len() != c.fields {
+            rejected.push((
+                line,
+                format!(
+                    "expected {} fields as in the header, found {} (row cut off or damaged)",
+                    c.fields,
+                    record.len()
+                ),
+            ));
+            continue;
+        }
+        let kind = c.kind.and_then(|i| record.get(i)).unwrap_or("").trim();
+        let name = &record[c.name];
+        let (stats, raw) = match row_stats(&c, &record, history) {
+            Ok(v) => v,
+            Err(why) => {
+                rejected.push((line, why));
+                continue;
+            }
+        };
+        if is_total(kind, name) {
+            if history {
+                let ts = num(&record, c.timestamp);
+                series.push(json!({
+                    "time_ms": ts.map(|t| (t * 1000.0) as i64),
+                    "users": num(&record, c.users),
+                    "requests_per_s": num(&record, c.rps),
+                    "failures_per_s": num(&record, c.fps),
+                    "total_requests": stats.count,
+                    "total_failures": stats.errors,
+                    "window_percentiles_ms": c.percentiles.iter().map(|(i, h, _)| (h.clone(), json!(num(&record, Some(*i))))).collect::<Map<_, _>>(),
+                }));
+            }
+            total = Some((stats, raw));
+            continue;
+        }
+        let label = endpoint_label(kind, name);
+        match endpoints.iter_mut().find(|(l, _, _)| *l == label) {
+            Some(e) => {
+                e.1 = stats;
+                e.2 = raw;
+            }
+            None => endpoints.push((label, stats, raw)),
+        }
+    }
+    if endpoints.is_empty() && total.is_none() {
+        return Err(match rejected.first() {
+            Some((line, why)) => invalid(source_name, *line, format!("nothing readable: {why}")),
+            None => invalid(source_name, 1, "no rows after the header"),
+        });
+    }
+    let (overall, total_raw, total_rule) = match total {
+        Some((s, raw)) => (s, raw, "the Aggregated row"),
+        None => (
+            sum_of(&endpoints),
+            Value::Null,
+            "summed from the endpoint rows (the file has no Aggregated row)",
+        ),
+    };
+    let peak_users = series
+        .iter()
+        .filter_map(|p| p["users"].as_f64())
+        .fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))));
+    let reported = json!({
+        "tool": "locust",
+        "input": if history { "stats_history.csv" } else { "stats.csv" },
+        "percentile_rule": PERCENTILE_RULE,
+        "totals": total_rule,
+        "endpoints": endpoints.iter().map(|(_, _, raw)| raw.clone()).collect::<Vec<_>>(),
+        "aggregated": total_raw,
+        "history": if history { Value::from(series) } else { Value::Null },
+        "peak_users": peak_users,
+    });
+    let rejected_rows = rejected.len() as u64;
+    Ok(vec![ParsedRun {
+        tool: "locust".to_owned(),
+        name_hint: None,
+        data: RunData {
+            overall,
+            labels: endpoints
+                .into_iter()
+                .map(|(label, stats, _)| LabelStats {
+                    label,
+                    is_transaction: false,
+                    stats,
+                })
+                .collect(),
+            rejected_rows,
+            rejected: rejected
+                .into_iter()
+                .map(|(line, reason)| crate::domain::runs::RejectedRow { line, reason })
+                .collect(),
+            summary_only: true,
+            reported,
+            ..RunData::default()
+        },
+    }])
+}
+
+/// Totals when a file has no `Aggregated` row: counts and bytes add up, the mean is
+/// count-weighted, min/max are the extremes; percentiles cannot be combined (`None`).
+fn sum_of(endpoints: &[(String, Stats, Value)]) -> Stats {
+    let count: u64 = endpoints.iter().map(|e| e.1.count).sum();
+    let errors: u64 = endpoints.iter().map(|e| e.1.errors).sum();
+    let weighted: f64 = endpoints
+        .iter()
+        .filter_map(|e| Some(e.1.mean_ms? * e.1.count as f64))
+        .sum();
+    let fold = |f: fn(&Stats) -> Option<f64>, pick: fn(f64, f64) -> f64| {
+        endpoints.iter().filter_map(|e| f(&e.1)).reduce(pick)
+    };
+    Stats {
+        count,
+        errors,
+        error_pct: (count > 0).then(|| errors as f64 / count as f64 * 100.0),
+        mean_ms: (count > 0).then(|| weighted / count as f64),
+        min_ms: fold(|s| s.min_ms, f64::min),
+        max_ms: fold(|s| s.max_ms, f64::max),
+        bytes_received: endpoints.iter().map(|e| e.1.bytes_received).sum(),
+        ..Stats::default()
+    }
+}
+
+/// One `StatsEntry` of the `--json` output.
+#[derive(Deserialize)]
+struct Entry {
+    name: String,
+    #[serde(default)]
+    method: Option<String>,
+    num_requests: u64,
+    #[serde(default)]
+    num_none_requests: u64,
+    num_failures: u64,
+    total_response_time: f64,
+    #[serde(default)]
+    min_response_time: Option<f64>,
+    #[serde(default)]
+    max_response_time: Option<f64>,
+    #[serde(default)]
+    total_content_length: f64,
+    #[serde(default)]
+    response_times: BTreeMap<String, u64>,
+    #[serde(default)]
+    start_time: Option<f64>,
+    #[serde(default)]
+    last_request_timestamp: Option<f64>,
+}
+
+/// Accumulates entries (one endpoint, or all of them for the total).
+#[derive(Default)]
+struct Acc {
+    requests: u64,
+    none_requests: u64,
+    failures: u64,
+    total_ms: f64,
+    min_ms: Option<f64>,
+    max_ms: Option<f64>,
+    content: f64,
+    /// rounded ms → count
+    hist: BTreeMap<u64, u64>,
+    start_s: Option<f64>,
+    last_s: Option<f64>,
+}
+
+impl Acc {
+    fn add(&mut self, e: &Entry) -> Result<(), String> {
+        self.requests += e.num_requests;
+        self.none_requests += e.num_none_requests;
+        self.failures += e.num_failures;
+        self.total_ms += e.total_response_time;
+        self.min_ms = opt(self.min_ms, e.min_response_time, f64::min);
+        self.max_ms = opt(self.max_ms, e.max_response_time, f64::max);
+        self.content += e.total_content_length;
+        for (k, n) in &e.response_times {
+            let ms: f64 = k
+                .parse()
+                .map_err(|_| format!("response_times key {k:?} is not a number"))?;
+            *self.hist.entry(ms.round() as u64).or_insert(0) += n;
+        }
+        self.start_s = opt(self.start_s, e.start_time, f64::min);
+        self.last_s = opt(self.last_s, e.last_request_timestamp, f64::max);
+        Ok(())
+    }
+
+    /// Locust's `calculate_response_time_percentile`: walking down from the slowest,
+    /// the first value where `num_requests − processed ≤ int(num_requests · p)`.
+    fn percentile(&self, p: f64) -> Option<f64> {
+        if self.requests == 0 || self.hist.is_empty() {
+            return None;
+        }
+        let k = (self.requests as f64 * p) as u64;
+        let mut processed = 0u64;
+        for (&ms, &n) in self.hist.iter().rev() {
+            processed += n;
+            if self.requests.saturating_sub(processed) <= k {
+                return Some(ms as f64);
+            }
+        }
+        None
+    }
+
+    fn stats(&self) -> Stats {
+        let n = self.requests;
+        let some = |v: Option<f64>| v.filter(|_| n > 0);
+        let window_s = self.start_s.zip(self.last_s).map(|(a, b)| b - a);
+        Stats {
+            count: n,
+            errors: self.failures,
+            error_pct: (n > 0).then(|| self.failures as f64 / n as f64 * 100.0),
+            min_ms: some(self.min_ms),
+            mean_ms: (n > 0).then(|| self.total_ms / n as f64),
+            max_ms: some(self.max_ms),
+            p50_ms: self.percentile(0.5),
+            p90_ms: self.percentile(0.9),
+            p95_ms: self.percentile(0.95),
+            p99_ms: self.percentile(0.99),
+            first_start_ms: self.start_s.map(|s| (s * 1000.0).floor() as i64),
+            last_end_ms: self.last_s.map(|s| (s * 1000.0).floor() as i64),
+            window_ms: window_s.map(|w| (w * 1000.0).round() as i64),
+            throughput_rps: window_s.filter(|&w| w > 0.0).map(|w| n as f64 / w),
+            bytes_received: self.content.round() as u64,
+            bytes_sent: 0,
+        }
+    }
+}
+
+fn opt(a: Option<f64>, b: Option<f64>, f: fn(f64, f64) -> f64) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(f(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn parse_json<R: Read>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+    let entries: Vec<Entry> = serde_json::from_reader(input).map_err(|e| {
+        invalid(
+            source_name,
+            e.line() as u64,
+            format!("not Locust --json output (an array of request stats entries): {e}"),
+        )
+    })?;
+    let mut total = Acc::default();
+    let mut labels = Vec::with_capacity(entries.len());
+    let mut rejected = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let mut acc = Acc::default();
+        if let Err(why) = acc.add(e).and_then(|()| total.add(e)) {
+            rejected.push(crate::domain::runs::RejectedRow {
+                line: i as u64 + 1,
+                reason: format!("entry {} ({}): {why}", i + 1, e.name),
+            });
+            continue;
+        }
+        labels.push(LabelStats {
+            label: endpoint_label(e.method.as_deref().unwrap_or(""), &e.name),
+            is_transaction: false,
+            stats: acc.stats(),
+        });
+    }
+    let reported = json!({
+        "tool": "locust",
+        "input": "--json",
+        "percentile_rule": PERCENTILE_RULE,
+        "percentiles_computed_by": "harrier, with Locust's rule, from each entry's response_times histogram",
+        "throughput_rule": "Locust: num_requests / (last_request_timestamp − start_time)",
+        "none_requests": total.none_requests,
+    });
+    Ok(vec![ParsedRun {
+        tool: "locust".to_owned(),
+        name_hint: None,
+        data: RunData {
+            overall: total.stats(),
+            labels,
+            rejected_rows: rejected.len() as u64,
+            rejected,
+            summary_only: true,
+            reported,
+            ..RunData::default()
+        },
+    }])
+}

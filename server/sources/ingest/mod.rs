@@ -1,0 +1,433 @@
+//! Load-tool result files → runs.
+//!
+//! Owns format sniffing and one parser per format. Parsers stream their input (bounded
+//! memory whatever the file size), feed [`crate::domain::runs::RunBuilder`], and never touch SQL or
+//! HTTP. A damaged row is rejected with its line number, never fatal unless nothing is
+//! readable.
+//!
+//! - [`jmeter_csv`]: JMeter JTL, CSV (any delimiter, with or without header);
+//! - [`jmeter_xml`]: JMeter JTL, XML (top-level samples only);
+//! - [`ab`]: ApacheBench text reports (summary-only runs, several per file);
+//! - [`gatling`]: Gatling simulation.log, text (2.x – 3.12) and binary (3.13 – 3.15);
+//! - [`k6_json`], [`k6_csv`]: k6 `--out json` / `--out csv` points, regrouped into requests
+//!   by [`k6_points`]; [`k6_summary`]: k6 end-of-test summaries (summary-only);
+//! - [`locust`]: Locust `_stats.csv`, `_stats_history.csv`, `--json` (summary-only);
+//! - [`active_users`]: active users per second from user records (Gatling, k6);
+//! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
+//! - [`wrk`]: wrk / wrk2 text reports (summary-only);
+//! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
+//! - [`oha`]: oha JSON report (summary-only) or CSV (raw);
+//! - [`vegeta`]: vegeta results as JSON lines (raw) or `report -type=json` (summary-only);
+//! - [`autocannon`]: autocannon `--json` result (summary-only);
+//! - [`artillery`]: Artillery 2.x JSON report (summary-only);
+//! - [`siege`]: siege `-l` log or JSON summary (summary-only);
+//! - [`soapui`]: SoapUI LoadTest statistics export (summary-only);
+//! - [`taurus`]: Taurus (bzt) kpi.jtl (raw);
+//! - [`summary`]: helpers shared by the summary-only parsers.
+//!
+//! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
+//! again. A UTF-8 byte-order mark is skipped.
+
+pub mod ab;
+pub mod active_users;
+pub mod artillery;
+pub mod autocannon;
+pub mod gatling;
+pub mod hey;
+pub mod influx;
+pub mod jmeter_csv;
+pub mod jmeter_xml;
+pub mod k6_csv;
+pub mod k6_json;
+pub mod k6_points;
+pub mod k6_summary;
+pub mod locust;
+pub mod oha;
+pub mod siege;
+pub mod soapui;
+pub mod summary;
+pub mod taurus;
+pub mod timestamp;
+pub mod vegeta;
+pub mod wrk;
+
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+
+use crate::domain::runs::RunData;
+
+/// A load-tool result format harrier reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Sniff the format from the first bytes.
+    Auto,
+    /// JMeter JTL, CSV flavour (any delimiter, with or without header).
+    JmeterCsv,
+    /// JMeter JTL, XML flavour.
+    JmeterXml,
+    /// ApacheBench text report(s).
+    Ab,
+    /// wrk / wrk2 text report(s) with `--latency`.
+    Wrk,
+    /// hey text report (summary-only) or `-o csv` (raw).
+    Hey,
+    /// oha JSON report (summary-only) or CSV (raw).
+    Oha,
+    /// vegeta results as JSON lines (raw) or `report -type=json` (summary-only).
+    Vegeta,
+    /// autocannon `--json` result (summary-only).
+    Autocannon,
+    /// Artillery 2.x JSON report (summary-only).
+    Artillery,
+    /// siege `-l` log or JSON summary (summary-only).
+    Siege,
+    /// SoapUI LoadTest statistics export (summary-only).
+    Soapui,
+    /// Taurus (bzt) kpi.jtl (raw).
+    Taurus,
+    /// Gatling simulation.log: text (2.x – 3.12) or binary (3.13+).
+    Gatling,
+    /// k6 `--out json` (NDJSON points).
+    K6Json,
+    /// k6 `--out csv` (points).
+    K6Csv,
+    /// k6 `--summary-export` or handleSummary data (summary-only).
+    K6Summary,
+    /// Locust `_stats.csv`, `_stats_history.csv` or `--json` output (summary-only).
+    Locust,
+}
+
+impl Format {
+    /// The names accepted by `--format` and `?format=`.
+    pub const NAMES: &'static [&'static str] = &[
+        "auto",
+        "jmeter-csv",
+        "jmeter-xml",
+        "ab",
+        "wrk",
+        "hey",
+        "oha",
+        "vegeta",
+        "autocannon",
+        "artillery",
+        "siege",
+        "soapui",
+        "taurus",
+        "gatling",
+        "k6",
+        "k6-json",
+        "k6-csv",
+        "k6-summary",
+        "locust",
+    ];
+
+    /// Parses a `--format` name (also `jmeter`, which sniffs CSV vs XML).
+    pub fn from_name(name: &str) -> Option<Format> {
+        match name {
+            "auto" | "" | "jmeter" => Some(Format::Auto),
+            "jmeter-csv" | "jtl-csv" => Some(Format::JmeterCsv),
+            "jmeter-xml" | "jtl-xml" => Some(Format::JmeterXml),
+            "ab" => Some(Format::Ab),
+            "wrk" | "wrk2" => Some(Format::Wrk),
+            "hey" => Some(Format::Hey),
+            "oha" => Some(Format::Oha),
+            "vegeta" => Some(Format::Vegeta),
+            "autocannon" => Some(Format::Autocannon),
+            "artillery" => Some(Format::Artillery),
+            "siege" => Some(Format::Siege),
+            "soapui" => Some(Format::Soapui),
+            "taurus" => Some(Format::Taurus),
+            "gatling" => Some(Format::Gatling),
+            // `k6` sniffs which of its outputs a file is.
+            "k6" => Some(Format::Auto),
+            "k6-json" => Some(Format::K6Json),
+            "k6-csv" => Some(Format::K6Csv),
+            "k6-summary" => Some(Format::K6Summary),
+            "locust" => Some(Format::Locust),
+            _ => None,
+        }
+    }
+}
+
+/// One run read from a file (an ab file may hold several).
+#[derive(Debug, Clone)]
+pub struct ParsedRun {
+    /// The tool that wrote the file: `jmeter`, `ab`.
+    pub tool: String,
+    /// A name taken from the file's content (ab: `host/path`), if any.
+    pub name_hint: Option<String>,
+    pub data: RunData,
+}
+
+/// Why a file could not be imported at all.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error(
+        "{source_name}: not a supported format (supported: {supported}); name the format with --format (CLI) or ?format= (API)"
+    )]
+    UnknownFormat {
+        source_name: String,
+        supported: String,
+    },
+    #[error("{source_name}, line {line}: {message}")]
+    Invalid {
+        source_name: String,
+        line: u64,
+        message: String,
+    },
+    #[error("{source_name}: {source}")]
+    Io {
+        source_name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How many bytes are read ahead to sniff the format and the CSV layout.
+const SNIFF_BYTES: usize = 64 * 1024;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
+
+/// Reads every run in `input`. `source_name` names the input in errors (a file name).
+///
+/// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; then each
+/// format's own `looks_like` (FORMATS.md §16: Taurus' Locust-executor header, SoapUI's
+/// statistics header, siege's log header or summary, Artillery's `{"aggregate":{"counters"`,
+/// autocannon's `{"url":…,"latency":{"average"`, vegeta results or report, oha JSON/CSV,
+/// hey CSV/text, wrk's `Running … test @`); Gatling, k6 and Locust files by the rules of
+/// FORMATS.md §16 (see `sniff_formats_a`); a JMeter CSV header or a headerless row in a
+/// default JMeter layout → JMeter CSV; a line starting `This is ApacheBench` or
+/// `Benchmarking ` → ab; anything else is [`IngestError::UnknownFormat`]. gzip input is
+/// unwrapped first, a UTF-8 BOM skipped.
+///
+/// Errors: `UnknownFormat` (sniffing failed), `Invalid` (the file is of the format but
+/// nothing in it is readable: the line of the first problem), `Io` (reading failed before
+/// anything was read). Damaged rows in an otherwise readable file are not errors: they
+/// are listed in [`RunData::rejected`].
+pub fn parse<R: BufRead>(
+    mut input: R,
+    format: Format,
+    source_name: &str,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    parse_dyn(&mut input, format, source_name, true)
+}
+
+fn parse_dyn(
+    input: &mut dyn BufRead,
+    format: Format,
+    source_name: &str,
+    may_be_gzip: bool,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    let io_err = |source: io::Error| IngestError::Io {
+        source_name: source_name.to_owned(),
+        source,
+    };
+    let mut prefix = read_prefix(input, SNIFF_BYTES).map_err(io_err)?;
+    if may_be_gzip && prefix.starts_with(GZIP_MAGIC) {
+        let compressed = Cursor::new(prefix).chain(input);
+        let mut gz =
+            BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(compressed));
+        return parse_dyn(&mut gz, format, source_name, false);
+    }
+    if prefix.starts_with(UTF8_BOM) {
+        prefix.drain(..UTF8_BOM.len());
+    }
+    if prefix.iter().all(u8::is_ascii_whitespace) {
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: 1,
+            message: "the file is empty".to_owned(),
+        });
+    }
+    let format = match format {
+        Format::Auto => sniff(&prefix).ok_or_else(|| IngestError::UnknownFormat {
+            source_name: source_name.to_owned(),
+            supported: SUPPORTED.to_owned(),
+        })?,
+        f => f,
+    };
+    if format == Format::JmeterXml
+        && prefix.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'<')
+    {
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: 1,
+            message: "not a JMeter XML JTL: expected `<?xml` or `<testResults` at the start"
+                .to_owned(),
+        });
+    }
+    let invalid = |line: u64, message: String| IngestError::Invalid {
+        source_name: source_name.to_owned(),
+        line,
+        message,
+    };
+    let data = match format {
+        Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Oha => return oha::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Vegeta => return vegeta::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Autocannon => {
+            return autocannon::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Artillery => {
+            return artillery::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Taurus => return taurus::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Gatling => return gatling::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Json => return k6_json::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Csv => return k6_csv::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::K6Summary => {
+            return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
+        }
+        Format::Locust => return locust::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::JmeterCsv => {
+            let Some(layout) = jmeter_csv::detect(&prefix) else {
+                return Err(invalid(1, jmeter_csv::not_detected_message()));
+            };
+            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout).map_err(io_err)?
+        }
+        Format::JmeterXml | Format::Auto => {
+            jmeter_xml::parse(Cursor::new(prefix).chain(input)).map_err(io_err)?
+        }
+    };
+    if data.labels.is_empty()
+        && let Some(first) = data.rejected.first()
+    {
+        return Err(invalid(
+            first.line,
+            format!(
+                "nothing readable: {} rows rejected; the first: {}",
+                data.rejected_rows, first.reason
+            ),
+        ));
+    }
+    Ok(vec![ParsedRun {
+        tool: "jmeter".to_owned(),
+        name_hint: None,
+        data,
+    }])
+}
+
+/// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), Gatling simulation.log text or binary (gatling), k6 --out json / --out csv / summary export (k6-json, k6-csv, k6-summary), Locust stats CSV, stats history CSV or --json (locust), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
+
+/// Reads up to `limit` bytes (fewer only at end of input).
+fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(limit.min(1 << 16));
+    while prefix.len() < limit {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len().min(limit - prefix.len());
+        prefix.extend_from_slice(&buf[..n]);
+        input.consume(n);
+    }
+    Ok(prefix)
+}
+
+/// Recognises a format from the first bytes of a file (BOM already skipped).
+pub fn sniff(prefix: &[u8]) -> Option<Format> {
+    if let Some(f) = sniff_formats_a(prefix) {
+        return Some(f);
+    }
+    let trimmed = prefix.trim_ascii_start();
+    if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
+        return Some(Format::JmeterXml);
+    }
+    if hey::looks_like(prefix) {
+        return Some(Format::Hey);
+    }
+    if oha::looks_like(prefix) {
+        return Some(Format::Oha);
+    }
+    if vegeta::looks_like(prefix) {
+        return Some(Format::Vegeta);
+    }
+    if autocannon::looks_like(prefix) {
+        return Some(Format::Autocannon);
+    }
+    if artillery::looks_like(prefix) {
+        return Some(Format::Artillery);
+    }
+    if siege::looks_like(prefix) {
+        return Some(Format::Siege);
+    }
+    if soapui::looks_like(prefix) {
+        return Some(Format::Soapui);
+    }
+    if taurus::looks_like(prefix) {
+        return Some(Format::Taurus);
+    }
+    if wrk::looks_like(prefix) {
+        return Some(Format::Wrk);
+    }
+    if jmeter_csv::detect(prefix).is_some() {
+        return Some(Format::JmeterCsv);
+    }
+    // ab writes its banner first, but a nohup.out may start with a line of the shell's.
+    let ab = prefix
+        .split(|&b| b == b'\n')
+        .take(50)
+        .any(|line| line.starts_with(b"This is ApacheBench") || line.starts_with(b"Benchmarking "));
+    ab.then_some(Format::Ab)
+}
+
+/// Gatling, k6 and Locust files (FORMATS.md §16), recognised by their first bytes.
+fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
+    let first_line = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
+    let fields: Vec<&[u8]> = first_line.split(|&b| b == b'\t').collect();
+    // Text simulation.log: ASSERTION or RUN first (2.0–2.1: RUN is the third field).
+    if matches!(fields[0], b"RUN" | b"ASSERTION" | b"USER" | b"REQUEST")
+        || (fields.len() > 3 && fields[2] == b"RUN")
+    {
+        return Some(Format::Gatling);
+    }
+    let trimmed = prefix.trim_ascii_start();
+    if first_line.starts_with(b"metric_name,timestamp,metric_value") {
+        return Some(Format::K6Csv);
+    }
+    // Locust CSVs (2.x and 0.x headers) and --json output.
+    let header = String::from_utf8_lossy(first_line);
+    if (header.contains("Name")
+        && (header.contains("Request Count") || header.contains("# requests")))
+        || header.starts_with("Timestamp,User Count,")
+    {
+        return Some(Format::Locust);
+    }
+    if trimmed.starts_with(b"[") {
+        let has = |needle: &[u8]| prefix.windows(needle.len()).any(|w| w == needle);
+        if has(b"\"num_requests\"") && has(b"\"response_times\"") {
+            return Some(Format::Locust);
+        }
+    }
+    // k6 NDJSON: every line an object with "type" Metric or Point (any key order).
+    if trimmed.starts_with(b"{") {
+        let line = trimmed.split(|&b| b == b'\n').next().unwrap_or_default();
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+            && matches!(v["type"].as_str(), Some("Metric" | "Point"))
+            && v.get("metric").is_some()
+        {
+            return Some(Format::K6Json);
+        }
+        let has = |needle: &[u8]| prefix.windows(needle.len()).any(|w| w == needle);
+        if has(b"\"root_group\"") && has(b"\"metrics\"") {
+            return Some(Format::K6Summary);
+        }
+    }
+    // Binary simulation.log: RUN header 0x00, then the version string "3.x.y".
+    if let [0, a, b, c, d, rest @ ..] = prefix {
+        let len = u32::from_be_bytes([*a, *b, *c, *d]) as usize;
+        if (3..=32).contains(&len) && rest.len() > len && rest[0].is_ascii_digit() {
+            return Some(Format::Gatling);
+        }
+    }
+    None
+}

@@ -1,0 +1,350 @@
+//! Shared pieces of the summary-only and small-file parsers (wrk, hey text, oha JSON,
+//! vegeta report, autocannon, Artillery, siege, SoapUI).
+//!
+//! Owns: reading a whole (small) input as text or JSON with errors that name the line and
+//! column, the unit conversions the tools need (seconds, nanoseconds and unit-suffixed
+//! numbers → ms), and the one-label [`ParsedRun`] a summary becomes. Must not: decide what
+//! a figure means — each format's module documents its own mapping to [`Stats`].
+
+use std::io::{BufRead, Read};
+
+use serde_json::Value;
+
+use super::{IngestError, ParsedRun};
+use crate::domain::runs::{LabelStats, RunBuilder, RunData, Stats};
+
+/// Summary files are a few KB; anything past this is not one (and is not buffered).
+pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+
+/// Reads the whole input as text (invalid UTF-8 replaced), at most [`MAX_SUMMARY_BYTES`].
+pub fn read_text<R: BufRead>(
+    input: R,
+    source_name: &str,
+    what: &str,
+) -> Result<String, IngestError> {
+    let mut bytes = Vec::new();
+    input
+        .take(MAX_SUMMARY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| IngestError::Io {
+            source_name: source_name.to_owned(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_SUMMARY_BYTES {
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: 1,
+            message: format!(
+                "larger than {} MiB: not a {what} (a summary is a few KB)",
+                MAX_SUMMARY_BYTES >> 20
+            ),
+        });
+    }
+    Ok(match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// Parses `text` as one JSON value; a syntax error names its line and column.
+pub fn parse_json(text: &str, source_name: &str, what: &str) -> Result<Value, IngestError> {
+    serde_json::from_str(text).map_err(|e| IngestError::Invalid {
+        source_name: source_name.to_owned(),
+        line: e.line() as u64,
+        message: format!(
+            "column {}: not a valid {what} JSON document: {e}",
+            e.column()
+        ),
+    })
+}
+
+/// An [`IngestError::Invalid`] at `line`.
+pub fn invalid(source_name: &str, line: u64, message: impl Into<String>) -> IngestError {
+    IngestError::Invalid {
+        source_name: source_name.to_owned(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// errors / count × 100; `None` when count is 0.
+pub fn error_pct(errors: u64, count: u64) -> Option<f64> {
+    (count > 0).then(|| errors as f64 / count as f64 * 100.0)
+}
+
+/// Seconds → ms, rounded to 1 ns so that `0.0123` s prints as `12.3`, not `12.299999`.
+pub fn s_to_ms(s: f64) -> f64 {
+    round_to(s * 1000.0, 6)
+}
+
+/// Nanoseconds → ms (exact to the ns).
+pub fn ns_to_ms(ns: f64) -> f64 {
+    round_to(ns / 1e6, 6)
+}
+
+/// `v` rounded to `decimals` decimal places.
+pub fn round_to(v: f64, decimals: i32) -> f64 {
+    let f = 10f64.powi(decimals);
+    (v * f).round() / f
+}
+
+/// A JSON number (or numeric string) at `v`.
+pub fn num(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A non-negative integer JSON number at `v` (floats with no fraction accepted).
+pub fn uint(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                .map(|f| f as u64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// The label of a tool's requests when the file names no URL (hey, oha CSV).
+pub const ALL_REQUESTS_LABEL: &str = "all requests";
+
+/// A decimal number of seconds as printed (`0.0037`, `12.000118`) → whole ms, rounded half
+/// up on the decimal text itself (no binary rounding: `0.0125` → 13). Exponent notation is
+/// read as a float. `None` for anything else or a negative value.
+pub fn seconds_text_to_ms(text: &[u8]) -> Option<u64> {
+    let t = text.trim_ascii();
+    if t.is_empty() || t[0] == b'-' {
+        return None;
+    }
+    if t.iter().any(|&b| b == b'e' || b == b'E') {
+        let v: f64 = std::str::from_utf8(t).ok()?.parse().ok()?;
+        return (v.is_finite() && v >= 0.0).then(|| (v * 1000.0).round() as u64);
+    }
+    let (int, frac) = match t.iter().position(|&b| b == b'.') {
+        Some(i) => (&t[..i], &t[i + 1..]),
+        None => (t, &b""[..]),
+    };
+    if !int.iter().chain(frac).all(u8::is_ascii_digit) || (int.is_empty() && frac.is_empty()) {
+        return None;
+    }
+    let mut ms: u64 = 0;
+    for &d in int {
+        ms = ms.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    ms = ms.checked_mul(1000)?;
+    let mut scale = 100;
+    for &d in frac.iter().take(3) {
+        ms += u64::from(d - b'0') * scale;
+        scale /= 10;
+    }
+    if frac.get(3).is_some_and(|&d| d >= b'5') {
+        ms += 1;
+    }
+    Some(ms)
+}
+
+/// Marks a raw run whose sample starts are offsets from the test start (the file holds no
+/// clock time): the run gets no start or end time (the console then shows the import
+/// time), while windows, throughput and per-second buckets (seconds since the test start)
+/// stay as computed.
+pub fn relative_times(data: &mut RunData) {
+    for s in std::iter::once(&mut data.overall).chain(data.labels.iter_mut().map(|l| &mut l.stats))
+    {
+        s.first_start_ms = None;
+        s.last_end_ms = None;
+    }
+}
+
+/// A run with one label whose figures are the run's: what a summary-only tool report
+/// becomes. `reported` holds everything the tool printed, raw.
+pub fn one_label_run(
+    tool: &str,
+    name_hint: Option<String>,
+    label: String,
+    stats: Stats,
+    reported: Value,
+) -> ParsedRun {
+    ParsedRun {
+        tool: tool.to_owned(),
+        name_hint,
+        data: RunData {
+            overall: stats.clone(),
+            labels: vec![LabelStats {
+                label,
+                is_transaction: false,
+                stats,
+            }],
+            summary_only: true,
+            reported,
+            ..RunData::default()
+        },
+    }
+}
+
+/// The path of a URL (`http://h:1/a?b` → `/a?b`), `/` when it has none.
+pub fn url_path(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    match rest.find('/') {
+        Some(i) => rest[i..].to_owned(),
+        None => "/".to_owned(),
+    }
+}
+
+/// The host, port and path of a URL without the scheme (`http://h:1/a` → `h:1/a`).
+pub fn url_without_scheme(url: &str) -> String {
+    url.split_once("://").map_or(url, |(_, r)| r).to_owned()
+}
+
+/// A per-request CSV whose first line names its columns (hey and oha `-o csv`): reads the
+/// header, then hands out data rows with their line number, skipping blank lines and
+/// rejecting rows whose field count differs from the header's.
+pub struct HeaderedCsv<R: Read> {
+    rdr: csv::Reader<R>,
+    header: csv::ByteRecord,
+    line: u64,
+    source_name: String,
+}
+
+impl<R: Read> HeaderedCsv<R> {
+    /// Reads the header line; an empty input is an error naming `what` (e.g. "a hey CSV").
+    pub fn open(input: R, source_name: &str, what: &str) -> Result<Self, IngestError> {
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(input);
+        let mut header = csv::ByteRecord::new();
+        if !rdr
+            .read_byte_record(&mut header)
+            .map_err(|e| csv_io(source_name, e))?
+        {
+            return Err(invalid(
+                source_name,
+                1,
+                format!("empty file: expected {what} header"),
+            ));
+        }
+        Ok(HeaderedCsv {
+            rdr,
+            header,
+            line: 1,
+            source_name: source_name.to_owned(),
+        })
+    }
+
+    /// The position of the column called `name` in the header.
+    pub fn column(&self, name: &[u8]) -> Option<usize> {
+        self.header.iter().position(|f| f.trim_ascii() == name)
+    }
+
+    /// Reads the next data row into `record` and returns its 1-based line, `None` at the end.
+    /// Rows with the wrong number of fields go to `builder` as rejected.
+    pub fn next_row(
+        &mut self,
+        record: &mut csv::ByteRecord,
+        builder: &mut RunBuilder,
+    ) -> Result<Option<u64>, IngestError> {
+        let fields = self.header.len();
+        while self
+            .rdr
+            .read_byte_record(record)
+            .map_err(|e| csv_io(&self.source_name, e))?
+        {
+            // The line where the row starts (the csv reader skips blank lines itself).
+            self.line = record.position().map_or(self.line + 1, csv::Position::line);
+            if record.len() == 1 && record[0].is_empty() {
+                continue;
+            }
+            if record.len() != fields {
+                builder.reject_with(self.line, || {
+                    format!(
+                        "expected {fields} fields, found {} (row cut off or damaged)",
+                        record.len()
+                    )
+                });
+                continue;
+            }
+            return Ok(Some(self.line));
+        }
+        Ok(None)
+    }
+
+    /// The error when no row was readable: the first rejected row's problem, or "no rows".
+    pub fn nothing_readable(&self, builder: &RunBuilder) -> IngestError {
+        let (line, why) = builder.first_rejected().map_or_else(
+            || (self.line, "no rows after the header".to_owned()),
+            |r| {
+                (
+                    r.line,
+                    format!("nothing readable: the first problem: {}", r.reason),
+                )
+            },
+        );
+        invalid(&self.source_name, line, why)
+    }
+}
+
+fn csv_io(source_name: &str, e: csv::Error) -> IngestError {
+    IngestError::Io {
+        source_name: source_name.to_owned(),
+        source: std::io::Error::other(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(s_to_ms(0.0123), 12.3);
+        assert_eq!(ns_to_ms(1_726_583.0), 1.726583);
+        assert_eq!(url_path("http://127.0.0.1:8099/flaky?x=1"), "/flaky?x=1");
+        assert_eq!(url_path("http://127.0.0.1:8099"), "/");
+        assert_eq!(url_without_scheme("http://h:1/a"), "h:1/a");
+        assert_eq!(seconds_text_to_ms(b"0.0037"), Some(4));
+        assert_eq!(seconds_text_to_ms(b"0.0125"), Some(13));
+        assert_eq!(seconds_text_to_ms(b"0.0124999"), Some(12));
+        assert_eq!(seconds_text_to_ms(b"12.000118"), Some(12_000));
+        assert_eq!(seconds_text_to_ms(b"2"), Some(2000));
+        assert_eq!(seconds_text_to_ms(b"1.5e-3"), Some(2));
+        assert_eq!(seconds_text_to_ms(b"-0.1"), None);
+        assert_eq!(seconds_text_to_ms(b"abc"), None);
+    }
+
+    #[test]
+    fn headered_csv_rejects_rows_with_the_wrong_field_count() {
+        let data = b"response-time,offset\n0.1,0.0\n0.2\n0.3,1.0\n\n";
+        let mut csv = HeaderedCsv::open(&data[..], "x.csv", "a hey CSV").unwrap();
+        assert_eq!(
+            (csv.column(b"offset"), csv.column(b"nope")),
+            (Some(1), None)
+        );
+        let mut builder = RunBuilder::new();
+        let mut record = csv::ByteRecord::new();
+        let mut lines = Vec::new();
+        while let Some(line) = csv.next_row(&mut record, &mut builder).unwrap() {
+            lines.push((line, record.len()));
+        }
+        assert_eq!(lines, [(2, 2), (4, 2)], "the trailing blank line is no row");
+        assert_eq!(builder.rejected_rows(), 1);
+        assert_eq!(builder.first_rejected().unwrap().line, 3);
+        let err = csv.nothing_readable(&builder).to_string();
+        assert!(
+            err.contains("line 3") && err.contains("expected 2 fields, found 1"),
+            "{err}"
+        );
+        let empty = HeaderedCsv::open(&b""[..], "e.csv", "a hey CSV")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            empty.contains("empty file: expected a hey CSV header"),
+            "{empty}"
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! Camel routes read through Jolokia: one pattern read of every `ManagedRoute` MBean.
+//!
+//! Request (POST to the agent URL, <https://jolokia.org/reference/html/manual/jolokia_protocol.html>):
+//! `{"type":"read","mbean":"org.apache.camel:context=*,type=routes,name=*","attribute":[…]}`.
+//! The answer's `value` is keyed by the full ObjectName
+//! (`org.apache.camel:context=camel-1,name="route-id",type=routes`), then by attribute. A
+//! bulk answer (a JSON array) and the error object (`{"error_type","error","status"}`) are
+//! understood too.
+//!
+//! Figures: exchanges = `ExchangesTotal`, failed = `ExchangesFailed`, mean = ΔTotalProcessingTime
+//! / ΔExchangesCompleted (Camel times completed exchanges only), max = `MaxProcessingTime`
+//! (since the statistics were reset), inflight = `ExchangesInflight`, state = `State`, last
+//! exchange = the later of `LastExchangeCompletedTimestamp` and `LastExchangeFailureTimestamp`.
+
+use serde_json::Value;
+
+use crate::domain::routes::{Counters, Observation, Source};
+
+/// The MBean pattern read.
+pub const MBEAN_PATTERN: &str = "org.apache.camel:context=*,type=routes,name=*";
+
+/// The attributes read.
+pub const ATTRIBUTES: &[&str] = &[
+    "CamelId",
+    "RouteId",
+    "State",
+    "ExchangesTotal",
+    "ExchangesCompleted",
+    "ExchangesFailed",
+    "FailuresHandled",
+    "ExchangesInflight",
+    "TotalProcessingTime",
+    "MaxProcessingTime",
+    "LastExchangeCompletedTimestamp",
+    "LastExchangeFailureTimestamp",
+];
+
+/// The JSON body of the read request.
+pub fn request_body() -> Value {
+    serde_json::json!({
+        "type": "read",
+        "mbean": MBEAN_PATTERN,
+        "attribute": ATTRIBUTES,
+        "config": { "ignoreErrors": true },
+    })
+}
+
+/// Route observations from a Jolokia answer, and the number of attribute values read.
+/// An error answer (or no `value`) is an `Err` with the agent's message.
+pub fn observations(answer: &Value) -> Result<(Vec<Observation>, usize), String> {
+    let answer = match answer {
+        Value::Array(items) => items
+            .first()
+            .ok_or_else(|| "empty bulk answer".to_string())?,
+        other => other,
+    };
+    let status = answer.get("status").and_then(Value::as_i64).unwrap_or(200);
+    if status != 200 {
+        let message = answer
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("no error text");
+        return Err(format!("Jolokia status {status}: {message}"));
+    }
+    let Some(value) = answer.get("value").and_then(Value::as_object) else {
+        return Err("Jolokia answer has no `value` object".into());
+    };
+    let mut out = Vec::new();
+    let mut samples = 0;
+    for (object_name, attrs) in value {
+        let Some(attrs) = attrs.as_object() else {
+            continue;
+        };
+        samples += attrs.len();
+        let is_route = attrs.contains_key("RouteId")
+            || key_property(object_name, "type").as_deref() == Some("routes");
+        if !is_route {
+            continue;
+        }
+        let context = attrs
+            .get("CamelId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| key_property(object_name, "context"))
+            .unwrap_or_else(|| "camel".into());
+        let Some(route) = attrs
+            .get("RouteId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| key_property(object_name, "name"))
+        else {
+            continue;
+        };
+        let num = |k: &str| attrs.get(k).and_then(Value::as_f64);
+        let counter = |k: &str| {
+            num(k).map(|v| {
+                let mut c = Counters::default();
+                c.add("", v);
+                c
+            })
+        };
+        let mut o = Observation::new(&context, &route, Source::Jolokia);
+        o.total = counter("ExchangesTotal");
+        o.failed = counter("ExchangesFailed");
+        o.duration_sum_s = num("TotalProcessingTime").map(|ms| {
+            let mut c = Counters::default();
+            c.add("", ms / 1000.0);
+            c
+        });
+        o.duration_count = counter("ExchangesCompleted");
+        o.max_s = num("MaxProcessingTime")
+            .filter(|v| *v >= 0.0)
+            .map(|ms| ms / 1000.0);
+        o.inflight = num("ExchangesInflight");
+        o.state = attrs
+            .get("State")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        o.last_exchange_ms = [
+            "LastExchangeCompletedTimestamp",
+            "LastExchangeFailureTimestamp",
+        ]
+        .iter()
+        .filter_map(|k| attrs.get(*k).and_then(timestamp_ms))
+        .max();
+        out.push(o);
+    }
+    out.sort_by(|a, b| (&a.service, &a.route).cmp(&(&b.service, &b.route)));
+    Ok((out, samples))
+}
+
+/// A key property of an ObjectName (`name="x"` → `x`, quotes and escapes removed).
+fn key_property(object_name: &str, key: &str) -> Option<String> {
+    let (_, props) = object_name.split_once(':')?;
+    // Values may be quoted and hold ',' inside quotes.
+    let mut rest = props;
+    while !rest.is_empty() {
+        let (k, after) = rest.split_once('=')?;
+        let (value, next) = if let Some(q) = after.strip_prefix('"') {
+            let mut out = String::new();
+            let mut chars = q.char_indices();
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, n)) = chars.next() {
+                            out.push(n);
+                        }
+                    }
+                    '"' => {
+                        end = Some(i);
+                        break;
+                    }
+                    c => out.push(c),
+                }
+            }
+            let end = end?;
+            let tail = &q[end + 1..];
+            (out, tail.strip_prefix(',').unwrap_or(tail))
+        } else {
+            match after.split_once(',') {
+                Some((v, n)) => (v.to_string(), n),
+                None => (after.to_string(), ""),
+            }
+        };
+        if k == key {
+            return Some(value);
+        }
+        rest = next;
+    }
+    None
+}
+
+/// A Jolokia date: ISO 8601 text (`2021-11-13T12:16:12-06:00`) or epoch ms.
+fn timestamp_ms(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) if !s.is_empty() => {
+            let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+                .ok()?;
+            Some((t.unix_timestamp_nanos() / 1_000_000) as i64)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn public(rel: &str) -> Option<Value> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/public")
+            .join(rel);
+        if !path.exists() {
+            println!("skipping: ../shared not present");
+            return None;
+        }
+        Some(serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap())
+    }
+
+    #[test]
+    fn camel_routes_pattern_read() {
+        let Some(answer) = public("jolokia/camel-routes-read-pattern.response.json") else {
+            return;
+        };
+        let (obs, samples) = observations(&answer).unwrap();
+        assert_eq!(samples, 45);
+        assert_eq!(obs.len(), 1);
+        let o = &obs[0];
+        assert_eq!(o.service, "camel-1");
+        assert_eq!(o.route, "address-updates-to-customer-service-route");
+        assert_eq!(o.total.as_ref().unwrap().sum(), 1.0);
+        assert_eq!(o.failed.as_ref().unwrap().sum(), 0.0);
+        assert_eq!(o.duration_sum_s.as_ref().unwrap().sum(), 10.595);
+        assert_eq!(o.duration_count.as_ref().unwrap().sum(), 1.0);
+        assert_eq!(o.max_s, Some(10.595));
+        assert_eq!(o.inflight, Some(1.0));
+        assert_eq!(o.state.as_deref(), Some("Started"));
+        // 2021-11-13T12:16:12-06:00
+        assert_eq!(o.last_exchange_ms, Some(1_636_827_372_000));
+    }
+
+    #[test]
+    fn bulk_wildcard_answer_and_errors() {
+        if let Some(answer) = public("jolokia/bulk-read-wildcard.response.json") {
+            let (obs, samples) = observations(&answer).unwrap();
+            assert_eq!(samples, 4);
+            // Catalina thread pools are not Camel routes
+            assert!(obs.is_empty());
+        }
+        let e = observations(&serde_json::json!({
+            "error_type": "javax.management.InstanceNotFoundException",
+            "error": "no such MBean", "status": 404
+        }))
+        .unwrap_err();
+        assert!(e.contains("404") && e.contains("no such MBean"), "{e}");
+    }
+
+    #[test]
+    fn object_name_properties() {
+        let n = r#"org.apache.camel:context=camel-1,name="a,b=\"c\"",type=routes"#;
+        assert_eq!(key_property(n, "name").as_deref(), Some("a,b=\"c\""));
+        assert_eq!(key_property(n, "context").as_deref(), Some("camel-1"));
+        assert_eq!(key_property(n, "type").as_deref(), Some("routes"));
+    }
+}

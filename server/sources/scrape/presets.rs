@@ -1,0 +1,524 @@
+//! Presets: which exposed series make a route, and which figure each series is.
+//!
+//! - **Camel Micrometer** (camel-micrometer, Camel ≥ 3.21 / 4.x names): route = `routeId`,
+//!   service = `camelContext`. `camel_exchanges_total` (exchanges),
+//!   `camel_exchanges_failed_total` (failed), `camel_exchanges_inflight`,
+//!   `camel_route_policy_seconds_{count,sum,max,bucket}` (durations). Rows with
+//!   `eventType="context"` or an empty `routeId` are context totals, not routes.
+//!   (`_succeeded_total` and `_failures_handled_total` are read only as a fallback total:
+//!   succeeded + failed when `_total` is absent.)
+//! - **Spring Boot** (Micrometer `http.server.requests`): `http_server_requests_seconds_
+//!   {count,sum,max,bucket}`; route = `method uri`; failed = `status` 5xx (or
+//!   `outcome="SERVER_ERROR"` without a status); service = the `application` label when
+//!   present.
+//! - **HTTP** (`*_http_requests_total`, `*_request_duration_seconds_{bucket,sum,count}`):
+//!   route = `method` + the first of `handler`, `route`, `path`, `uri`, `endpoint` (`*` when
+//!   none); failed = `code`/`status` 5xx. Covers harrier's own
+//!   `harrier_http_requests_total{method,path,status}` and
+//!   `harrier_http_request_duration_seconds`. Exchanges come from the requests counter when
+//!   present, else from the duration count.
+
+use std::collections::BTreeMap;
+
+use super::exposition::{Exposition, MetricType, Sample, parse_value};
+use crate::domain::routes::{Counters, Observation, Source};
+
+/// Labels that never make a route or a series key.
+const IGNORED_LABELS: &[&str] = &["le", "quantile"];
+
+/// Route observations from one scrape; `service` is the target's service name, used when
+/// the series do not name one.
+pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
+    let mut routes: BTreeMap<(String, String, &'static str), Observation> = BTreeMap::new();
+    let mut http_totals: BTreeMap<(String, String), bool> = BTreeMap::new();
+    let mut camel_parts: BTreeMap<(String, String), (Counters, bool)> = BTreeMap::new();
+    for (family, s) in doc.samples() {
+        if family.kind == MetricType::Summary && s.label("quantile").is_some() {
+            continue;
+        }
+        if let Some(m) = s.name.strip_prefix("camel_") {
+            camel(&mut routes, &mut camel_parts, m, s);
+        } else if let Some(part) = s.name.strip_prefix("http_server_requests_seconds_") {
+            spring(&mut routes, service, part, s);
+        } else if s.name.ends_with("http_requests_total") {
+            let mut o = route_of(&mut routes, http_key(s, service), Source::Http);
+            let key = series_key(
+                s,
+                &["method", "handler", "route", "path", "uri", "endpoint"],
+            );
+            o.total.get_or_insert_default().add(&key, s.value);
+            let failed = o.failed.get_or_insert_default();
+            if is_5xx(s) {
+                failed.add(&key, s.value);
+            }
+            http_totals.insert((o.service.clone(), o.route.clone()), true);
+            o.commit(&mut routes);
+        } else if let Some(part) = duration_part(&s.name) {
+            let mut o = route_of(&mut routes, http_key(s, service), Source::Http);
+            let key = series_key(
+                s,
+                &["method", "handler", "route", "path", "uri", "endpoint"],
+            );
+            match part {
+                "bucket" => {
+                    if let Some(le) = s.label("le").and_then(parse_value) {
+                        o.add_bucket(le, &key, s.value);
+                    }
+                }
+                "sum" => o.duration_sum_s.get_or_insert_default().add(&key, s.value),
+                "count" => {
+                    o.duration_count.get_or_insert_default().add(&key, s.value);
+                    // fallback exchanges/failures, replaced below when a counter exists
+                    o.total
+                        .get_or_insert_default()
+                        .add(&format!("d:{key}"), s.value);
+                    let failed = o.failed.get_or_insert_default();
+                    if is_5xx(s) {
+                        failed.add(&format!("d:{key}"), s.value);
+                    }
+                }
+                _ => {}
+            }
+            o.commit(&mut routes);
+        }
+    }
+    // HTTP routes with a requests counter: its series are the exchanges, not the duration
+    // count's fallback entries.
+    for o in routes.values_mut() {
+        if o.source == Source::Http
+            && http_totals.contains_key(&(o.service.clone(), o.route.clone()))
+        {
+            for c in [o.total.as_mut(), o.failed.as_mut()].into_iter().flatten() {
+                c.0.retain(|(k, _)| !k.starts_with("d:"));
+            }
+        }
+    }
+    // Camel without camel_exchanges_total: succeeded + failed.
+    for ((svc, route), (succeeded, _)) in camel_parts {
+        if let Some(o) = routes.get_mut(&(svc, route, "camel"))
+            && o.total.is_none()
+        {
+            let mut t = succeeded;
+            if let Some(f) = &o.failed {
+                for (k, v) in &f.0 {
+                    t.add(&format!("f:{k}"), *v);
+                }
+            }
+            o.total = Some(t);
+        }
+    }
+    routes.into_values().collect()
+}
+
+/// [`observations`] per instance: series that name one (`instance` or `pod` label, see
+/// [`super::process::series_instance`]) make routes of that instance, kept apart from
+/// other instances' series of the same route (a restarted service under new labels starts
+/// new routes instead of mixing two processes' counters); the rest are the target's own
+/// (`instance: None`).
+pub fn observations_by_instance(doc: &Exposition, service: &str) -> Vec<Observation> {
+    use super::process::series_instance;
+    if !doc
+        .samples()
+        .any(|(_, s)| series_instance(&s.labels).is_some())
+    {
+        return observations(doc, service);
+    }
+    let mut groups: BTreeMap<Option<String>, Exposition> = BTreeMap::new();
+    for f in &doc.families {
+        for s in &f.samples {
+            let key = series_instance(&s.labels).map(str::to_string);
+            let g = groups.entry(key).or_insert_with(|| Exposition {
+                format: doc.format,
+                families: Vec::new(),
+            });
+            match g.families.last_mut().filter(|last| last.name == f.name) {
+                Some(last) => last.samples.push(s.clone()),
+                None => g.families.push(super::exposition::Family {
+                    name: f.name.clone(),
+                    kind: f.kind,
+                    help: None,
+                    unit: f.unit.clone(),
+                    samples: vec![s.clone()],
+                }),
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .flat_map(|(instance, d)| {
+            observations(&d, service).into_iter().map(move |mut o| {
+                o.instance = instance.clone();
+                o
+            })
+        })
+        .collect()
+}
+
+/// The route entry for `key`, taken out of the map (put back with `commit`).
+fn route_of(
+    routes: &mut BTreeMap<(String, String, &'static str), Observation>,
+    (service, route): (String, String),
+    source: Source,
+) -> Observation {
+    routes
+        .remove(&(service.clone(), route.clone(), source.as_str()))
+        .unwrap_or_else(|| Observation::new(&service, &route, source))
+}
+
+impl Observation {
+    fn commit(self, routes: &mut BTreeMap<(String, String, &'static str), Observation>) {
+        routes.insert(
+            (
+                self.service.clone(),
+                self.route.clone(),
+                self.source.as_str(),
+            ),
+            self,
+        );
+    }
+}
+
+/// The series' labels other than the route's own, as `k=v,…` (its key within the route).
+fn series_key(s: &Sample, route_labels: &[&str]) -> String {
+    let mut parts: Vec<String> = s
+        .labels
+        .iter()
+        .filter(|(k, _)| {
+            !route_labels.contains(&k.as_str()) && !IGNORED_LABELS.contains(&k.as_str())
+        })
+        .map(|(k, v)| format!("{k}={v:?}"))
+        .collect();
+    parts.sort();
+    parts.join(",")
+}
+
+fn is_5xx(s: &Sample) -> bool {
+    match s
+        .label("status")
+        .or(s.label("code"))
+        .or(s.label("status_code"))
+    {
+        Some(code) => code.starts_with('5'),
+        None => s.label("outcome") == Some("SERVER_ERROR"),
+    }
+}
+
+/// `bucket`/`sum`/`count` of a `*_request_duration_seconds` family.
+fn duration_part(name: &str) -> Option<&str> {
+    let (base, part) = name.rsplit_once('_')?;
+    (base.ends_with("request_duration_seconds") && matches!(part, "bucket" | "sum" | "count"))
+        .then_some(part)
+}
+
+fn http_key(s: &Sample, service: &str) -> (String, String) {
+    let path = ["handler", "route", "path", "uri", "endpoint"]
+        .iter()
+        .find_map(|l| s.label(l));
+    let route = match (s.label("method"), path) {
+        (Some(m), Some(p)) => format!("{m} {p}"),
+        (None, Some(p)) => p.to_string(),
+        (Some(m), None) => format!("{m} *"),
+        (None, None) => "*".to_string(),
+    };
+    let service = ["service", "application", "job"]
+        .iter()
+        .find_map(|l| s.label(l))
+        .unwrap_or(service);
+    (service.to_string(), route)
+}
+
+fn spring(
+    routes: &mut BTreeMap<(String, String, &'static str), Observation>,
+    service: &str,
+    part: &str,
+    s: &Sample,
+) {
+    let Some(uri) = s.label("uri") else { return };
+    let route = match s.label("method") {
+        Some(m) => format!("{m} {uri}"),
+        None => uri.to_string(),
+    };
+    let service = s.label("application").unwrap_or(service).to_string();
+    let mut o = route_of(routes, (service, route), Source::Spring);
+    let key = series_key(s, &["method", "uri", "application"]);
+    match part {
+        "count" => {
+            o.duration_count.get_or_insert_default().add(&key, s.value);
+            o.total.get_or_insert_default().add(&key, s.value);
+            let failed = o.failed.get_or_insert_default();
+            if is_5xx(s) {
+                failed.add(&key, s.value);
+            }
+        }
+        "sum" => o.duration_sum_s.get_or_insert_default().add(&key, s.value),
+        "max" if s.value.is_finite() => {
+            o.max_s = Some(o.max_s.map_or(s.value, |m| m.max(s.value)));
+        }
+        "bucket" => {
+            if let Some(le) = s.label("le").and_then(parse_value) {
+                o.add_bucket(le, &key, s.value);
+            }
+        }
+        _ => {}
+    }
+    o.commit(routes);
+}
+
+fn camel(
+    routes: &mut BTreeMap<(String, String, &'static str), Observation>,
+    parts: &mut BTreeMap<(String, String), (Counters, bool)>,
+    metric: &str,
+    s: &Sample,
+) {
+    let Some(route) = s.label("routeId").filter(|r| !r.is_empty()) else {
+        return;
+    };
+    if s.label("eventType") == Some("context") {
+        return;
+    }
+    let service = s.label("camelContext").unwrap_or("camel");
+    let key = series_key(
+        s,
+        &[
+            "camelContext",
+            "routeId",
+            "serviceName",
+            "kind",
+            "eventType",
+        ],
+    );
+    let mut o = route_of(
+        routes,
+        (service.to_string(), route.to_string()),
+        Source::Camel,
+    );
+    match metric {
+        "exchanges_total" => o.total.get_or_insert_default().add(&key, s.value),
+        "exchanges_failed_total" => o.failed.get_or_insert_default().add(&key, s.value),
+        "exchanges_succeeded_total" => {
+            parts
+                .entry((o.service.clone(), o.route.clone()))
+                .or_default()
+                .0
+                .add(&key, s.value);
+        }
+        "exchanges_inflight" if !s.value.is_nan() => {
+            o.inflight = Some(o.inflight.unwrap_or(0.0) + s.value);
+        }
+        "route_policy_seconds_count" => o.duration_count.get_or_insert_default().add(&key, s.value),
+        "route_policy_seconds_sum" => o.duration_sum_s.get_or_insert_default().add(&key, s.value),
+        "route_policy_seconds_max" if s.value.is_finite() => {
+            o.max_s = Some(o.max_s.map_or(s.value, |m| m.max(s.value)));
+        }
+        "route_policy_seconds_bucket" => {
+            if let Some(le) = s.label("le").and_then(parse_value) {
+                o.add_bucket(le, &key, s.value);
+            }
+        }
+        // camel_exchanges_failures_handled_total, _external_redeliveries_total, … are not
+        // RED figures.
+        _ => {}
+    }
+    o.commit(routes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::routes::{Figures, Interval};
+    use crate::sources::scrape::exposition::parse;
+
+    fn public(rel: &str) -> Option<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/public")
+            .join(rel);
+        if !path.exists() {
+            println!("skipping: ../shared not present");
+            return None;
+        }
+        Some(std::fs::read_to_string(&path).expect("readable"))
+    }
+
+    fn edge(rel: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/edge-cases")
+            .join(rel);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn camel_quarkus_routes() {
+        let Some(text) = public("prometheus/camel-quarkus-books-api-v2.openmetrics.txt") else {
+            return;
+        };
+        let obs = observations(&parse(&text).unwrap(), "books");
+        let camel: Vec<&Observation> = obs.iter().filter(|o| o.source == Source::Camel).collect();
+        let names: Vec<&str> = camel.iter().map(|o| o.route.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "get-books-v2-route",
+                "get-oas-route",
+                "getBooks-v2",
+                "route1"
+            ]
+        );
+        for o in &camel {
+            assert_eq!(o.service, "books-api-v2");
+        }
+        let books = camel
+            .iter()
+            .find(|o| o.route == "get-books-v2-route")
+            .unwrap();
+        assert_eq!(books.total.as_ref().unwrap().sum(), 1.0);
+        assert_eq!(books.failed.as_ref().unwrap().sum(), 0.0);
+        assert_eq!(books.inflight, Some(0.0));
+        assert_eq!(books.duration_count.as_ref().unwrap().sum(), 1.0);
+        assert_eq!(books.duration_sum_s.as_ref().unwrap().sum(), 0.141573378);
+        assert_eq!(books.max_s, Some(0.141573378));
+        // Quarkus' HTTP server metrics use Spring's names
+        let http: Vec<&str> = obs
+            .iter()
+            .filter(|o| o.source == Source::Spring)
+            .map(|o| o.route.as_str())
+            .collect();
+        assert_eq!(
+            http,
+            [
+                "GET /api/v2/books",
+                "GET /api/v2/openapi.json",
+                "GET NOT_FOUND"
+            ]
+        );
+    }
+
+    #[test]
+    fn spring_boot_routes() {
+        let Some(text) = public("prometheus/spring-boot-3-actuator-prometheus.txt") else {
+            return;
+        };
+        let obs = observations(&parse(&text).unwrap(), "learn");
+        assert_eq!(obs.len(), 1, "{obs:#?}");
+        let o = &obs[0];
+        assert_eq!(
+            (o.service.as_str(), o.route.as_str()),
+            ("learn", "GET /actuator")
+        );
+        assert_eq!(o.source, Source::Spring);
+        assert_eq!(o.total.as_ref().unwrap().sum(), 1.0);
+        assert_eq!(o.failed.as_ref().unwrap().sum(), 0.0);
+        assert_eq!(o.duration_sum_s.as_ref().unwrap().sum(), 0.047479458);
+        assert_eq!(o.max_s, Some(0.047479458));
+    }
+
+    #[test]
+    fn harrier_own_metrics() {
+        let text = "\
+# TYPE harrier_http_requests_total counter
+harrier_http_requests_total{method=\"GET\",path=\"/api/v1/runs\",status=\"200\"} 8
+harrier_http_requests_total{method=\"GET\",path=\"/api/v1/runs\",status=\"500\"} 2
+# TYPE harrier_http_request_duration_seconds histogram
+harrier_http_request_duration_seconds_bucket{method=\"GET\",path=\"/api/v1/runs\",status=\"200\",le=\"0.01\"} 6
+harrier_http_request_duration_seconds_bucket{method=\"GET\",path=\"/api/v1/runs\",status=\"200\",le=\"+Inf\"} 8
+harrier_http_request_duration_seconds_sum{method=\"GET\",path=\"/api/v1/runs\",status=\"200\"} 0.08
+harrier_http_request_duration_seconds_count{method=\"GET\",path=\"/api/v1/runs\",status=\"200\"} 8
+harrier_http_request_duration_seconds_bucket{method=\"GET\",path=\"/api/v1/runs\",status=\"500\",le=\"0.01\"} 0
+harrier_http_request_duration_seconds_bucket{method=\"GET\",path=\"/api/v1/runs\",status=\"500\",le=\"+Inf\"} 2
+harrier_http_request_duration_seconds_sum{method=\"GET\",path=\"/api/v1/runs\",status=\"500\"} 0.2
+harrier_http_request_duration_seconds_count{method=\"GET\",path=\"/api/v1/runs\",status=\"500\"} 2
+";
+        let obs = observations(&parse(text).unwrap(), "harrier");
+        assert_eq!(obs.len(), 1);
+        let o = &obs[0];
+        assert_eq!(o.route, "GET /api/v1/runs");
+        assert_eq!(o.total.as_ref().unwrap().sum(), 10.0);
+        assert_eq!(o.failed.as_ref().unwrap().sum(), 2.0);
+        assert_eq!(o.duration_count.as_ref().unwrap().sum(), 10.0);
+        assert_eq!(o.buckets.len(), 2);
+        assert_eq!(o.buckets[0].1.sum(), 6.0);
+        assert_eq!(o.buckets[1].1.sum(), 10.0);
+    }
+
+    #[test]
+    fn camel_context_rows_are_not_routes() {
+        let text = "\
+camel_exchanges_total{camelContext=\"c\",eventType=\"context\",kind=\"CamelRoute\",routeId=\"\"} 10
+camel_exchanges_total{camelContext=\"c\",eventType=\"route\",kind=\"CamelRoute\",routeId=\"r1\"} 7
+camel_exchanges_failed_total{camelContext=\"c\",eventType=\"route\",kind=\"CamelRoute\",routeId=\"r1\"} 1
+camel_exchanges_total{camelContext=\"c\",eventType=\"context\",kind=\"CamelRoute\"} 10
+";
+        let obs = observations(&parse(text).unwrap(), "t");
+        assert_eq!(obs.len(), 1);
+        assert_eq!(obs[0].route, "r1");
+        assert_eq!(obs[0].total.as_ref().unwrap().sum(), 7.0);
+    }
+
+    /// EC33: six scrapes of `http_requests_total{code}`, the service restarted between the
+    /// 30 s and 45 s scrapes.
+    #[test]
+    fn ec33_counter_reset_across_scrapes() {
+        let expected: serde_json::Value =
+            serde_json::from_str(&edge("EC33/expected.json")).unwrap();
+        let scrapes: serde_json::Value = serde_json::from_str(&edge("EC33/scrapes.json")).unwrap();
+        let mut series: Vec<(i64, Observation)> = Vec::new();
+        let mut per_code: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for s in scrapes.as_array().unwrap() {
+            let doc = parse(&edge(&format!("EC33/{}", s["file"].as_str().unwrap()))).unwrap();
+            for (_, sample) in doc.samples() {
+                per_code
+                    .entry(format!("code={}", sample.label("code").unwrap()))
+                    .or_default()
+                    .push(sample.value);
+            }
+            let obs = observations(&doc, "svc");
+            assert_eq!(obs.len(), 1);
+            assert_eq!(obs[0].route, "*");
+            series.push((s["scrape_time_ms"].as_i64().unwrap(), obs[0].clone()));
+        }
+        let span_s = (series[5].0 - series[0].0) as f64 / 1000.0;
+        let e = &expected["expected"];
+        for (code, values) in &per_code {
+            let (inc, resets) = crate::domain::routes::increase(values);
+            assert_eq!(inc, e["increase_total"][code].as_f64().unwrap(), "{code}");
+            assert_eq!(resets as i64, e["resets_detected"][code].as_i64().unwrap());
+            let rate = inc / span_s;
+            assert!((rate - e["rate_per_s"][code].as_f64().unwrap()).abs() < 1e-6);
+        }
+        let mut whole = Figures::default();
+        let mut fired = Vec::new();
+        for (i, w) in series.windows(2).enumerate() {
+            let iv = Interval::between(&w[0].1, &w[1].1, w[1].0 - w[0].0);
+            let want = &e["intervals"][i];
+            assert_eq!(w[0].0, want["from_ms"].as_i64().unwrap());
+            assert_eq!(w[1].0, want["to_ms"].as_i64().unwrap());
+            let inc_total =
+                want["increase_200"].as_f64().unwrap() + want["increase_500"].as_f64().unwrap();
+            assert_eq!(iv.exchanges, Some(inc_total));
+            assert_eq!(iv.failed, want["increase_500"].as_f64());
+            let mut f = Figures::default();
+            f.add(&iv);
+            let pct = f.error_pct().unwrap();
+            assert!(
+                (pct - want["error_pct"].as_f64().unwrap()).abs() < 1e-6,
+                "{pct}"
+            );
+            assert_eq!(pct > 10.0, want["alert_error_pct_gt_10"].as_bool().unwrap());
+            if pct > 10.0 {
+                fired.push(w[1].0);
+            }
+            whole.add(&iv);
+        }
+        let pct = whole.error_pct().unwrap();
+        assert!((pct - e["error_pct_whole_range"].as_f64().unwrap()).abs() < 1e-6);
+        assert!((whole.throughput_per_s().unwrap() - 254.0 / 75.0).abs() < 1e-12);
+        let want_fired: Vec<i64> = e["alert_fires_for_intervals_ending_at_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
+        assert_eq!(fired, want_fired);
+        // the wrong answers: last − first
+        assert_ne!(whole.exchanges, Some(39.0));
+    }
+}

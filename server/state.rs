@@ -1,0 +1,58 @@
+//! What every request handler gets: the store, the live hub, the scrape loops, the
+//! settings and the metrics handle ([`AppState`]).
+
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::services::live::Hub;
+use crate::services::live_runs::LiveRuns;
+use crate::store::Store;
+
+/// Everything a request handler may need; cheap to clone.
+///
+/// - `store`: the SQLite store;
+/// - `hub`: the live broadcast hub behind `/api/v1/live`;
+/// - `metrics`: renders `/metrics`;
+/// - `config`: resolved settings;
+/// - `live_runs`: runs being streamed in (InfluxDB line protocol);
+/// - `shutdown`: cancelled when the server stops (websocket loops end on it);
+/// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them).
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub hub: Hub,
+    pub metrics: PrometheusHandle,
+    pub config: Arc<Config>,
+    pub live_runs: LiveRuns,
+    pub shutdown: CancellationToken,
+    /// The scrape loops (started by [`serve`]).
+    pub scraper: crate::services::scrape::Scraper,
+}
+
+impl AppState {
+    /// State over an open store with a fresh hub and the process-wide metrics recorder.
+    pub fn new(store: Store, config: Config) -> AppState {
+        let hub = Hub::new();
+        let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
+        AppState {
+            live_runs: LiveRuns::new(store.clone(), hub.clone(), idle),
+            store,
+            hub,
+            metrics: crate::telemetry::install(),
+            config: Arc::new(config),
+            shutdown: CancellationToken::new(),
+            scraper: crate::services::scrape::Scraper::new(),
+        }
+    }
+}
+
+impl AppState {
+    /// The Apdex threshold T, ms: `asked` when it is given and positive, else the
+    /// configured one (500 ms by default).
+    pub fn apdex_t_ms(&self, asked: Option<u64>) -> u64 {
+        asked.filter(|t| *t > 0).unwrap_or(self.config.apdex_t_ms)
+    }
+}

@@ -1,0 +1,94 @@
+//! The SQLite backend of the store: the connection pool, the migrations (`migrations/`,
+//! applied at open) and one file per table group (`runs.rs`, `routes.rs`, `compare.rs`,
+//! `alerts.rs`, `channels.rs`, …). Writes of many rows go in multi-row statements inside
+//! one transaction per import, so an import that fails leaves nothing behind.
+//!
+//! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
+
+pub(super) mod alert_groups;
+pub(super) mod alerts;
+pub(super) mod channels;
+pub(super) mod compare;
+pub(super) mod recent;
+pub(super) mod routes;
+pub(super) mod runs;
+pub(super) mod silences;
+
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::store::{Result, StoreError};
+
+/// Handle to harrier's database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    /// Recent route intervals held for the alert evaluator.
+    recent: std::sync::Arc<recent::Recent>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the SQLite file at `path` in WAL mode and applies the
+    /// migrations.
+    pub async fn open(path: &Path) -> Result<SqliteStore> {
+        // Pages are read through a memory map (up to 256 MiB) and each connection caches
+        // 16 MiB: the alert evaluator reads a window of every route each round, and page
+        // reads through pread dominated its profile (bench/alerts_eval.sh).
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10))
+            .pragma("mmap_size", "268435456")
+            .pragma("cache_size", "-16384");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        SqliteStore::from_pool(pool).await
+    }
+
+    /// Opens an existing database file (for commands that only read); a missing file is
+    /// [`StoreError::Missing`] instead of a new, empty database.
+    pub async fn open_existing(path: &Path) -> Result<SqliteStore> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.display().to_string()));
+        }
+        SqliteStore::open(path).await
+    }
+
+    /// Opens an in-memory database (one connection, so every query sees the same data).
+    pub async fn open_in_memory() -> Result<SqliteStore> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await?;
+        SqliteStore::from_pool(pool).await
+    }
+
+    /// Wraps an existing pool and applies the migrations (used by `#[sqlx::test]`).
+    pub async fn from_pool(pool: SqlitePool) -> Result<SqliteStore> {
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(SqliteStore {
+            pool,
+            recent: Default::default(),
+        })
+    }
+
+    /// The underlying pool.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}

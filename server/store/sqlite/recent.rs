@@ -1,0 +1,744 @@
+//! The last minutes of every route's raw intervals, held in memory for the alert
+//! evaluator, as Prometheus holds its head block: a round sums each route's windows from
+//! memory instead of scanning `route_samples` (at 10,000 routes that scan was most of a
+//! round, `bench/alerts_eval.sh`).
+//!
+//! [`SqliteStore::record_scrape`] feeds it after each commit. It is loaded from SQLite on first
+//! use and again whenever it cannot answer a round exactly: a window longer than it holds,
+//! a percentile rule while it keeps no histogram buckets, a target added, changed or
+//! deleted. It answers only when its answer equals the SQL one
+//! ([`SqliteStore::route_window_figures_sql`], tested against each other); otherwise the round
+//! reads SQLite. Windows longer than [`MAX_WINDOW_MS`] are always read from SQLite, to
+//! bound memory (10,000 routes scraped every 15 s under 5-minute windows: ~22 intervals
+//! each, ~20 MB; ~60 MB with histogram buckets for a percentile rule).
+//!
+//! Route data must be written through this process's [`SqliteStore`] (as `harrier serve` does):
+//! another process writing the same file is not seen until the next reload.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use sqlx::{FromRow, QueryBuilder, Sqlite};
+
+use super::SqliteStore;
+use super::routes::{MINUTE_MS, RouteWrite, WindowNeed, parse_buckets, url_instance};
+use crate::domain::routes::{Figures, Interval, merge_buckets};
+use crate::store::Result;
+
+/// The longest window answered from memory, ms.
+pub const MAX_WINDOW_MS: i64 = 15 * MINUTE_MS;
+/// Intervals are held this long past the longest window. A later round's windows start
+/// later, so none is needed for them; this covers a round whose time steps back a little.
+const SLACK_MS: i64 = 30_000;
+/// A route with no interval in a window takes its last one from up to this far back (or
+/// the window, if longer); the same in both paths.
+pub(crate) const LAST_LOOKBACK_MS: i64 = 10 * MINUTE_MS;
+
+/// A route as an alert subject.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteSubject {
+    pub id: i64,
+    pub target_id: i64,
+    pub service: String,
+    pub route: String,
+    pub source: String,
+    /// The instance the route runs on (see [`super::RouteInfo::instance`]).
+    pub instance: String,
+    pub target_name: String,
+    /// Its labels as an alert subject: `service`, `instance`, `route`, `target`, `source`.
+    pub labels: Arc<BTreeMap<String, String>>,
+}
+
+/// The labels of a route subject.
+pub fn subject_labels(
+    service: &str,
+    instance: &str,
+    route: &str,
+    target: &str,
+    source: &str,
+) -> BTreeMap<String, String> {
+    [
+        ("service", service),
+        ("instance", instance),
+        ("route", route),
+        ("target", target),
+        ("source", source),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Every route's figures over several windows ending at one time
+/// ([`SqliteStore::route_window_figures`]).
+#[derive(Debug, Clone, Default)]
+pub struct RouteWindows {
+    /// Every route, by service, route, target name, instance.
+    pub routes: Arc<Vec<RouteSubject>>,
+    /// Whether each route's target answered its last scrape (`None`: not scraped yet), in
+    /// `routes` order.
+    pub target_up: Vec<Option<bool>>,
+    /// Per window (ms), one [`Figures`] per route in `routes` order.
+    pub figures: HashMap<i64, Vec<Figures>>,
+    /// Whether the intervals held in memory answered (else SQLite did).
+    pub from_memory: bool,
+}
+
+/// One held interval, as SQLite would give it back (NaN = NULL).
+#[derive(Debug, Clone)]
+struct Held {
+    at_ms: i64,
+    interval_ms: i64,
+    /// exchanges, failed, duration_sum_s, duration_count, max_s, inflight.
+    v: [f64; 6],
+    buckets: Option<Box<[(f64, f64)]>>,
+}
+
+fn opt(v: f64) -> Option<f64> {
+    (!v.is_nan()).then_some(v)
+}
+
+impl Held {
+    /// `iv` as written: SQLite stores NaN as NULL; `max_s` and `inflight` are written only
+    /// when finite; buckets round-trip through their JSON (see `buckets_json`).
+    fn written(at_ms: i64, iv: &Interval, keep_buckets: bool) -> Held {
+        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        let finite = |v: Option<f64>| v.filter(|x| x.is_finite()).unwrap_or(f64::NAN);
+        let buckets = (keep_buckets
+            && !iv.buckets.is_empty()
+            && iv.buckets.iter().all(|(_, c)| c.is_finite()))
+        .then(|| {
+            iv.buckets
+                .iter()
+                .map(|(le, c)| (if le.is_finite() { *le } else { f64::INFINITY }, *c))
+                .collect()
+        });
+        Held {
+            at_ms,
+            interval_ms: iv.interval_ms,
+            v: [
+                nan(iv.exchanges),
+                nan(iv.failed),
+                nan(iv.duration_sum_s),
+                nan(iv.duration_count),
+                finite(iv.max_s),
+                finite(iv.inflight),
+            ],
+            buckets,
+        }
+    }
+
+    fn sums(&self) -> Interval {
+        Interval {
+            interval_ms: self.interval_ms,
+            exchanges: opt(self.v[0]),
+            failed: opt(self.v[1]),
+            duration_sum_s: opt(self.v[2]),
+            duration_count: opt(self.v[3]),
+            buckets: Vec::new(),
+            max_s: opt(self.v[4]),
+            inflight: opt(self.v[5]),
+            resets: 0,
+        }
+    }
+
+    fn add_to(&self, f: &mut Figures, buckets: bool) {
+        f.add_sums(&self.sums());
+        if buckets && let Some(b) = &self.buckets {
+            merge_buckets(&mut f.buckets, b);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct TargetMeta {
+    name: String,
+    /// Its `instance` label, else its URL's host:port.
+    instance: String,
+    up: Option<bool>,
+}
+
+#[derive(Debug)]
+struct RouteHeld {
+    subject: RouteSubject,
+    /// The `instance` column (`""`: the target's), for the order.
+    own_instance: String,
+    /// By time; no two at the same time (a rewrite replaces, as `INSERT OR REPLACE`).
+    intervals: VecDeque<Held>,
+}
+
+impl RouteHeld {
+    fn insert(&mut self, h: Held) {
+        match self.intervals.back() {
+            Some(b) if b.at_ms < h.at_ms => self.intervals.push_back(h),
+            None => self.intervals.push_back(h),
+            Some(_) => {
+                let i = self.intervals.partition_point(|x| x.at_ms < h.at_ms);
+                if self.intervals.get(i).is_some_and(|x| x.at_ms == h.at_ms) {
+                    self.intervals[i] = h;
+                } else {
+                    self.intervals.insert(i, h);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Data {
+    /// Every interval later than this is held.
+    complete_after_ms: i64,
+    /// Each route's newest interval is held when it is later than this.
+    newest_after_ms: i64,
+    /// The latest interval time seen.
+    newest_seen_ms: i64,
+    /// Whether histogram buckets are held.
+    buckets: bool,
+    targets: HashMap<i64, TargetMeta>,
+    routes: HashMap<i64, RouteHeld>,
+    /// `routes`' subjects in order; `None` after a route was added.
+    order: Option<Arc<Vec<RouteSubject>>>,
+}
+
+/// One route of a scrape, borrowed or owned.
+struct PushRoute<'a> {
+    id: i64,
+    write: std::borrow::Cow<'a, RouteWrite>,
+}
+
+/// A scrape that committed while the memory was being loaded.
+struct Push {
+    target_id: i64,
+    up: bool,
+    at_ms: i64,
+    routes: Vec<PushRoute<'static>>,
+}
+
+impl Data {
+    /// Applies one committed scrape; false when it names a target not held (reload).
+    fn apply(&mut self, target_id: i64, up: bool, at_ms: i64, routes: &[PushRoute<'_>]) -> bool {
+        let Some(target) = self.targets.get_mut(&target_id) else {
+            return false;
+        };
+        target.up = Some(up);
+        for r in routes.iter().filter(|r| r.id != 0) {
+            let w = &*r.write;
+            let held = self.routes.entry(r.id).or_insert_with(|| {
+                self.order = None;
+                let instance = if w.instance.is_empty() {
+                    target.instance.clone()
+                } else {
+                    w.instance.clone()
+                };
+                RouteHeld {
+                    subject: RouteSubject {
+                        id: r.id,
+                        target_id,
+                        labels: Arc::new(subject_labels(
+                            &w.service,
+                            &instance,
+                            &w.route,
+                            &target.name,
+                            &w.source,
+                        )),
+                        service: w.service.clone(),
+                        route: w.route.clone(),
+                        source: w.source.clone(),
+                        instance,
+                        target_name: target.name.clone(),
+                    },
+                    own_instance: w.instance.clone(),
+                    intervals: VecDeque::new(),
+                }
+            });
+            if let Some(iv) = &w.interval {
+                held.insert(Held::written(at_ms, iv, self.buckets));
+                self.newest_seen_ms = self.newest_seen_ms.max(at_ms);
+            }
+        }
+        true
+    }
+
+    fn order(&mut self) -> Arc<Vec<RouteSubject>> {
+        if let Some(o) = &self.order {
+            return o.clone();
+        }
+        let mut held: Vec<&RouteHeld> = self.routes.values().collect();
+        // As `SqliteStore::route_infos` orders them.
+        held.sort_by_key(|h| {
+            (
+                &h.subject.service,
+                &h.subject.route,
+                &h.subject.target_name,
+                &h.own_instance,
+                &h.subject.source,
+                h.subject.id,
+            )
+        });
+        let o = Arc::new(held.into_iter().map(|h| h.subject.clone()).collect());
+        self.order = Some(Arc::clone(&o));
+        o
+    }
+
+    /// Drops what no window needs any more (keeping each route's newest interval).
+    fn trim(&mut self, before_ms: i64, buckets: bool) {
+        if before_ms > self.complete_after_ms {
+            for r in self.routes.values_mut() {
+                while r.intervals.len() > 1 && r.intervals[0].at_ms <= before_ms {
+                    r.intervals.pop_front();
+                }
+            }
+            self.complete_after_ms = before_ms;
+        }
+        if self.buckets && !buckets {
+            for h in self
+                .routes
+                .values_mut()
+                .flat_map(|r| r.intervals.iter_mut())
+            {
+                h.buckets = None;
+            }
+            self.buckets = false;
+        }
+    }
+
+    /// The answer, when this memory gives exactly what SQLite would.
+    fn answer(&mut self, needs: &[WindowNeed], now_ms: i64) -> Plan {
+        let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
+        let lookback = longest.max(LAST_LOOKBACK_MS);
+        let buckets = needs.iter().any(|n| n.buckets);
+        if longest > MAX_WINDOW_MS {
+            return Plan::Release;
+        }
+        if now_ms < self.newest_seen_ms {
+            // An evaluation time before the newest data (a clock step back): the memory
+            // cannot tell what SQLite would (later intervals are not in its windows), but
+            // it is still trimmed.
+            self.trim(now_ms - longest - SLACK_MS, buckets || self.buckets);
+            return Plan::Sql;
+        }
+        if (buckets && !self.buckets)
+            || self.complete_after_ms > now_ms - longest
+            || self.newest_after_ms > now_ms - lookback
+        {
+            return Plan::Load;
+        }
+        self.trim(now_ms - longest - SLACK_MS, buckets);
+        let routes = self.order();
+        let target_up = routes
+            .iter()
+            .map(|s| self.targets.get(&s.target_id).and_then(|t| t.up))
+            .collect();
+        // Route by route (each route's intervals are read once for all windows).
+        let mut figures: Vec<Vec<Figures>> = needs
+            .iter()
+            .map(|_| Vec::with_capacity(routes.len()))
+            .collect();
+        for s in routes.iter() {
+            let ivs = &self.routes[&s.id].intervals;
+            for (n, figs) in needs.iter().zip(&mut figures) {
+                let mut f = Figures::default();
+                let start = ivs.partition_point(|h| h.at_ms <= now_ms - n.window_ms);
+                for h in ivs.range(start..) {
+                    h.add_to(&mut f, n.buckets);
+                }
+                if !n.inflight {
+                    f.inflight = None;
+                }
+                // As the SQL path: a route without an interval in the window takes its
+                // last one when that is recent enough.
+                if f.intervals == 0
+                    && let Some(h) = ivs.back()
+                    && h.at_ms > now_ms - lookback
+                    && h.at_ms > now_ms - h.interval_ms.max(n.window_ms) * 2
+                {
+                    h.add_to(&mut f, n.buckets);
+                }
+                figs.push(f);
+            }
+        }
+        let figures = needs.iter().map(|n| n.window_ms).zip(figures).collect();
+        Plan::Answer(RouteWindows {
+            routes,
+            target_up,
+            figures,
+            from_memory: true,
+        })
+    }
+}
+
+#[derive(Default)]
+enum State {
+    #[default]
+    Cold,
+    /// Loading; the scrapes committed meanwhile, and whether the load is already stale.
+    Loading {
+        pushes: Vec<Push>,
+        stale: bool,
+    },
+    Ready(Box<Data>),
+}
+
+enum Plan {
+    Answer(RouteWindows),
+    Load,
+    Sql,
+    /// SQLite, and the memory is dropped (nothing it can answer is asked).
+    Release,
+}
+
+/// The in-memory recent intervals (see the module docs). Shared by every clone of a
+/// [`SqliteStore`].
+#[derive(Default)]
+pub(crate) struct Recent(Mutex<State>);
+
+impl std::fmt::Debug for Recent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recent")
+    }
+}
+
+impl Recent {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A scrape was committed.
+    pub(crate) fn record(
+        &self,
+        target_id: i64,
+        up: bool,
+        at_ms: i64,
+        writes: &[RouteWrite],
+        ids: &[i64],
+    ) {
+        let mut state = self.state();
+        match &mut *state {
+            State::Cold => {}
+            State::Loading { pushes, .. } => pushes.push(Push {
+                target_id,
+                up,
+                at_ms,
+                routes: ids
+                    .iter()
+                    .zip(writes)
+                    .map(|(id, w)| PushRoute {
+                        id: *id,
+                        write: std::borrow::Cow::Owned(w.clone()),
+                    })
+                    .collect(),
+            }),
+            State::Ready(data) => {
+                let routes: Vec<PushRoute<'_>> = ids
+                    .iter()
+                    .zip(writes)
+                    .map(|(id, w)| PushRoute {
+                        id: *id,
+                        write: std::borrow::Cow::Borrowed(w),
+                    })
+                    .collect();
+                if !data.apply(target_id, up, at_ms, &routes) {
+                    *state = State::Cold;
+                }
+            }
+        }
+    }
+
+    /// Targets or routes changed other than by a scrape: reload before the next answer.
+    pub(crate) fn invalidate(&self) {
+        let mut state = self.state();
+        match &mut *state {
+            State::Loading { stale, .. } => *stale = true,
+            s => *s = State::Cold,
+        }
+    }
+
+    /// Intervals before `before_ms` were deleted.
+    pub(crate) fn forget_before(&self, before_ms: i64) {
+        let mut state = self.state();
+        match &mut *state {
+            State::Cold => {}
+            State::Loading { stale, .. } => *stale = true,
+            State::Ready(data) => {
+                for r in data.routes.values_mut() {
+                    while r.intervals.front().is_some_and(|h| h.at_ms < before_ms) {
+                        r.intervals.pop_front();
+                    }
+                }
+            }
+        }
+    }
+
+    /// What is held: routes, intervals, and their approximate size in bytes (`None`: not
+    /// loaded).
+    pub(crate) fn held(&self) -> Option<(usize, usize, usize)> {
+        let state = self.state();
+        let State::Ready(data) = &*state else {
+            return None;
+        };
+        let intervals: usize = data.routes.values().map(|r| r.intervals.len()).sum();
+        let buckets: usize = data
+            .routes
+            .values()
+            .flat_map(|r| r.intervals.iter())
+            .map(|h| h.buckets.as_ref().map_or(0, |b| b.len()))
+            .sum();
+        let bytes = intervals * std::mem::size_of::<Held>()
+            + buckets * std::mem::size_of::<(f64, f64)>()
+            + data.routes.len() * (std::mem::size_of::<RouteHeld>() + 128);
+        Some((data.routes.len(), intervals, bytes))
+    }
+
+    fn plan(&self, needs: &[WindowNeed], now_ms: i64) -> Plan {
+        let mut state = self.state();
+        let plan = match &mut *state {
+            State::Cold => Plan::Load,
+            State::Loading { .. } => Plan::Sql,
+            State::Ready(data) => data.answer(needs, now_ms),
+        };
+        match plan {
+            Plan::Load => {
+                *state = State::Loading {
+                    pushes: Vec::new(),
+                    stale: false,
+                }
+            }
+            Plan::Release => *state = State::Cold,
+            _ => {}
+        }
+        plan
+    }
+
+    /// Installs a load and answers from it (`None`: the load went stale meanwhile or
+    /// cannot answer; read SQLite).
+    fn install(&self, mut data: Data, needs: &[WindowNeed], now_ms: i64) -> Option<RouteWindows> {
+        let mut state = self.state();
+        let State::Loading { pushes, stale } = std::mem::take(&mut *state) else {
+            return None;
+        };
+        if stale
+            || !pushes
+                .iter()
+                .all(|p| data.apply(p.target_id, p.up, p.at_ms, &p.routes))
+        {
+            return None;
+        }
+        match data.answer(needs, now_ms) {
+            Plan::Answer(w) => {
+                *state = State::Ready(Box::new(data));
+                Some(w)
+            }
+            Plan::Sql => {
+                *state = State::Ready(Box::new(data));
+                None
+            }
+            Plan::Load | Plan::Release => None,
+        }
+    }
+
+    fn abandon(&self) {
+        let mut state = self.state();
+        if let State::Loading { .. } = *state {
+            *state = State::Cold;
+        }
+    }
+}
+
+/// Puts the memory back to cold when a load does not finish (error, cancelled round).
+struct LoadGuard<'a>(&'a Recent, bool);
+
+impl Drop for LoadGuard<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.abandon();
+        }
+    }
+}
+
+#[derive(FromRow)]
+struct SubjectDb {
+    id: i64,
+    target_id: i64,
+    service: String,
+    route: String,
+    source: String,
+    instance: String,
+}
+
+#[derive(FromRow)]
+struct HeldDb {
+    route_id: i64,
+    at_ms: i64,
+    interval_ms: i64,
+    exchanges: Option<f64>,
+    failed: Option<f64>,
+    duration_sum_s: Option<f64>,
+    duration_count: Option<f64>,
+    max_s: Option<f64>,
+    inflight: Option<f64>,
+    buckets: Option<String>,
+}
+
+impl HeldDb {
+    fn held(self) -> Held {
+        let n = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        let b = parse_buckets(self.buckets.as_deref());
+        Held {
+            at_ms: self.at_ms,
+            interval_ms: self.interval_ms,
+            v: [
+                n(self.exchanges),
+                n(self.failed),
+                n(self.duration_sum_s),
+                n(self.duration_count),
+                n(self.max_s),
+                n(self.inflight),
+            ],
+            buckets: (!b.is_empty()).then(|| b.into_boxed_slice()),
+        }
+    }
+}
+
+impl SqliteStore {
+    /// The figures of every route over several windows ending at `now_ms`, as
+    /// [`SqliteStore::route_figures`] computes them, for the alert evaluator: from the recent
+    /// intervals held in memory when they cover the windows (loading them first if
+    /// needed), else from SQLite ([`SqliteStore::route_window_figures_sql`]). No windows: no
+    /// routes, and the memory is dropped (the evaluator has no route rule).
+    pub async fn route_window_figures(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<RouteWindows> {
+        if needs.is_empty() {
+            // No route rule: nothing to hold.
+            self.recent.invalidate();
+            return Ok(RouteWindows::default());
+        }
+        match self.recent.plan(needs, now_ms) {
+            Plan::Answer(w) => return Ok(w),
+            Plan::Sql | Plan::Release => {}
+            Plan::Load => {
+                let mut guard = LoadGuard(&self.recent, false);
+                let data = self.load_recent(needs, now_ms).await?;
+                guard.1 = true;
+                if let Some(w) = self.recent.install(data, needs, now_ms) {
+                    return Ok(w);
+                }
+            }
+        }
+        self.route_window_figures_sql(needs, now_ms).await
+    }
+
+    /// The route intervals held in memory for the alert evaluator: routes, intervals and
+    /// their approximate size in bytes; `None` until the first round loads them.
+    pub fn recent_intervals_held(&self) -> Option<(usize, usize, usize)> {
+        self.recent.held()
+    }
+
+    /// Reads what the memory holds from SQLite, in one read transaction: every route and
+    /// target, the intervals after `now − longest window − slack`, and each route's newest
+    /// interval before that within the lookback.
+    async fn load_recent(&self, needs: &[WindowNeed], now_ms: i64) -> Result<Data> {
+        let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
+        let lookback = longest.max(LAST_LOOKBACK_MS);
+        let keep_from = now_ms - longest - SLACK_MS;
+        let buckets = needs.iter().any(|n| n.buckets);
+        let mut tx = self.pool.begin().await?;
+        let targets: Vec<(i64, String, String, String, Option<bool>)> =
+            sqlx::query_as("SELECT id, name, url, labels, up FROM targets")
+                .fetch_all(&mut *tx)
+                .await?;
+        let targets: HashMap<i64, TargetMeta> = targets
+            .into_iter()
+            .map(|(id, name, url, labels, up)| {
+                let instance = serde_json::from_str::<BTreeMap<String, String>>(&labels)
+                    .ok()
+                    .and_then(|l| l.get("instance").cloned())
+                    .unwrap_or_else(|| url_instance(&url));
+                (id, TargetMeta { name, instance, up })
+            })
+            .collect();
+        let subjects: Vec<SubjectDb> =
+            sqlx::query_as("SELECT id, target_id, service, route, source, instance FROM routes")
+                .fetch_all(&mut *tx)
+                .await?;
+        let mut routes: HashMap<i64, RouteHeld> = HashMap::with_capacity(subjects.len());
+        for s in subjects {
+            let Some(t) = targets.get(&s.target_id) else {
+                continue;
+            };
+            let instance = if s.instance.is_empty() {
+                t.instance.clone()
+            } else {
+                s.instance.clone()
+            };
+            routes.insert(
+                s.id,
+                RouteHeld {
+                    subject: RouteSubject {
+                        id: s.id,
+                        target_id: s.target_id,
+                        labels: Arc::new(subject_labels(
+                            &s.service, &instance, &s.route, &t.name, &s.source,
+                        )),
+                        service: s.service,
+                        route: s.route,
+                        source: s.source,
+                        instance,
+                        target_name: t.name.clone(),
+                    },
+                    own_instance: s.instance,
+                    intervals: VecDeque::new(),
+                },
+            );
+        }
+        let columns = "route_id, at_ms, interval_ms, exchanges, failed, duration_sum_s, \
+                       duration_count, max_s, inflight";
+        let bucket_column = if buckets {
+            "buckets"
+        } else {
+            "NULL AS buckets"
+        };
+        let mut q = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {columns}, {bucket_column} FROM route_samples WHERE at_ms > "
+        ));
+        q.push_bind(keep_from).push(" ORDER BY route_id, at_ms");
+        let recent: Vec<HeldDb> = q.build_query_as().fetch_all(&mut *tx).await?;
+        let mut newest_seen_ms = i64::MIN;
+        for r in recent {
+            newest_seen_ms = newest_seen_ms.max(r.at_ms);
+            if let Some(h) = routes.get_mut(&r.route_id) {
+                h.intervals.push_back(r.held());
+            }
+        }
+        // The bare columns come from the row of MAX(at_ms) (SQLite's rule for min/max).
+        let mut q = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {}, {bucket_column} FROM route_samples WHERE at_ms > ",
+            columns.replace("at_ms,", "MAX(at_ms) AS at_ms,")
+        ));
+        q.push_bind(now_ms - lookback)
+            .push(" AND at_ms <= ")
+            .push_bind(keep_from)
+            .push(" GROUP BY route_id");
+        let older: Vec<HeldDb> = q.build_query_as().fetch_all(&mut *tx).await?;
+        for r in older {
+            if let Some(h) = routes.get_mut(&r.route_id)
+                && h.intervals.is_empty()
+            {
+                newest_seen_ms = newest_seen_ms.max(r.at_ms);
+                h.intervals.push_back(r.held());
+            }
+        }
+        tx.commit().await?;
+        Ok(Data {
+            complete_after_ms: keep_from,
+            newest_after_ms: now_ms - lookback,
+            newest_seen_ms,
+            buckets,
+            targets,
+            routes,
+            order: None,
+        })
+    }
+}

@@ -1,0 +1,872 @@
+//! Runs: `runs`, `run_tags`, `run_stats`, `run_buckets`, `run_errors`, `run_rejected`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sqlx::{FromRow, QueryBuilder, Row, Sqlite, Transaction};
+
+use super::SqliteStore;
+use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
+use crate::domain::runs::distribution::Distribution;
+use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
+use crate::store::Result;
+
+/// SQLite allows 32,766 bound parameters per statement; rows per multi-row INSERT are sized
+/// to stay below that.
+const MAX_PARAMS: usize = 30_000;
+
+/// What the importer knows about a run besides its samples.
+#[derive(Debug, Clone, Default)]
+pub struct NewRun {
+    pub name: String,
+    pub scenario: Option<String>,
+    /// The tool that produced the results (`jmeter`, `ab`, …).
+    pub tool: String,
+    /// File name the run came from.
+    pub source: Option<String>,
+    /// Tags such as build, commit, branch, environment.
+    pub tags: Vec<(String, String)>,
+    /// When the import happened, unix epoch ms.
+    pub imported_at_ms: i64,
+}
+
+/// Changes to a run's descriptive fields (`None`: leave as is; `Some(None)`: clear).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunPatch {
+    pub name: Option<String>,
+    #[serde(default, with = "double_option")]
+    pub scenario: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub notes: Option<Option<String>>,
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+mod double_option {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
+}
+
+/// One row of the runs list (`GET /api/v1/runs`, `/console/runs`).
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct RunListItem {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    pub tool: String,
+    pub status: String,
+    pub summary_only: bool,
+    /// First sample start, unix epoch ms (`null` for summary-only runs without times).
+    pub started_at_ms: Option<i64>,
+    /// Run window (last end − first start), ms.
+    pub duration_ms: Option<i64>,
+    pub imported_at_ms: i64,
+    /// Requests in the run total.
+    pub count: i64,
+    pub errors: i64,
+    /// errors / count × 100; `null` without samples.
+    pub error_pct: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub throughput_rps: Option<f64>,
+    pub rejected_rows: i64,
+    /// Console page of the run.
+    #[sqlx(skip)]
+    pub url: String,
+}
+
+/// One run with its statistics (`GET /api/v1/runs/{id}`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDetail {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    pub tool: String,
+    pub source: Option<String>,
+    pub status: String,
+    /// True when the figures are as reported by the tool (no per-request data).
+    pub summary_only: bool,
+    pub started_at_ms: Option<i64>,
+    pub ended_at_ms: Option<i64>,
+    pub imported_at_ms: i64,
+    pub rejected_rows: i64,
+    pub notes: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    /// Figures the tool reported beyond the statistics (ab's failure breakdown, …).
+    pub reported: serde_json::Value,
+    /// Run totals (transaction-controller rows excluded).
+    pub overall: Stats,
+    /// Per label, in order of first appearance.
+    pub labels: Vec<LabelStats>,
+    /// The alert rule that failed the run while it was live (`status` is then
+    /// `failed`).
+    pub failed_by: Option<FailedBy>,
+}
+
+/// The alert rule that failed a live run: `{"rule", "at_ms", "value"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedBy {
+    pub rule: String,
+    /// When the alert fired, unix ms.
+    pub at_ms: i64,
+    /// The rule's measure then.
+    pub value: Option<f64>,
+}
+
+/// A live run's per-second buckets (run total) within a rule's window.
+#[derive(Debug, Clone)]
+pub struct LiveRunWindow {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    /// Start of the first bucket in the window, unix ms (`None`: no bucket).
+    pub first_start_ms: Option<i64>,
+    pub count: i64,
+    pub errors: i64,
+    /// Sum of response times, ms.
+    pub sum_ms: i64,
+    /// The buckets' histograms (HdrHistogram V2, ms), for percentiles.
+    pub histograms: Vec<Vec<u8>>,
+}
+
+/// One stored per-second bucket.
+#[derive(Debug, Clone, FromRow)]
+pub struct BucketRow {
+    pub start_ms: i64,
+    pub count: i64,
+    pub errors: i64,
+    pub sum_ms: i64,
+    pub min_ms: i64,
+    pub max_ms: i64,
+    pub active_users: Option<i64>,
+    pub histogram: Vec<u8>,
+}
+
+/// One group of errors (same label, response code and message).
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct ErrorRow {
+    pub label: String,
+    pub response_code: String,
+    pub message: String,
+    pub count: i64,
+    pub first_seen_ms: i64,
+    pub last_seen_ms: i64,
+}
+
+/// One row the import rejected.
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct RejectedRowRow {
+    pub line: i64,
+    pub reason: String,
+}
+
+#[derive(FromRow)]
+struct RunRow {
+    id: i64,
+    name: String,
+    scenario: Option<String>,
+    tool: String,
+    source: Option<String>,
+    status: String,
+    summary_only: bool,
+    started_at_ms: Option<i64>,
+    ended_at_ms: Option<i64>,
+    imported_at_ms: i64,
+    rejected_rows: i64,
+    notes: Option<String>,
+    reported: String,
+    failed_rule: Option<String>,
+    failed_at_ms: Option<i64>,
+    failed_value: Option<f64>,
+}
+
+#[derive(FromRow)]
+struct StatsRow {
+    label_ord: i64,
+    label: Option<String>,
+    is_transaction: bool,
+    count: i64,
+    errors: i64,
+    min_ms: Option<f64>,
+    mean_ms: Option<f64>,
+    max_ms: Option<f64>,
+    p50_ms: Option<f64>,
+    p90_ms: Option<f64>,
+    p95_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    first_start_ms: Option<i64>,
+    last_end_ms: Option<i64>,
+    window_ms: Option<i64>,
+    throughput_rps: Option<f64>,
+    bytes_received: i64,
+    bytes_sent: i64,
+}
+
+impl StatsRow {
+    fn stats(&self) -> Stats {
+        let count = self.count.max(0) as u64;
+        let errors = self.errors.max(0) as u64;
+        Stats {
+            count,
+            errors,
+            error_pct: (count > 0).then(|| errors as f64 * 100.0 / count as f64),
+            min_ms: self.min_ms,
+            mean_ms: self.mean_ms,
+            max_ms: self.max_ms,
+            p50_ms: self.p50_ms,
+            p90_ms: self.p90_ms,
+            p95_ms: self.p95_ms,
+            p99_ms: self.p99_ms,
+            first_start_ms: self.first_start_ms,
+            last_end_ms: self.last_end_ms,
+            window_ms: self.window_ms,
+            throughput_rps: self.throughput_rps,
+            bytes_received: self.bytes_received.max(0) as u64,
+            bytes_sent: self.bytes_sent.max(0) as u64,
+        }
+    }
+}
+
+/// The runs-list SELECT (run row joined with its total), without WHERE/ORDER.
+macro_rules! list_sql {
+    () => {
+        "SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
+                s.window_ms AS duration_ms, r.imported_at_ms, s.count, s.errors,
+                CASE WHEN s.count > 0 THEN s.errors * 100.0 / s.count END AS error_pct,
+                s.p95_ms, s.throughput_rps, r.rejected_rows
+         FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0"
+    };
+}
+
+fn with_urls(mut rows: Vec<RunListItem>) -> Vec<RunListItem> {
+    for row in &mut rows {
+        row.url = format!("/console/runs/{}", row.id);
+    }
+    rows
+}
+
+/// A run's start or end as a clock time: some tools (hey and oha CSV) write only offsets
+/// from the test's start, which are not times of day and stay out of `started_at_ms`.
+fn clock_time(ms: Option<i64>) -> Option<i64> {
+    ms.filter(|t| *t >= crate::sources::ingest::timestamp::MIN_PLAUSIBLE_MS)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Rows per multi-row INSERT for a statement with `columns` bound values per row.
+fn chunk_rows(columns: usize) -> usize {
+    MAX_PARAMS / columns
+}
+
+impl SqliteStore {
+    /// Stores runs read from one file in ONE transaction: either every run lands or none.
+    /// Returns the new ids in order.
+    ///
+    /// Each run's bootstrap draws are computed here, before the transaction
+    /// (see [`crate::domain::compare::stored`]), and stored with it.
+    pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>> {
+        let draws: Vec<stored::RunBlobs> = runs
+            .iter()
+            .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
+            .collect();
+        let mut tx = self.pool.begin().await?;
+        let mut ids = Vec::with_capacity(runs.len());
+        for ((run, data), draws) in runs.iter().zip(&draws) {
+            let id = insert_run_tx(&mut tx, run, data).await?;
+            insert_draws(&mut tx, id, draws).await?;
+            ids.push(id);
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    /// Stores one run in one transaction; returns its id.
+    pub async fn insert_run(&self, run: &NewRun, data: &RunData) -> Result<i64> {
+        Ok(self.insert_runs(&[(run.clone(), data)]).await?[0])
+    }
+
+    /// Every run, newest first.
+    pub async fn list_runs(&self) -> Result<Vec<RunListItem>> {
+        let rows = sqlx::query_as(concat!(
+            list_sql!(),
+            " ORDER BY COALESCE(r.started_at_ms, r.imported_at_ms) DESC, r.id DESC"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(with_urls(rows))
+    }
+
+    /// One run's list row, or `None` if there is no such run.
+    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListItem>> {
+        let rows = sqlx::query_as(concat!(list_sql!(), " WHERE r.id = ?"))
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(with_urls(rows).pop())
+    }
+
+    /// One run with its statistics, or `None` if there is no such run.
+    pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>> {
+        let Some(run): Option<RunRow> = sqlx::query_as(
+            "SELECT id, name, scenario, tool, source, status, summary_only, started_at_ms,
+                    ended_at_ms, imported_at_ms, rejected_rows, notes, reported,
+                    failed_rule, failed_at_ms, failed_value
+             FROM runs WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let stats: Vec<StatsRow> = sqlx::query_as(
+            "SELECT label_ord, label, is_transaction, count, errors, min_ms, mean_ms, max_ms,
+                        p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms, window_ms,
+                        throughput_rps, bytes_received, bytes_sent
+                 FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        let tags: Vec<(String, String)> =
+            sqlx::query_as("SELECT key, value FROM run_tags WHERE run_id = ? ORDER BY key")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
+        let overall = stats
+            .iter()
+            .find(|s| s.label_ord == 0)
+            .map(StatsRow::stats)
+            .unwrap_or_default();
+        let labels = stats
+            .iter()
+            .filter(|s| s.label_ord > 0)
+            .map(|s| LabelStats {
+                label: s.label.clone().unwrap_or_default(),
+                is_transaction: s.is_transaction,
+                stats: s.stats(),
+            })
+            .collect();
+        let failed_by = match (run.failed_rule, run.failed_at_ms) {
+            (Some(rule), Some(at_ms)) => Some(FailedBy {
+                rule,
+                at_ms,
+                value: run.failed_value,
+            }),
+            _ => None,
+        };
+        Ok(Some(RunDetail {
+            status: if failed_by.is_some() {
+                "failed".into()
+            } else {
+                run.status
+            },
+            failed_by,
+            id: run.id,
+            name: run.name,
+            scenario: run.scenario,
+            tool: run.tool,
+            source: run.source,
+            summary_only: run.summary_only,
+            started_at_ms: run.started_at_ms,
+            ended_at_ms: run.ended_at_ms,
+            imported_at_ms: run.imported_at_ms,
+            rejected_rows: run.rejected_rows,
+            notes: run.notes,
+            tags: tags.into_iter().collect(),
+            reported: serde_json::from_str(&run.reported).unwrap_or(serde_json::Value::Null),
+            overall,
+            labels,
+        }))
+    }
+
+    /// The per-second buckets of a run's label (`None`: the run total), by start time.
+    /// Returns `None` when the run has no such label.
+    pub async fn run_buckets(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Vec<BucketRow>>> {
+        let label_ord: Option<i64> = match label {
+            None => Some(0),
+            Some(label) => {
+                sqlx::query_scalar("SELECT label_ord FROM run_stats WHERE run_id = ? AND label = ?")
+                    .bind(id)
+                    .bind(label)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+        };
+        let Some(label_ord) = label_ord else {
+            return Ok(None);
+        };
+        let rows = sqlx::query_as(
+            "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
+             FROM run_buckets WHERE run_id = ? AND label_ord = ? ORDER BY start_ms",
+        )
+        .bind(id)
+        .bind(label_ord)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(Some(rows))
+    }
+
+    /// The exact response-time distribution of a run's label (`None`: the run total);
+    /// `Ok(None)` when the run has no such label, an empty distribution when none was
+    /// stored (summary-only runs).
+    pub async fn run_distribution(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Distribution>> {
+        let row: Option<(Option<Vec<u8>>,)> = match label {
+            None => {
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = ? AND label_ord = 0")
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+            Some(label) => {
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = ? AND label_ord > 0 AND label = ?")
+                    .bind(id)
+                    .bind(label)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+        };
+        Ok(row.map(|(blob,)| {
+            blob.and_then(|b| Distribution::decode(&b))
+                .unwrap_or_default()
+        }))
+    }
+
+    /// Every scope's distribution of a run, in scope order (0 = run total).
+    pub async fn run_distributions(&self, id: i64) -> Result<Vec<Distribution>> {
+        let rows: Vec<(Option<Vec<u8>>,)> = sqlx::query_as(
+            "SELECT distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(b,)| b.and_then(|b| Distribution::decode(&b)).unwrap_or_default())
+            .collect())
+    }
+
+    /// A run's error groups, most frequent first.
+    pub async fn run_errors(&self, id: i64) -> Result<Vec<ErrorRow>> {
+        Ok(sqlx::query_as(
+            "SELECT label, response_code, message, count, first_seen_ms, last_seen_ms
+             FROM run_errors WHERE run_id = ? ORDER BY count DESC, label",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The rows a run's import rejected (details of the first ones), by line.
+    pub async fn run_rejected(&self, id: i64) -> Result<Vec<RejectedRowRow>> {
+        Ok(
+            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = ? ORDER BY line")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Creates a run that is still receiving data (`status = 'live'`), with no aggregates
+    /// yet; returns its id.
+    /// Marks run `id` failed by alert `rule` at `at_ms` with `value`; `false` when it was
+    /// already failed (the first failure stands) or does not exist.
+    pub async fn fail_run(
+        &self,
+        id: i64,
+        rule: &str,
+        at_ms: i64,
+        value: Option<f64>,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE runs SET failed_rule = ?, failed_at_ms = ?, failed_value = ?
+             WHERE id = ? AND failed_rule IS NULL",
+        )
+        .bind(rule)
+        .bind(at_ms)
+        .bind(value.filter(|v| v.is_finite()))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The live runs (status `live`) with their run-total buckets starting in
+    /// [`now_ms` − `window_ms`, `now_ms`), summed; one query for all runs.
+    pub async fn live_run_windows(
+        &self,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<LiveRunWindow>> {
+        #[derive(FromRow)]
+        struct Row {
+            id: i64,
+            name: String,
+            scenario: Option<String>,
+            start_ms: Option<i64>,
+            count: Option<i64>,
+            errors: Option<i64>,
+            sum_ms: Option<i64>,
+            histogram: Option<Vec<u8>>,
+        }
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT r.id, r.name, r.scenario, b.start_ms, b.count, b.errors, b.sum_ms,
+                    b.histogram
+             FROM runs r
+             LEFT JOIN run_buckets b ON b.run_id = r.id AND b.label_ord = 0
+               AND b.start_ms >= ? AND b.start_ms < ?
+             WHERE r.status = 'live'
+             ORDER BY r.id, b.start_ms",
+        )
+        .bind(now_ms - window_ms)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<LiveRunWindow> = Vec::new();
+        for r in rows {
+            if out.last().is_none_or(|w| w.id != r.id) {
+                out.push(LiveRunWindow {
+                    id: r.id,
+                    name: r.name.clone(),
+                    scenario: r.scenario.clone(),
+                    first_start_ms: None,
+                    count: 0,
+                    errors: 0,
+                    sum_ms: 0,
+                    histograms: Vec::new(),
+                });
+            }
+            let w = out.last_mut().expect("pushed above");
+            if let Some(start) = r.start_ms {
+                w.first_start_ms.get_or_insert(start);
+                w.count += r.count.unwrap_or(0);
+                w.errors += r.errors.unwrap_or(0);
+                w.sum_ms += r.sum_ms.unwrap_or(0);
+                w.histograms.extend(r.histogram);
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
+        let mut tx = self.pool.begin().await?;
+        let id = insert_run_tx(&mut tx, run, &RunData::default()).await?;
+        sqlx::query("UPDATE runs SET status = 'live', started_at_ms = NULL WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Replaces a run's aggregates (a live run's newest snapshot, or exact figures from
+    /// its result file) in one transaction, and sets its status (`live` or `complete`)
+    /// and, when given, its tool and source. `false` if there is no such run.
+    ///
+    /// A `complete` run gets its bootstrap draws (see [`SqliteStore::insert_runs`]); a `live`
+    /// one has none until it completes.
+    pub async fn replace_run_data(
+        &self,
+        id: i64,
+        data: &RunData,
+        status: &str,
+        tool_source: Option<(&str, &str)>,
+    ) -> Result<bool> {
+        let draws = if status == "complete" {
+            stored::precompute(data, DEFAULT_RESAMPLES)
+        } else {
+            Vec::new()
+        };
+        let mut tx = self.pool.begin().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET status = ?, summary_only = ?, started_at_ms = ?, ended_at_ms = ?,
+                             rejected_rows = ?, reported = ?,
+                             tool = COALESCE(?, tool), source = COALESCE(?, source)
+             WHERE id = ?",
+        )
+        .bind(status)
+        .bind(data.summary_only)
+        .bind(clock_time(data.overall.first_start_ms))
+        .bind(clock_time(data.overall.last_end_ms))
+        .bind(to_i64(data.rejected_rows))
+        .bind(data.reported.to_string())
+        .bind(tool_source.map(|t| t.0))
+        .bind(tool_source.map(|t| t.1))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !found {
+            return Ok(false);
+        }
+        for sql in [
+            "DELETE FROM run_stats WHERE run_id = ?",
+            "DELETE FROM run_buckets WHERE run_id = ?",
+            "DELETE FROM run_errors WHERE run_id = ?",
+            "DELETE FROM run_rejected WHERE run_id = ?",
+            "DELETE FROM run_resamples WHERE run_id = ?",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        insert_aggregates(&mut tx, id, data).await?;
+        insert_draws(&mut tx, id, &draws).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks runs left `live` by a previous process (it stopped before they ended) as
+    /// complete; returns how many.
+    pub async fn close_stale_live_runs(&self) -> Result<u64> {
+        Ok(
+            sqlx::query("UPDATE runs SET status = 'complete' WHERE status = 'live'")
+                .execute(&self.pool)
+                .await?
+                .rows_affected(),
+        )
+    }
+
+    /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
+    /// replaces the whole set). `false` if there is no such run.
+    pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET name = COALESCE(?, name),
+                             scenario = CASE WHEN ? THEN ? ELSE scenario END,
+                             notes = CASE WHEN ? THEN ? ELSE notes END
+             WHERE id = ?",
+        )
+        .bind(&patch.name)
+        .bind(patch.scenario.is_some())
+        .bind(patch.scenario.clone().flatten())
+        .bind(patch.notes.is_some())
+        .bind(patch.notes.clone().flatten())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if found && let Some(tags) = &patch.tags {
+            sqlx::query("DELETE FROM run_tags WHERE run_id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            if !tags.is_empty() {
+                let mut qb: QueryBuilder<Sqlite> =
+                    QueryBuilder::new("INSERT INTO run_tags (run_id, key, value) ");
+                qb.push_values(tags, |mut b, (k, v)| {
+                    b.push_bind(id).push_bind(k).push_bind(v);
+                });
+                qb.build().execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(found)
+    }
+
+    /// Deletes a run and everything stored for it; `false` if there was no such run.
+    pub async fn delete_run(&self, id: i64) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM runs WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Number of stored runs.
+    pub async fn count_runs(&self) -> Result<i64> {
+        Ok(sqlx::query("SELECT COUNT(*) FROM runs")
+            .fetch_one(&self.pool)
+            .await?
+            .get(0))
+    }
+}
+
+async fn insert_run_tx(
+    tx: &mut Transaction<'_, Sqlite>,
+    run: &NewRun,
+    data: &RunData,
+) -> Result<i64> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (name, scenario, tool, source, summary_only, started_at_ms, ended_at_ms,
+                           imported_at_ms, rejected_rows, reported)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(&run.name)
+    .bind(&run.scenario)
+    .bind(&run.tool)
+    .bind(&run.source)
+    .bind(data.summary_only)
+    .bind(clock_time(data.overall.first_start_ms))
+    .bind(clock_time(data.overall.last_end_ms))
+    .bind(run.imported_at_ms)
+    .bind(to_i64(data.rejected_rows))
+    .bind(data.reported.to_string())
+    .fetch_one(&mut **tx)
+    .await?;
+
+    if !run.tags.is_empty() {
+        let mut qb: QueryBuilder<Sqlite> =
+            QueryBuilder::new("INSERT OR REPLACE INTO run_tags (run_id, key, value) ");
+        qb.push_values(&run.tags, |mut b, (k, v)| {
+            b.push_bind(id).push_bind(k).push_bind(v);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+    insert_aggregates(tx, id, data).await?;
+    Ok(id)
+}
+
+/// Writes a run's bootstrap draws, one `(label_ord, blob)` per scope (replacing any).
+pub(super) async fn insert_draws(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    draws: &[(i64, Vec<u8>)],
+) -> Result<()> {
+    for chunk in draws.chunks(chunk_rows(3)) {
+        let mut qb: QueryBuilder<Sqlite> =
+            QueryBuilder::new("INSERT OR REPLACE INTO run_resamples (run_id, label_ord, draws) ");
+        qb.push_values(chunk, |mut b, (ord, blob)| {
+            b.push_bind(id).push_bind(*ord).push_bind(blob);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Writes a run's statistics, buckets, error groups and rejected rows.
+async fn insert_aggregates(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    data: &RunData,
+) -> Result<()> {
+    // Scopes: 0 = run total, then labels in order.
+    let overall = LabelStats {
+        label: String::new(),
+        is_transaction: false,
+        stats: data.overall.clone(),
+    };
+    let scopes: Vec<(i64, Option<&str>, &LabelStats)> = std::iter::once((0, None, &overall))
+        .chain(
+            data.labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (i as i64 + 1, Some(l.label.as_str()), l)),
+        )
+        .collect();
+    let blob = |ord: i64| {
+        data.distributions
+            .get(ord as usize)
+            .filter(|d| !d.is_empty())
+            .map(|d| d.encode())
+    };
+    for chunk in scopes.chunks(chunk_rows(20)) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+            "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
+             mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
+             window_ms, throughput_rps, bytes_received, bytes_sent, distribution) ",
+        );
+        qb.push_values(chunk, |mut b, (ord, label, l)| {
+            let s = &l.stats;
+            b.push_bind(id)
+                .push_bind(*ord)
+                .push_bind(*label)
+                .push_bind(l.is_transaction)
+                .push_bind(to_i64(s.count))
+                .push_bind(to_i64(s.errors))
+                .push_bind(s.min_ms)
+                .push_bind(s.mean_ms)
+                .push_bind(s.max_ms)
+                .push_bind(s.p50_ms)
+                .push_bind(s.p90_ms)
+                .push_bind(s.p95_ms)
+                .push_bind(s.p99_ms)
+                .push_bind(s.first_start_ms)
+                .push_bind(s.last_end_ms)
+                .push_bind(s.window_ms)
+                .push_bind(s.throughput_rps)
+                .push_bind(to_i64(s.bytes_received))
+                .push_bind(to_i64(s.bytes_sent))
+                .push_bind(blob(*ord));
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
+    let ord_of: std::collections::HashMap<&str, i64> = data
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+        .collect();
+    let buckets: Vec<(i64, &Bucket)> = data
+        .buckets
+        .iter()
+        .filter_map(|b| match &b.label {
+            None => Some((0, b)),
+            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
+        })
+        .collect();
+    for chunk in buckets.chunks(chunk_rows(10)) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+            "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
+             max_ms, active_users, histogram) ",
+        );
+        qb.push_values(chunk, |mut b, (ord, bucket)| {
+            b.push_bind(id)
+                .push_bind(*ord)
+                .push_bind(bucket.start_ms)
+                .push_bind(to_i64(bucket.count))
+                .push_bind(to_i64(bucket.errors))
+                .push_bind(to_i64(bucket.sum_ms))
+                .push_bind(to_i64(bucket.min_ms))
+                .push_bind(to_i64(bucket.max_ms))
+                .push_bind(bucket.active_users.map(i64::from))
+                .push_bind(&bucket.histogram);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
+    for chunk in data.errors.chunks(chunk_rows(7)) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+            "INSERT INTO run_errors (run_id, label, response_code, message, count, first_seen_ms,
+             last_seen_ms) ",
+        );
+        qb.push_values(chunk, |mut b, e: &ErrorGroup| {
+            b.push_bind(id)
+                .push_bind(&e.label)
+                .push_bind(&e.response_code)
+                .push_bind(&e.message)
+                .push_bind(to_i64(e.count))
+                .push_bind(e.first_seen_ms)
+                .push_bind(e.last_seen_ms);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
+    for chunk in data.rejected.chunks(chunk_rows(3)) {
+        let mut qb: QueryBuilder<Sqlite> =
+            QueryBuilder::new("INSERT INTO run_rejected (run_id, line, reason) ");
+        qb.push_values(chunk, |mut b, r: &RejectedRow| {
+            b.push_bind(id)
+                .push_bind(to_i64(r.line))
+                .push_bind(&r.reason);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! The run report: a stored run with what the report derives from its aggregates (Apdex,
+//! saturation), its over-time series and its response-time distribution, for the run
+//! page and `/api/v1/runs/{id}…`.
+
+use crate::domain::runs::capacity::{self, Capacity};
+use crate::domain::runs::distribution::Apdex;
+use crate::domain::runs::timeseries::{self, BucketIn};
+use crate::error::{Error, Result};
+use crate::store::{BucketRow, RunDetail, Store};
+
+/// The error for a label a run does not have.
+pub fn no_label(id: i64, label: Option<&str>) -> Error {
+    Error::NotFound(format!("label {:?} in run {id}", label.unwrap_or("")))
+}
+
+/// A run with what the report derives from its stored aggregates.
+pub struct RunReport {
+    pub run: RunDetail,
+    /// Apdex T, ms.
+    pub apdex_t_ms: u64,
+    /// Apdex per scope: index 0 the run total, then one per label (`None`: no exact
+    /// distribution, e.g. a summary-only run).
+    pub apdex: Vec<Option<Apdex>>,
+    /// Where a ramped run saturated.
+    pub capacity: Option<Capacity>,
+}
+
+impl RunReport {
+    /// The run's JSON: [`RunDetail`] plus `apdex_t_ms`, an `apdex` object on `overall` and
+    /// on each label (`{t_ms, score, satisfied, tolerating, frustrated}` or `null`), and
+    /// `capacity` (`{users, throughput_rps, at_ms, limited_by, …}` or `null`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(&self.run).unwrap_or_default();
+        let apdex = |i: usize| {
+            serde_json::to_value(self.apdex.get(i).copied().flatten()).unwrap_or_default()
+        };
+        v["apdex_t_ms"] = self.apdex_t_ms.into();
+        v["overall"]["apdex"] = apdex(0);
+        if let Some(labels) = v["labels"].as_array_mut() {
+            for (i, label) in labels.iter_mut().enumerate() {
+                label["apdex"] = apdex(i + 1);
+            }
+        }
+        v["capacity"] = serde_json::to_value(&self.capacity).unwrap_or_default();
+        v
+    }
+}
+
+/// Loads a run and derives Apdex (threshold `apdex_t_ms`) and capacity.
+pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunReport> {
+    let run = store
+        .get_run(id)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
+    let t = apdex_t_ms;
+    let apdex = store
+        .run_distributions(id)
+        .await?
+        .iter()
+        .map(|d| d.apdex(t))
+        .collect();
+    let rows = store.run_buckets(id, None).await?.unwrap_or_default();
+    let capacity = capacity::find(&bucket_ins(&rows));
+    Ok(RunReport {
+        run,
+        apdex_t_ms: t,
+        apdex,
+        capacity,
+    })
+}
+
+/// The distribution JSON of a run's label (`None`: all requests).
+pub async fn distribution_json(
+    store: &Store,
+    id: i64,
+    label: Option<String>,
+) -> Result<serde_json::Value> {
+    let label = label.filter(|l| !l.is_empty());
+    if store.get_run(id).await?.is_none() {
+        return Err(Error::NotFound(format!("run {id}")));
+    }
+    let d = store
+        .run_distribution(id, label.as_deref())
+        .await?
+        .ok_or_else(|| no_label(id, label.as_deref()))?;
+    let curve = d.curve();
+    let bins = d.bins(DISTRIBUTION_BINS);
+    Ok(serde_json::json!({
+        "label": label,
+        "count": d.count(),
+        "curve": {"p": curve.iter().map(|c| c.0).collect::<Vec<_>>(), "ms": curve.iter().map(|c| c.1).collect::<Vec<_>>()},
+        "bins": {"lower_ms": bins.iter().map(|b| b.0).collect::<Vec<_>>(), "count": bins.iter().map(|b| b.1).collect::<Vec<_>>()},
+    }))
+}
+
+/// Bars of the response-time distribution chart.
+const DISTRIBUTION_BINS: usize = 60;
+
+/// The over-time series of a run or one of its labels.
+pub async fn series_for(
+    store: &Store,
+    id: i64,
+    label: Option<String>,
+) -> Result<timeseries::Series> {
+    let run = store
+        .get_run(id)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
+    let label = label.filter(|l| !l.is_empty());
+    let rows = store
+        .run_buckets(id, label.as_deref())
+        .await?
+        .ok_or_else(|| no_label(id, label.as_deref()))?;
+    let last_end_ms = match &label {
+        None => run.overall.last_end_ms,
+        Some(l) => run
+            .labels
+            .iter()
+            .find(|s| &s.label == l)
+            .and_then(|s| s.stats.last_end_ms),
+    };
+    Ok(timeseries::build(label, &bucket_ins(&rows), last_end_ms))
+}
+
+/// Stored bucket rows as the series and capacity code reads them.
+fn bucket_ins(rows: &[BucketRow]) -> Vec<BucketIn<'_>> {
+    rows.iter()
+        .map(|r| BucketIn {
+            start_ms: r.start_ms,
+            count: r.count.max(0) as u64,
+            errors: r.errors.max(0) as u64,
+            sum_ms: r.sum_ms.max(0) as u64,
+            max_ms: r.max_ms.max(0) as u64,
+            active_users: r.active_users.and_then(|u| u32::try_from(u).ok()),
+            histogram: &r.histogram,
+        })
+        .collect()
+}
