@@ -35,7 +35,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::http::api::write::router())
         .merge(crate::http::api::routes::router())
         .merge(crate::http::api::services::router())
-        .merge(crate::services::comparisons::router())
+        .merge(crate::http::api::compare::router())
         .merge(crate::http::api::alerts::router())
         .merge(
             crate::http::console::router().route_layer(middleware::from_fn_with_state(

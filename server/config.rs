@@ -383,3 +383,39 @@ fn load_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
     toml::from_str(&text).map_err(|e| err(e.to_string()))
 }
+
+#[cfg(test)]
+mod alerts_tests {
+    use super::FileConfig;
+
+    #[test]
+    fn alerts_section_of_harrier_toml() {
+        let text = r#"
+            [alerts]
+            evaluation_interval = "30s"
+            builtin_rules = false
+
+            [[alerts.rules]]
+            name = "CheckoutSlow"
+            subject = { route = "/checkout*" }
+            measure = "p95_ms"
+            comparison = ">"
+            threshold = 800
+            for = "2m"
+        "#;
+        let file: FileConfig = toml::from_str(text).unwrap();
+        let alerts = file.alerts.unwrap();
+        alerts.validate().unwrap();
+        assert_eq!(alerts.evaluation_interval.ms(), 30_000);
+        assert!(!alerts.builtin_rules);
+        assert_eq!(alerts.rules[0].name, "CheckoutSlow");
+        assert_eq!(alerts.rules[0].window.ms(), 300_000);
+
+        let mut twice = alerts.clone();
+        twice.rules.push(alerts.rules[0].clone());
+        assert!(twice.validate().unwrap_err().contains("used twice"));
+        let mut fast = alerts;
+        fast.evaluation_interval = crate::domain::alerts::rule::Duration(10);
+        assert!(fast.validate().unwrap_err().contains("evaluation_interval"));
+    }
+}

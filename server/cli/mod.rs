@@ -1,3 +1,9 @@
-//! Client commands: `import`, `runs`, `compare`, `check`, `baseline`, `seed`, `rules test`.
+//! Client commands: `serve`, `import`, `runs`, `compare`, `check`, `baseline`, `seed`,
+//! `rules test`. Each prints for people and returns the process exit code; `main` only
+//! parses the command line and dispatches here.
 
 pub mod compare;
+pub mod import;
+pub mod rules;
+pub mod runs;
+pub mod serve;

@@ -6,3 +6,5 @@
 
 pub mod api;
 pub mod console;
+pub mod error;
+pub mod params;

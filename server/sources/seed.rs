@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::domain::runs::NewRun;
 use crate::domain::runs::{RunData, Stats};
-use crate::store::NewRun;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -7,6 +7,7 @@
 mod sqlite;
 
 pub use crate::domain::alerts::channel::{Group, GroupAlert};
+pub use crate::domain::runs::NewRun;
 pub use sqlite::alert_groups::{Delivery, FlushResult, GroupEntry};
 pub use sqlite::alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
 pub use sqlite::channels::StoredChannel;
@@ -18,8 +19,7 @@ pub use sqlite::routes::{
     url_instance,
 };
 pub use sqlite::runs::{
-    BucketRow, ErrorRow, FailedBy, LiveRunWindow, NewRun, RejectedRowRow, RunDetail, RunListItem,
-    RunPatch,
+    BucketRow, ErrorRow, FailedBy, LiveRunWindow, RejectedRowRow, RunDetail, RunListItem, RunPatch,
 };
 pub use sqlite::silences::SILENCE_RETENTION_MS;
 

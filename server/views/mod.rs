@@ -3,6 +3,7 @@
 //!
 //! Must not know axum requests or HTML; must not write.
 
+pub mod alerts;
 pub mod routes;
 pub mod runs;
 pub mod services;

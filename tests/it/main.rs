@@ -9,6 +9,7 @@ mod browser;
 mod cli;
 mod compare;
 mod http;
+mod layers;
 mod live;
 mod live_runs;
 mod report;

@@ -181,3 +181,18 @@ pub struct RunData {
     /// the order of `labels`. Empty for summary-only runs.
     pub distributions: Vec<distribution::Distribution>,
 }
+
+/// What the importer knows about a run besides its samples.
+#[derive(Debug, Clone, Default)]
+pub struct NewRun {
+    pub name: String,
+    pub scenario: Option<String>,
+    /// The tool that produced the results (`jmeter`, `ab`, …).
+    pub tool: String,
+    /// File name the run came from.
+    pub source: Option<String>,
+    /// Tags such as build, commit, branch, environment.
+    pub tags: Vec<(String, String)>,
+    /// When the import happened, unix epoch ms.
+    pub imported_at_ms: i64,
+}

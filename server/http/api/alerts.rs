@@ -346,7 +346,7 @@ async fn expire_silence(
 
 async fn list_channels(State(state): State<AppState>) -> Result<Json<Vec<ChannelView>>> {
     Ok(Json(
-        crate::domain::alerts::channel_views(&state.store, &state.config.alerts.channels).await?,
+        crate::views::alerts::channel_views(&state.store, &state.config.alerts.channels).await?,
     ))
 }
 
@@ -418,7 +418,7 @@ fn parse_channel(
 }
 
 async fn channel_view(state: &AppState, name: &str) -> Result<ChannelView> {
-    crate::domain::alerts::channel_views(&state.store, &state.config.alerts.channels)
+    crate::views::alerts::channel_views(&state.store, &state.config.alerts.channels)
         .await?
         .into_iter()
         .find(|v| v.channel.name == name)

@@ -2,6 +2,7 @@
 //! (`/write`, `/api/v2/write`).
 
 pub mod alerts;
+pub mod compare;
 pub mod routes;
 pub mod runs;
 pub mod services;

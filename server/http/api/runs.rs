@@ -29,6 +29,7 @@ use serde::Deserialize;
 use tokio_util::io::StreamReader;
 
 use crate::error::{Error, Result};
+use crate::http::params::run_id;
 use crate::services::import::{self, ImportRequest, Progress};
 use crate::services::live::Event;
 use crate::sources::ingest::Format;
@@ -63,12 +64,6 @@ async fn require_run(state: &AppState, id: i64) -> Result<()> {
         Some(_) => Ok(()),
         None => Err(Error::NotFound(format!("run {id}"))),
     }
-}
-
-/// Parses a run id from the path.
-pub fn run_id(raw: &str) -> Result<i64> {
-    raw.parse()
-        .map_err(|_| Error::BadRequest(format!("run id must be a number, got {raw:?}")))
 }
 
 async fn list_runs(State(state): State<AppState>) -> Result<Json<serde_json::Value>> {

@@ -166,7 +166,7 @@ async fn write(
 }
 
 async fn end_run(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode> {
-    let id = crate::http::api::runs::run_id(&id)?;
+    let id = crate::http::params::run_id(&id)?;
     if state.live_runs.end(id).await {
         state.live_runs.tick().await;
         Ok(StatusCode::NO_CONTENT)

@@ -720,7 +720,7 @@ pub async fn page(
             .iter()
             .map(|m| (m.as_str(), measure_label(*m)))
             .collect(),
-        channels: crate::domain::alerts::channel_views(&state.store, &state.config.alerts.channels)
+        channels: crate::views::alerts::channel_views(&state.store, &state.config.alerts.channels)
             .await?
             .iter()
             .map(|v| channel_row(v, now))

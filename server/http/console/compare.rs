@@ -240,7 +240,7 @@ async fn resolve_against(state: &AppState, raw: &str) -> Result<Option<String>, 
     let (mut run, mut against) = (None, None);
     for (k, v) in form_urlencoded::parse(raw.as_bytes()) {
         match k.as_ref() {
-            "run" => run = Some(crate::http::api::runs::run_id(&v)?),
+            "run" => run = Some(crate::http::params::run_id(&v)?),
             "against" => against = Some(v.into_owned()),
             _ => {}
         }

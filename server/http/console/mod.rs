@@ -634,7 +634,7 @@ fn reported_rows(value: &serde_json::Value) -> Vec<(String, String)> {
 }
 
 async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<RunPage, PageError> {
-    let id = crate::http::api::runs::run_id(&id)?;
+    let id = crate::http::params::run_id(&id)?;
     let report = crate::views::runs::run_report(&state.store, id, state.apdex_t_ms(None)).await?;
     let crate::views::runs::RunReport {
         run,

@@ -8,27 +8,12 @@ use sqlx::{FromRow, QueryBuilder, Row, Sqlite, Transaction};
 use super::SqliteStore;
 use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::distribution::Distribution;
-use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
+use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunData, Stats};
 use crate::store::Result;
 
 /// SQLite allows 32,766 bound parameters per statement; rows per multi-row INSERT are sized
 /// to stay below that.
 const MAX_PARAMS: usize = 30_000;
-
-/// What the importer knows about a run besides its samples.
-#[derive(Debug, Clone, Default)]
-pub struct NewRun {
-    pub name: String,
-    pub scenario: Option<String>,
-    /// The tool that produced the results (`jmeter`, `ab`, …).
-    pub tool: String,
-    /// File name the run came from.
-    pub source: Option<String>,
-    /// Tags such as build, commit, branch, environment.
-    pub tags: Vec<(String, String)>,
-    /// When the import happened, unix epoch ms.
-    pub imported_at_ms: i64,
-}
 
 /// Changes to a run's descriptive fields (`None`: leave as is; `Some(None)`: clear).
 #[derive(Debug, Clone, Default, serde::Deserialize)]

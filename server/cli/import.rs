@@ -1,0 +1,197 @@
+//! `harrier import FILE…`: into the local database, or into a running server (`--server`).
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::serve::open_hint;
+use crate::config::{Config, ImportArgs};
+use crate::services::import::{self, ImportRequest, Progress};
+use crate::sources::ingest::Format;
+use crate::store::Store;
+
+/// A `--server` value as a base URL: `127.0.0.1:7070` gets `http://`, a trailing `/` goes.
+pub fn server_base(server: &str) -> String {
+    let base = server.trim_end_matches('/');
+    if base.contains("://") {
+        base.to_string()
+    } else {
+        format!("http://{base}")
+    }
+}
+
+fn source_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "stdin".to_string()
+    } else {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string())
+    }
+}
+
+pub async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let format = Format::from_name(&args.format).context("unknown format")?;
+    let mut failed = 0;
+    let store = match &args.target.server {
+        Some(_) => None,
+        None => {
+            let db = Config::client_db(args.target.db.clone())?;
+            Some(Store::open(&db).await.with_context(|| open_hint(&db))?)
+        }
+    };
+    for path in &args.files {
+        let source = source_name(path);
+        let result = match (&store, &args.target.server) {
+            (Some(store), _) => import_local(store, &args, format, path, &source).await,
+            (None, Some(server)) => import_remote(server, &args, path, &source).await,
+            (None, None) => unreachable!("either a store or a server"),
+        };
+        match result {
+            Ok(runs) => {
+                for run in runs {
+                    let rejected = if run.rejected_rows > 0 {
+                        format!(", {} rejected rows (see the run page)", run.rejected_rows)
+                    } else {
+                        String::new()
+                    };
+                    let kind = if run.summary_only {
+                        " (summary reported by the tool)"
+                    } else {
+                        ""
+                    };
+                    println!(
+                        "{source}: run {} \"{}\" — {} samples{kind}{rejected}  {}",
+                        run.id, run.name, run.samples, run.url
+                    );
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("harrier: {e:#}");
+            }
+        }
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn import_local(
+    store: &Store,
+    args: &ImportArgs,
+    format: Format,
+    path: &Path,
+    source: &str,
+) -> anyhow::Result<Vec<import::ImportedRun>> {
+    let req = ImportRequest {
+        format,
+        name: args.name.clone(),
+        scenario: args.scenario.clone(),
+        tags: args.tags.clone(),
+        source: source.to_string(),
+        max_bytes: u64::MAX,
+        replace: args.replace,
+    };
+    let show = std::io::stderr().is_terminal();
+    let progress = Progress {
+        hub: None,
+        callback: show.then(|| {
+            let source = source.to_string();
+            std::sync::Arc::new(move |read: u64, total: Option<u64>| {
+                let mb = read as f64 / 1e6;
+                match total {
+                    Some(t) if t > 0 => eprint!(
+                        "\r{source}: {mb:.0} / {:.0} MB ({:.0} %)   ",
+                        t as f64 / 1e6,
+                        read as f64 * 100.0 / t as f64
+                    ),
+                    _ => eprint!("\r{source}: {mb:.0} MB read   "),
+                }
+            }) as import::ProgressFn
+        }),
+    };
+    let result = if path.as_os_str() == "-" {
+        import::import_reader(store, &progress, req, std::io::stdin(), None).await
+    } else {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let total = file.metadata().ok().map(|m| m.len());
+        import::import_reader(store, &progress, req, file, total).await
+    };
+    if show {
+        eprint!("\r\x1b[K");
+    }
+    Ok(result?)
+}
+
+async fn import_remote(
+    server: &str,
+    args: &ImportArgs,
+    path: &Path,
+    source: &str,
+) -> anyhow::Result<Vec<import::ImportedRun>> {
+    let mut query: Vec<(&str, String)> = vec![
+        ("format", args.format.clone()),
+        ("filename", source.to_string()),
+    ];
+    if let Some(n) = &args.name {
+        query.push(("name", n.clone()));
+    }
+    if let Some(s) = &args.scenario {
+        query.push(("scenario", s.clone()));
+    }
+    for (k, v) in &args.tags {
+        query.push(("tag", format!("{k}={v}")));
+    }
+    if let Some(id) = args.replace {
+        query.push(("replace", id.to_string()));
+    }
+    let body = if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
+        reqwest::Body::from(buf)
+    } else {
+        let file = tokio::fs::File::open(path)
+            .await
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20))
+    };
+    let url = format!("{}/api/v1/runs", server_base(server));
+    let response = reqwest::Client::new()
+        .post(&url)
+        .query(&query)
+        .body(body)
+        .send()
+        .await
+        .with_context(|| format!("cannot reach {url} (is `harrier serve` running there?)"))?;
+    let status = response.status();
+    let json: serde_json::Value = response
+        .json()
+        .await
+        .with_context(|| format!("{url} answered {status} without JSON"))?;
+    if !status.is_success() {
+        anyhow::bail!("{}", json["error"].as_str().unwrap_or("import failed"));
+    }
+    let mut runs: Vec<import::ImportedRun> = Vec::new();
+    for r in json["runs"].as_array().into_iter().flatten() {
+        runs.push(import::ImportedRun {
+            id: r["id"].as_i64().unwrap_or_default(),
+            name: r["name"].as_str().unwrap_or_default().to_string(),
+            tool: r["tool"].as_str().unwrap_or_default().to_string(),
+            url: format!(
+                "{}{}",
+                server_base(server),
+                r["url"].as_str().unwrap_or_default()
+            ),
+            samples: r["samples"].as_u64().unwrap_or_default(),
+            rejected_rows: r["rejected_rows"].as_u64().unwrap_or_default(),
+            summary_only: r["summary_only"].as_bool().unwrap_or_default(),
+        });
+    }
+    Ok(runs)
+}

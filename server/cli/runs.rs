@@ -1,0 +1,63 @@
+//! `harrier runs`: the stored runs as a table, from the local database or a server.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::import::server_base;
+use super::serve::open_hint;
+use crate::config::{Config, TargetArgs};
+use crate::store::Store;
+
+pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
+    let runs: Vec<serde_json::Value> = match &args.server {
+        Some(server) => {
+            let url = format!("{}/api/v1/runs", server_base(server));
+            let json: serde_json::Value = reqwest::get(&url)
+                .await
+                .with_context(|| format!("cannot reach {url}"))?
+                .json()
+                .await?;
+            json["runs"].as_array().cloned().unwrap_or_default()
+        }
+        None => {
+            let db = Config::client_db(args.db.clone())?;
+            let store = Store::open_existing(&db)
+                .await
+                .with_context(|| open_hint(&db))?;
+            store
+                .list_runs()
+                .await?
+                .into_iter()
+                .map(|r| serde_json::to_value(r).unwrap_or_default())
+                .collect()
+        }
+    };
+    if runs.is_empty() {
+        println!("no runs yet — import one with: harrier import results.jtl");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
+        "ID", "NAME", "TOOL", "REQUESTS", "ERROR %", "P95", "THROUGHPUT"
+    );
+    use crate::domain::format;
+    for r in runs {
+        println!(
+            "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
+            r["id"].as_i64().unwrap_or_default(),
+            r["name"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .take(32)
+                .collect::<String>(),
+            r["tool"].as_str().unwrap_or_default(),
+            format::int(r["count"].as_i64().unwrap_or_default()),
+            format::pct(r["error_pct"].as_f64()),
+            format::ms(r["p95_ms"].as_f64()),
+            format::rps(r["throughput_rps"].as_f64()),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,71 @@
+//! `harrier serve`: opens the store, binds the listener and serves until Ctrl-C or SIGTERM.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::app::{self, AppState};
+use crate::config::{Config, ServeArgs};
+use crate::store::Store;
+
+pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = Config::resolve(&args)?;
+    let store = Store::open(&config.db)
+        .await
+        .with_context(|| open_hint(&config.db))?;
+    let stale = store.close_stale_live_runs().await?;
+    if stale > 0 {
+        tracing::warn!(
+            runs = stale,
+            "live runs left open by a previous process marked complete"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "listening on {} (is another harrier running? pass --listen)",
+                config.listen
+            )
+        })?;
+    let addr = listener.local_addr()?;
+    let db = std::fs::canonicalize(&config.db).unwrap_or(config.db.clone());
+    tracing::info!(listen = %addr, db = %db.display(), "harrier serving");
+    println!(
+        "harrier console: http://{addr}/console  (database {})",
+        db.display()
+    );
+    let state = AppState::new(store, config);
+    app::serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("harrier stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}
+
+/// The context of a database that fails to open: which file, and what usually helps.
+pub fn open_hint(db: &Path) -> String {
+    format!(
+        "cannot open the database {} (check that its folder exists and that you may write there)",
+        db.display()
+    )
+}
