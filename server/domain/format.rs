@@ -111,6 +111,26 @@ pub fn time(v: Option<i64>) -> String {
     t.format(f).unwrap_or_else(|_| NONE.to_string())
 }
 
+/// A duration: `500ms`, `30s`, `5m`, `2h`, `7d`, or a plain number of ms.
+pub fn parse_duration_ms(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(p) => (&s[..p], &s[p..]),
+        None => (s, "ms"),
+    };
+    let n: f64 = num.parse().ok()?;
+    let factor = match unit {
+        "ms" => 1.0,
+        "s" => 1000.0,
+        "m" | "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return None,
+    };
+    let ms = (n * factor).round();
+    (ms.is_finite() && ms > 0.0 && ms < 1e15).then_some(ms as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,24 +161,16 @@ mod tests {
         assert_eq!(duration(Some(3_720_000)), "1 h 02 min");
         assert_eq!(time(Some(1_700_000_000_000)), "2023-11-14 22:13:20 UTC");
     }
-}
 
-/// A duration: `500ms`, `30s`, `5m`, `2h`, `7d`, or a plain number of ms.
-pub fn parse_duration_ms(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(p) => (&s[..p], &s[p..]),
-        None => (s, "ms"),
-    };
-    let n: f64 = num.parse().ok()?;
-    let factor = match unit {
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "m" | "min" => 60_000.0,
-        "h" => 3_600_000.0,
-        "d" => 86_400_000.0,
-        _ => return None,
-    };
-    let ms = (n * factor).round();
-    (ms.is_finite() && ms > 0.0 && ms < 1e15).then_some(ms as i64)
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("1m"), Some(60_000));
+        assert_eq!(parse_duration_ms("30s"), Some(30_000));
+        assert_eq!(parse_duration_ms("1.5h"), Some(5_400_000));
+        assert_eq!(parse_duration_ms("250"), Some(250));
+        assert_eq!(parse_duration_ms("7d"), Some(604_800_000));
+        assert_eq!(parse_duration_ms("1w"), None);
+        assert_eq!(parse_duration_ms("-1s"), None);
+        assert_eq!(parse_duration_ms(""), None);
+    }
 }

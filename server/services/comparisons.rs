@@ -850,7 +850,7 @@ mod tests {
 
     async fn draw_rows(store: &Store) -> Vec<(i64, i64, Vec<u8>)> {
         sqlx::query_as("SELECT run_id, label_ord, draws FROM run_resamples ORDER BY 1, 2")
-            .fetch_all(store.pool())
+            .fetch_all(store.sqlite_pool().unwrap())
             .await
             .unwrap()
     }
@@ -885,7 +885,7 @@ mod tests {
         // A database from before draws were stored: the comparison resamples the buckets,
         // gives the same figures, intervals and verdicts, and stores the draws again.
         sqlx::query("DELETE FROM run_resamples")
-            .execute(store.pool())
+            .execute(store.sqlite_pool().unwrap())
             .await
             .unwrap();
         cache_clear();
@@ -900,7 +900,7 @@ mod tests {
         // A blob of another format is not used (and is replaced).
         sqlx::query("UPDATE run_resamples SET draws = x'ff00' WHERE run_id = ?")
             .bind(b)
-            .execute(store.pool())
+            .execute(store.sqlite_pool().unwrap())
             .await
             .unwrap();
         cache_clear();

@@ -23,7 +23,723 @@ pub use sqlite::runs::{
 };
 pub use sqlite::silences::SILENCE_RETENTION_MS;
 
-pub use sqlite::SqliteStore as Store;
+use std::path::Path;
+
+use sqlx::SqlitePool;
+
+use crate::domain::alerts::channel::ChannelSpec;
+use crate::domain::alerts::eval::{Alert, Transition};
+use crate::domain::alerts::rule::Rule;
+use crate::domain::alerts::silence::{Silence, SilenceSpec};
+use crate::domain::routes::Figures;
+use crate::domain::runs::RunData;
+use crate::domain::runs::distribution::Distribution;
+
+/// Handle to harrier's database; cheap to clone. Its methods are the store's operations;
+/// each is answered by the backend the store was opened on.
+#[derive(Debug, Clone)]
+pub struct Store {
+    backend: Backend,
+}
+
+/// The database behind a [`Store`]. A backend is a folder of this module implementing every
+/// operation under the same name and signature; [`dispatch!`] sends each call to it.
+#[derive(Debug, Clone)]
+enum Backend {
+    Sqlite(sqlite::SqliteStore),
+}
+
+/// Calls one operation on the store's backend: `dispatch!(self, db => db.op(args).await)`.
+/// A new backend adds one arm here and nowhere else.
+macro_rules! dispatch {
+    ($store:ident, $db:ident => $call:expr) => {
+        match &$store.backend {
+            Backend::Sqlite($db) => $call,
+        }
+    };
+}
+
+impl Store {
+    /// Opens (creating if missing) the SQLite file at `path` in WAL mode and applies the
+    /// migrations.
+    pub async fn open(path: &Path) -> Result<Store> {
+        Ok(Store::sqlite(sqlite::SqliteStore::open(path).await?))
+    }
+
+    /// Opens an existing database file (for commands that only read); a missing file is
+    /// [`StoreError::Missing`] instead of a new, empty database.
+    pub async fn open_existing(path: &Path) -> Result<Store> {
+        Ok(Store::sqlite(
+            sqlite::SqliteStore::open_existing(path).await?,
+        ))
+    }
+
+    /// Opens an in-memory SQLite database (one connection, so every query sees the same
+    /// data).
+    pub async fn open_in_memory() -> Result<Store> {
+        Ok(Store::sqlite(sqlite::SqliteStore::open_in_memory().await?))
+    }
+
+    /// Wraps an existing SQLite pool and applies the migrations (used by `#[sqlx::test]`).
+    pub async fn from_pool(pool: SqlitePool) -> Result<Store> {
+        Ok(Store::sqlite(sqlite::SqliteStore::from_pool(pool).await?))
+    }
+
+    fn sqlite(db: sqlite::SqliteStore) -> Store {
+        Store {
+            backend: Backend::Sqlite(db),
+        }
+    }
+
+    /// The SQLite pool, for tests that must reach under the operations (to damage a row,
+    /// or read a column no operation returns). `None` on another backend.
+    #[doc(hidden)]
+    pub fn sqlite_pool(&self) -> Option<&SqlitePool> {
+        match &self.backend {
+            Backend::Sqlite(db) => Some(db.pool()),
+        }
+    }
+
+    // alert_groups
+
+    /// Takes notices into groups in one transaction: every entry is added to (or updates)
+    /// its group, a new group waiting until its `first_flush_ms`, and the notices
+    /// `notice_ids` are marked taken at `now_ms`.
+    pub async fn ingest_notices(
+        &self,
+        notice_ids: &[i64],
+        entries: &[GroupEntry],
+        now_ms: i64,
+    ) -> Result<()> {
+        dispatch!(self, db => db.ingest_notices(notice_ids, entries, now_ms).await)
+    }
+
+    /// Groups whose flush is due at `now_ms`, oldest flush first.
+    pub async fn due_groups(&self, now_ms: i64) -> Result<Vec<Group>> {
+        dispatch!(self, db => db.due_groups(now_ms).await)
+    }
+
+    /// The alerts of one group, by labels.
+    pub async fn group_alerts(&self, channel: &str, group_key: &str) -> Result<Vec<GroupAlert>> {
+        dispatch!(self, db => db.group_alerts(channel, group_key).await)
+    }
+
+    /// Settles one flush of group (`channel`, `group_key`) in one transaction: logs the
+    /// attempt (when a message was tried), records the notification log entry, drops the
+    /// flushed resolved alerts (and the group once it is empty), and sets the next flush.
+    pub async fn settle_group(
+        &self,
+        channel: &str,
+        group_key: &str,
+        result: &FlushResult,
+        delivery: Option<&Delivery>,
+        now_ms: i64,
+    ) -> Result<()> {
+        dispatch!(self, db => db.settle_group(channel, group_key, result, delivery, now_ms).await)
+    }
+
+    /// Drops the groups (and their alerts) of channels that exist no more: neither in
+    /// `config` (the names of `harrier.toml`'s channels) nor stored (`alert_channels`). One
+    /// transaction, reading the stored names in it, so a channel renamed or added through
+    /// the API meanwhile keeps its groups.
+    pub async fn drop_groups_of_unknown_channels(&self, config: &[String]) -> Result<()> {
+        dispatch!(self, db => db.drop_groups_of_unknown_channels(config).await)
+    }
+
+    /// Adds one attempt to the delivery log (a test notification; group flushes are
+    /// logged by [`Store::settle_group`]).
+    pub async fn log_delivery(&self, d: &Delivery) -> Result<()> {
+        dispatch!(self, db => db.log_delivery(d).await)
+    }
+
+    /// The newest delivery-log entry of each of `channels` that has one, by channel name
+    /// (one index seek per channel: `alert_group_deliveries_channel`).
+    pub async fn last_deliveries(
+        &self,
+        channels: &[String],
+    ) -> Result<std::collections::HashMap<String, Delivery>> {
+        dispatch!(self, db => db.last_deliveries(channels).await)
+    }
+
+    /// The delivery log, newest first.
+    pub async fn alert_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
+        dispatch!(self, db => db.alert_deliveries(limit).await)
+    }
+
+    // alerts
+
+    /// The rules in force (deleted built-ins left out), by name.
+    pub async fn list_alert_rules(&self) -> Result<Vec<StoredRule>> {
+        dispatch!(self, db => db.list_alert_rules().await)
+    }
+
+    /// One rule in force, by name.
+    pub async fn get_alert_rule(&self, name: &str) -> Result<Option<StoredRule>> {
+        dispatch!(self, db => db.get_alert_rule(name).await)
+    }
+
+    /// Adds a rule; `false` when a rule of that name is in force. A deleted built-in of
+    /// the same name is replaced.
+    pub async fn insert_alert_rule(&self, rule: &Rule, origin: &str, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.insert_alert_rule(rule, origin, now_ms).await)
+    }
+
+    /// Replaces rule `name` (which may be renamed to `rule.name`); its active alerts are
+    /// dropped (they belong to the old condition). `false` when no such rule is in force.
+    pub async fn update_alert_rule(&self, name: &str, rule: &Rule, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.update_alert_rule(name, rule, now_ms).await)
+    }
+
+    /// Deletes rule `name` and its active alerts (a built-in rule is marked deleted so it
+    /// is not seeded again). `false` when no such rule is in force.
+    pub async fn delete_alert_rule(&self, name: &str, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.delete_alert_rule(name, now_ms).await)
+    }
+
+    /// At start-up: adds the built-in rules that were never stored (a deleted one stays
+    /// deleted) and writes the configuration file's rules over any stored rule of the
+    /// same name (`origin = config`). Rules the configuration file no longer has, and
+    /// built-ins not in `builtin` (`builtin_rules = false`), are removed with their
+    /// active alerts, as Prometheus drops the rules of a reloaded file; built-ins
+    /// removed that way come back when turned on again.
+    pub async fn seed_alert_rules(
+        &self,
+        builtin: &[Rule],
+        config: &[Rule],
+        now_ms: i64,
+    ) -> Result<()> {
+        dispatch!(self, db => db.seed_alert_rules(builtin, config, now_ms).await)
+    }
+
+    /// The active alerts (pending and firing), by rule and labels.
+    pub async fn list_alerts(&self) -> Result<Vec<Alert>> {
+        dispatch!(self, db => db.list_alerts().await)
+    }
+
+    /// Firing alerts per rule: `(rule, count)`, by rule (the console's nav badge).
+    pub async fn firing_counts(&self) -> Result<Vec<(String, i64)>> {
+        dispatch!(self, db => db.firing_counts().await)
+    }
+
+    /// Saves one evaluation round in one transaction: the active alerts of the `rules`
+    /// evaluated are replaced by `alerts` (alerts of rules no longer in force are dropped); `transitions` go to the history, and those that
+    /// notify (firing, resolved) to the outbox. Returns the outbox ids added.
+    pub async fn save_evaluation(
+        &self,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Vec<i64>> {
+        dispatch!(self, db => db.save_evaluation(rules, alerts, transitions, now_ms).await)
+    }
+
+    /// The history, newest first: at most `limit` rows, of one rule when given.
+    pub async fn alert_history(&self, rule: Option<&str>, limit: i64) -> Result<Vec<HistoryRow>> {
+        dispatch!(self, db => db.alert_history(rule, limit).await)
+    }
+
+    /// The history rows that `filter` selects, newest first, at most `limit`.
+    ///
+    /// With `from_ms`, each alert identity that was pending or firing at `from_ms` also
+    /// gets its last transition before `from_ms` (so a period that began earlier is
+    /// known to be open at the start of the range); those rows count towards `limit`.
+    pub async fn alert_history_filtered(
+        &self,
+        filter: &HistoryFilter,
+        limit: i64,
+    ) -> Result<Vec<HistoryRow>> {
+        dispatch!(self, db => db.alert_history_filtered(filter, limit).await)
+    }
+
+    /// Notifications not yet delivered whose next attempt is due at `now_ms` and that
+    /// have had fewer than `max_attempts` attempts, oldest first.
+    pub async fn due_notifications(
+        &self,
+        now_ms: i64,
+        max_attempts: i64,
+        limit: i64,
+    ) -> Result<Vec<Notification>> {
+        dispatch!(self, db => db.due_notifications(now_ms, max_attempts, limit).await)
+    }
+
+    /// Notifications not yet delivered, oldest first (whatever their retry time).
+    pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>> {
+        dispatch!(self, db => db.undelivered_notifications(limit).await)
+    }
+
+    // channels
+
+    /// The stored channels, by name (rows whose JSON no longer reads are logged and left
+    /// out).
+    pub async fn list_channels(&self) -> Result<Vec<StoredChannel>> {
+        dispatch!(self, db => db.list_channels().await)
+    }
+
+    /// One stored channel, by name.
+    pub async fn get_channel(&self, name: &str) -> Result<Option<StoredChannel>> {
+        dispatch!(self, db => db.get_channel(name).await)
+    }
+
+    /// Stores a new channel at `now_ms`; `false` when one of that name is stored.
+    pub async fn insert_channel(&self, c: &ChannelSpec, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.insert_channel(c, now_ms).await)
+    }
+
+    /// Replaces channel `name` with `c` at `now_ms`, in one transaction. When `c.name`
+    /// differs the channel is renamed, and its notification groups and delivery log go
+    /// with it (so a rename neither re-sends nor forgets what was sent). `false` when no
+    /// channel `name` is stored, or when another stored channel is called `c.name`.
+    pub async fn update_channel(&self, name: &str, c: &ChannelSpec, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.update_channel(name, c, now_ms).await)
+    }
+
+    /// Deletes stored channel `name`; `false` when there is none. Its groups are dropped
+    /// by the dispatcher's next pass ([`Store::drop_groups_of_unknown_channels`]); its
+    /// delivery log stays.
+    pub async fn delete_channel(&self, name: &str) -> Result<bool> {
+        dispatch!(self, db => db.delete_channel(name).await)
+    }
+
+    /// Deletes the stored channels named in `names` (at start-up: the names
+    /// `harrier.toml` now uses, which win); returns the names deleted.
+    pub async fn delete_channels_named(&self, names: &[String]) -> Result<Vec<String>> {
+        dispatch!(self, db => db.delete_channels_named(names).await)
+    }
+
+    // compare
+
+    /// Every bucket of every scope of a run, one row per scope (by scope, buckets by
+    /// start). Packed by SQLite because sqlx hands rows over one at a time through a
+    /// channel (a few µs each): a comparison of ten runs of a dozen labels reads 60,000
+    /// buckets, and this way 130 rows.
+    pub async fn run_packed_buckets(&self, id: i64) -> Result<Vec<PackedBuckets>> {
+        dispatch!(self, db => db.run_packed_buckets(id).await)
+    }
+
+    /// A run's stored bootstrap draws (see [`crate::domain::compare::stored`]), one
+    /// `(label_ord, blob)` per scope that has them, by scope; only the run total's when
+    /// `total_only`.
+    pub async fn run_draws(&self, id: i64, total_only: bool) -> Result<Vec<(i64, Vec<u8>)>> {
+        dispatch!(self, db => db.run_draws(id, total_only).await)
+    }
+
+    /// Stores (or replaces) bootstrap draws of a run's scopes, one `(label_ord, blob)`
+    /// each, in one transaction: for runs stored before draws were kept.
+    pub async fn put_run_draws(&self, id: i64, draws: &[(i64, Vec<u8>)]) -> Result<()> {
+        dispatch!(self, db => db.put_run_draws(id, draws).await)
+    }
+
+    /// The runs of a scenario, oldest first (by start, else import time).
+    pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
+        dispatch!(self, db => db.scenario_runs(scenario).await)
+    }
+
+    /// Every scenario with its run count, newest activity first.
+    pub async fn list_scenarios(&self) -> Result<Vec<ScenarioItem>> {
+        dispatch!(self, db => db.list_scenarios().await)
+    }
+
+    /// Pins `run_id` as the baseline of `scenario` (replacing any earlier pin).
+    pub async fn set_baseline(&self, scenario: &str, run_id: i64, now_ms: i64) -> Result<()> {
+        dispatch!(self, db => db.set_baseline(scenario, run_id, now_ms).await)
+    }
+
+    /// Unpins the baseline of `scenario`; `false` when none was pinned.
+    pub async fn clear_baseline(&self, scenario: &str) -> Result<bool> {
+        dispatch!(self, db => db.clear_baseline(scenario).await)
+    }
+
+    /// The pinned baseline of `scenario`, while that run still belongs to it.
+    pub async fn pinned_baseline(&self, scenario: &str) -> Result<Option<i64>> {
+        dispatch!(self, db => db.pinned_baseline(scenario).await)
+    }
+
+    /// Stores one check of a run.
+    pub async fn record_check(
+        &self,
+        run_id: i64,
+        baseline_run_id: Option<i64>,
+        passed: bool,
+        results_json: &str,
+        now_ms: i64,
+    ) -> Result<()> {
+        dispatch!(self, db => db.record_check(run_id, baseline_run_id, passed, results_json, now_ms).await)
+    }
+
+    /// The latest check of each run of `scenario` that was ever checked.
+    pub async fn scenario_checks(&self, scenario: &str) -> Result<Vec<CheckRow>> {
+        dispatch!(self, db => db.scenario_checks(scenario).await)
+    }
+
+    // mod
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        dispatch!(self, db => db.ping().await)
+    }
+
+    // recent
+
+    /// The figures of every route over several windows ending at `now_ms`, as
+    /// [`Store::route_figures`] computes them, for the alert evaluator: from the recent
+    /// intervals held in memory when they cover the windows (loading them first if
+    /// needed), else from SQLite ([`Store::route_window_figures_sql`]). No windows: no
+    /// routes, and the memory is dropped (the evaluator has no route rule).
+    pub async fn route_window_figures(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<RouteWindows> {
+        dispatch!(self, db => db.route_window_figures(needs, now_ms).await)
+    }
+
+    /// The route intervals held in memory for the alert evaluator: routes, intervals and
+    /// their approximate size in bytes; `None` until the first round loads them.
+    pub fn recent_intervals_held(&self) -> Option<(usize, usize, usize)> {
+        dispatch!(self, db => db.recent_intervals_held())
+    }
+
+    // routes
+
+    /// Adds a target; `None` when a target of that name exists.
+    pub async fn insert_target(
+        &self,
+        spec: &TargetSpec,
+        origin: &str,
+        now_ms: i64,
+    ) -> Result<Option<TargetRow>> {
+        dispatch!(self, db => db.insert_target(spec, origin, now_ms).await)
+    }
+
+    /// Adds or replaces (by name) a target from the configuration or the built-in one; its
+    /// id, status and routes stay when it exists.
+    pub async fn upsert_target(
+        &self,
+        spec: &TargetSpec,
+        origin: &str,
+        now_ms: i64,
+    ) -> Result<TargetRow> {
+        dispatch!(self, db => db.upsert_target(spec, origin, now_ms).await)
+    }
+
+    /// Every target, by name.
+    pub async fn list_targets(&self) -> Result<Vec<TargetRow>> {
+        dispatch!(self, db => db.list_targets().await)
+    }
+
+    pub async fn get_target(&self, id: i64) -> Result<Option<TargetRow>> {
+        dispatch!(self, db => db.get_target(id).await)
+    }
+
+    /// Deletes a target with its routes and their figures; false when there was none.
+    pub async fn delete_target(&self, id: i64) -> Result<bool> {
+        dispatch!(self, db => db.delete_target(id).await)
+    }
+
+    /// Deletes targets of `origin` whose names are not in `keep` (a config file's targets
+    /// that were removed from it). Returns the ids deleted.
+    pub async fn delete_targets_not_in(&self, origin: &str, keep: &[String]) -> Result<Vec<i64>> {
+        dispatch!(self, db => db.delete_targets_not_in(origin, keep).await)
+    }
+
+    /// Writes one scrape: the target's status, the routes found and their intervals, and
+    /// the 1 min / 1 h rollups, in one transaction. Returns the route ids, in `routes` order.
+    pub async fn record_scrape(
+        &self,
+        target_id: i64,
+        status: &ScrapeStatus,
+        routes: &[RouteWrite],
+    ) -> Result<Vec<i64>> {
+        dispatch!(self, db => db.record_scrape(target_id, status, routes).await)
+    }
+
+    /// Deletes figures past their retention. Returns the rows deleted.
+    pub async fn prune_routes(&self, now_ms: i64, retention: &Retention) -> Result<u64> {
+        dispatch!(self, db => db.prune_routes(now_ms, retention).await)
+    }
+
+    /// Routes with their targets; all of them, or those of `target_id`, or the one `route_id`.
+    pub async fn route_infos(
+        &self,
+        target_id: Option<i64>,
+        route_id: Option<i64>,
+    ) -> Result<Vec<RouteInfo>> {
+        dispatch!(self, db => db.route_infos(target_id, route_id).await)
+    }
+
+    /// Raw intervals with `from_ms < at_ms ≤ to_ms`, by route then time; one route or all.
+    pub async fn route_intervals(
+        &self,
+        route_id: Option<i64>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>> {
+        dispatch!(self, db => db.route_intervals(route_id, from_ms, to_ms).await)
+    }
+
+    /// The start of route `route_id`'s first rollup bucket at `resolution_ms`, if any.
+    pub async fn first_rollup_ms(&self, route_id: i64, resolution_ms: i64) -> Result<Option<i64>> {
+        dispatch!(self, db => db.first_rollup_ms(route_id, resolution_ms).await)
+    }
+
+    /// Rollup rows of one route at `resolution_ms` whose buckets overlap `from_ms…to_ms`;
+    /// `at_ms` is the bucket start, inflight the mean of the readings.
+    pub async fn route_rollups(
+        &self,
+        route_id: i64,
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>> {
+        dispatch!(self, db => db.route_rollups(route_id, resolution_ms, from_ms, to_ms).await)
+    }
+
+    /// Figures per route over the window ending at `now_ms`: all routes, or those of
+    /// `target_id`. See [`Store::figures_of`].
+    pub async fn route_figures(
+        &self,
+        target_id: Option<i64>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>> {
+        dispatch!(self, db => db.route_figures(target_id, window_ms, now_ms).await)
+    }
+
+    /// Figures of `infos` over the window ending at `now_ms`: the raw intervals whose
+    /// scrape falls in the window. A route with none there (its scrapes are further apart
+    /// than the window) is given its last interval when that ended less than twice the
+    /// longer of the window and the interval ago, so a 1 min window over 2 min scrapes is
+    /// not empty. `scope` must cover `infos` (it bounds the window read).
+    ///
+    /// Reads only the window (one indexed range of `route_samples`), then the last
+    /// interval of the routes the window lacked: the cost follows the routes and the
+    /// window, never the stored history.
+    pub async fn figures_of(
+        &self,
+        infos: Vec<RouteInfo>,
+        scope: IntervalScope<'_>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>> {
+        dispatch!(self, db => db.figures_of(infos, scope, window_ms, now_ms).await)
+    }
+
+    /// Raw intervals with `from_ms < at_ms ≤ to_ms` of the routes in `scope`, by route then
+    /// time.
+    pub async fn intervals_in(
+        &self,
+        scope: IntervalScope<'_>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>> {
+        dispatch!(self, db => db.intervals_in(scope, from_ms, to_ms).await)
+    }
+
+    /// Writes one scrape's process figures `(instance, metric, value)` of target
+    /// `target_id` at `at_ms`: the scrape row and the 1 min / 10 min / 1 h buckets (sum,
+    /// count, max), in one transaction with multi-row upserts.
+    pub async fn record_process(
+        &self,
+        target_id: i64,
+        at_ms: i64,
+        figures: &[(String, String, f64)],
+    ) -> Result<()> {
+        dispatch!(self, db => db.record_process(target_id, at_ms, figures).await)
+    }
+
+    /// The latest process figures of targets `target_ids`: `(target_id, instance, metric,
+    /// value, at_ms)`, one per instance and metric (the last scrape that had it).
+    pub async fn process_latest(&self, target_ids: &[i64]) -> Result<Vec<ProcessPoint>> {
+        dispatch!(self, db => db.process_latest(target_ids).await)
+    }
+
+    /// Process figures of targets `target_ids` at `resolution_ms` (0: per scrape) with
+    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n.
+    pub async fn process_series(
+        &self,
+        target_ids: &[i64],
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<ProcessPoint>> {
+        dispatch!(self, db => db.process_series(target_ids, resolution_ms, from_ms, to_ms).await)
+    }
+
+    /// [`Store::route_window_figures`] from SQLite: the sums come from one aggregate query
+    /// over the longest window (no per-route query, no bucket parsing unless
+    /// `need.buckets`), the latest inflight reading and the histogram buckets only for the
+    /// windows that ask for them.
+    pub async fn route_window_figures_sql(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<RouteWindows> {
+        dispatch!(self, db => db.route_window_figures_sql(needs, now_ms).await)
+    }
+
+    /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
+    pub async fn runs_overlapping(&self, from_ms: i64, to_ms: i64) -> Result<Vec<RunBand>> {
+        dispatch!(self, db => db.runs_overlapping(from_ms, to_ms).await)
+    }
+
+    // runs
+
+    /// Stores runs read from one file in ONE transaction: either every run lands or none.
+    /// Returns the new ids in order.
+    ///
+    /// Each run's bootstrap draws are computed here, before the transaction
+    /// (see [`crate::domain::compare::stored`]), and stored with it.
+    pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>> {
+        dispatch!(self, db => db.insert_runs(runs).await)
+    }
+
+    /// Stores one run in one transaction; returns its id.
+    pub async fn insert_run(&self, run: &NewRun, data: &RunData) -> Result<i64> {
+        dispatch!(self, db => db.insert_run(run, data).await)
+    }
+
+    /// Every run, newest first.
+    pub async fn list_runs(&self) -> Result<Vec<RunListItem>> {
+        dispatch!(self, db => db.list_runs().await)
+    }
+
+    /// One run's list row, or `None` if there is no such run.
+    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListItem>> {
+        dispatch!(self, db => db.run_list_item(id).await)
+    }
+
+    /// One run with its statistics, or `None` if there is no such run.
+    pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>> {
+        dispatch!(self, db => db.get_run(id).await)
+    }
+
+    /// The per-second buckets of a run's label (`None`: the run total), by start time.
+    /// Returns `None` when the run has no such label.
+    pub async fn run_buckets(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Vec<BucketRow>>> {
+        dispatch!(self, db => db.run_buckets(id, label).await)
+    }
+
+    /// The exact response-time distribution of a run's label (`None`: the run total);
+    /// `Ok(None)` when the run has no such label, an empty distribution when none was
+    /// stored (summary-only runs).
+    pub async fn run_distribution(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Distribution>> {
+        dispatch!(self, db => db.run_distribution(id, label).await)
+    }
+
+    /// Every scope's distribution of a run, in scope order (0 = run total).
+    pub async fn run_distributions(&self, id: i64) -> Result<Vec<Distribution>> {
+        dispatch!(self, db => db.run_distributions(id).await)
+    }
+
+    /// A run's error groups, most frequent first.
+    pub async fn run_errors(&self, id: i64) -> Result<Vec<ErrorRow>> {
+        dispatch!(self, db => db.run_errors(id).await)
+    }
+
+    /// The rows a run's import rejected (details of the first ones), by line.
+    pub async fn run_rejected(&self, id: i64) -> Result<Vec<RejectedRowRow>> {
+        dispatch!(self, db => db.run_rejected(id).await)
+    }
+
+    /// Creates a run that is still receiving data (`status = 'live'`), with no aggregates
+    /// yet; returns its id.
+    /// Marks run `id` failed by alert `rule` at `at_ms` with `value`; `false` when it was
+    /// already failed (the first failure stands) or does not exist.
+    pub async fn fail_run(
+        &self,
+        id: i64,
+        rule: &str,
+        at_ms: i64,
+        value: Option<f64>,
+    ) -> Result<bool> {
+        dispatch!(self, db => db.fail_run(id, rule, at_ms, value).await)
+    }
+
+    /// The live runs (status `live`) with their run-total buckets starting in
+    /// [`now_ms` − `window_ms`, `now_ms`), summed; one query for all runs.
+    pub async fn live_run_windows(
+        &self,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<LiveRunWindow>> {
+        dispatch!(self, db => db.live_run_windows(window_ms, now_ms).await)
+    }
+
+    pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
+        dispatch!(self, db => db.create_live_run(run).await)
+    }
+
+    /// Replaces a run's aggregates (a live run's newest snapshot, or exact figures from
+    /// its result file) in one transaction, and sets its status (`live` or `complete`)
+    /// and, when given, its tool and source. `false` if there is no such run.
+    ///
+    /// A `complete` run gets its bootstrap draws (see [`Store::insert_runs`]); a `live`
+    /// one has none until it completes.
+    pub async fn replace_run_data(
+        &self,
+        id: i64,
+        data: &RunData,
+        status: &str,
+        tool_source: Option<(&str, &str)>,
+    ) -> Result<bool> {
+        dispatch!(self, db => db.replace_run_data(id, data, status, tool_source).await)
+    }
+
+    /// Marks runs left `live` by a previous process (it stopped before they ended) as
+    /// complete; returns how many.
+    pub async fn close_stale_live_runs(&self) -> Result<u64> {
+        dispatch!(self, db => db.close_stale_live_runs().await)
+    }
+
+    /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
+    /// replaces the whole set). `false` if there is no such run.
+    pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
+        dispatch!(self, db => db.update_run(id, patch).await)
+    }
+
+    /// Deletes a run and everything stored for it; `false` if there was no such run.
+    pub async fn delete_run(&self, id: i64) -> Result<bool> {
+        dispatch!(self, db => db.delete_run(id).await)
+    }
+
+    /// Number of stored runs.
+    pub async fn count_runs(&self) -> Result<i64> {
+        dispatch!(self, db => db.count_runs().await)
+    }
+
+    // silences
+
+    /// Stores a checked silence; returns it as listed at `now_ms`.
+    pub async fn insert_silence(&self, s: &SilenceSpec, now_ms: i64) -> Result<Silence> {
+        dispatch!(self, db => db.insert_silence(s, now_ms).await)
+    }
+
+    /// The silences, newest first, with their state at `now_ms`; silences expired for
+    /// longer than [`SILENCE_RETENTION_MS`] are deleted first.
+    pub async fn list_silences(&self, now_ms: i64) -> Result<Vec<Silence>> {
+        dispatch!(self, db => db.list_silences(now_ms).await)
+    }
+
+    /// The silences active at `now_ms` (started, not ended).
+    pub async fn active_silences(&self, now_ms: i64) -> Result<Vec<Silence>> {
+        dispatch!(self, db => db.active_silences(now_ms).await)
+    }
+
+    /// Expires silence `id` at `now_ms` (a pending one ends before it starts); `false`
+    /// when there is no such silence. An already expired silence is left as it is.
+    pub async fn expire_silence(&self, id: i64, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.expire_silence(id, now_ms).await)
+    }
+}
 
 /// Store failures: the database could not be opened, migrated or queried.
 #[derive(Debug, thiserror::Error)]

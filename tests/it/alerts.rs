@@ -1928,7 +1928,7 @@ async fn stored_channels_survive_a_restart() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     let TestApp { state, _dir: dir } = app;
     let db = state.config.db.clone();
-    state.store.pool().close().await;
+    state.store.sqlite_pool().unwrap().close().await;
     drop(state);
 
     // "restart": a new store and state over the same file

@@ -778,7 +778,7 @@ async fn runs_stored_before_draws_were_kept_still_compare() {
     let (base, again, slow) = three_runs(&store).await;
     let draws = || async {
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM run_resamples")
-            .fetch_one(store.pool())
+            .fetch_one(store.sqlite_pool().unwrap())
             .await
             .unwrap()
     };
@@ -801,7 +801,7 @@ async fn runs_stored_before_draws_were_kept_still_compare() {
 
     // As in a database imported before the draws were stored.
     sqlx::query("DELETE FROM run_resamples")
-        .execute(store.pool())
+        .execute(store.sqlite_pool().unwrap())
         .await
         .unwrap();
     let (code, out, err) = harrier(&args, &db);

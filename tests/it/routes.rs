@@ -389,7 +389,7 @@ async fn routes_api_gives_window_figures_and_series() {
     sqlx::query("INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms) VALUES ('ramp', 'k6', 0, ?, ?)")
         .bind(now - 20_000)
         .bind(now - 10_000)
-        .execute(store.pool())
+        .execute(store.sqlite_pool().unwrap())
         .await
         .unwrap();
 

@@ -211,7 +211,7 @@ async fn a_database_file_is_created_in_wal_mode() {
     let store = Store::open(&path).await.unwrap();
     assert!(path.exists());
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(store.pool())
+        .fetch_one(store.sqlite_pool().unwrap())
         .await
         .unwrap();
     assert_eq!(mode, "wal");

@@ -217,20 +217,3 @@ async fn delete_target(
     state.hub.publish(&Event::TargetRemoved { id });
     Ok(StatusCode::NO_CONTENT)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ms("1m"), Some(60_000));
-        assert_eq!(parse_duration_ms("30s"), Some(30_000));
-        assert_eq!(parse_duration_ms("1.5h"), Some(5_400_000));
-        assert_eq!(parse_duration_ms("250"), Some(250));
-        assert_eq!(parse_duration_ms("7d"), Some(604_800_000));
-        assert_eq!(parse_duration_ms("1w"), None);
-        assert_eq!(parse_duration_ms("-1s"), None);
-        assert_eq!(parse_duration_ms(""), None);
-    }
-}
