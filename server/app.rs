@@ -1,7 +1,8 @@
-//! The application: shared state, the router, and the serve loop.
+//! The application: the router and the serve loop (the state is [`crate::state`]'s).
 //!
 //! `serve(listener, state, shutdown)` is what `main` and the tests call (tests bind
-//! `127.0.0.1:0`). Each concern owns its routes (`api`, `console`); they are merged here
+//! `127.0.0.1:0`). Each resource and page group owns its routes (`http::api::*`,
+//! `http::console`); they are merged here
 //! with the cross-cutting layers: request metrics, tracing, panic catching, body limits.
 
 use std::future::Future;

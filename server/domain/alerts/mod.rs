@@ -1,11 +1,12 @@
-//! Threshold alerts: rules over subject sets ([`rule`]), their pure evaluation
+//! Threshold alerts, pure: rules over subject sets ([`rule`]), their evaluation
 //! ([`eval`]: inactive → pending → firing → resolved, after Prometheus'
-//! `rules/alerting.go`), the evaluator loop over the route figures and live runs
-//! ([`evaluator`]), silences and label matchers ([`silence`]), and the notifications to
-//! channels, grouped as Alertmanager does ([`notify`]).
+//! `rules/alerting.go`), rule unit tests ([`ruletest`]), silences and label matchers
+//! ([`silence`]), and channels with their messages, grouped as Alertmanager does
+//! ([`channel`]).
 //!
-//! Owns the rule model, the state machine and the `[alerts]` settings; SQL lives in
-//! `store`, HTTP in `api_alerts`.
+//! Owns the rule model, the state machine and the `[alerts]` settings. The engine that
+//! reads the store and sends is [`crate::services::alerts`]; SQL lives in
+//! [`crate::store`], HTTP in [`crate::http::api::alerts`].
 
 pub mod channel;
 pub mod eval;

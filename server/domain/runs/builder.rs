@@ -2,7 +2,7 @@
 //!
 //! Owns [`RunBuilder`]: per-label and run statistics (exact, see [`super::StatsAcc`]),
 //! per-second buckets with HdrHistograms, error groups and rejected-row bookkeeping. It
-//! never sees raw input: parsers in `ingest` hand it [`Sample`]s and rejections.
+//! never sees raw input: parsers in `sources::ingest` hand it [`Sample`]s and rejections.
 //!
 //! Memory: statistics are histograms of distinct values; per-second buckets keep a full
 //! histogram only while their second is inside the *open window* (by default

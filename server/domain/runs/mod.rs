@@ -3,7 +3,7 @@
 //! Owns: [`Sample`] (one request result), [`RunBuilder`] (streams samples into the
 //! aggregates that harrier stores), and the aggregate shapes ([`RunData`], [`Stats`],
 //! [`Bucket`], [`ErrorGroup`], [`RejectedRow`]). Must not know about HTTP, SQL or files:
-//! parsers in `ingest` feed it, `store` persists what it yields.
+//! parsers in `sources::ingest` feed it, `store` persists what it yields.
 //!
 //! Every figure follows the definitions in DESIGN.md ("Numbers must be true"):
 //! - response time = elapsed ms;
