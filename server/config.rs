@@ -260,6 +260,37 @@ pub struct ServerSection {
     /// harrier's address as its users reach it (`https://harrier.example.com`): links in
     /// alert notifications point there. Default: `http://` + the listen address.
     pub public_url: Option<String>,
+    /// Connections served at once (default 512); past it new connections wait in the
+    /// listen backlog until one closes.
+    pub max_connections: Option<usize>,
+    /// Seconds a client may take to send a request's headers, and to start the next
+    /// request on a kept-alive connection (default 10).
+    pub header_timeout_s: Option<u64>,
+    /// Seconds `serve` waits for requests in flight after Ctrl-C or SIGTERM before it
+    /// closes the connections left (default 10).
+    pub shutdown_grace_s: Option<u64>,
+}
+
+/// How the server treats connections (`[server]` in `harrier.toml`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnectionLimits {
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Time allowed for a request's headers (and between requests on a kept-alive
+    /// connection), seconds.
+    pub header_timeout_s: u64,
+    /// Time given to requests in flight at shutdown, seconds.
+    pub shutdown_grace_s: u64,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: 512,
+            header_timeout_s: 10,
+            shutdown_grace_s: 10,
+        }
+    }
 }
 
 /// Default idle time after which a live run is complete, seconds.
@@ -287,6 +318,8 @@ pub struct Config {
     pub targets: Vec<TargetSpec>,
     /// Alert settings and rules from the configuration file.
     pub alerts: AlertsConfig,
+    /// Connection cap and time-outs.
+    pub connections: ConnectionLimits,
 }
 
 impl Default for Config {
@@ -301,6 +334,7 @@ impl Default for Config {
             retention: Retention::default(),
             targets: Vec::new(),
             alerts: AlertsConfig::default(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -337,13 +371,25 @@ impl Config {
             None => FileConfig::default(),
         };
         let defaults = Config::default();
+        let server = file.server.unwrap_or_default();
         let mut alerts = file.alerts.unwrap_or_default();
         if alerts.external_url.is_none() {
-            alerts.external_url = file
-                .server
-                .and_then(|s| s.public_url)
+            alerts.external_url = server
+                .public_url
                 .map(|u| u.trim_end_matches('/').to_string());
         }
+        let limits = ConnectionLimits::default();
+        let connections = ConnectionLimits {
+            max_connections: server
+                .max_connections
+                .filter(|n| *n > 0)
+                .unwrap_or(limits.max_connections),
+            header_timeout_s: server
+                .header_timeout_s
+                .filter(|n| *n > 0)
+                .unwrap_or(limits.header_timeout_s),
+            shutdown_grace_s: server.shutdown_grace_s.unwrap_or(limits.shutdown_grace_s),
+        };
         if let Err(message) = alerts.validate() {
             return Err(ConfigError {
                 path: args
@@ -371,6 +417,7 @@ impl Config {
             retention: file.retention.unwrap_or_default(),
             targets: file.targets,
             alerts,
+            connections,
         })
     }
 }

@@ -14,4 +14,5 @@ mod live;
 mod live_runs;
 mod report;
 mod routes;
+mod server;
 mod store;

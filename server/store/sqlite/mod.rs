@@ -74,7 +74,20 @@ impl SqliteStore {
 
     /// Wraps an existing pool and applies the migrations (used by `#[sqlx::test]`).
     pub async fn from_pool(pool: SqlitePool) -> Result<SqliteStore> {
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        // Two processes opening a new database at once both see no migration applied;
+        // the second's CREATE TABLE then fails. Run again: it finds them applied.
+        let mut tries = 0;
+        loop {
+            match sqlx::migrate!("./migrations").run(&pool).await {
+                Ok(()) => break,
+                Err(e) if tries < 3 => {
+                    tries += 1;
+                    tracing::debug!(error = %e, "migrating the database failed; trying again");
+                    tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         Ok(SqliteStore {
             pool,
             recent: Default::default(),
