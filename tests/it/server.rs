@@ -221,3 +221,50 @@ async fn two_first_opens_of_a_new_database_both_succeed() {
         assert_eq!(b.unwrap().list_runs().await.unwrap().len(), 0);
     }
 }
+
+/// A JMeter CSV of `labels` distinct labels, 3 samples each (about 75 bytes a row).
+fn many_labels_jtl(labels: usize, seed: usize) -> String {
+    let mut out = String::from("timeStamp,elapsed,label,responseCode,success,bytes,allThreads\n");
+    for i in 0..labels * 3 {
+        let label = i % labels;
+        out.push_str(&format!(
+            "{},{},GET /item/{seed}-{label},200,true,512,{}\n",
+            1_700_000_000_000i64 + (i as i64) * 3,
+            20 + (i * 7919 + seed) % 180,
+            1 + i % 20
+        ));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_uploads_all_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_proc, base) = start(dir.path(), "self_scrape = false\n", None);
+    let client = reqwest::Client::new();
+    let uploads = (0..8).map(|seed| {
+        let client = client.clone();
+        let url = format!("{base}/api/v1/runs?format=jmeter-csv&name=upload-{seed}");
+        let body = many_labels_jtl(2_000, seed);
+        tokio::spawn(async move {
+            match client.post(url).body(body).send().await {
+                Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+                Err(e) => (0, format!("{e:?}")),
+            }
+        })
+    });
+    let results = futures_util::future::join_all(uploads).await;
+    for r in &results {
+        let (status, body) = r.as_ref().unwrap();
+        assert_eq!(*status, 201, "{body}");
+    }
+    let runs: serde_json::Value = client
+        .get(format!("{base}/api/v1/runs"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 8);
+}

@@ -71,8 +71,8 @@ impl SqliteStore {
     /// Stores (or replaces) bootstrap draws of a run's scopes, one `(label_ord, blob)`
     /// each, in one transaction: for runs stored before draws were kept.
     pub async fn put_run_draws(&self, id: i64, draws: &[(i64, Vec<u8>)]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        super::runs::insert_draws(&mut tx, id, draws).await?;
+        let mut tx = self.begin_write().await?;
+        super::runs::insert_draws(&mut tx.tx, id, draws).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -556,7 +556,7 @@ impl SqliteStore {
         status: &ScrapeStatus,
         routes: &[RouteWrite],
     ) -> Result<Vec<i64>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "UPDATE targets SET up = ?, last_scrape_ms = ?, last_duration_ms = ?,
                last_samples = ?, last_error = ? WHERE id = ?",
@@ -984,7 +984,7 @@ impl SqliteStore {
         if figures.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let levels = [0, MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
         let rows: Vec<(i64, i64, &(String, String, f64))> = figures
             .iter()

@@ -261,11 +261,11 @@ impl SqliteStore {
             .iter()
             .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
             .collect();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let mut ids = Vec::with_capacity(runs.len());
         for ((run, data), draws) in runs.iter().zip(&draws) {
-            let id = insert_run_tx(&mut tx, run, data).await?;
-            insert_draws(&mut tx, id, draws).await?;
+            let id = insert_run_tx(&mut tx.tx, run, data).await?;
+            insert_draws(&mut tx.tx, id, draws).await?;
             ids.push(id);
         }
         tx.commit().await?;
@@ -549,8 +549,8 @@ impl SqliteStore {
     }
 
     pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
-        let mut tx = self.pool.begin().await?;
-        let id = insert_run_tx(&mut tx, run, &RunData::default()).await?;
+        let mut tx = self.begin_write().await?;
+        let id = insert_run_tx(&mut tx.tx, run, &RunData::default()).await?;
         sqlx::query("UPDATE runs SET status = 'live', started_at_ms = NULL WHERE id = ?")
             .bind(id)
             .execute(&mut *tx)
@@ -577,7 +577,7 @@ impl SqliteStore {
         } else {
             Vec::new()
         };
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let found = sqlx::query(
             "UPDATE runs SET status = ?, summary_only = ?, started_at_ms = ?, ended_at_ms = ?,
                              rejected_rows = ?, reported = ?,
@@ -609,8 +609,8 @@ impl SqliteStore {
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
-        insert_aggregates(&mut tx, id, data).await?;
-        insert_draws(&mut tx, id, &draws).await?;
+        insert_aggregates(&mut tx.tx, id, data).await?;
+        insert_draws(&mut tx.tx, id, &draws).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -629,7 +629,7 @@ impl SqliteStore {
     /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
     /// replaces the whole set). `false` if there is no such run.
     pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let found = sqlx::query(
             "UPDATE runs SET name = COALESCE(?, name),
                              scenario = CASE WHEN ? THEN ? ELSE scenario END,
