@@ -34,7 +34,10 @@ pub struct Cli {
 pub enum Command {
     /// Serve the console and the API (the default when no command is given).
     Serve(ServeArgs),
-    /// Import load-test result files (JMeter JTL CSV/XML, ab output) as runs.
+    /// Import load-test result files as runs: JMeter (JTL CSV or XML), Gatling
+    /// (simulation.log), k6 (JSON points, CSV, summary export, line protocol), Locust
+    /// (stats, stats history, JSON), ab, wrk/wrk2, hey, oha, vegeta, autocannon, Artillery,
+    /// siege, SoapUI and Taurus; gzip-compressed files too. `--format auto` sniffs which.
     ///
     /// Each file becomes one run (an ab file holding several reports becomes one run per
     /// report). Damaged rows are counted and reported, not fatal; a file that fails leaves

@@ -391,11 +391,13 @@
   const TOAST_MS = 8000;
   const TOASTS_MAX = 5;
 
-  /** Sets #alerts-badge from GET /api/v1/alerts items: firing count, highest severity. */
+  /** Sets #alerts-badge from GET /api/v1/alerts items: firing alerts no silence mutes,
+   *  highest severity (as the server renders it). */
   function setBadge(alerts) {
     const badge = $('#alerts-badge');
     if (!badge || !Array.isArray(alerts)) return;
-    const firing = alerts.filter((a) => a && a.state === 'firing');
+    const firing = alerts.filter((a) => a && a.state === 'firing'
+      && !(Array.isArray(a.silenced_by) && a.silenced_by.length));
     const rank = firing.reduce((m, a) => Math.max(m, sevRank(a.severity)), 0);
     badge.textContent = String(firing.length);
     badge.dataset.count = String(firing.length);

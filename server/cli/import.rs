@@ -62,9 +62,12 @@ pub async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
                     } else {
                         ""
                     };
-                    println!(
+                    outln!(
                         "{source}: run {} \"{}\" — {} samples{kind}{rejected}  {}",
-                        run.id, run.name, run.samples, run.url
+                        run.id,
+                        run.name,
+                        run.samples,
+                        run.url
                     );
                 }
             }

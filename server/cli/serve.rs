@@ -34,7 +34,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr = listener.local_addr()?;
     let db = std::fs::canonicalize(&config.db).unwrap_or(config.db.clone());
     tracing::info!(listen = %addr, db = %db.display(), "harrier serving");
-    println!(
+    outln!(
         "harrier console: http://{addr}/console  (database {})",
         db.display()
     );

@@ -99,3 +99,59 @@ fn a_bad_file_fails_with_a_message_and_stores_nothing() {
     assert!(ok);
     assert!(out.contains("no runs yet"), "{out}");
 }
+
+#[test]
+fn import_help_names_every_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, _) = run(dir.path(), &["import", "--help"]);
+    assert!(ok);
+    for tool in [
+        "JMeter",
+        "Gatling",
+        "k6",
+        "Locust",
+        "ab",
+        "wrk",
+        "hey",
+        "oha",
+        "vegeta",
+        "autocannon",
+        "Artillery",
+        "siege",
+        "SoapUI",
+        "Taurus",
+    ] {
+        assert!(
+            out.contains(tool),
+            "import --help does not name {tool}: {out}"
+        );
+    }
+}
+
+#[test]
+fn runs_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (ok, _, err) = run(
+        dir.path(),
+        &[
+            "import",
+            "--db",
+            db.to_str().unwrap(),
+            fixture("jmeter/default_props_2.13.jtl").to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    // `harrier runs | head -0`: the reader is gone before the first line is written.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(HARRIER)
+        .args(["runs", "--db", db.to_str().unwrap()])
+        .current_dir(dir.path())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}

@@ -421,6 +421,9 @@ async fn cli_check_exit_codes_and_junit() {
     );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("4 gates: 4 passed, 0 failed"), "{out}");
+    let (code, out, err) = harrier(&["check", &b, "p95<1s"], &db);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 gate: 1 passed, 0 failed"), "{out}");
 
     let junit = dir.path().join("junit.xml");
     let (code, out, err) = harrier(
