@@ -243,10 +243,11 @@ fn hey_csv_rows_are_samples() {
     let o = &run.data.overall;
     // sum of the 300 rounded times = 14 462 ms. hey's own (unrounded) mean of the same
     // rows is 48.1413 ms: whole-ms samples shift the mean by 0.07 ms here, and the 0.6 ms
-    // fastest request counts as 1 ms.
+    // fastest request counts as 1 ms. The 82 rows with status-code 500 are errors (no
+    // success flag in hey: status ≥ 400 fails).
     assert_eq!(
         basics(o),
-        (300, 0, Some(1.0), Some(14_462.0 / 300.0), Some(76.0))
+        (300, 82, Some(1.0), Some(14_462.0 / 300.0), Some(76.0))
     );
     assert_eq!(pcts(o), [Some(48.0), Some(56.0), Some(63.0), Some(72.0)]);
     // window = max(offset + time) − min(offset) = 2 473 ms.
@@ -263,11 +264,56 @@ fn hey_csv_rows_are_samples() {
         .map(|b| (b.start_ms, b.count))
         .collect();
     assert_eq!(seconds, [(0, 129), (1000, 124), (2000, 47)]);
-    // hey writes 500s as ordinary rows (no failure flag): kept as status codes.
+    // hey writes 500s as ordinary rows: counted as errors, grouped by their code.
     assert_eq!(
         run.data.reported["status_codes"],
         json!({"200": 218, "500": 82})
     );
+    let groups: Vec<(&str, u64)> = run
+        .data
+        .errors
+        .iter()
+        .map(|e| (e.response_code.as_str(), e.count))
+        .collect();
+    assert_eq!(groups, [("500", 82)]);
+}
+
+/// Issue 12: a real hey run against a server that answers 500 to 7 of 8 requests
+/// (`error-rule/SOURCE.md`). hey itself reports no errors (its "Error distribution" is
+/// absent); its status table says 1,750 × 500 of 2,000.
+#[test]
+fn hey_http_500s_are_errors_text_and_csv() {
+    let text = parse_one(
+        &read("error-rule/hey_mostly500_text.txt"),
+        Format::Hey,
+        "hey",
+    );
+    let o = &text.data.overall;
+    assert_eq!((o.count, o.errors), (2000, 1750));
+    assert_eq!(o.error_pct, Some(87.5));
+    let r = &text.data.reported;
+    assert_eq!(r["status_codes"], json!({"200": 250, "500": 1750}));
+    assert_eq!(
+        (
+            r["transport_errors"].as_u64(),
+            r["error_responses"].as_u64()
+        ),
+        (Some(0), Some(1750))
+    );
+    assert!(r["errors_rule"].as_str().unwrap().contains(">= 400"));
+
+    let csv = parse_one(&read("error-rule/hey_mostly500.csv"), Format::Hey, "hey");
+    let o = &csv.data.overall;
+    assert_eq!((o.count, o.errors, o.error_pct), (2000, 1750, Some(87.5)));
+    // Per second too: the over-time error % is not 0.
+    let per_second: u64 = csv
+        .data
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| b.errors)
+        .sum();
+    assert_eq!(per_second, 1750);
 }
 
 // ---------------------------------------------------------------- oha
@@ -277,12 +323,14 @@ fn oha_json_report_as_written() {
     let run = parse_one(&read("oha/flaky_300_json.json"), Format::Oha, "oha");
     assert!(run.data.summary_only);
     let o = &run.data.overall;
-    // summary.fastest/average/slowest (seconds) in ms; oha counts a 500 as a response,
-    // not an error (successRate 1.0).
+    // summary.fastest/average/slowest (seconds) in ms; oha counts a 500 as a success
+    // (successRate 1.0), harrier's rule for tools without a success flag does not: the 77
+    // HTTP 500s are errors.
     assert_eq!(
         basics(o),
-        (300, 0, Some(1.818109), Some(43.177587), Some(48.096772))
+        (300, 77, Some(1.818109), Some(43.177587), Some(48.096772))
     );
+    assert_eq!(run.data.reported["error_responses"], json!(77));
     assert_eq!(
         pcts(o),
         [
@@ -477,8 +525,13 @@ fn autocannon_json_as_written() {
     assert_eq!(run.name_hint.as_deref(), Some("127.0.0.1:18431/flaky"));
     assert_eq!(run.data.labels[0].label, "/flaky");
     let o = &run.data.overall;
-    // 484 responses, 121 of them HTTP 500: autocannon's `non2xx`, not its `errors`.
-    assert_eq!(basics(o), (484, 0, Some(22.0), Some(48.59), Some(97.0)));
+    // 484 responses, 121 of them HTTP 500 (autocannon's `5xx`): errors under harrier's
+    // rule, though autocannon's own `errors` is 0.
+    assert_eq!(basics(o), (484, 121, Some(22.0), Some(48.59), Some(97.0)));
+    assert_eq!(
+        run.data.reported["status_codes"],
+        json!({"200": 363, "500": 121})
+    );
     // No p95 in autocannon's percentiles (p90, p97_5, p99 are).
     assert_eq!(pcts(o), [Some(44.0), Some(52.0), None, Some(97.0)]);
     assert_eq!(o.first_start_ms, Some(1_796_007_148_297));
@@ -516,8 +569,10 @@ fn artillery_report_per_endpoint() {
     );
     assert!(run.data.summary_only);
     let o = &run.data.overall;
-    // http.requests 90 = 84 responses + 6 errors.ETIMEDOUT; the 7 HTTP 500s are codes.
-    assert_eq!(basics(o), (90, 6, Some(0.0), Some(9.1), Some(38.0)));
+    // http.requests 90 = 84 responses + 6 errors.ETIMEDOUT; the 7 HTTP 500s are errors
+    // too (status ≥ 400): 13.
+    assert_eq!(basics(o), (90, 13, Some(0.0), Some(9.1), Some(38.0)));
+    assert_eq!(run.data.reported["status_codes"]["500"], json!(7));
     assert_eq!(pcts(o), [Some(1.0), Some(30.3), Some(34.1), Some(37.0)]);
     assert_eq!(o.first_start_ms, Some(1_796_007_276_448));
     // lastCounterAt − firstCounterAt.
@@ -541,7 +596,7 @@ fn artillery_report_per_endpoint() {
     assert_eq!(
         labels,
         [
-            ("/flaky", 30, 0, Some(1.3), Some(4.0)),
+            ("/flaky", 30, 7, Some(1.3), Some(4.0)),
             ("/slow", 30, 0, Some(23.7), Some(36.2)),
             ("/stall", 30, 6, Some(0.6), Some(1.0)),
         ]

@@ -216,3 +216,50 @@ async fn a_ramped_run_reports_where_it_saturates() {
         "stated on the report"
     );
 }
+
+/// Issue 12: a hey run whose responses were mostly HTTP 500 shows its error rate, its
+/// status-code breakdown (errors marked) and the rule, on the page and in the API; an ab
+/// run shows its Length failures apart, not as errors.
+#[tokio::test]
+async fn status_rule_runs_show_their_status_codes_and_ab_length_apart() {
+    let app = spawn_app().await;
+    let id = app
+        .import("", fixture("error-rule/hey_mostly500_text.txt"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(d["overall"]["errors"], 1750);
+    assert_eq!(d["overall"]["error_pct"], 87.5);
+    assert_eq!(d["reported"]["status_codes"]["500"], 1750);
+    let page = app.get(&format!("/console/runs/{id}")).await.html();
+    let codes = crate::helpers::select_texts(&page, "#status-codes span.mono");
+    assert_eq!(codes, ["200 × 250", "500 × 1,750"]);
+    let bad = crate::helpers::select_texts(&page, "#status-codes span.bad");
+    assert_eq!(bad, ["500 × 1,750"]);
+    let how = crate::helpers::select_texts(&page, "#how-computed");
+    assert!(how[0].contains("status ≥ 400"), "{how:?}");
+
+    let id = app
+        .import("", fixture("error-rule/ab_dynamic_stdout.txt"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(
+        (
+            d["overall"]["errors"].as_u64(),
+            d["overall"]["error_pct"].as_f64()
+        ),
+        (Some(0), Some(0.0))
+    );
+    let page = app.get(&format!("/console/runs/{id}")).await.html();
+    let note = crate::helpers::select_texts(&page, "#length-failures");
+    assert_eq!(note.len(), 1);
+    assert!(
+        note[0].contains("800 \"Length\" failures") && note[0].contains("not counted as errors"),
+        "{note:?}"
+    );
+}

@@ -5,9 +5,11 @@
 //! **Text** (`Summary:` … `Status code distribution:`): summary-only, every figure
 //! "reported by hey". hey counts a request that got *any* response (a 500 too) as a
 //! response and a transport failure (time-out, refused connection) as an error; errors are
-//! left out of every latency figure. Mapping to [`Stats`]: count = status-code responses +
-//! `Error distribution` entries (hey's `Requests/sec` uses the same total); errors = the
-//! error entries; min/mean/max = `Fastest`/`Average`/`Slowest` (seconds, 4 decimals → ms);
+//! left out of every latency figure. hey has no success flag, so harrier's one rule for such
+//! tools applies ([`ERROR_RULE`]): a transport error or a response with status ≥ 400 is an
+//! error. Mapping to [`Stats`]: count = status-code responses + `Error distribution`
+//! entries (hey's `Requests/sec` uses the same total); errors = the error entries + the
+//! responses whose status is ≥ 400 (`Status code distribution`); min/mean/max = `Fastest`/`Average`/`Slowest` (seconds, 4 decimals → ms);
 //! p50/p90/p95/p99 = the `Latency distribution` lines as printed — hey's rule takes, for
 //! each p, the first of the *successful* sorted times whose `i·100/n ≥ p`, and with fewer
 //! than 100 successful requests its last entry is printed as `0% in 0.0000 secs`: such a
@@ -19,8 +21,8 @@
 //! error), seconds with 4 decimals. Each row is a [`Sample`]: elapsed = `response-time`
 //! rounded half up to whole ms (the text, not a float, is rounded), start = `offset`
 //! (seconds since the test start: the file holds no clock time, see
-//! [`super::summary::relative_times`]), success = true (hey has no failure flag for a
-//! response, whatever its status), label [`ALL_REQUESTS_LABEL`]. The status-code counts
+//! [`super::summary::relative_times`]), success = `status-code` < 400 ([`ERROR_RULE`]; a
+//! file without that column: true), label [`ALL_REQUESTS_LABEL`]. The status-code counts
 //! are kept in `reported`.
 
 use std::io::BufRead;
@@ -28,8 +30,8 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, HeaderedCsv, error_pct, invalid, one_label_run, read_text, relative_times,
-    s_to_ms, seconds_text_to_ms,
+    ALL_REQUESTS_LABEL, ERROR_RULE, HeaderedCsv, error_pct, error_responses, invalid,
+    is_error_status_text, one_label_run, read_text, relative_times, s_to_ms, seconds_text_to_ms,
 };
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{RunBuilder, Sample, Stats};
@@ -102,17 +104,22 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             });
             continue;
         };
-        if let Some(i) = status {
-            let code = String::from_utf8_lossy(record[i].trim_ascii()).into_owned();
-            let n = codes.entry(code).or_insert(json!(0));
+        let code = status.map(|i| String::from_utf8_lossy(record[i].trim_ascii()).into_owned());
+        if let Some(code) = &code {
+            let n = codes.entry(code.clone()).or_insert(json!(0));
             *n = json!(n.as_u64().unwrap_or(0) + 1);
         }
+        let success = code.as_deref().is_none_or(|c| !is_error_status_text(c));
         builder.push(&Sample {
             label: ALL_REQUESTS_LABEL,
             start_ms: start_ms as i64,
             elapsed_ms,
-            success: true,
-            response_code: "",
+            success,
+            response_code: if success {
+                ""
+            } else {
+                code.as_deref().unwrap_or("")
+            },
             message: "",
             bytes_received: 0,
             bytes_sent: 0,
@@ -129,6 +136,7 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         "tool": "hey",
         "file": "hey -o csv (one row per successful request; errors are not written)",
         "status_codes": codes,
+        "errors_rule": ERROR_RULE,
         "time_base": "offsets from the test start (no clock time in the file)",
         "elapsed_rule": "response-time seconds (4 decimals) rounded half up to whole ms",
     });
@@ -265,8 +273,10 @@ fn parse_text<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>,
         ));
     };
     let responses: u64 = codes.values().filter_map(Value::as_u64).sum();
-    let errors: u64 = error_dist.iter().filter_map(|e| e["count"].as_u64()).sum();
-    let count = responses + errors;
+    let transport_errors: u64 = error_dist.iter().filter_map(|e| e["count"].as_u64()).sum();
+    let error_responses = error_responses(&codes);
+    let count = responses + transport_errors;
+    let errors = transport_errors + error_responses;
     let pct = |p: &str| percentiles.iter().find(|(q, _)| q == p).map(|&(_, v)| v);
     let stats = Stats {
         count,
@@ -290,7 +300,10 @@ fn parse_text<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>,
         "tool": "hey",
         "summary": summary,
         "responses": responses,
+        "transport_errors": transport_errors,
+        "error_responses": error_responses,
         "count_rule": "responses (status code distribution) + errors (error distribution)",
+        "errors_rule": ERROR_RULE,
         "response_time_histogram": {
             "columns": ["mark_s", "count"],
             "rows": histogram,

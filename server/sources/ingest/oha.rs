@@ -5,11 +5,14 @@
 //! oha keeps a *result* for every request that got a response (whatever its status) and
 //! an *error* (time-out, refused connection…) otherwise; its success rate is results /
 //! (results + errors), leaving out "aborted due to deadline" errors (requests cut off by
-//! `-z`), and every latency figure is over results only.
+//! `-z`), and every latency figure is over results only. oha has no success flag per
+//! response, so harrier's one rule for such tools applies ([`ERROR_RULE`]): a transport
+//! error or a response with status ≥ 400 is an error.
 //!
 //! **JSON** — mapping to [`Stats`], every figure "reported by oha":
 //! count = Σ `statusCodeDistribution` + Σ `errorDistribution` except deadline aborts;
-//! errors = those errors (so error % = 100 − `successRate`·100); min/mean/max =
+//! errors = those errors + the responses with status ≥ 400 in `statusCodeDistribution`
+//! (oha's own `successRate` counts those as successes); min/mean/max =
 //! `summary.fastest/average/slowest` (seconds → ms); p50/p90/p95/p99 =
 //! `latencyPercentiles` (seconds → ms; oha's rule: `sorted[⌊p/100 · n⌋]`, 0-based, over
 //! results); window = `summary.total`; throughput = `summary.requestsPerSec` (oha divides
@@ -21,7 +24,8 @@
 //! mapped by name): one row per result (errors are not written). Each row is a
 //! [`Sample`]: elapsed = `request-duration` rounded half up to whole ms, start =
 //! `request-start` (seconds since the run start — no clock time, see
-//! [`super::summary::relative_times`]), success = true, bytes received = `bytes`, label
+//! [`super::summary::relative_times`]), success = `status` < 400 ([`ERROR_RULE`]; a file
+//! without that column: true), bytes received = `bytes`, label
 //! [`ALL_REQUESTS_LABEL`]; status-code counts go to `reported`.
 
 use std::io::BufRead;
@@ -29,8 +33,9 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, HeaderedCsv, error_pct, invalid, num, one_label_run, parse_json, read_text,
-    relative_times, s_to_ms, seconds_text_to_ms, uint,
+    ALL_REQUESTS_LABEL, ERROR_RULE, HeaderedCsv, error_pct, error_responses, invalid,
+    is_error_status_text, num, one_label_run, parse_json, read_text, relative_times, s_to_ms,
+    seconds_text_to_ms, uint,
 };
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{RunBuilder, Sample, Stats};
@@ -84,18 +89,20 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
     }
     let codes = v["statusCodeDistribution"].as_object();
     let responses: u64 = codes.map_or(0, |m| m.values().filter_map(|n| uint(Some(n))).sum());
-    let (mut errors, mut deadline) = (0u64, 0u64);
+    let (mut transport_errors, mut deadline) = (0u64, 0u64);
     if let Some(m) = v["errorDistribution"].as_object() {
         for (msg, n) in m {
             let n = uint(Some(n)).unwrap_or(0);
             if msg == DEADLINE_ERROR {
                 deadline += n;
             } else {
-                errors += n;
+                transport_errors += n;
             }
         }
     }
-    let count = responses + errors;
+    let error_responses = codes.map_or(0, error_responses);
+    let count = responses + transport_errors;
+    let errors = transport_errors + error_responses;
     let s = |k: &str| num(summary.get(k)).map(s_to_ms);
     let p = |k: &str| num(v["latencyPercentiles"].get(k)).map(s_to_ms);
     let stats = Stats {
@@ -121,6 +128,9 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
     reported.insert("percentile_rule".into(), json!(PERCENTILE_RULE));
     reported.insert("responses".into(), json!(responses));
     reported.insert("aborted_by_deadline".into(), json!(deadline));
+    reported.insert("transport_errors".into(), json!(transport_errors));
+    reported.insert("error_responses".into(), json!(error_responses));
+    reported.insert("errors_rule".into(), json!(ERROR_RULE));
     reported.insert(
         "count_rule".into(),
         json!("responses + errors, without \"aborted due to deadline\" (as oha's success rate)"),
@@ -185,17 +195,22 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
                 }
             },
         };
-        if let Some(i) = status {
-            let code = String::from_utf8_lossy(record[i].trim_ascii()).into_owned();
-            let n = codes.entry(code).or_insert(json!(0));
+        let code = status.map(|i| String::from_utf8_lossy(record[i].trim_ascii()).into_owned());
+        if let Some(code) = &code {
+            let n = codes.entry(code.clone()).or_insert(json!(0));
             *n = json!(n.as_u64().unwrap_or(0) + 1);
         }
+        let success = code.as_deref().is_none_or(|c| !is_error_status_text(c));
         builder.push(&Sample {
             label: ALL_REQUESTS_LABEL,
             start_ms: start_ms as i64,
             elapsed_ms,
-            success: true,
-            response_code: "",
+            success,
+            response_code: if success {
+                ""
+            } else {
+                code.as_deref().unwrap_or("")
+            },
             message: "",
             bytes_received,
             bytes_sent: 0,
@@ -212,6 +227,7 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         "tool": "oha",
         "file": "oha --output-format csv (one row per response; errors are not written)",
         "status_codes": codes,
+        "errors_rule": ERROR_RULE,
         "time_base": "offsets from the run start (no clock time in the file)",
         "elapsed_rule": "request-duration seconds rounded half up to whole ms",
     });

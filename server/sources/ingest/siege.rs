@@ -24,8 +24,8 @@ use std::io::BufRead;
 use serde_json::{Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, error_pct, invalid, num, one_label_run, parse_json, read_text, s_to_ms,
-    uint,
+    ALL_REQUESTS_LABEL, ERROR_RULE, error_pct, invalid, num, one_label_run, parse_json, read_text,
+    s_to_ms, uint,
 };
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{RejectedRow, Stats};
@@ -111,6 +111,7 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             "logged_at_local_time": fields.first(),
             "row": header.iter().zip(&fields).map(|(h, v)| (h.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "count_rule": "Trans + Failed (siege: availability = Trans / (Trans + Failed))",
+            "errors_rule": format!("{ERROR_RULE}: Failed (siege fails socket errors and responses >= 400)"),
             "units": "seconds, MB (1 MB = 1 048 576 bytes), rounded to 2 decimals by siege",
         });
         runs.push(one_label_run(
@@ -171,6 +172,12 @@ fn parse_summary(text: &str, source_name: &str) -> Result<Vec<ParsedRun>, Ingest
     reported.insert(
         "count_rule".into(),
         json!("transactions + failed_transactions (siege: availability = transactions / (transactions + failed))"),
+    );
+    reported.insert(
+        "errors_rule".into(),
+        json!(format!(
+            "{ERROR_RULE}: failed_transactions (siege fails socket errors and responses >= 400)"
+        )),
     );
     reported.insert(
         "units".into(),

@@ -37,7 +37,9 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value, json};
 
-use super::summary::{error_pct, invalid, one_label_run, read_text, url_path, url_without_scheme};
+use super::summary::{
+    ERROR_RULE, error_pct, invalid, one_label_run, read_text, url_path, url_without_scheme,
+};
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::Stats;
 
@@ -420,7 +422,7 @@ impl Report {
             })),
             "non_2xx_or_3xx_responses": self.non_2xx_3xx,
             "count_rule": "completed requests + socket errors (connect + read + write + timeout)",
-            "errors_rule": "socket errors + non-2xx/3xx responses",
+            "errors_rule": format!("{ERROR_RULE}: socket errors + \"Non-2xx or 3xx responses\" (wrk counts status > 399)"),
             "requests_per_sec": self.requests_per_sec,
             "transfer_per_sec": self.transfer_per_sec,
             "latency_used": if is_wrk2 {
