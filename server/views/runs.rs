@@ -3,7 +3,7 @@
 //! page and `/api/v1/runs/{id}…`.
 
 use crate::domain::runs::capacity::{self, Capacity};
-use crate::domain::runs::distribution::Apdex;
+use crate::domain::runs::distribution::{Apdex, Distribution};
 use crate::domain::runs::timeseries::{self, BucketIn};
 use crate::error::{Error, Result};
 use crate::store::{BucketRow, RunDetail, Store};
@@ -53,11 +53,23 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         .await?
         .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
     let t = apdex_t_ms;
+    let scope_errors: Vec<u64> = std::iter::once(run.overall.errors)
+        .chain(run.labels.iter().map(|l| l.stats.errors))
+        .collect();
+    // Failed samples are frustrated; a run stored before their distribution was kept can
+    // only be scored when it had no failure.
     let apdex = store
         .run_distributions(id)
         .await?
         .iter()
-        .map(|d| d.apdex(t))
+        .enumerate()
+        .map(|(i, (d, failed))| match failed {
+            Some(f) => d.apdex(t, f),
+            None if scope_errors.get(i).copied().unwrap_or(0) == 0 => {
+                d.apdex(t, &Distribution::default())
+            }
+            None => None,
+        })
         .collect();
     let rows = store.run_buckets(id, None).await?.unwrap_or_default();
     let capacity = capacity::find(&bucket_ins(&rows));

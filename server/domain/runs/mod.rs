@@ -182,6 +182,9 @@ pub struct RunData {
     /// Exact response-time distributions: index 0 the run total, then one per label in
     /// the order of `labels`. Empty for summary-only runs.
     pub distributions: Vec<distribution::Distribution>,
+    /// The failed samples' distributions, scope for scope as `distributions` (Apdex counts
+    /// failed samples as frustrated). Empty for summary-only runs.
+    pub failed_distributions: Vec<distribution::Distribution>,
 }
 
 /// What the importer knows about a run besides its samples.
