@@ -622,6 +622,67 @@ fn k6_csv_gives_the_same_requests_as_the_ndjson() {
     assert_eq!(csv.reported["last_request_time_ms"], 1_795_999_871_000i64);
 }
 
+/// Issue 12: k6 JSON shrunk with `grep http_req_duration` (the committed
+/// `k6/points_http_req_duration.ndjson` is exactly that of `points.ndjson.gz`): each point
+/// is one request, failed when `expected_response` is false. The run equals the full
+/// file's — same requests, errors (6) and exact times — and `group_duration` points kept
+/// by a wider grep change nothing.
+#[test]
+fn k6_ndjson_with_only_http_req_duration_points() {
+    use std::io::Read;
+    let mut full_text = String::new();
+    flate2::read::GzDecoder::new(File::open(fixture("k6/points.ndjson.gz")).unwrap())
+        .read_to_string(&mut full_text)
+        .unwrap();
+    let grep = |needles: &[&str]| -> String {
+        full_text
+            .lines()
+            .filter(|l| needles.iter().any(|n| l.contains(n)))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let committed = std::fs::read_to_string(fixture("k6/points_http_req_duration.ndjson")).unwrap();
+    assert_eq!(
+        committed,
+        grep(&["http_req_duration"]),
+        "the fixture is the grep"
+    );
+
+    let full = one_run(&fixture("k6/points.ndjson.gz"), "k6").data;
+    let only = one_run(&fixture("k6/points_http_req_duration.ndjson"), "k6").data;
+    assert_eq!(only.rejected_rows, 0, "{:?}", only.rejected);
+    assert_eq!(full.overall.count, 60);
+    assert_eq!(only.overall, full.overall);
+    assert_eq!(only.overall.errors, 6);
+    assert_eq!(only.labels, full.labels);
+    assert_eq!(only.reported["requests_from_http_req_duration_only"], 60);
+
+    let with_groups = grep(&["http_req_duration", "group_duration"]);
+    assert!(with_groups.contains("\"group_duration\""));
+    let runs = ingest::parse(Cursor::new(with_groups), Format::Auto, "grouped.ndjson").unwrap();
+    assert_eq!(
+        runs[0].data.overall, full.overall,
+        "group_duration never counts"
+    );
+
+    // Without expected_response, the status tag decides (0 or ≥ 400 fails): 3 × 0,
+    // 3 × 500 and the 12 × 404 that the script declared expected
+    // (`responseCallback: http.expectedStatuses(404)`), which only the tag could tell.
+    let no_expected = committed
+        .replace("\"expected_response\":\"false\",", "")
+        .replace("\"expected_response\":\"true\",", "");
+    assert!(
+        no_expected
+            .lines()
+            .filter(|l| l.contains("\"Point\""))
+            .all(|l| !l.contains("expected_response"))
+    );
+    let runs = ingest::parse(Cursor::new(no_expected), Format::Auto, "bare.ndjson").unwrap();
+    let o = &runs[0].data.overall;
+    assert_eq!((o.count, o.errors), (60, 18));
+    assert_eq!(runs[0].data.reported["failures_from_status_tag"], 60);
+}
+
 #[test]
 fn k6_handle_summary_data_is_a_summary_only_run() {
     let run = one_run(&fixture("k6/handleSummary_data.json"), "k6");
