@@ -816,3 +816,53 @@ fn unsupported_files_are_still_unknown_format() {
         }
     }
 }
+
+// ---------------------------------------------------------------- console output
+
+/// Lines a terminal or a `nohup.out` holds around a tool's report: shell prompts and
+/// traces, `date` output, siege's first-run notice — 60 of them, more than any sniffer
+/// used to look past.
+fn console_preamble() -> String {
+    let mut s = String::from(
+        "New configuration template added to /root/.siege\nRun siege -C to view the current settings in that file\n$ date\nTue Dec  1 15:25:01 UTC 2026\n",
+    );
+    for i in 0..56 {
+        s.push_str(&format!(
+            "+ curl -s http://127.0.0.1:8099/health -> ok ({i})\n"
+        ));
+    }
+    s
+}
+
+const CONSOLE_POSTAMBLE: &str =
+    "\nLOG FILE: /var/log/siege.log\n$ date\nTue Dec  1 15:25:09 UTC 2026\nuser@host:~$ exit\n";
+
+/// Issue 12: a report inside console output (siege's JSON summary, ab, wrk, hey) is found
+/// with any lines before and after it, and gives the same figures as the bare file.
+#[test]
+fn reports_inside_console_output_read_as_the_bare_file() {
+    for (rel, tool) in [
+        ("siege/flaky_stdout.txt", "siege"),
+        ("ab/slow_stdout.txt", "ab"),
+        ("ab/flaky_keepalive_stdout.txt", "ab"),
+        ("wrk/flaky_latency.txt", "wrk"),
+        ("wrk/stall_timeout_latency.txt", "wrk"),
+        ("hey/slow_text.txt", "hey"),
+        ("hey/stall_timeout_text.txt", "hey"),
+        ("error-rule/hey_mostly500_text.txt", "hey"),
+    ] {
+        let bare = parse_as(&read(rel), Format::Auto).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let mut wrapped = console_preamble().into_bytes();
+        wrapped.extend_from_slice(&read(rel));
+        wrapped.extend_from_slice(CONSOLE_POSTAMBLE.as_bytes());
+        let runs = parse_as(&wrapped, Format::Auto)
+            .unwrap_or_else(|e| panic!("{rel} inside console output: {e}"));
+        assert_eq!(runs.len(), bare.len(), "{rel}");
+        for (got, want) in runs.iter().zip(&bare) {
+            assert_eq!(got.tool, tool, "{rel}");
+            assert_eq!(got.data.overall, want.data.overall, "{rel}");
+            assert_eq!(got.data.labels, want.data.labels, "{rel}");
+            assert_eq!(got.data.rejected_rows, want.data.rejected_rows, "{rel}");
+        }
+    }
+}

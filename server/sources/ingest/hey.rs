@@ -42,9 +42,10 @@ pub const PERCENTILE_RULE: &str =
 
 const CSV_HEADER: &[u8] = b"response-time,DNS+dialup,DNS,Request-write,";
 
-/// True when `prefix` is a hey CSV (its header) or a hey text report (`Summary:` followed
-/// by `  Total:` and, within the report, `Requests/sec:` and `Latency distribution:` or
-/// `Status code distribution:`).
+/// True when `prefix` is a hey CSV (its header) or holds a hey text report (a `Summary:`
+/// line — after any number of other lines: shell prompts, `date` output — followed by
+/// `  Total:` and, within the report, `Latency distribution:` or `Status code
+/// distribution:`).
 pub fn looks_like(prefix: &[u8]) -> bool {
     let trimmed = prefix.trim_ascii_start();
     if trimmed.starts_with(CSV_HEADER) {
@@ -52,7 +53,7 @@ pub fn looks_like(prefix: &[u8]) -> bool {
     }
     let text = String::from_utf8_lossy(prefix);
     let mut lines = text.lines().map(str::trim_end);
-    let summary = lines.by_ref().take(20).position(|l| l.trim() == "Summary:");
+    let summary = lines.by_ref().position(|l| l.trim() == "Summary:");
     summary.is_some()
         && text.contains("\n  Total:\t")
         && text.contains("secs")
@@ -180,6 +181,12 @@ fn parse_text<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>,
                 "Error distribution:" => "errors",
                 _ => "",
             };
+            continue;
+        }
+        // Every line of a section is indented: an unindented one (a shell prompt, `date`
+        // output after the report) ends it.
+        if !raw.starts_with([' ', '\t']) && !line.is_empty() {
+            section = "";
             continue;
         }
         if line.is_empty() {

@@ -372,10 +372,10 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     if jmeter_csv::detect(prefix).is_some() {
         return Some(Format::JmeterCsv);
     }
-    // ab writes its banner first, but a nohup.out may start with a line of the shell's.
+    // ab writes its banner first, but console output (a nohup.out) may hold any number of
+    // other lines before it: look through the whole prefix.
     let ab = prefix
         .split(|&b| b == b'\n')
-        .take(50)
         .any(|line| line.starts_with(b"This is ApacheBench") || line.starts_with(b"Benchmarking "));
     ab.then_some(Format::Ab)
 }

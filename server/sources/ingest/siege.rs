@@ -32,27 +32,48 @@ use crate::domain::runs::{RejectedRow, Stats};
 
 const MB: f64 = 1_048_576.0;
 
-/// True when `prefix` is a siege log (its header) or a siege JSON summary.
+/// True when `prefix` is a siege log (its header) or holds a siege JSON summary, also
+/// inside console output (any lines before it: siege's banner, a first-run notice, shell
+/// prompts; and after it: the "LOG FILE:" notice).
 pub fn looks_like(prefix: &[u8]) -> bool {
     let t = prefix.trim_ascii_start();
     if t.starts_with(b"Date & Time,") && t.windows(6).any(|w| w == b"Trans,") {
         return true;
     }
-    let compact: Vec<u8> = t
-        .iter()
-        .take(256)
-        .copied()
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
-    compact.starts_with(br#"{"transactions":"#)
+    summary_offset(prefix).is_some()
+}
+
+/// The byte offset of the first line that opens a siege JSON summary (`{` and then,
+/// whitespace aside, `"transactions":`).
+fn summary_offset(text: &[u8]) -> Option<usize> {
+    let mut pos = 0;
+    for line in text.split(|&b| b == b'\n') {
+        let t = line.trim_ascii_start();
+        if t.starts_with(b"{") {
+            let offset = pos + (line.len() - t.len());
+            let compact: Vec<u8> = text[offset..]
+                .iter()
+                .take(256)
+                .copied()
+                .filter(|b| !b.is_ascii_whitespace())
+                .collect();
+            if compact.starts_with(br#"{"transactions":"#) {
+                return Some(offset);
+            }
+        }
+        pos += line.len() + 1;
+    }
+    None
 }
 
 /// Reads a siege log (one run per row) or a siege JSON summary (one run).
 pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
     let text = read_text(input, source_name, "siege log or summary")?;
     let start = text.trim_start();
-    if start.starts_with('{') {
-        return parse_summary(&text, source_name);
+    if !start.starts_with("Date & Time,")
+        && let Some(offset) = summary_offset(text.as_bytes())
+    {
+        return parse_summary(&text[offset..], source_name);
     }
     if !start.starts_with("Date & Time,") {
         return Err(invalid(

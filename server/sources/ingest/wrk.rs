@@ -48,9 +48,11 @@ pub const PERCENTILE_RULE: &str =
     "wrk: hdr_value_at_percentile on an HdrHistogram of µs values (3 significant digits)";
 
 /// True when `prefix` looks like a wrk or wrk2 text report: a line starting
-/// `Running ` and holding ` test @ ` within the first 50 lines.
+/// `Running ` and holding ` test @ ` anywhere in it (console output may hold other lines
+/// before the report).
 pub fn looks_like(prefix: &[u8]) -> bool {
-    prefix.split(|&b| b == b'\n').take(50).any(|line| {
+    // Anywhere in the prefix: console output may hold any lines before the report.
+    prefix.split(|&b| b == b'\n').any(|line| {
         let line = line.trim_ascii_start();
         line.starts_with(b"Running ") && line.windows(8).any(|w| w == b" test @ ")
     })
