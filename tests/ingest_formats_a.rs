@@ -872,6 +872,74 @@ fn locust_stats_history_alone_is_an_over_time_summary() {
     assert_eq!(d.reported["peak_users"], 6.0);
 }
 
+/// Issue 12: a Locust `_stats_history.csv` is a time-series run. Real file: Locust 2.x,
+/// a 20 s ramp to 8 users (`locust/history/SOURCE.md`). Expected per-second figures
+/// computed independently with Python's `csv` over the `Aggregated` rows: count and
+/// failures = differences of `Total Request Count` / `Total Failure Count` between rows,
+/// each in the second that starts at the previous row's `Timestamp`.
+#[test]
+fn locust_stats_history_is_a_time_series_run() {
+    let run = one_run(&fixture("locust/history/ramp_stats_history.csv"), "locust");
+    let d = &run.data;
+    assert_eq!(d.rejected_rows, 0, "{:?}", d.rejected);
+    let o = &d.overall;
+    // The last Aggregated row's cumulative totals (equal to ramp_stats.csv's).
+    assert_eq!((o.count, o.errors), (749, 44));
+    // First second with requests 1796139685, last 1796139703: 19 s.
+    assert_eq!(o.first_start_ms, Some(1_796_139_685_000));
+    assert_eq!(o.window_ms, Some(19_000));
+    assert_eq!(o.throughput_rps, Some(749.0 / 19.0));
+    let run_buckets: Vec<(i64, u64, u64, Option<u32>)> = d
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| {
+            (
+                b.start_ms / 1000 - 1_796_139_684,
+                b.count,
+                b.errors,
+                b.active_users,
+            )
+        })
+        .collect();
+    let counts: Vec<u64> = run_buckets.iter().map(|b| b.1).collect();
+    assert_eq!(
+        counts,
+        [
+            0, 8, 8, 16, 16, 26, 24, 34, 31, 39, 35, 47, 46, 56, 53, 61, 58, 61, 66, 64
+        ]
+    );
+    let failures: Vec<u64> = run_buckets.iter().map(|b| b.2).collect();
+    assert_eq!(
+        failures,
+        [0, 0, 1, 0, 1, 3, 1, 2, 2, 3, 1, 4, 3, 4, 3, 3, 3, 3, 4, 3]
+    );
+    let users: Vec<Option<u32>> = run_buckets.iter().map(|b| b.3).collect();
+    assert_eq!(users[1..].first(), Some(&Some(1)));
+    assert_eq!(users.last(), Some(&Some(8)));
+    assert!(users.windows(2).all(|w| w[0] <= w[1]), "a ramp: {users:?}");
+    // Locust's trailing Requests/s lags: at 1796139696 it wrote 19.9 /s while 47
+    // requests had completed in the second before.
+    let row = d.reported["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["time_ms"] == 1_796_139_696_000i64)
+        .unwrap();
+    assert_eq!(row["requests_per_s"].as_f64(), Some(19.888889));
+    assert_eq!(row["bucket_start_ms"], 1_796_139_695_000i64);
+    assert_eq!(row["window_percentiles_ms"]["95%"].as_f64(), Some(49.0));
+    // Per endpoint too.
+    let slow: u64 = d
+        .buckets
+        .iter()
+        .filter(|b| b.label.as_deref() == Some("GET /slow"))
+        .map(|b| b.count)
+        .sum();
+    assert_eq!(slow, label(d, "GET /slow").count);
+    assert_eq!(label(d, "GET /flaky").errors, 44);
+}
+
 #[test]
 fn locust_json_percentiles_by_locusts_rule() {
     let run = one_run(&fixture("locust/run_final_stats.json"), "locust");

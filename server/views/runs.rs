@@ -131,7 +131,35 @@ pub async fn series_for(
             .find(|s| &s.label == l)
             .and_then(|s| s.stats.last_end_ms),
     };
-    Ok(timeseries::build(label, &bucket_ins(&rows), last_end_ms))
+    let mut series = timeseries::build(label.clone(), &bucket_ins(&rows), last_end_ms);
+    if label.is_none() && run.reported["input"] == "stats_history.csv" {
+        let rows = locust_history_percentiles(&run.reported);
+        timeseries::use_reported_percentiles(&mut series, &rows, "locust", timeseries::LOCUST_NOTE);
+    }
+    Ok(series)
+}
+
+/// The per-row percentiles of a Locust stats-history run (`reported.history`, written by
+/// `sources::ingest::locust`).
+fn locust_history_percentiles(
+    reported: &serde_json::Value,
+) -> Vec<timeseries::ReportedPercentiles> {
+    let Some(rows) = reported["history"].as_array() else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter_map(|r| {
+            let p = &r["window_percentiles_ms"];
+            Some(timeseries::ReportedPercentiles {
+                bucket_start_ms: r["bucket_start_ms"].as_i64()?,
+                p50_ms: p["50%"].as_f64(),
+                p90_ms: p["90%"].as_f64(),
+                p95_ms: p["95%"].as_f64(),
+                p99_ms: p["99%"].as_f64(),
+                max_ms: p["100%"].as_f64(),
+            })
+        })
+        .collect()
 }
 
 /// Stored bucket rows as the series and capacity code reads them.

@@ -302,3 +302,57 @@ async fn apdex_counts_failed_samples_as_frustrated() {
     let how = crate::helpers::select_texts(&page, "#how-computed");
     assert!(how[0].contains("failed samples are frustrated"), "{how:?}");
 }
+
+/// Issue 12: a Locust stats history is a run over time: the page draws its charts (it
+/// used to show a summary only), and the series carries per-second requests from the
+/// cumulative totals, Locust's users and the percentiles Locust reported per row.
+#[tokio::test]
+async fn locust_stats_history_has_charts_with_locusts_percentiles() {
+    let app = spawn_app().await;
+    let id = app
+        .import("", fixture("locust/history/ramp_stats_history.csv"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(d["started_at_ms"], 1_796_139_685_000i64);
+    let s = app
+        .get(&format!("/api/v1/runs/{id}/timeseries"))
+        .await
+        .json();
+    assert_eq!(s["percentiles_reported_by"], "locust");
+    let t: Vec<i64> = serde_json::from_value(s["t_ms"].clone()).unwrap();
+    let at = |ms: i64| t.iter().position(|&x| x == ms).unwrap();
+    let i = at(1_796_139_695_000);
+    // 284 − 237 requests in that second; Locust's row at …696 said p95 49 ms, 8 users
+    // later on.
+    assert_eq!(s["count"][i], 47);
+    assert_eq!(s["p95_ms"][i], 49.0);
+    assert_eq!(s["active_users"][i], 6);
+    assert_eq!(
+        s["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .sum::<u64>(),
+        749
+    );
+    let page = app.get(&format!("/console/runs/{id}")).await;
+    let html = page.html();
+    assert_eq!(
+        crate::helpers::select_texts(&html, "#charts-h"),
+        ["Over time"]
+    );
+    assert!(
+        page.text().contains("percentiles as reported by Locust"),
+        "chart caption"
+    );
+    // A plain stats.csv stays a summary without charts.
+    let id = app.import("", fixture("locust/run_stats.csv")).await.json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let html = app.get(&format!("/console/runs/{id}")).await.html();
+    assert!(crate::helpers::select_texts(&html, "#charts-h").is_empty());
+}

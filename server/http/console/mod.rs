@@ -567,6 +567,10 @@ struct RunPage {
     status_rule: bool,
     /// ab's Length failures (not errors), formatted, when there were any.
     length_failures: Option<String>,
+    /// The run has per-second buckets (every raw run; a Locust stats history too).
+    has_series: bool,
+    /// Who computed the chart's percentiles when not harrier (Locust's stats history).
+    percentiles_reported_by: Option<String>,
     apdex_t_ms: u64,
     /// The saturation statement, when the run ramped and saturated.
     capacity: Option<CapacityView>,
@@ -802,6 +806,8 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         rejected,
         reported: reported_rows(&run.reported),
         status_codes: status_code_rows(&run.reported),
+        has_series: !series.t_ms.is_empty(),
+        percentiles_reported_by: series.percentiles_reported_by.map(tool_name),
         status_rule: STATUS_RULE_TOOLS.contains(&run.tool.as_str()),
         length_failures: run.reported["length_failures"]["count"]
             .as_i64()
