@@ -379,6 +379,32 @@ fn oha_json_timeouts_are_errors() {
     assert_eq!(o.throughput_rps, Some(19.202949076466695));
 }
 
+/// oha's text report (`--no-tui`), as printed: 161 responses + 39 time-outs; "Success
+/// rate: 80.50%" = 161 / 200.
+#[test]
+fn oha_text_report_as_printed() {
+    let run = parse_one(&read("oha/stall_timeout_text.txt"), Format::Oha, "oha");
+    assert!(run.data.summary_only);
+    let o = &run.data.overall;
+    assert_eq!(
+        basics(o),
+        (200, 39, Some(0.3924), Some(35.9617), Some(49.4946))
+    );
+    assert_eq!(o.error_pct, Some(19.5));
+    assert_eq!(
+        pcts(o),
+        [Some(43.9315), Some(44.1346), Some(46.1445), Some(48.162)]
+    );
+    assert_eq!(o.window_ms, Some(11_851));
+    assert_eq!(o.throughput_rps, Some(16.8763));
+    // "Total data: 1.42 KiB": only as exact as printed.
+    assert_eq!(o.bytes_received, 1454);
+    let r = &run.data.reported;
+    assert_eq!(r["status_codes"], json!({"200": 161}));
+    assert_eq!(r["error_distribution"], json!({"timeout": 39}));
+    assert_eq!(r["latency_percentiles_ms"]["p99.99"], json!(49.4946));
+}
+
 /// Expected figures computed independently with Python over the same file: `csv`,
 /// `Decimal(s) * 1000` rounded `ROUND_HALF_UP` to whole ms, nearest rank.
 #[test]
@@ -766,6 +792,8 @@ fn auto_picks_each_parser() {
         ("hey/flaky.csv", "hey"),
         ("oha/flaky_300_json.json", "oha"),
         ("oha/slow_150.csv", "oha"),
+        // hey's layout plus "Success rate:": oha's, not hey's.
+        ("oha/stall_timeout_text.txt", "oha"),
         ("vegeta/SYNTHETIC_results.json", "vegeta"),
         ("autocannon/flaky.json", "autocannon"),
         ("artillery/report.json", "artillery"),
@@ -837,7 +865,7 @@ fn console_preamble() -> String {
 const CONSOLE_POSTAMBLE: &str =
     "\nLOG FILE: /var/log/siege.log\n$ date\nTue Dec  1 15:25:09 UTC 2026\nuser@host:~$ exit\n";
 
-/// Issue 12: a report inside console output (siege's JSON summary, ab, wrk, hey) is found
+/// Issue 12: a report inside console output (siege's JSON summary, ab, wrk, hey, oha) is found
 /// with any lines before and after it, and gives the same figures as the bare file.
 #[test]
 fn reports_inside_console_output_read_as_the_bare_file() {
@@ -850,6 +878,7 @@ fn reports_inside_console_output_read_as_the_bare_file() {
         ("hey/slow_text.txt", "hey"),
         ("hey/stall_timeout_text.txt", "hey"),
         ("error-rule/hey_mostly500_text.txt", "hey"),
+        ("oha/stall_timeout_text.txt", "oha"),
     ] {
         let bare = parse_as(&read(rel), Format::Auto).unwrap_or_else(|e| panic!("{rel}: {e}"));
         let mut wrapped = console_preamble().into_bytes();
