@@ -439,7 +439,9 @@ impl SqliteStore {
         &self,
         id: i64,
     ) -> Result<Vec<(Distribution, Option<Distribution>)>> {
-        let rows: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = sqlx::query_as(
+        // (distribution, failed_distribution), each possibly NULL.
+        type Blobs = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let rows: Vec<Blobs> = sqlx::query_as(
             "SELECT distribution, failed_distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
         )
         .bind(id)
