@@ -332,6 +332,10 @@ fn oha_json_report_as_written() {
     );
     assert_eq!(run.data.reported["error_responses"], json!(77));
     assert_eq!(
+        run.data.reported["status_codes"],
+        json!({"200": 223, "500": 77})
+    );
+    assert_eq!(
         pcts(o),
         [
             Some(43.991048),

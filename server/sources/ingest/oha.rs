@@ -334,6 +334,11 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
         "units".into(),
         json!("as oha wrote them: seconds, except metrics.latency_ms"),
     );
+    // One name for the status-code table across tools (the API's `reported.status_codes`).
+    reported.insert(
+        "status_codes".into(),
+        codes.map_or(Value::Null, |m| Value::Object(m.clone())),
+    );
     if let Value::Object(m) = v {
         reported.extend(m);
     }
