@@ -664,8 +664,13 @@ impl Store {
         dispatch!(self, db => db.run_distribution(id, label).await)
     }
 
-    /// Every scope's distribution of a run, in scope order (0 = run total).
-    pub async fn run_distributions(&self, id: i64) -> Result<Vec<Distribution>> {
+    /// Every scope's distribution of a run, in scope order (0 = run total), with the
+    /// distribution of its failed samples (`None`: not stored — a summary-only run or one
+    /// imported before harrier kept it).
+    pub async fn run_distributions(
+        &self,
+        id: i64,
+    ) -> Result<Vec<(Distribution, Option<Distribution>)>> {
         dispatch!(self, db => db.run_distributions(id).await)
     }
 

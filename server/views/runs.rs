@@ -3,7 +3,7 @@
 //! page and `/api/v1/runs/{id}…`.
 
 use crate::domain::runs::capacity::{self, Capacity};
-use crate::domain::runs::distribution::Apdex;
+use crate::domain::runs::distribution::{Apdex, Distribution};
 use crate::domain::runs::timeseries::{self, BucketIn};
 use crate::error::{Error, Result};
 use crate::store::{BucketRow, RunDetail, Store};
@@ -53,11 +53,23 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         .await?
         .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
     let t = apdex_t_ms;
+    let scope_errors: Vec<u64> = std::iter::once(run.overall.errors)
+        .chain(run.labels.iter().map(|l| l.stats.errors))
+        .collect();
+    // Failed samples are frustrated; a run stored before their distribution was kept can
+    // only be scored when it had no failure.
     let apdex = store
         .run_distributions(id)
         .await?
         .iter()
-        .map(|d| d.apdex(t))
+        .enumerate()
+        .map(|(i, (d, failed))| match failed {
+            Some(f) => d.apdex(t, f),
+            None if scope_errors.get(i).copied().unwrap_or(0) == 0 => {
+                d.apdex(t, &Distribution::default())
+            }
+            None => None,
+        })
         .collect();
     let rows = store.run_buckets(id, None).await?.unwrap_or_default();
     let capacity = capacity::find(&bucket_ins(&rows));
@@ -119,7 +131,35 @@ pub async fn series_for(
             .find(|s| &s.label == l)
             .and_then(|s| s.stats.last_end_ms),
     };
-    Ok(timeseries::build(label, &bucket_ins(&rows), last_end_ms))
+    let mut series = timeseries::build(label.clone(), &bucket_ins(&rows), last_end_ms);
+    if label.is_none() && run.reported["input"] == "stats_history.csv" {
+        let rows = locust_history_percentiles(&run.reported);
+        timeseries::use_reported_percentiles(&mut series, &rows, "locust", timeseries::LOCUST_NOTE);
+    }
+    Ok(series)
+}
+
+/// The per-row percentiles of a Locust stats-history run (`reported.history`, written by
+/// `sources::ingest::locust`).
+fn locust_history_percentiles(
+    reported: &serde_json::Value,
+) -> Vec<timeseries::ReportedPercentiles> {
+    let Some(rows) = reported["history"].as_array() else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter_map(|r| {
+            let p = &r["window_percentiles_ms"];
+            Some(timeseries::ReportedPercentiles {
+                bucket_start_ms: r["bucket_start_ms"].as_i64()?,
+                p50_ms: p["50%"].as_f64(),
+                p90_ms: p["90%"].as_f64(),
+                p95_ms: p["95%"].as_f64(),
+                p99_ms: p["99%"].as_f64(),
+                max_ms: p["100%"].as_f64(),
+            })
+        })
+        .collect()
 }
 
 /// Stored bucket rows as the series and capacity code reads them.

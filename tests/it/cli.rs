@@ -155,3 +155,37 @@ fn runs_into_a_closed_pipe_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
 }
+
+/// Issue 12: hey and ab have no per-request success flag, so a response with status ≥ 400
+/// is an error (DESIGN.md). Real outputs against a server that answers 500 to 7 of 8
+/// requests (`fixtures/error-rule/`): the error rate is the share of 500s, and a gate on
+/// it fails with exit code 1.
+#[test]
+fn hey_and_ab_http_500s_are_errors_and_fail_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, pct) in [
+        ("error-rule/hey_mostly500_text.txt", "87.50 %"),
+        ("error-rule/hey_mostly500.csv", "87.50 %"),
+        ("error-rule/ab_mostly500_stdout.txt", "87.50 %"),
+    ] {
+        let _ = std::fs::remove_file(dir.path().join("h.db"));
+        let path = fixture(file);
+        let (ok, out, err) = run(
+            dir.path(),
+            &["import", path.to_str().unwrap(), "--db", "h.db"],
+        );
+        assert!(ok, "{file}: {out}{err}");
+        let (ok, out, _) = run(dir.path(), &["runs", "--db", "h.db"]);
+        assert!(ok);
+        assert!(out.contains(pct), "{file}: {out}");
+        let out = Command::new(HARRIER)
+            .args(["check", "1", "error_rate<1%", "--no-record", "--db", "h.db"])
+            .current_dir(dir.path())
+            .env_remove("HARRIER_CONFIG")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{file}: {text}");
+        assert!(text.contains("1 failed"), "{file}: {text}");
+    }
+}

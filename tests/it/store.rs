@@ -73,6 +73,7 @@ fn sample_run(buckets: usize) -> RunData {
         summary_only: false,
         reported: serde_json::json!({}),
         distributions: Vec::new(),
+        failed_distributions: Vec::new(),
     }
 }
 

@@ -84,6 +84,16 @@ impl LabelAcc {
         Distribution::from(&all)
     }
 
+    /// The failed samples among [`Self::distribution`]'s.
+    fn failed_distribution(&self) -> Distribution {
+        if self.transactions.count() == 0 {
+            return Distribution::from(self.requests.failed_histogram());
+        }
+        let mut all = self.requests.failed_histogram().clone();
+        all.merge(self.transactions.failed_histogram());
+        Distribution::from(&all)
+    }
+
     fn stats(&self) -> LabelStats {
         let stats = match (self.requests.count(), self.transactions.count()) {
             (_, 0) => self.requests.stats(),
@@ -283,8 +293,11 @@ impl RunBuilder {
         });
         let mut distributions = vec![Distribution::from(overall.histogram())];
         distributions.extend(labels.iter().map(LabelAcc::distribution));
+        let mut failed_distributions = vec![Distribution::from(overall.failed_histogram())];
+        failed_distributions.extend(labels.iter().map(LabelAcc::failed_distribution));
         RunData {
             distributions,
+            failed_distributions,
             overall: overall.stats(),
             labels: labels.iter().map(LabelAcc::stats).collect(),
             buckets,

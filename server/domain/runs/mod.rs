@@ -7,7 +7,9 @@
 //!
 //! Every figure follows the definitions in DESIGN.md ("Numbers must be true"):
 //! - response time = elapsed ms;
-//! - an error is the tool's success flag, never a guess from the response code;
+//! - an error is the tool's success flag, never a guess from the response code; tools
+//!   without one (hey, oha, wrk, vegeta, autocannon, siege, Artillery, ab) follow one rule,
+//!   transport errors plus HTTP status ≥ 400, applied by their parsers;
 //! - error % = errors / count × 100, `None` when count = 0;
 //! - percentile p = nearest rank on the exact values: the ⌈p/100 · n⌉-th smallest;
 //! - throughput = count / ((max(start + elapsed) − min(start)) / 1000 s), JMeter's definition;
@@ -180,6 +182,9 @@ pub struct RunData {
     /// Exact response-time distributions: index 0 the run total, then one per label in
     /// the order of `labels`. Empty for summary-only runs.
     pub distributions: Vec<distribution::Distribution>,
+    /// The failed samples' distributions, scope for scope as `distributions` (Apdex counts
+    /// failed samples as frustrated). Empty for summary-only runs.
+    pub failed_distributions: Vec<distribution::Distribution>,
 }
 
 /// What the importer knows about a run besides its samples.

@@ -561,6 +561,16 @@ struct RunPage {
     rejected_total: String,
     rejected_more: bool,
     reported: Vec<(String, String)>,
+    /// The response-status breakdown the tool reported: (code, count, counts as an error).
+    status_codes: Vec<(String, String, bool)>,
+    /// The tool has no per-request success flag: errors follow harrier's status rule.
+    status_rule: bool,
+    /// ab's Length failures (not errors), formatted, when there were any.
+    length_failures: Option<String>,
+    /// The run has per-second buckets (every raw run; a Locust stats history too).
+    has_series: bool,
+    /// Who computed the chart's percentiles when not harrier (Locust's stats history).
+    percentiles_reported_by: Option<String>,
     apdex_t_ms: u64,
     /// The saturation statement, when the run ramped and saturated.
     capacity: Option<CapacityView>,
@@ -569,6 +579,45 @@ struct RunPage {
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
     data_json: String,
     run: RunDetail,
+}
+
+/// Tools without a per-request success flag: an error is a transport error or a status
+/// ≥ 400 (DESIGN.md "Numbers must be true").
+const STATUS_RULE_TOOLS: &[&str] = &[
+    "hey",
+    "oha",
+    "wrk",
+    "vegeta",
+    "autocannon",
+    "siege",
+    "artillery",
+    "ab",
+];
+
+/// The status-code table of a run's reported figures (`status_codes`, or oha's
+/// `statusCodeDistribution`), sorted by code: (code, count, is an error).
+fn status_code_rows(reported: &serde_json::Value) -> Vec<(String, String, bool)> {
+    let table = reported
+        .get("status_codes")
+        .filter(|v| v.is_object())
+        .or_else(|| reported.get("statusCodeDistribution"));
+    let Some(map) = table.and_then(serde_json::Value::as_object) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<(String, i64)> = map
+        .iter()
+        .filter_map(|(code, n)| Some((code.clone(), n.as_i64()?)))
+        .collect();
+    rows.sort_by_key(|(code, _)| code.parse::<u32>().unwrap_or(u32::MAX));
+    rows.into_iter()
+        .map(|(code, n)| {
+            let error = code
+                .trim()
+                .parse::<u16>()
+                .map_or(true, |c| c == 0 || c >= 400);
+            (code, format::int(n), error)
+        })
+        .collect()
 }
 
 /// Flattens the tool's reported figures into (name, value) rows: nested objects become one
@@ -756,6 +805,14 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         rejected_more: run.rejected_rows > rejected.len() as i64,
         rejected,
         reported: reported_rows(&run.reported),
+        status_codes: status_code_rows(&run.reported),
+        has_series: !series.t_ms.is_empty(),
+        percentiles_reported_by: series.percentiles_reported_by.map(tool_name),
+        status_rule: STATUS_RULE_TOOLS.contains(&run.tool.as_str()),
+        length_failures: run.reported["length_failures"]["count"]
+            .as_i64()
+            .filter(|n| *n > 0)
+            .map(format::int),
         tags_text: run
             .tags
             .iter()

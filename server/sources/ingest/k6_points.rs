@@ -18,6 +18,14 @@
 //! - active users = the `vus` gauge (see [`super::active_users`]);
 //! - bytes are 0: k6 counts `data_sent`/`data_received` per iteration, not per request.
 //!
+//! **`http_req_duration` points only** (a file shrunk with `grep http_req_duration`, a
+//! common way to cut k6's very large JSON): when a duration point arrives and no
+//! `http_reqs` point has been seen (k6 writes a request's `http_reqs` point first), each
+//! duration point is one request, closed at once. Its failure comes from the
+//! `expected_response` tag (`"false"` = failed; k6's own flag, what `http_req_failed`
+//! would say); without that tag, from the `status` tag by harrier's rule for tools without
+//! a flag (status 0 or ≥ 400 fails). `group_duration` and every other metric never count.
+//!
 //! A file without any `http_req_failed` point (k6 < 0.31, or `responseCallback` set to
 //! null) has no failure flag: the error count is then unknown, and every error % is left
 //! empty (`None`) rather than shown as 0 (DESIGN.md: never guess failures from status).
@@ -66,6 +74,10 @@ pub struct Regrouper {
     users: ActiveUsers,
     saw_failed_metric: bool,
     without_failed: u64,
+    /// Requests read from an `http_req_duration` point alone (no `http_reqs` in the file).
+    duration_only: u64,
+    /// Of those, the ones whose failure came from `status` (no `expected_response` tag).
+    failure_from_status: u64,
     points: BTreeMap<String, u64>,
     by_status: BTreeMap<String, u64>,
     first_request_ns: Option<i64>,
@@ -84,6 +96,8 @@ impl Default for Regrouper {
             users: ActiveUsers::from_gauge(),
             saw_failed_metric: false,
             without_failed: 0,
+            duration_only: 0,
+            failure_from_status: 0,
             points: BTreeMap::new(),
             by_status: BTreeMap::new(),
             first_request_ns: None,
@@ -161,6 +175,21 @@ impl Regrouper {
                     );
                     return;
                 };
+                // k6 writes a request's http_reqs point before its duration: none seen
+                // at all means the file holds duration points only.
+                if pos.is_none() && !self.points.contains_key("http_reqs") {
+                    let failed = self.failure_from_tags(&tags);
+                    self.duration_only += 1;
+                    self.close(Open {
+                        line,
+                        time_ns,
+                        tags,
+                        reqs: true,
+                        duration_ns: Some(ns),
+                        failed,
+                    });
+                    return;
+                }
                 match pos {
                     Some(i) if self.open[i].duration_ns.is_none() => {
                         self.open[i].duration_ns = Some(ns)
@@ -195,6 +224,20 @@ impl Regrouper {
             if let Some(o) = self.open.pop_front() {
                 self.close(o);
             }
+        }
+    }
+
+    /// The failure of a request known from its duration point only: `expected_response`
+    /// (`"false"` fails), else `status` 0 or ≥ 400; `None` when neither tag is there.
+    fn failure_from_tags(&mut self, tags: &Tags) -> Option<bool> {
+        let tag = |name: &str| tags.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+        match (tag("expected_response"), tag("status")) {
+            (Some(expected), _) => Some(expected != "true"),
+            (None, Some(status)) => {
+                self.failure_from_status += 1;
+                Some(super::summary::is_error_status_text(status))
+            }
+            (None, None) => None,
         }
     }
 
@@ -263,7 +306,10 @@ impl Regrouper {
         let samples = self.builder.samples();
         let mut data = self.builder.finish();
         self.users.apply(&mut data);
-        let errors_known = self.saw_failed_metric;
+        // Duration-only files carry their failure in tags; a request without those tags
+        // leaves the error count unknown, as a file without http_req_failed does.
+        let errors_known =
+            self.saw_failed_metric || (self.duration_only > 0 && self.without_failed == 0);
         // Exact figures from the nanosecond durations.
         let mut all: Vec<u64> = Vec::with_capacity(samples as usize);
         for (label, durations) in &mut self.durations {
@@ -286,12 +332,16 @@ impl Regrouper {
             "last_request_utc": self.last_request_ns.and_then(utc),
             "vus_max": self.users.max(),
             "time_rule": "k6 stamps each request with its end; start = end − http_req_duration",
-            "errors": if errors_known {
+            "errors": if self.duration_only > 0 && errors_known {
+                Value::from("http_req_duration points only: expected_response = false (k6's flag), else status 0 or >= 400")
+            } else if errors_known {
                 Value::from("http_req_failed = 1")
             } else {
                 Value::from("unknown: the file has no http_req_failed points (k6 < 0.31 or responseCallback null)")
             },
             "requests_without_http_req_failed": self.without_failed,
+            "requests_from_http_req_duration_only": self.duration_only,
+            "failures_from_status_tag": self.failure_from_status,
         });
         if let (Value::Object(r), Value::Object(e)) = (&mut reported, extra) {
             r.extend(e);

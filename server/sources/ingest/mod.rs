@@ -16,7 +16,7 @@
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
 //! - [`wrk`]: wrk / wrk2 text reports (summary-only);
 //! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
-//! - [`oha`]: oha JSON report (summary-only) or CSV (raw);
+//! - [`oha`]: oha JSON or text report (summary-only) or CSV (raw);
 //! - [`vegeta`]: vegeta results as JSON lines (raw) or `report -type=json` (summary-only);
 //! - [`autocannon`]: autocannon `--json` result (summary-only);
 //! - [`artillery`]: Artillery 2.x JSON report (summary-only);
@@ -70,7 +70,7 @@ pub enum Format {
     Wrk,
     /// hey text report (summary-only) or `-o csv` (raw).
     Hey,
-    /// oha JSON report (summary-only) or CSV (raw).
+    /// oha JSON or text report (summary-only) or CSV (raw).
     Oha,
     /// vegeta results as JSON lines (raw) or `report -type=json` (summary-only).
     Vegeta,
@@ -312,7 +312,7 @@ fn parse_dyn(
 }
 
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), Gatling simulation.log text or binary (gatling), k6 --out json / --out csv / summary export (k6-json, k6-csv, k6-summary), Locust stats CSV, stats history CSV or --json (locust), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), Gatling simulation.log text or binary (gatling), k6 --out json / --out csv / summary export (k6-json, k6-csv, k6-summary), Locust stats CSV, stats history CSV or --json (locust), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON, text or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -342,11 +342,12 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
         return Some(Format::JmeterXml);
     }
-    if hey::looks_like(prefix) {
-        return Some(Format::Hey);
-    }
+    // oha before hey: oha's text report has hey's layout plus "Success rate:".
     if oha::looks_like(prefix) {
         return Some(Format::Oha);
+    }
+    if hey::looks_like(prefix) {
+        return Some(Format::Hey);
     }
     if vegeta::looks_like(prefix) {
         return Some(Format::Vegeta);
@@ -372,10 +373,10 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     if jmeter_csv::detect(prefix).is_some() {
         return Some(Format::JmeterCsv);
     }
-    // ab writes its banner first, but a nohup.out may start with a line of the shell's.
+    // ab writes its banner first, but console output (a nohup.out) may hold any number of
+    // other lines before it: look through the whole prefix.
     let ab = prefix
         .split(|&b| b == b'\n')
-        .take(50)
         .any(|line| line.starts_with(b"This is ApacheBench") || line.starts_with(b"Benchmarking "));
     ab.then_some(Format::Ab)
 }

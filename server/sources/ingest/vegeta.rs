@@ -7,8 +7,10 @@
 //! **Results** (`vegeta encode --to json`, one object per line: `attack, seq, code,
 //! timestamp, latency, bytes_out, bytes_in, error, body[, method, url, headers]`): each
 //! line is a [`Sample`]. start = `timestamp` (RFC 3339 with ns and a zone → epoch ms,
-//! truncated); elapsed = `latency` (ns) rounded half up to whole ms; success = vegeta's own
-//! rule, `200 ≤ code < 400` (code 0 = transport error: no response); response code =
+//! truncated); elapsed = `latency` (ns) rounded half up to whole ms; success = harrier's
+//! one rule for tools without a per-request success flag ([`ERROR_RULE`]): code 0
+//! (transport error: no response) or ≥ 400 fails (vegeta's own success ratio also fails
+//! the 1xx codes, which no final response carries); response code =
 //! `code`, message = `error` (vegeta sets it for transport errors and for codes outside
 //! 2xx/3xx); bytes = `bytes_in` / `bytes_out`; label = the URL's path when the line has
 //! `url` (vegeta ≥ 12.8), else [`ALL_REQUESTS_LABEL`]. Unlike wrk or hey, vegeta keeps
@@ -17,8 +19,8 @@
 //! them.
 //!
 //! **Report JSON** — mapping to [`Stats`], every figure "reported by vegeta": count =
-//! `requests`; errors = requests − Σ `status_codes` with 200 ≤ code < 400 (so error % =
-//! 100 − `success`·100); min/mean/max/p50/p90/p95/p99 = `latencies` (ns → ms; `min` and
+//! `requests`; errors = Σ `status_codes` with code 0 or ≥ 400, plus any requests the
+//! status table misses ([`ERROR_RULE`]); min/mean/max/p50/p90/p95/p99 = `latencies` (ns → ms; `min` and
 //! `90th` are missing in older versions); window = `duration` (the attack: earliest to
 //! latest request start); throughput = `rate` (requests / attack duration; vegeta's
 //! `throughput` counts successes over attack + wait and is kept in `reported`); bytes =
@@ -31,8 +33,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, error_pct, invalid, ns_to_ms, num, one_label_run, parse_json, read_text,
-    uint, url_path, url_without_scheme,
+    ALL_REQUESTS_LABEL, ERROR_RULE, error_pct, error_responses, invalid, is_error_status, ns_to_ms,
+    num, one_label_run, parse_json, read_text, uint, url_path, url_without_scheme,
 };
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{RunBuilder, Sample, Stats};
@@ -109,13 +111,9 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
             "not a vegeta JSON report: expected \"latencies\" and \"requests\"",
         ));
     };
-    let ok: u64 = v["status_codes"].as_object().map_or(0, |m| {
-        m.iter()
-            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| (200..400).contains(&c)))
-            .filter_map(|(_, n)| uint(Some(n)))
-            .sum()
-    });
-    let errors = requests.saturating_sub(ok);
+    let codes = v["status_codes"].as_object();
+    let listed: u64 = codes.map_or(0, |m| m.values().filter_map(|n| uint(Some(n))).sum());
+    let errors = (codes.map_or(0, error_responses) + requests.saturating_sub(listed)).min(requests);
     let l = |k: &str| num(lat.get(k)).map(ns_to_ms);
     let stats = Stats {
         count: requests,
@@ -140,7 +138,9 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
     reported.insert("percentile_rule".into(), json!(PERCENTILE_RULE));
     reported.insert(
         "errors_rule".into(),
-        json!("requests − responses with 200 ≤ code < 400 (vegeta's success rule)"),
+        json!(format!(
+            "{ERROR_RULE}: status_codes with code 0 or >= 400, + requests missing from status_codes"
+        )),
     );
     reported.insert(
         "units".into(),
@@ -225,7 +225,7 @@ fn parse_results<R: BufRead>(
         let code = r.code.to_string();
         let n = codes.entry(code.clone()).or_insert(json!(0));
         *n = json!(n.as_u64().unwrap_or(0) + 1);
-        let success = (200..400).contains(&r.code);
+        let success = !is_error_status(r.code);
         builder.push(&Sample {
             label: label.as_deref().unwrap_or(ALL_REQUESTS_LABEL),
             start_ms,
@@ -256,7 +256,7 @@ fn parse_results<R: BufRead>(
         "tool": "vegeta",
         "file": "vegeta encode --to json (one result per line)",
         "status_codes": codes,
-        "success_rule": "200 ≤ code < 400 (vegeta's own); code 0 = no response",
+        "errors_rule": ERROR_RULE,
         "elapsed_rule": "latency ns rounded half up to whole ms",
     });
     Ok(vec![ParsedRun {

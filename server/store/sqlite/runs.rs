@@ -432,17 +432,29 @@ impl SqliteStore {
         }))
     }
 
-    /// Every scope's distribution of a run, in scope order (0 = run total).
-    pub async fn run_distributions(&self, id: i64) -> Result<Vec<Distribution>> {
-        let rows: Vec<(Option<Vec<u8>>,)> = sqlx::query_as(
-            "SELECT distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+    /// Every scope's distribution of a run, in scope order (0 = run total), with the
+    /// distribution of its failed samples (`None`: not stored — a summary-only run or one
+    /// imported before harrier kept it).
+    pub async fn run_distributions(
+        &self,
+        id: i64,
+    ) -> Result<Vec<(Distribution, Option<Distribution>)>> {
+        // (distribution, failed_distribution), each possibly NULL.
+        type Blobs = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let rows: Vec<Blobs> = sqlx::query_as(
+            "SELECT distribution, failed_distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
         )
         .bind(id)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
             .into_iter()
-            .map(|(b,)| b.and_then(|b| Distribution::decode(&b)).unwrap_or_default())
+            .map(|(b, f)| {
+                (
+                    b.and_then(|b| Distribution::decode(&b)).unwrap_or_default(),
+                    f.and_then(|f| Distribution::decode(&f)),
+                )
+            })
             .collect())
     }
 
@@ -760,11 +772,18 @@ async fn insert_aggregates(
             .filter(|d| !d.is_empty())
             .map(|d| d.encode())
     };
+    // An empty blob (not NULL) when the scope had no failure: "none", not "unknown".
+    let failed_blob = |ord: i64| {
+        data.failed_distributions
+            .get(ord as usize)
+            .map(|d| d.encode())
+    };
     for chunk in scopes.chunks(chunk_rows(20)) {
         let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
             "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
              mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
-             window_ms, throughput_rps, bytes_received, bytes_sent, distribution) ",
+             window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
+             failed_distribution) ",
         );
         qb.push_values(chunk, |mut b, (ord, label, l)| {
             let s = &l.stats;
@@ -787,7 +806,8 @@ async fn insert_aggregates(
                 .push_bind(s.throughput_rps)
                 .push_bind(to_i64(s.bytes_received))
                 .push_bind(to_i64(s.bytes_sent))
-                .push_bind(blob(*ord));
+                .push_bind(blob(*ord))
+                .push_bind(failed_blob(*ord));
         });
         qb.build().execute(&mut **tx).await?;
     }
