@@ -318,6 +318,39 @@ pub fn fingerprint(labels: &Labels) -> String {
     format!("{h:016x}")
 }
 
+/// The idempotency key of one group notification, sent as the `Idempotency-Key` header:
+/// the same for every attempt at the same notice — a retry after a failed send, or a
+/// resend after a crash between the send and its record (delivery is at least once) — and
+/// different for the next notice of the group. Derived from the channel, the group, the
+/// group's last recorded notification (`notified_at_ms`) and the fingerprints of the
+/// firing and resolved alerts sent: FNV-1a 64 as hex, like [`fingerprint`].
+pub fn notification_key(
+    channel: &str,
+    group_key: &str,
+    notified_at_ms: Option<i64>,
+    firing: &[String],
+    resolved: &[String],
+) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    let mut add = |bytes: &[u8]| {
+        for b in bytes.iter().chain([0xff].iter()) {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+    };
+    add(channel.as_bytes());
+    add(group_key.as_bytes());
+    add(&notified_at_ms.unwrap_or(-1).to_le_bytes());
+    let mut sorted: Vec<&String> = firing.iter().collect();
+    sorted.sort();
+    sorted.iter().for_each(|f| add(f.as_bytes()));
+    add(b"resolved");
+    let mut sorted: Vec<&String> = resolved.iter().collect();
+    sorted.sort();
+    sorted.iter().for_each(|f| add(f.as_bytes()));
+    format!("{h:016x}")
+}
+
 /// RFC 3339 UTC to the second, as Alertmanager writes it; `0001-01-01T00:00:00Z` for none.
 pub fn rfc3339(ms: Option<i64>) -> String {
     let Some(ms) = ms else {
