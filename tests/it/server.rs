@@ -13,7 +13,7 @@ use harrier::store::Store;
 const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
 
 /// A child process killed when dropped.
-struct Proc(Child);
+pub(crate) struct Proc(Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -24,7 +24,7 @@ impl Drop for Proc {
 
 /// Starts `harrier serve` on a free port of 127.0.0.1 with `config` as harrier.toml,
 /// optionally under a lower open-file limit; returns the process and its base URL.
-fn start(dir: &Path, config: &str, nofile: Option<u32>) -> (Proc, String) {
+pub(crate) fn start(dir: &Path, config: &str, nofile: Option<u32>) -> (Proc, String) {
     let toml = dir.join("harrier.toml");
     std::fs::write(&toml, config).unwrap();
     let mut cmd = match nofile {
