@@ -34,15 +34,13 @@ fn readme_curl_commands() -> Vec<String> {
         }
         pending.push_str(piece.trim());
         // Continued: a trailing backslash, or a single-quoted body still open.
-        let open_quote = pending.matches('\'').count() % 2 == 1;
+        let open_quote = !pending.matches('\'').count().is_multiple_of(2);
         if line.trim_end().ends_with('\\') || open_quote {
             continue;
         }
         // A trailing shell comment is documentation, not part of the command.
         let command = match pending.find("  #") {
-            Some(i)
-                if !pending[..i].contains('\'') || pending[..i].matches('\'').count() % 2 == 0 =>
-            {
+            Some(i) if pending[..i].matches('\'').count().is_multiple_of(2) => {
                 pending[..i].trim_end().to_string()
             }
             _ => pending.clone(),
