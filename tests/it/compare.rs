@@ -366,6 +366,19 @@ async fn compare_page_shows_deltas_and_badges_and_the_pickers() {
     assert_eq!(r.status, StatusCode::NOT_FOUND, "the first run has none");
     let run_page = app.get(&format!("/console/runs/{slow}")).await.html();
     assert_eq!(select_texts(&run_page, "#compare-baseline").len(), 1);
+    assert_eq!(select_texts(&run_page, "a#compare-previous").len(), 1);
+    // The scenario's first run has nothing to be compared with: no link to a 404, the
+    // actions are shown disabled with the reason.
+    let first_page = app.get(&format!("/console/runs/{base}")).await.html();
+    assert!(select_texts(&first_page, "a#compare-previous").is_empty());
+    assert!(select_texts(&first_page, "a#compare-baseline").is_empty());
+    let sel = scraper::Selector::parse("button#compare-previous[disabled]").unwrap();
+    let disabled = first_page.select(&sel).next().expect("a disabled action");
+    assert!(
+        disabled.value().attr("title").unwrap().contains("No earlier run"),
+        "{:?}",
+        disabled.value().attr("title")
+    );
     assert_eq!(select_texts(&run_page, "#baseline-pin").len(), 1);
     // The runs list: a checkbox per run and the Compare button.
     let runs = app.get("/console/runs").await.html();

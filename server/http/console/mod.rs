@@ -542,6 +542,10 @@ pub struct ErrorView {
 #[template(path = "run.html")]
 struct RunPage {
     nav: &'static str,
+    /// The run has a baseline / a previous run of its scenario to be compared with (the
+    /// actions are offered only then; disabled with the reason otherwise).
+    has_baseline: bool,
+    has_previous: bool,
     /// When an alert rule failed the run while live: (rule, unix ms, time, value).
     failed: Option<(String, i64, String, String)>,
     tool_name: String,
@@ -752,9 +756,23 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
             ))
         }
     };
+    let (has_baseline, has_previous) = if run.scenario.is_some() {
+        (
+            crate::services::comparisons::auto_baseline(&state.store, run.id)
+                .await?
+                .is_some(),
+            crate::services::comparisons::previous_run(&state.store, run.id)
+                .await?
+                .is_some(),
+        )
+    } else {
+        (false, false)
+    };
     Ok(RunPage {
         failed,
         nav: "runs",
+        has_baseline,
+        has_previous,
         tool_name: tool_name(&run.tool),
         started: format::time(run.started_at_ms),
         imported: format::time(Some(run.imported_at_ms)),
