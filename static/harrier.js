@@ -507,7 +507,7 @@
       h('td', { 'data-value': run.tool || '' }, toolName(run.tool)),
       h('td', { class: 'num', 'data-value': dv(run.started_at_ms) }, start),
       h('td', { class: 'num', 'data-value': dv(run.duration_ms) }, valueNode(fmt.duration(run.duration_ms))),
-      h('td', { class: 'num', 'data-value': dv(run.count) }, valueNode(fmt.int(run.count))),
+      h('td', { class: 'num', 'data-value': dv(run.count) }, valueNode(run.count > 0 ? fmt.int(run.count) : NULL_TEXT)),
       h('td', { class: bad ? 'num bad' : 'num', 'data-value': dv(run.error_pct) }, valueNode(fmt.pct(run.error_pct))),
       h('td', { class: 'num', 'data-value': dv(run.p95_ms) }, valueNode(fmt.ms(run.p95_ms))),
       h('td', { class: 'num', 'data-value': dv(run.throughput_rps) }, valueNode(fmt.rps(run.throughput_rps))),

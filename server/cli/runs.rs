@@ -59,7 +59,7 @@ pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
                 .take(32)
                 .collect::<String>(),
             r["tool"].as_str().unwrap_or_default(),
-            format::int(r["count"].as_i64().unwrap_or_default()),
+            format::count(r["count"].as_i64().unwrap_or_default()),
             format::pct(r["error_pct"].as_f64()),
             format::ms(r["p95_ms"].as_f64()),
             format::rps(r["throughput_rps"].as_f64()),

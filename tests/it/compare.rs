@@ -375,7 +375,11 @@ async fn compare_page_shows_deltas_and_badges_and_the_pickers() {
     let sel = scraper::Selector::parse("button#compare-previous[disabled]").unwrap();
     let disabled = first_page.select(&sel).next().expect("a disabled action");
     assert!(
-        disabled.value().attr("title").unwrap().contains("No earlier run"),
+        disabled
+            .value()
+            .attr("title")
+            .unwrap()
+            .contains("No earlier run"),
         "{:?}",
         disabled.value().attr("title")
     );
@@ -637,6 +641,19 @@ async fn published_seeds_compare_and_trend() {
             .iter()
             .any(|t| t.contains("Summary-only"))
     );
+    // Published figures without a request count show "–", not "0".
+    let runs = app.get("/console/runs").await.html();
+    let row = select_texts(
+        &runs,
+        &format!("#runs-table tr[data-run-id=\"{soa_old}\"] td"),
+    );
+    assert!(
+        row.iter().any(|c| c == "–") && !row.iter().any(|c| c == "0"),
+        "{row:?}"
+    );
+    let run = app.get(&format!("/console/runs/{soa_old}")).await.html();
+    let kpis = select_texts(&run, ".kpi-value");
+    assert_eq!(kpis[0], "–", "{kpis:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

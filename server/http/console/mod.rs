@@ -165,7 +165,7 @@ impl From<&RunListItem> for RunRowView {
             duration_raw: r.duration_ms.map(|d| d.to_string()).unwrap_or_default(),
             duration: format::duration(r.duration_ms),
             count_raw: r.count,
-            count: format::int(r.count),
+            count: format::count(r.count),
             error_pct_raw: raw_f(r.error_pct),
             error_pct: format::pct(r.error_pct),
             error_bad: r.error_pct.is_some_and(|p| p > 0.0),
@@ -455,7 +455,7 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
     vec![
         kpi(
             "Requests",
-            format::int(o.count as i64),
+            format::count(o.count as i64),
             match run.labels.len() {
                 1 => "1 label".to_string(),
                 n => format!("{n} labels"),
