@@ -494,6 +494,9 @@
   function runRow(run) {
     const nameCell = h('td', { class: 'name', 'data-value': run.name || '' },
       h('a', { href: run.url || '/console/runs/' + run.id }, run.name || '#' + run.id));
+    if (run.status === 'live') {
+      nameCell.append(' ', h('span', { class: 'badge info dot', title: 'Being streamed in now; its figures grow until it completes' }, 'live'));
+    }
     if (run.summary_only) {
       nameCell.append(' ', h('span', { class: 'badge muted', title: 'Only aggregate figures reported by the tool; no per-sample data' }, 'summary'));
     }

@@ -219,7 +219,7 @@ impl LiveRuns {
                     let id = self
                         .store
                         .create_live_run(&NewRun {
-                            name: format!("{} (live)", run.scenario),
+                            name: run.scenario.clone(),
                             scenario: Some(run.scenario.clone()),
                             tool: run.sender.tool().to_string(),
                             source: Some("InfluxDB line protocol".to_string()),

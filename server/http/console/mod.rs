@@ -128,6 +128,8 @@ pub struct RunRowView {
     pub tool: String,
     pub tool_name: String,
     pub summary_only: bool,
+    /// Still being streamed in (a live run).
+    pub live: bool,
     pub started_raw: i64,
     pub started: String,
     /// True when the tool gave no start time and `started` is the import time.
@@ -159,6 +161,7 @@ impl From<&RunListItem> for RunRowView {
             tool: r.tool.clone(),
             tool_name: tool_name(&r.tool),
             summary_only: r.summary_only,
+            live: r.status == "live",
             started_raw: r.started_at_ms.unwrap_or(r.imported_at_ms),
             started: format::time(r.started_at_ms.or(Some(r.imported_at_ms))),
             started_is_import: r.started_at_ms.is_none(),
