@@ -279,12 +279,51 @@ async fn the_shipped_ramp_stops_growing_where_its_chart_levels_off() {
         "{statement}"
     );
     assert!(!statement.contains(" 8 users"), "{statement}");
+    eprintln!("checkout-ramp.jtl: {statement} (chart plateau {plateau:.1} req/s)");
     // No breach on a lone second: any breach is at a load past the knee's left step.
     for breach in ["latency_breach", "error_breach"] {
         if let Some(u) = c[breach]["users"].as_u64() {
             assert!(u >= 12, "{breach} at {u} users: {c}");
         }
     }
+}
+
+/// Issue 12: a real ramp against a service of known capacity. Locust stepped 4 → 24 users
+/// (100 ms think time) against 4 workers of 50 ms on 127.0.0.1
+/// (tests/fixtures/saturation/SOURCE.md): by construction throughput stops growing at
+/// N · (S + Z) / S = 12 users, at N / S = 80 requests/s.
+#[tokio::test]
+async fn a_locust_ramp_stops_growing_at_the_pools_capacity() {
+    let app = spawn_app().await;
+    let id = app
+        .import("", fixture("saturation/steps_stats_history.csv"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let c = app.get(&format!("/api/v1/runs/{id}")).await.json()["capacity"].clone();
+    let (workers, service_s, think_s) = (4.0, 0.050, 0.100);
+    let knee_users = c["knee"]["users"].as_f64().unwrap_or(0.0);
+    let knee_rps = c["knee"]["throughput_rps"].as_f64().unwrap_or(0.0);
+    let truth_users: f64 = workers * (service_s + think_s) / service_s;
+    let truth_rps: f64 = workers / service_s;
+    assert!(
+        (knee_users - truth_users).abs() <= 0.15 * truth_users,
+        "knee at {knee_users} users, truth {truth_users}: {c}"
+    );
+    assert!(
+        (knee_rps - truth_rps).abs() <= 0.10 * truth_rps,
+        "knee at {knee_rps} req/s, truth {truth_rps}: {c}"
+    );
+    assert!(c["error_breach"].is_null(), "no failures: {c}");
+    eprintln!("steps_stats_history.csv: {}", c["statement"]);
+    assert!(
+        c["statement"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("throughput stops growing at ~{knee_users} users")),
+        "{c}"
+    );
 }
 
 /// Issue 12: a hey run whose responses were mostly HTTP 500 shows its error rate, its

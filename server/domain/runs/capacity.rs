@@ -565,8 +565,18 @@ mod tests {
         let rows = service.run(&steps, 7);
         let c = find(&buckets(&rows)).expect("a ramp");
         let knee = c.knee.as_ref().expect("throughput stopped growing");
-        assert_near(f64::from(knee.users), service.knee_users(), 0.15, "knee users");
-        assert_near(knee.throughput_rps, service.capacity_rps(), 0.10, "knee req/s");
+        assert_near(
+            f64::from(knee.users),
+            service.knee_users(),
+            0.15,
+            "knee users",
+        );
+        assert_near(
+            knee.throughput_rps,
+            service.capacity_rps(),
+            0.10,
+            "knee req/s",
+        );
         assert_eq!(c.users, Some(knee.users), "legacy field mirrors the knee");
         assert_eq!(c.limited_by, Some("throughput"));
         // p95 doubles once the response time passes twice the low-load one (50 ms):
@@ -599,8 +609,18 @@ mod tests {
         let steps: Vec<(u32, i64)> = (0..120).map(|t| (1 + t as u32 / 2, 1)).collect();
         let rows = service.run(&steps, 3);
         let knee = find(&buckets(&rows)).and_then(|c| c.knee).expect("a knee");
-        assert_near(f64::from(knee.users), service.knee_users(), 0.15, "knee users");
-        assert_near(knee.throughput_rps, service.capacity_rps(), 0.10, "knee req/s");
+        assert_near(
+            f64::from(knee.users),
+            service.knee_users(),
+            0.15,
+            "knee users",
+        );
+        assert_near(
+            knee.throughput_rps,
+            service.capacity_rps(),
+            0.10,
+            "knee req/s",
+        );
         // The marker: the first second at the knee's level.
         let first_at_knee = rows.iter().find(|r| r.1 >= knee.users).unwrap().0;
         assert!((knee.at_ms / 1000 - first_at_knee).abs() <= 4, "{knee:?}");
@@ -621,9 +641,16 @@ mod tests {
             let rows = service.run(&steps, seed);
             let c = find(&buckets(&rows)).expect("a ramp");
             assert_eq!(c.knee, None, "seed {seed}: {}", c.statement);
-            assert_eq!((c.latency_breach.as_ref(), c.error_breach.as_ref()), (None, None));
+            assert_eq!(
+                (c.latency_breach.as_ref(), c.error_breach.as_ref()),
+                (None, None)
+            );
             assert_eq!(c.users, None);
-            let top: f64 = rows.iter().filter(|r| r.1 == 60).map(|r| r.2 as f64).sum::<f64>()
+            let top: f64 = rows
+                .iter()
+                .filter(|r| r.1 == 60)
+                .map(|r| r.2 as f64)
+                .sum::<f64>()
                 / rows.iter().filter(|r| r.1 == 60).count() as f64;
             // the last second is left out (partial), so the peak is within noise of it
             assert_near(c.peak.throughput_rps, top, 0.02, "peak");
