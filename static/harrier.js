@@ -1018,13 +1018,15 @@
 
   /**
    * Draw hook: the saturation markers of `cap` (see saturationMarks), each a dashed
-   * vertical line with a small label at the top, labels stacked so they never overlap.
+   * vertical line with a small label at the top, labels stacked so they never overlap
+   * (the knee's line on top where lines coincide).
    * Nothing for a marker outside the visible range (zoomed away) or without a capacity.
    */
   function drawSaturation(u, cap, axis) {
     const { min, max } = u.scales.x;
     if (!isNum(min) || !isNum(max)) return;
-    saturationMarks(cap, axis).forEach((m, i) => {
+    // drawn last to first, so the knee's line stays on top where markers coincide
+    saturationMarks(cap, axis).map((m, i) => [m, i]).reverse().forEach(([m, i]) => {
       if (!isNum(m.x) || m.x < min || m.x > max) return;
       drawMarker(u, m.x, m.text, cssVar(m.colorVar, m.fallback), i);
     });

@@ -21,14 +21,16 @@ pub struct RunReport {
     /// Apdex per scope: index 0 the run total, then one per label (`None`: no exact
     /// distribution, e.g. a summary-only run).
     pub apdex: Vec<Option<Apdex>>,
-    /// Where a ramped run saturated.
+    /// A ramped run's saturation: knee, breaches and statement (`None`: no ramp).
     pub capacity: Option<Capacity>,
 }
 
 impl RunReport {
     /// The run's JSON: [`RunDetail`] plus `apdex_t_ms`, an `apdex` object on `overall` and
     /// on each label (`{t_ms, score, satisfied, tolerating, frustrated}` or `null`), and
-    /// `capacity` (`{users, throughput_rps, at_ms, limited_by, …}` or `null`).
+    /// `capacity` ([`Capacity`]: `{knee, latency_breach, error_breach, statement, peak,
+    /// users, throughput_rps, at_ms, limited_by, low_load_p95_ms}`, or `null` when the load
+    /// never ramped).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.run).unwrap_or_default();
         let apdex = |i: usize| {
