@@ -74,7 +74,19 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         })
         .collect();
     let rows = store.run_buckets(id, None).await?.unwrap_or_default();
-    let capacity = capacity::find(&bucket_ins(&rows));
+    // Locust's stats history keeps no latencies, only the percentiles it reported per row.
+    let reported_p95: Vec<(i64, f64)> = if run.reported["input"] == "stats_history.csv" {
+        let mut v: Vec<(i64, f64)> = locust_history_percentiles(&run.reported)
+            .iter()
+            .filter_map(|r| Some((r.bucket_start_ms, r.p95_ms?)))
+            .collect();
+        v.sort_by_key(|r| r.0);
+        v.dedup_by_key(|r| r.0);
+        v
+    } else {
+        Vec::new()
+    };
+    let capacity = capacity::find_with_reported_p95(&bucket_ins(&rows), &reported_p95);
     Ok(RunReport {
         run,
         apdex_t_ms: t,

@@ -316,6 +316,9 @@ async fn a_locust_ramp_stops_growing_at_the_pools_capacity() {
         "knee at {knee_rps} req/s, truth {truth_rps}: {c}"
     );
     assert!(c["error_breach"].is_null(), "no failures: {c}");
+    // Response time R = users / X − Z passes twice its low-load value (Locust reported
+    // p95 62 ms at 4 users) past 80 × (0.124 + 0.1) ≈ 18 users: the 20-user step.
+    assert_eq!(c["latency_breach"]["users"], 20, "{c}");
     eprintln!("steps_stats_history.csv: {}", c["statement"]);
     assert!(
         c["statement"]

@@ -25,6 +25,9 @@
 //!   A breach holds: each level's figure is taken without its single worst second, and the
 //!   passing levels from the breach on must span at least 5 seconds in a row, so one
 //!   noisy second never decides.
+//! - Runs whose seconds carry no histogram but a p95 the tool reported per row (Locust's
+//!   stats history, see [`find_with_reported_p95`]): a level's p95 is the median of the
+//!   p95s reported for its seconds (without the highest), "as reported by" the tool.
 //!
 //! Runs without active users (offered-rate runs) have no levels here: no offered rate is
 //! stored per second yet. Pure: no clock, files or network.
@@ -143,6 +146,8 @@ struct Level {
     worst_latency: Option<(u64, Histogram<u64>)>,
     /// The second with the most errors: (count, errors).
     worst_errors: (u64, u64),
+    /// p95s the tool reported for seconds without a histogram, ms.
+    reported_p95_ms: Vec<f64>,
 }
 
 impl Level {
@@ -156,7 +161,9 @@ impl Level {
 
     /// p95 of the level without its worst second (all of it when it has one second).
     fn p95_trimmed(&self) -> Option<u64> {
-        let hist = self.hist.as_ref()?;
+        let Some(hist) = self.hist.as_ref() else {
+            return self.reported_p95_trimmed();
+        };
         match &self.worst_latency {
             Some((_, worst)) if self.seconds >= 2 => {
                 let mut rest = hist.clone();
@@ -165,6 +172,18 @@ impl Level {
             }
             _ => histogram_percentile(hist, 95.0),
         }
+    }
+
+    /// Median of the reported per-second p95s, the highest left out when there are two or
+    /// more (nearest rank).
+    fn reported_p95_trimmed(&self) -> Option<u64> {
+        let mut v = self.reported_p95_ms.clone();
+        v.sort_by(f64::total_cmp);
+        if v.len() >= 2 {
+            v.pop();
+        }
+        let rank = v.len().div_ceil(2).max(1);
+        v.get(rank - 1).map(|p| p.round() as u64)
     }
 
     /// Error % of the level without the second with the most errors.
@@ -181,7 +200,16 @@ impl Level {
 /// Finds the knee and the breaches in a run's per-second buckets (run totals, sorted by
 /// start). `None` when the load never ramped: fewer than three levels with 20 samples.
 pub fn find(buckets: &[BucketIn<'_>]) -> Option<Capacity> {
-    let levels = levels(buckets)?;
+    find_with_reported_p95(buckets, &[])
+}
+
+/// [`find`] for a run whose buckets carry no histogram but whose tool reported a p95 per
+/// second: `reported` is (bucket start, unix epoch ms; p95 ms), sorted by start.
+pub fn find_with_reported_p95(
+    buckets: &[BucketIn<'_>],
+    reported: &[(i64, f64)],
+) -> Option<Capacity> {
+    let levels = levels(buckets, reported)?;
     if levels.len() < 3 {
         return None;
     }
@@ -251,7 +279,7 @@ pub fn find(buckets: &[BucketIn<'_>]) -> Option<Capacity> {
 }
 
 /// The levels of the rising part of the run, by users, each with 20 samples or more.
-fn levels(buckets: &[BucketIn<'_>]) -> Option<Vec<Level>> {
+fn levels(buckets: &[BucketIn<'_>], reported: &[(i64, f64)]) -> Option<Vec<Level>> {
     // The run's last second is partial (not a dip): leave it out.
     let buckets = &buckets[..buckets.len().saturating_sub(1)];
     let max_users = buckets.iter().filter_map(|b| b.active_users).max()?;
@@ -291,6 +319,7 @@ fn levels(buckets: &[BucketIn<'_>]) -> Option<Vec<Level>> {
                     hist: None,
                     worst_latency: None,
                     worst_errors: (0, 0),
+                    reported_p95_ms: Vec::new(),
                 });
                 levels.len() - 1
             }
@@ -304,7 +333,11 @@ fn levels(buckets: &[BucketIn<'_>]) -> Option<Vec<Level>> {
         if b.errors > level.worst_errors.1 {
             level.worst_errors = (b.count, b.errors);
         }
-        if let Ok(h) = deserialize_histogram(b.histogram) {
+        if b.histogram.is_empty() {
+            if let Ok(i) = reported.binary_search_by_key(&b.start_ms, |r| r.0) {
+                level.reported_p95_ms.push(reported[i].1);
+            }
+        } else if let Ok(h) = deserialize_histogram(b.histogram) {
             if let Some(p95) = histogram_percentile(&h, 95.0)
                 && level.worst_latency.as_ref().is_none_or(|(w, _)| p95 > *w)
             {
@@ -692,6 +725,35 @@ mod tests {
         let c = find(&buckets(&rows)).expect("a ramp");
         assert_eq!(c.latency_breach.map(|b| b.users), Some(30));
         assert_eq!(c.error_breach.map(|b| b.users), Some(30));
+    }
+
+    #[test]
+    fn reported_p95s_serve_when_seconds_have_no_histogram() {
+        // Locust-like: no histograms; the tool reported p95 50 ms at 10 and 20 users, then
+        // 150 ms (one second of 400 ms at 20 users, left out as the worst).
+        let mut rows = Vec::new();
+        let mut reported = Vec::new();
+        for (step, users) in [10u32, 20, 30, 40].into_iter().enumerate() {
+            for s in 0..10 {
+                let t = step as i64 * 10 + s;
+                rows.push((t, users, u64::from(users) * 10, 0, Vec::new()));
+                let p95 = match (users, s) {
+                    (20, 3) => 400.0,
+                    (10 | 20, _) => 50.0,
+                    _ => 150.0,
+                };
+                reported.push((t * 1000, p95));
+            }
+        }
+        let c = find_with_reported_p95(&buckets(&rows), &reported).expect("a ramp");
+        assert_eq!(c.low_load_p95_ms, Some(50));
+        let b = c.latency_breach.expect("p95 150 ms > 2 × 50 ms");
+        assert_eq!((b.users, b.p95_ms, b.at_ms), (30, 150, 20_000));
+        assert_eq!(
+            find(&buckets(&rows)).unwrap().latency_breach,
+            None,
+            "no p95 known"
+        );
     }
 
     #[test]
