@@ -21,14 +21,16 @@ pub struct RunReport {
     /// Apdex per scope: index 0 the run total, then one per label (`None`: no exact
     /// distribution, e.g. a summary-only run).
     pub apdex: Vec<Option<Apdex>>,
-    /// Where a ramped run saturated.
+    /// A ramped run's saturation: knee, breaches and statement (`None`: no ramp).
     pub capacity: Option<Capacity>,
 }
 
 impl RunReport {
     /// The run's JSON: [`RunDetail`] plus `apdex_t_ms`, an `apdex` object on `overall` and
     /// on each label (`{t_ms, score, satisfied, tolerating, frustrated}` or `null`), and
-    /// `capacity` (`{users, throughput_rps, at_ms, limited_by, …}` or `null`).
+    /// `capacity` ([`Capacity`]: `{knee, latency_breach, error_breach, statement, peak,
+    /// users, throughput_rps, at_ms, limited_by, low_load_p95_ms}`, or `null` when the load
+    /// never ramped).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.run).unwrap_or_default();
         let apdex = |i: usize| {
@@ -72,7 +74,19 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         })
         .collect();
     let rows = store.run_buckets(id, None).await?.unwrap_or_default();
-    let capacity = capacity::find(&bucket_ins(&rows));
+    // Locust's stats history keeps no latencies, only the percentiles it reported per row.
+    let reported_p95: Vec<(i64, f64)> = if run.reported["input"] == "stats_history.csv" {
+        let mut v: Vec<(i64, f64)> = locust_history_percentiles(&run.reported)
+            .iter()
+            .filter_map(|r| Some((r.bucket_start_ms, r.p95_ms?)))
+            .collect();
+        v.sort_by_key(|r| r.0);
+        v.dedup_by_key(|r| r.0);
+        v
+    } else {
+        Vec::new()
+    };
+    let capacity = capacity::find_with_reported_p95(&bucket_ins(&rows), &reported_p95);
     Ok(RunReport {
         run,
         apdex_t_ms: t,

@@ -501,35 +501,49 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
     ]
 }
 
-/// The run page's capacity statement.
+/// The run page's saturation statement ([`Capacity::statement`] and its figures).
 pub struct CapacityView {
     pub headline: String,
     pub detail: String,
+    /// True when throughput stopped growing or a limit was passed (a warning callout).
+    pub saturated: bool,
 }
 
 fn capacity_text(c: &Capacity) -> CapacityView {
-    let why = match c.limited_by {
-        "errors" => format!(
-            "error % passed 1 % (reached {})",
-            format::pct(Some(c.error_pct))
-        ),
-        _ => format!(
-            "p95 passed twice its low-load value ({} → {})",
+    let mut headline = c.statement.clone();
+    if let Some(first) = headline.get(..1) {
+        headline.replace_range(..1, &first.to_uppercase());
+    }
+    let mut detail = Vec::new();
+    if let Some(k) = &c.knee {
+        detail.push(format!(
+            "Throughput grows by about {} per user, then levels off at {} from about {} users (first reached at {}).",
+            format::rps(Some(k.growth_rps_per_user)),
+            format::rps(Some(k.throughput_rps)),
+            format::int(i64::from(k.users)),
+            format::time(Some(k.at_ms))
+        ));
+    }
+    if let Some(b) = &c.latency_breach {
+        detail.push(format!(
+            "p95 {} at {} users, against {} at low load (limit {}).",
+            format::ms(Some(b.p95_ms as f64)),
+            format::int(i64::from(b.users)),
             format::ms(c.low_load_p95_ms.map(|v| v as f64)),
-            format::ms(c.p95_ms.map(|v| v as f64))
-        ),
-    };
+            format::ms(Some(b.limit_ms))
+        ));
+    }
+    if let Some(b) = &c.error_breach {
+        detail.push(format!(
+            "Error % {} at {} users.",
+            format::pct(Some(b.error_pct)),
+            format::int(i64::from(b.users))
+        ));
+    }
     CapacityView {
-        headline: format!(
-            "Saturates at {} users, {}",
-            format::int(i64::from(c.users)),
-            format::rps(Some(c.throughput_rps))
-        ),
-        detail: format!(
-            "The highest throughput sustained before {why}, which happened at {} when the load reached {} users.",
-            format::time(Some(c.at_ms)),
-            format::int(i64::from(c.users))
-        ),
+        headline,
+        detail: detail.join(" "),
+        saturated: c.knee.is_some() || c.latency_breach.is_some() || c.error_breach.is_some(),
     }
 }
 
