@@ -10,6 +10,7 @@ mod cli;
 mod compare;
 mod http;
 mod layers;
+mod limits;
 mod live;
 mod live_runs;
 mod report;

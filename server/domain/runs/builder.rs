@@ -19,6 +19,7 @@ use hdrhistogram::Histogram;
 
 use super::distribution::Distribution;
 use super::hdr::{deserialize_histogram, new_histogram, serialize_histogram};
+use super::limits::RunLimits;
 use super::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Sample, StatsAcc};
 
 /// Seconds behind the newest sample start for which buckets stay open (full histograms).
@@ -45,6 +46,7 @@ pub const ERROR_GROUP_OVERFLOW_MESSAGE: &str =
 /// [`reject`](Self::reject), then call [`finish`](Self::finish).
 #[derive(Debug, Clone)]
 pub struct RunBuilder {
+    limits: RunLimits,
     labels: Vec<LabelAcc>,
     label_index: HashMap<Box<str>, u32, FxBuild>,
     buckets: BucketWindow,
@@ -103,15 +105,24 @@ impl LabelAcc {
 }
 
 impl RunBuilder {
-    /// A builder with the default open window ([`DEFAULT_OPEN_WINDOW_S`]).
+    /// A builder with the default open window ([`DEFAULT_OPEN_WINDOW_S`]) and the default
+    /// limits ([`RunLimits::default`]).
     pub fn new() -> Self {
         Self::with_open_window_s(DEFAULT_OPEN_WINDOW_S)
+    }
+
+    /// A builder with the default open window that holds samples to `limits`.
+    pub fn with_limits(limits: RunLimits) -> Self {
+        let mut b = Self::new();
+        b.limits = limits;
+        b
     }
 
     /// A builder that keeps buckets open for `window_s` seconds behind the newest start
     /// (at least 1). Smaller windows use less memory and finalize more late samples.
     pub fn with_open_window_s(window_s: i64) -> Self {
         RunBuilder {
+            limits: RunLimits::default(),
             labels: Vec::new(),
             label_index: HashMap::default(),
             buckets: BucketWindow::new(window_s.max(1)),
@@ -123,8 +134,19 @@ impl RunBuilder {
         }
     }
 
-    /// Adds one accepted sample.
-    pub fn push(&mut self, s: &Sample<'_>) {
+    /// Adds the sample read at `line` (1-based, where its row starts; for binary input the
+    /// record number): counted when its start and elapsed time are inside the limits
+    /// ([`RunLimits::samples`]), else rejected with the reason. Returns whether it counted.
+    pub fn push(&mut self, line: u64, s: &Sample<'_>) -> bool {
+        if let Err(why) = self.limits.samples.check(s.start_ms, s.elapsed_ms) {
+            self.reject(line, why);
+            return false;
+        }
+        self.push_checked(s);
+        true
+    }
+
+    fn push_checked(&mut self, s: &Sample<'_>) {
         let label_idx = match self.label_index.get(s.label) {
             Some(&i) => i,
             None => self.new_label(s.label),
@@ -510,7 +532,10 @@ mod tests {
     fn buckets_finalize_behind_the_window_and_late_samples_still_count() {
         let mut b = RunBuilder::with_open_window_s(10);
         for sec in 0..1000i64 {
-            b.push(&sample("a", 1_700_000_000_000 + sec * 1000 + 5, 100, true));
+            b.push(
+                1,
+                &sample("a", 1_700_000_000_000 + sec * 1000 + 5, 100, true),
+            );
             // Open: at most window + 1 seconds, 2 scopes (run + label "a").
             assert!(
                 b.open_buckets() <= 22,
@@ -521,8 +546,8 @@ mod tests {
         assert_eq!(b.open_buckets(), 22);
         assert_eq!(b.finalized_buckets(), 2 * 1000 - 22);
         // A sample for second 3, long finalized, and one for a second that never had data.
-        b.push(&sample("a", 1_700_000_003_500, 300, false));
-        b.push(&sample("a", 1_699_999_000_000, 7, true));
+        b.push(1, &sample("a", 1_700_000_003_500, 300, false));
+        b.push(1, &sample("a", 1_699_999_000_000, 7, true));
         let run = b.finish();
         assert_eq!(run.buckets.len(), 2 * 1001);
         let run_b3 = run
@@ -553,7 +578,7 @@ mod tests {
         for (i, m) in messages.iter().enumerate() {
             let mut s = sample("a", 1_700_000_000_000 + i as i64, 1, false);
             s.message = m;
-            b.push(&s);
+            b.push(1, &s);
         }
         let run = b.finish();
         assert_eq!(run.errors.len(), MAX_ERROR_GROUPS + 1);

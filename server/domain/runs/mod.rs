@@ -19,6 +19,7 @@ pub mod capacity;
 pub mod distribution;
 pub mod hdr;
 pub mod intervals;
+pub mod limits;
 mod stats;
 pub mod timeseries;
 
@@ -27,6 +28,7 @@ pub use builder::{
     RunBuilder,
 };
 pub use hdr::{HistogramSummary, merge_histograms, summarize_serialized};
+pub use limits::{RunLimits, SampleLimits};
 pub use stats::{ExactHistogram, StatsAcc, nearest_rank};
 
 use serde::{Deserialize, Serialize};

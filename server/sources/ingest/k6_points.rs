@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde_json::{Value, json};
 
 use super::active_users::ActiveUsers;
-use crate::domain::runs::{RunBuilder, RunData, Sample, Stats, nearest_rank};
+use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample, Stats, nearest_rank};
 
 /// Requests kept open waiting for more of their points.
 pub const MAX_OPEN: usize = 256;
@@ -103,6 +103,14 @@ pub fn is_request_metric(metric: &str) -> bool {
 }
 
 impl Regrouper {
+    /// A regrouper whose requests are held to `limits` (see [`RunBuilder::push`]).
+    pub fn with_limits(limits: &RunLimits) -> Self {
+        Regrouper {
+            builder: RunBuilder::with_limits(*limits),
+            ..Regrouper::default()
+        }
+    }
+
     /// Counts a point of any metric (for [`RunData::reported`]).
     pub fn count_point(&mut self, metric: &str) {
         match self.points.get_mut(metric) {
@@ -217,11 +225,39 @@ impl Regrouper {
         let label = tag("name").or(tag("url")).unwrap_or("(no name or url tag)");
         let status = tag("status").unwrap_or("");
         let message = tag("error").or(tag("error_code")).unwrap_or("");
-        let failed = o.failed.unwrap_or_else(|| {
+        // A duration beyond i64 ns, or a start before i64::MIN, is no time at all.
+        let Some(start_ns) = i64::try_from(duration_ns)
+            .ok()
+            .and_then(|d| o.time_ns.checked_sub(d))
+        else {
+            self.builder.reject(
+                o.line,
+                format!("http_req_duration {duration_ns} ns does not fit a request time"),
+            );
+            return;
+        };
+        let failed = o.failed.unwrap_or(false);
+        let accepted = self.builder.push(
+            o.line,
+            &Sample {
+                label,
+                start_ms: start_ns.div_euclid(1_000_000),
+                elapsed_ms: duration_ns.saturating_add(500_000) / 1_000_000,
+                success: !failed,
+                response_code: if failed { status } else { "" },
+                message: if failed { message } else { "" },
+                bytes_received: 0,
+                bytes_sent: 0,
+                active_users: None,
+                is_transaction: false,
+            },
+        );
+        if !accepted {
+            return; // outside the limits: rejected with its line, counted nowhere
+        }
+        if o.failed.is_none() {
             self.without_failed += 1;
-            false
-        });
-        let start_ns = o.time_ns - duration_ns as i64;
+        }
         *self.by_status.entry(status.to_owned()).or_insert(0) += 1;
         self.first_request_ns = Some(
             self.first_request_ns
@@ -240,18 +276,6 @@ impl Regrouper {
             }
         };
         self.durations[idx].1.push(duration_ns);
-        self.builder.push(&Sample {
-            label,
-            start_ms: start_ns.div_euclid(1_000_000),
-            elapsed_ms: (duration_ns + 500_000) / 1_000_000,
-            success: !failed,
-            response_code: if failed { status } else { "" },
-            message: if failed { message } else { "" },
-            bytes_received: 0,
-            bytes_sent: 0,
-            active_users: None,
-            is_transaction: false,
-        });
     }
 
     /// Closes every open request and returns the run. `kind` names the input for

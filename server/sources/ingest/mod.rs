@@ -53,7 +53,7 @@ pub mod wrk;
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
-use crate::domain::runs::RunData;
+use crate::domain::runs::{RunData, RunLimits};
 
 /// A load-tool result format harrier reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,11 +205,22 @@ const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
 /// anything was read). Damaged rows in an otherwise readable file are not errors: they
 /// are listed in [`RunData::rejected`].
 pub fn parse<R: BufRead>(
-    mut input: R,
+    input: R,
     format: Format,
     source_name: &str,
 ) -> Result<Vec<ParsedRun>, IngestError> {
-    parse_dyn(&mut input, format, source_name, true)
+    parse_with(input, format, source_name, &RunLimits::default())
+}
+
+/// [`parse`] holding every sample to `limits`: a sample outside them is a rejected row
+/// with its line (see [`RunLimits`]).
+pub fn parse_with<R: BufRead>(
+    mut input: R,
+    format: Format,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    parse_dyn(&mut input, format, source_name, true, limits)
 }
 
 fn parse_dyn(
@@ -217,6 +228,7 @@ fn parse_dyn(
     format: Format,
     source_name: &str,
     may_be_gzip: bool,
+    limits: &RunLimits,
 ) -> Result<Vec<ParsedRun>, IngestError> {
     let io_err = |source: io::Error| IngestError::Io {
         source_name: source_name.to_owned(),
@@ -227,7 +239,7 @@ fn parse_dyn(
         let compressed = Cursor::new(prefix).chain(input);
         let mut gz =
             BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(compressed));
-        return parse_dyn(&mut gz, format, source_name, false);
+        return parse_dyn(&mut gz, format, source_name, false, limits);
     }
     if prefix.starts_with(UTF8_BOM) {
         prefix.drain(..UTF8_BOM.len());
@@ -264,9 +276,15 @@ fn parse_dyn(
     let data = match format {
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Oha => return oha::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Vegeta => return vegeta::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Hey => {
+            return hey::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::Oha => {
+            return oha::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::Vegeta => {
+            return vegeta::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
         Format::Autocannon => {
             return autocannon::parse(Cursor::new(prefix).chain(input), source_name);
         }
@@ -275,10 +293,18 @@ fn parse_dyn(
         }
         Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Taurus => return taurus::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Gatling => return gatling::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::K6Json => return k6_json::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::K6Csv => return k6_csv::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Taurus => {
+            return taurus::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::Gatling => {
+            return gatling::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::K6Json => {
+            return k6_json::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::K6Csv => {
+            return k6_csv::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
         Format::K6Summary => {
             return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
         }
@@ -287,10 +313,10 @@ fn parse_dyn(
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
             };
-            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout).map_err(io_err)?
+            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout, limits).map_err(io_err)?
         }
         Format::JmeterXml | Format::Auto => {
-            jmeter_xml::parse(Cursor::new(prefix).chain(input)).map_err(io_err)?
+            jmeter_xml::parse(Cursor::new(prefix).chain(input), limits).map_err(io_err)?
         }
     };
     if data.labels.is_empty()

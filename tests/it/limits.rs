@@ -1,0 +1,234 @@
+//! Hostile input (issue 17): every input costs memory and time bounded by its size and the
+//! documented limits, never by values inside it, and the server stays up.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+
+use crate::helpers::{TestApp, spawn_app};
+
+const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
+
+const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect\n";
+
+/// A JTL row starting at `start_ms` and taking `elapsed_ms`.
+fn jtl_row(start_ms: &str, elapsed_ms: &str, label: &str) -> String {
+    format!(
+        "{start_ms},{elapsed_ms},{label},200,OK,Group 1-1,text,true,,120,80,1,1,http://x/,5,0,1\n"
+    )
+}
+
+/// Imports `body` as a JMeter CSV run in scenario `scenario`; the one run's JSON.
+async fn import_jtl(app: &TestApp, scenario: &str, body: String) -> serde_json::Value {
+    let r = app
+        .import(
+            &format!("format=jmeter-csv&scenario={scenario}"),
+            body.into_bytes(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    r.json()["runs"][0].clone()
+}
+
+/// The run's rejected rows as (line, reason).
+async fn rejected(app: &TestApp, id: i64) -> Vec<(u64, String)> {
+    let r = app.get(&format!("/api/v1/runs/{id}/rejected")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    r.json()["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["line"].as_u64().unwrap(),
+                x["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The pages that read a run's per-second data answer, each within `budget`.
+async fn pages_answer(app: &TestApp, id: i64, scenario: &str, budget: Duration) {
+    for uri in [
+        format!("/api/v1/runs/{id}"),
+        format!("/api/v1/runs/{id}/timeseries"),
+        format!("/console/runs/{id}"),
+        format!("/api/v1/scenarios/{scenario}"),
+        format!("/console/scenarios/{scenario}"),
+    ] {
+        let t = Instant::now();
+        let r = app.get(&uri).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {}", r.text());
+        assert!(t.elapsed() < budget, "{uri} took {:?}", t.elapsed());
+    }
+}
+
+#[tokio::test]
+async fn a_jtl_whose_timestamp_is_i64_max_imports_with_that_row_rejected() {
+    let app = spawn_app().await;
+    // The 263-byte file of the issue: two samples, one stamped 9223372036854775807.
+    let body = format!(
+        "{JTL_HEADER}{}{}",
+        jtl_row("1700000000000", "120", "Login"),
+        jtl_row("9223372036854775807", "80", "Login")
+    );
+    let t = Instant::now();
+    let run = import_jtl(&app, "max-ts", body).await;
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "import took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(run["samples"], 1);
+    assert_eq!(run["rejected_rows"], 1);
+    let id = run["id"].as_i64().unwrap();
+    let rows = rejected(&app, id).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].0, 3, "the row's line: {rows:?}");
+    assert!(rows[0].1.contains("9223372036854775807"), "{rows:?}");
+    assert!(
+        rows[0].1.contains("outside the accepted window"),
+        "{rows:?}"
+    );
+    pages_answer(&app, id, "max-ts", Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_year_9999_timestamp_and_an_absurd_elapsed_are_rejected_quickly() {
+    let app = spawn_app().await;
+    let mut body = JTL_HEADER.to_string();
+    for i in 0..600 {
+        let start = 1_700_000_000_000i64 + i * 500;
+        body.push_str(&jtl_row(&start.to_string(), "95", "Search"));
+    }
+    // 9999-12-31T23:59:59Z, then an elapsed of 1.8e19 ms (both as the issue found them).
+    body.push_str(&jtl_row("253402300799000", "95", "Search"));
+    body.push_str(&jtl_row("1700000001000", "18000000000000000000", "Search"));
+    let t = Instant::now();
+    let run = import_jtl(&app, "year-9999", body).await;
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "import took {:?} (34 s before the fix)",
+        t.elapsed()
+    );
+    assert_eq!(run["samples"], 600);
+    assert_eq!(run["rejected_rows"], 2);
+    let id = run["id"].as_i64().unwrap();
+    let rows = rejected(&app, id).await;
+    assert_eq!(
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [602, 603],
+        "{rows:?}"
+    );
+    assert!(rows[1].1.contains("elapsed"), "{rows:?}");
+    let r = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(
+        r["overall"]["max_ms"], 95.0,
+        "no absurd value in the figures"
+    );
+    let last_end = r["overall"]["last_end_ms"].as_i64().unwrap();
+    assert!(last_end < 1_700_000_400_000, "{last_end}");
+    pages_answer(&app, id, "year-9999", Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_line_protocol_point_with_an_absurd_timestamp_is_rejected_and_the_run_completes() {
+    let app = spawn_app().await;
+    let ok_ns = 1_700_000_000_000i64 * 1_000_000;
+    let body = format!(
+        "http_req_duration,expected_response=true,name=GET\\ /a,status=200,testid=absurd value=42 {ok_ns}\n\
+         http_req_duration,expected_response=true,name=GET\\ /a,status=200,testid=absurd value=42 9223372036854775807\n"
+    );
+    let r = app
+        .send(
+            Request::post("/api/v2/write?org=o&bucket=k6&precision=ns")
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
+    assert!(r.text().contains("line 2"), "{}", r.text());
+    let runs = app.get("/api/v1/runs").await.json();
+    let id = runs["runs"][0]["id"].as_i64().unwrap();
+    // The run completes (this is where the server died before: its draws were sized by
+    // the span between the two timestamps).
+    assert!(app.state.live_runs.end(id).await);
+    let t = Instant::now();
+    app.state.live_runs.tick().await;
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(run["status"], "complete");
+    assert_eq!(run["overall"]["count"], 1);
+    pages_answer(&app, id, "absurd", Duration::from_secs(5)).await;
+}
+
+/// Peak resident memory (VmHWM, kB) of process `pid` while it runs, read from
+/// /proc/PID/status every 5 ms until it exits; with its exit status.
+fn peak_rss_kb(child: &mut std::process::Child) -> (std::process::ExitStatus, u64) {
+    let path = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kb);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, peak);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("harrier import still running after 60 s (peak {peak} kB)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn importing_a_run_with_a_far_future_row_stays_small_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("far.jtl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    f.write_all(JTL_HEADER.as_bytes()).unwrap();
+    for i in 0..20_000i64 {
+        let start = 1_700_000_000_000 + i * 50;
+        let label = ["Login", "Search", "Checkout"][(i % 3) as usize];
+        f.write_all(jtl_row(&start.to_string(), &(50 + i % 200).to_string(), label).as_bytes())
+            .unwrap();
+    }
+    // One extra digit in one timestamp (the issue: 35 s and 1.4 GB before the fix).
+    f.write_all(jtl_row("17000000010000", "80", "Login").as_bytes())
+        .unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let t = Instant::now();
+    let mut child = std::process::Command::new(HARRIER)
+        .args(["import", "--db"])
+        .arg(dir.path().join("h.db"))
+        .arg(&path)
+        .current_dir(dir.path())
+        .env_remove("HARRIER_CONFIG")
+        .env_remove("HARRIER_SERVER")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, peak_kb) = peak_rss_kb(&mut child);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "harrier import failed: {out}");
+    assert!(
+        out.contains("20000 samples") && out.contains("1 rejected rows"),
+        "{out}"
+    );
+    assert!(
+        peak_kb < 150 * 1024,
+        "peak RSS {peak_kb} kB for a 1.7 MB file"
+    );
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+}
