@@ -271,6 +271,9 @@ pub struct LimitsSection {
     pub max_timestamp: Option<String>,
     /// Longest plausible elapsed time of one sample, ms (default 86,400,000 = 24 h).
     pub max_elapsed_ms: Option<u64>,
+    /// Largest decompressed : compressed ratio of a gzip input past 8 MiB (default 200;
+    /// 0 turns the check off).
+    pub max_gzip_ratio: Option<u64>,
 }
 
 impl LimitsSection {
@@ -290,6 +293,9 @@ impl LimitsSection {
         }
         if let Some(ms) = self.max_elapsed_ms {
             l.samples.max_elapsed_ms = ms;
+        }
+        if let Some(r) = self.max_gzip_ratio {
+            l.max_gzip_ratio = r;
         }
         Ok(l)
     }

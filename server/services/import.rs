@@ -148,7 +148,12 @@ pub async fn import_reader<R: Read + Send + 'static>(
         max: req.max_bytes,
         failure: failure.clone(),
     };
-    let (format, source, limits) = (req.format, req.source.clone(), req.limits);
+    let (format, source) = (req.format, req.source.clone());
+    // The byte limit counts decompressed bytes too (a gzip bomb is refused).
+    let limits = RunLimits {
+        max_input_bytes: req.max_bytes,
+        ..req.limits
+    };
     let parse = tokio::task::spawn_blocking(move || {
         ingest::parse_with(
             BufReader::with_capacity(READ_BUFFER, counting),

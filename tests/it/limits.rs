@@ -232,3 +232,153 @@ fn importing_a_run_with_a_far_future_row_stays_small_in_memory() {
     );
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 }
+
+/// A gzip input that expands to `head` followed by `fill` bytes up to about `total`
+/// bytes: concatenated gzip members, the filler member (8 MiB of `fill`, ~8 KB
+/// compressed) made once and repeated, so a 2 GiB bomb takes ~2 MB and no time to build.
+fn gzip_bomb(head: &[u8], fill: u8, total: u64) -> Vec<u8> {
+    use flate2::{Compression, write::GzEncoder};
+    let mut first = GzEncoder::new(Vec::new(), Compression::best());
+    first.write_all(head).unwrap();
+    let mut out = first.finish().unwrap();
+    const MEMBER: u64 = 8 << 20;
+    let mut member = GzEncoder::new(Vec::new(), Compression::best());
+    let chunk = vec![fill; 1 << 16];
+    for _ in 0..MEMBER / chunk.len() as u64 {
+        member.write_all(&chunk).unwrap();
+    }
+    let member = member.finish().unwrap();
+    for _ in 0..total / MEMBER {
+        out.extend_from_slice(&member);
+    }
+    out
+}
+
+const TWO_GIB: u64 = 2 << 30;
+
+#[tokio::test]
+async fn a_gzip_bomb_upload_is_refused_with_413_and_stores_nothing() {
+    let app = spawn_app().await;
+    // A JTL whose label field never ends: 2 GiB of 'a' (4.1 GB of memory before the fix).
+    let bomb = gzip_bomb(
+        format!("{JTL_HEADER}1700000000000,120,").as_bytes(),
+        b'a',
+        TWO_GIB,
+    );
+    assert!(bomb.len() < 4 << 20, "{} bytes", bomb.len());
+    let t = Instant::now();
+    let r = app.import("format=auto&scenario=bomb", bomb).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text());
+    assert!(r.text().contains("decompression bomb"), "{}", r.text());
+    assert!(r.text().contains("nothing was stored"), "{}", r.text());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    let runs = app.get("/api/v1/runs").await.json();
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 0, "{runs}");
+    // The server still answers.
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_import_limit_counts_decompressed_bytes() {
+    let app = crate::helpers::spawn_app_with(|c| c.max_import_bytes = 1 << 20).await;
+    // 3 MB of ordinary rows, ~10 : 1 compressed: under the limit as sent, over it unzipped.
+    let mut plain = JTL_HEADER.to_string();
+    let mut i = 0i64;
+    while plain.len() < 3 << 20 {
+        plain.push_str(&jtl_row(
+            &(1_700_000_000_000 + i * 7).to_string(),
+            &(20 + i % 977).to_string(),
+            ["Login", "Search"][(i % 2) as usize],
+        ));
+        i += 1;
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(plain.as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    assert!(gz.len() < 1 << 20, "{} bytes compressed", gz.len());
+    let r = app.import("format=jmeter-csv", gz).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text());
+    assert!(r.text().contains("once decompressed"), "{}", r.text());
+    let runs = app.get("/api/v1/runs").await.json();
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 0, "{runs}");
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_on_write_is_refused_with_413_and_stores_nothing() {
+    let app = spawn_app().await;
+    let line = format!(
+        "http_req_duration,expected_response=true,name=a,status=200,testid=bomb value=5 {}\n",
+        1_700_000_000_000i64 * 1_000_000
+    );
+    let bomb = gzip_bomb(line.as_bytes(), b'\n', TWO_GIB);
+    let t = Instant::now();
+    let r = app
+        .send(
+            Request::post("/write?db=k6")
+                .header("content-encoding", "gzip")
+                .body(Body::from(bomb))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text());
+    assert!(r.text().contains("nothing was stored"), "{}", r.text());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    let runs = app.get("/api/v1/runs").await.json();
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 0, "{runs}");
+    // The same line, plainly gzipped, is taken.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(line.as_bytes()).unwrap();
+    let r = app
+        .send(
+            Request::post("/write?db=k6")
+                .header("content-encoding", "gzip")
+                .body(Body::from(gz.finish().unwrap()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
+}
+
+#[test]
+fn harrier_import_refuses_a_gzip_bomb_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.jtl.gz");
+    std::fs::write(
+        &path,
+        gzip_bomb(
+            format!("{JTL_HEADER}1700000000000,120,").as_bytes(),
+            b'a',
+            TWO_GIB,
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(HARRIER)
+        .args(["import", "--db"])
+        .arg(dir.path().join("h.db"))
+        .arg(&path)
+        .current_dir(dir.path())
+        .env_remove("HARRIER_CONFIG")
+        .env_remove("HARRIER_SERVER")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, peak_kb) = peak_rss_kb(&mut child);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains("bomb.jtl.gz") && err.contains("decompression bomb"),
+        "{err}"
+    );
+    assert!(peak_kb < 150 * 1024, "peak RSS {peak_kb} kB");
+    let out = std::process::Command::new(HARRIER)
+        .args(["runs", "--db"])
+        .arg(dir.path().join("h.db"))
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("bomb"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -23,6 +23,15 @@ pub const DEFAULT_MAX_LABEL_CHARS: usize = 512;
 /// [`TRUNCATION_MARK`].
 pub const DEFAULT_MAX_MESSAGE_CHARS: usize = 2_048;
 
+/// Largest input by default once decompressed, bytes (16 GiB, as `max_import_bytes`).
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 16 << 30;
+/// Largest accepted decompressed : compressed ratio of a gzip input by default (text
+/// results compress 5–30 : 1; zeros 1,000 : 1).
+pub const DEFAULT_MAX_GZIP_RATIO: u64 = 200;
+/// Decompressed bytes below which the ratio is not checked (a small file may compress
+/// far better than a large one).
+pub const GZIP_RATIO_FLOOR_BYTES: u64 = 8 << 20;
+
 /// The label that holds every sample of labels beyond a run's label limit.
 pub const OTHER_LABELS: &str = "(other labels)";
 /// Appended to a truncated label or message.
@@ -99,6 +108,11 @@ pub struct RunLimits {
     pub max_label_chars: usize,
     /// Longest error message kept, characters; longer ones are cut and marked.
     pub max_message_chars: usize,
+    /// Largest input, bytes, counted after decompression (`max_import_bytes`).
+    pub max_input_bytes: u64,
+    /// Largest decompressed : compressed ratio of a gzip input, checked once more than
+    /// [`GZIP_RATIO_FLOOR_BYTES`] are decompressed (0: not checked).
+    pub max_gzip_ratio: u64,
 }
 
 impl Default for RunLimits {
@@ -108,6 +122,8 @@ impl Default for RunLimits {
             max_labels: DEFAULT_MAX_LABELS,
             max_label_chars: DEFAULT_MAX_LABEL_CHARS,
             max_message_chars: DEFAULT_MAX_MESSAGE_CHARS,
+            max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
+            max_gzip_ratio: DEFAULT_MAX_GZIP_RATIO,
         }
     }
 }
