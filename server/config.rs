@@ -274,6 +274,16 @@ pub struct LimitsSection {
     /// Largest decompressed : compressed ratio of a gzip input past 8 MiB (default 200;
     /// 0 turns the check off).
     pub max_gzip_ratio: Option<u64>,
+    /// Distinct labels kept per run (default 10,000); further labels are folded into one
+    /// "(other labels)" row.
+    pub max_labels: Option<usize>,
+    /// Longest label kept, characters (default 512); longer ones are cut and marked "…".
+    pub max_label_chars: Option<usize>,
+    /// Longest error message kept, characters (default 2,048); cut and marked "…".
+    pub max_message_chars: Option<usize>,
+    /// Routes kept per scrape target (default 10,000); series of further routes are
+    /// skipped and the target says so.
+    pub max_routes_per_target: Option<usize>,
 }
 
 impl LimitsSection {
@@ -296,6 +306,25 @@ impl LimitsSection {
         }
         if let Some(r) = self.max_gzip_ratio {
             l.max_gzip_ratio = r;
+        }
+        for (key, value, slot) in [
+            ("max_labels", self.max_labels, &mut l.max_labels),
+            (
+                "max_label_chars",
+                self.max_label_chars,
+                &mut l.max_label_chars,
+            ),
+            (
+                "max_message_chars",
+                self.max_message_chars,
+                &mut l.max_message_chars,
+            ),
+        ] {
+            match value {
+                Some(0) => return Err(format!("limits.{key} must be at least 1")),
+                Some(n) => *slot = n,
+                None => {}
+            }
         }
         Ok(l)
     }
@@ -325,6 +354,9 @@ pub struct ServerSection {
 /// Default idle time after which a live run is complete, seconds.
 pub const DEFAULT_LIVE_IDLE_TIMEOUT_S: u64 = 30;
 
+/// Default number of routes kept per scrape target.
+pub const DEFAULT_MAX_ROUTES_PER_TARGET: usize = 10_000;
+
 /// Default Apdex threshold T, ms.
 pub const DEFAULT_APDEX_T_MS: u64 = 500;
 
@@ -349,6 +381,8 @@ pub struct Config {
     pub alerts: AlertsConfig,
     /// What every imported or streamed run is held to (`[limits]`).
     pub run_limits: RunLimits,
+    /// Routes kept per scrape target (`[limits] max_routes_per_target`).
+    pub max_routes_per_target: usize,
 }
 
 impl Default for Config {
@@ -364,6 +398,7 @@ impl Default for Config {
             targets: Vec::new(),
             alerts: AlertsConfig::default(),
             run_limits: RunLimits::default(),
+            max_routes_per_target: DEFAULT_MAX_ROUTES_PER_TARGET,
         }
     }
 }
@@ -442,6 +477,15 @@ impl Config {
             targets: file.targets,
             alerts,
             run_limits,
+            max_routes_per_target: match limits.max_routes_per_target {
+                Some(0) => {
+                    return Err(config_error(
+                        "limits.max_routes_per_target must be at least 1".into(),
+                    ));
+                }
+                Some(n) => n,
+                None => DEFAULT_MAX_ROUTES_PER_TARGET,
+            },
         })
     }
 }

@@ -45,6 +45,8 @@ struct Running {
     store: Store,
     hub: Hub,
     shutdown: CancellationToken,
+    /// Routes kept per target and scrape (`[limits] max_routes_per_target`).
+    max_routes: usize,
 }
 
 /// The scrape manager; cheap to clone. Created idle with the app state; `start` (called by
@@ -178,6 +180,7 @@ impl Scraper {
             store: store.clone(),
             hub,
             shutdown: shutdown.clone(),
+            max_routes: config.max_routes_per_target,
         });
         for target in store.list_targets().await? {
             self.spawn(target);
@@ -329,6 +332,7 @@ async fn target_loop(
     let mut prev_ms: Option<i64> = None;
     let mut sent: HashMap<i64, RouteRow> = HashMap::new();
     let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
+    let mut last_skipped = 0usize;
     let name = target.name.clone();
     loop {
         tokio::select! {
@@ -346,7 +350,15 @@ async fn target_loop(
         };
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (status, writes) = match outcome {
-            Ok(out) => {
+            Ok(mut out) => {
+                // A target exposing more routes than the limit keeps the first ones (in the
+                // exporter's stable order) and says so in its status.
+                let skipped = out.observations.len().saturating_sub(running.max_routes);
+                out.observations.truncate(running.max_routes);
+                if skipped != last_skipped && skipped > 0 {
+                    tracing::warn!(target = %name, skipped, limit = running.max_routes, "target exposes more routes than limits.max_routes_per_target; the rest are skipped");
+                }
+                last_skipped = skipped;
                 let writes: Vec<RouteWrite> = out
                     .observations
                     .iter()
@@ -389,7 +401,12 @@ async fn target_loop(
                         up: true,
                         duration_ms,
                         samples: out.samples as i64,
-                        error: None,
+                        error: (skipped > 0).then(|| {
+                            format!(
+                                "{skipped} routes beyond the limit of {} per target were skipped (limits.max_routes_per_target in harrier.toml)",
+                                running.max_routes
+                            )
+                        }),
                     },
                     writes,
                 )

@@ -382,3 +382,106 @@ fn harrier_import_refuses_a_gzip_bomb_in_little_memory() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// A JTL of `labels` distinct labels, one sample each over 100 s, every tenth failing.
+fn many_labels_jtl(labels: usize) -> String {
+    let mut body = String::with_capacity(labels * 110);
+    body.push_str(JTL_HEADER);
+    for i in 0..labels {
+        let start = 1_700_000_000_000 + (i as i64 % 100_000);
+        if i % 10 == 0 {
+            body.push_str(&format!(
+                "{start},{},/item/{i},500,Server Error,Group 1-1,text,false,boom,120,80,1,1,http://x/,5,0,1\n",
+                10 + i % 90
+            ));
+        } else {
+            body.push_str(&jtl_row(
+                &start.to_string(),
+                &(10 + i % 90).to_string(),
+                &format!("/item/{i}"),
+            ));
+        }
+    }
+    body
+}
+
+#[tokio::test]
+async fn a_hundred_thousand_labels_are_folded_beyond_the_limit_and_the_run_says_so() {
+    let app = spawn_app().await;
+    let t = Instant::now();
+    let run = import_jtl(&app, "labels", many_labels_jtl(100_000)).await;
+    assert!(t.elapsed() < Duration::from_secs(120), "{:?}", t.elapsed());
+    assert_eq!(run["samples"], 100_000, "every sample counts");
+    let id = run["id"].as_i64().unwrap();
+    let r = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(r["folded_labels"], 90_000, "{}", r["folded_labels"]);
+    let labels = r["labels"].as_array().unwrap();
+    assert_eq!(labels.len(), 10_001, "10,000 labels and the fold");
+    let other = labels.last().unwrap();
+    assert_eq!(other["label"], "(other labels)");
+    assert_eq!(other["count"], 90_000);
+    assert_eq!(other["errors"], 9_000);
+    assert_eq!(r["overall"]["count"], 100_000);
+    let page = app.get(&format!("/console/runs/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let note = crate::helpers::select_texts(&page.html(), "#folded-labels-note");
+    assert_eq!(note.len(), 1, "the run page says labels were folded");
+    assert!(note[0].contains("90,000 more labels"), "{note:?}");
+}
+
+#[test]
+fn harrier_import_of_a_hundred_thousand_labels_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("labels.jtl");
+    std::fs::write(&path, many_labels_jtl(100_000)).unwrap();
+    let t = Instant::now();
+    let mut child = std::process::Command::new(HARRIER)
+        .args(["import", "--db"])
+        .arg(dir.path().join("h.db"))
+        .arg(&path)
+        .current_dir(dir.path())
+        .env_remove("HARRIER_CONFIG")
+        .env_remove("HARRIER_SERVER")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, peak_kb) = peak_rss_kb(&mut child);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "{out}");
+    assert!(out.contains("100000 samples"), "{out}");
+    // 2.3 GB before the label limit; now ~410 MB, most of it the bootstrap draws of the
+    // 10,001 kept scopes (~20 KB each), held until they are written.
+    assert!(peak_kb < 512 * 1024, "peak RSS {peak_kb} kB");
+    assert!(t.elapsed() < Duration::from_secs(120), "{:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn long_labels_and_messages_are_cut_with_a_marker() {
+    let app = spawn_app().await;
+    let label = "L".repeat(1 << 20);
+    let message = "m".repeat(100_000);
+    let body = format!(
+        "{JTL_HEADER}1700000000000,12,{label},500,Err,Group 1-1,text,false,{message},1,1,1,1,http://x/,1,0,1\n\
+         1700000000100,14,{label},500,Err,Group 1-1,text,false,{message},1,1,1,1,http://x/,1,0,1\n"
+    );
+    let run = import_jtl(&app, "long", body).await;
+    let id = run["id"].as_i64().unwrap();
+    let r = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    let labels = r["labels"].as_array().unwrap();
+    assert_eq!(labels.len(), 1, "the same long label is one label");
+    let shown = labels[0]["label"].as_str().unwrap();
+    assert_eq!(shown.chars().count(), 512);
+    assert!(shown.ends_with('…'), "{}", &shown[500..]);
+    assert_eq!(labels[0]["count"], 2);
+    let errors = app.get(&format!("/api/v1/runs/{id}/errors")).await;
+    let text = errors.text();
+    assert!(text.len() < 10_000, "{} bytes of errors", text.len());
+    assert!(text.contains("mmm…"), "{}", &text[..200.min(text.len())]);
+    let page = app.get(&format!("/console/runs/{id}")).await;
+    assert!(
+        page.body.len() < 200_000,
+        "{} bytes of run page",
+        page.body.len()
+    );
+}

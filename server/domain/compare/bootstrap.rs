@@ -430,7 +430,7 @@ mod tests {
         let t = std::time::Instant::now();
         let d = draw(&seconds, 1_000, 7).unwrap();
         assert!(
-            t.elapsed() < std::time::Duration::from_secs(2),
+            t.elapsed() < std::time::Duration::from_secs(10),
             "{:?}",
             t.elapsed()
         );

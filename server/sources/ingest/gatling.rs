@@ -97,6 +97,9 @@ struct RunInfo {
 
 const MAX_ERROR_MESSAGES: usize = 20;
 
+/// Bytes of a REQUEST message (with its continuation lines) held while reading.
+const MAX_MESSAGE_BYTES: usize = 64 << 10;
+
 impl Parsed {
     fn new(layout: &'static str, limits: &RunLimits) -> Self {
         Parsed {
@@ -239,10 +242,13 @@ fn parse_text(input: &mut dyn BufRead, limits: &RunLimits) -> io::Result<Parsed>
         } else {
             // A continuation of the previous record's message, or not a record at all.
             match (&mut pending, last) {
-                (Some(req), Last::Request) => {
+                // Continuation lines are kept up to 64 KiB (the run keeps fewer characters
+                // still: limits.max_message_chars).
+                (Some(req), Last::Request) if req.message.len() < MAX_MESSAGE_BYTES => {
                     req.message.push('\n');
                     req.message.push_str(line);
                 }
+                (Some(_), Last::Request) => {}
                 (_, Last::Error) => {}
                 _ if line.trim().is_empty() => {}
                 _ => p.builder.reject_with(line_no, || {

@@ -34,7 +34,7 @@
 //! [`MAX_OPEN`] are open, or at the end. A request missing its `http_reqs` or
 //! `http_req_duration` point is rejected with the line of its first point.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{Value, json};
 
@@ -61,8 +61,8 @@ pub struct Regrouper {
     builder: RunBuilder,
     open: VecDeque<Open>,
     /// Exact response times (ns) per label, in the builder's label order.
-    durations: Vec<(String, Vec<u64>)>,
-    label_index: HashMap<String, usize>,
+    /// Nanosecond durations per label, indexed as the builder's labels.
+    durations: Vec<Vec<u64>>,
     users: ActiveUsers,
     saw_failed_metric: bool,
     without_failed: u64,
@@ -80,7 +80,6 @@ impl Default for Regrouper {
             builder: RunBuilder::new(),
             open: VecDeque::new(),
             durations: Vec::new(),
-            label_index: HashMap::new(),
             users: ActiveUsers::from_gauge(),
             saw_failed_metric: false,
             without_failed: 0,
@@ -237,7 +236,7 @@ impl Regrouper {
             return;
         };
         let failed = o.failed.unwrap_or(false);
-        let accepted = self.builder.push(
+        let Some(label_idx) = self.builder.push(
             o.line,
             &Sample {
                 label,
@@ -251,10 +250,9 @@ impl Regrouper {
                 active_users: None,
                 is_transaction: false,
             },
-        );
-        if !accepted {
+        ) else {
             return; // outside the limits: rejected with its line, counted nowhere
-        }
+        };
         if o.failed.is_none() {
             self.without_failed += 1;
         }
@@ -266,16 +264,12 @@ impl Regrouper {
         self.last_request_ns = Some(self.last_request_ns.map_or(o.time_ns, |t| t.max(o.time_ns)));
         self.min_start_ns = Some(self.min_start_ns.map_or(start_ns, |t| t.min(start_ns)));
         self.max_end_ns = Some(self.max_end_ns.map_or(o.time_ns, |t| t.max(o.time_ns)));
-        let idx = match self.label_index.get(label) {
-            Some(&i) => i,
-            None => {
-                self.label_index
-                    .insert(label.to_owned(), self.durations.len());
-                self.durations.push((label.to_owned(), Vec::new()));
-                self.durations.len() - 1
-            }
-        };
-        self.durations[idx].1.push(duration_ns);
+        // Indexed as the builder's labels (a folded label's durations go to its
+        // "other labels" row, as its samples do).
+        if self.durations.len() <= label_idx {
+            self.durations.resize_with(label_idx + 1, Vec::new);
+        }
+        self.durations[label_idx].push(duration_ns);
     }
 
     /// Closes every open request and returns the run. `kind` names the input for
@@ -290,10 +284,8 @@ impl Regrouper {
         let errors_known = self.saw_failed_metric;
         // Exact figures from the nanosecond durations.
         let mut all: Vec<u64> = Vec::with_capacity(samples as usize);
-        for (label, durations) in &mut self.durations {
-            if let Some(l) = data.labels.iter_mut().find(|l| &l.label == label) {
-                exact(&mut l.stats, durations, None, errors_known);
-            }
+        for (l, durations) in data.labels.iter_mut().zip(&mut self.durations) {
+            exact(&mut l.stats, durations, None, errors_known);
             all.extend_from_slice(durations);
         }
         let window = self.min_start_ns.zip(self.max_end_ns);
