@@ -261,13 +261,24 @@ pub async fn scrape_once(
             .get(&target.url)
             .header(reqwest::header::ACCEPT, ACCEPT_PROMETHEUS),
     };
-    let mut response = request.send().await.map_err(|e| describe(&e))?;
+    // Errors are shown and logged: never with the URL's credentials.
+    let mut response = request
+        .send()
+        .await
+        .map_err(|e| describe(&e.without_url()))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(format!("HTTP {status} from {}", target.url));
+        return Err(format!(
+            "HTTP {status} from {}",
+            crate::domain::secrets::mask_url(&target.url)
+        ));
     }
     let mut body: Vec<u8> = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| describe(&e.without_url()))?
+    {
         if body.len() + chunk.len() > MAX_BODY_BYTES {
             return Err(format!("response larger than {} MiB", MAX_BODY_BYTES >> 20));
         }

@@ -15,4 +15,5 @@ mod live;
 mod live_runs;
 mod report;
 mod routes;
+mod secrets;
 mod store;
