@@ -485,3 +485,61 @@ async fn long_labels_and_messages_are_cut_with_a_marker() {
         page.body.len()
     );
 }
+
+#[tokio::test]
+async fn a_cut_off_ab_report_imports_with_a_warning_at_the_line_where_it_stops() {
+    let app = spawn_app().await;
+    let full = String::from_utf8(crate::helpers::fixture("ab/slow_stdout.txt")).unwrap();
+    // Cut in the middle of the Connection Times table (after its "Processing:" row, line 29).
+    let cut: String = full.lines().take(29).map(|l| format!("{l}\n")).collect();
+    assert!(cut.contains("Complete requests") && !cut.contains("Total:"));
+    let r = app
+        .import("format=ab&scenario=ab-cut", cut.into_bytes())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let run = &r.json()["runs"][0];
+    assert_eq!(run["samples"], 300, "what ab printed before the cut");
+    assert_eq!(run["rejected_rows"], 1);
+    let id = run["id"].as_i64().unwrap();
+    let rows = rejected(&app, id).await;
+    assert_eq!(rows[0].0, 29, "the line where the report stops: {rows:?}");
+    for needle in ["cut off", "\"Total:\" row", "\"100%\" line"] {
+        assert!(rows[0].1.contains(needle), "{needle}: {rows:?}");
+    }
+    assert!(!rows[0].1.contains("Requests per second"), "{rows:?}");
+    let detail = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(detail["reported"]["cut_off"], true);
+    assert_eq!(detail["overall"]["p95_ms"], serde_json::Value::Null);
+    let page = app.get(&format!("/console/runs/{id}")).await;
+    assert!(page.text().contains("cut off before its final figures"));
+
+    // Cut inside the percentage table: only its end is missing.
+    let cut: String = full.lines().take(38).map(|l| format!("{l}\n")).collect();
+    let r = app.import("format=ab", cut.into_bytes()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let id = r.json()["runs"][0]["id"].as_i64().unwrap();
+    let rows = rejected(&app, id).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].0, 38);
+    assert!(rows[0].1.contains("\"100%\" line") && !rows[0].1.contains("Total"));
+
+    // Whole reports carry no such warning (nor does a nohup.out of several).
+    for file in [
+        "ab/slow_stdout.txt",
+        "ab/post_stdout.txt",
+        "ab/flaky_keepalive_stdout.txt",
+        "ab/error_stdout.txt",
+    ] {
+        let r = app.import("format=ab", crate::helpers::fixture(file)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{file}: {}", r.text());
+        for run in r.json()["runs"].as_array().unwrap() {
+            assert_eq!(run["rejected_rows"], 0, "{file}: {run}");
+        }
+    }
+    let loop_out =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ab-loop.out")).unwrap();
+    let r = app.import("format=ab", loop_out).await;
+    for run in r.json()["runs"].as_array().unwrap() {
+        assert_eq!(run["rejected_rows"], 0, "ab-loop.out: {run}");
+    }
+}
