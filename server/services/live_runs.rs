@@ -34,7 +34,7 @@ enum Acc {
         users: Option<u32>,
     },
     /// JMeter Backend Listener: per-interval aggregates.
-    Intervals(IntervalRun),
+    Intervals(Box<IntervalRun>),
 }
 
 #[derive(Debug)]
@@ -60,7 +60,7 @@ impl OpenRun {
                 builder: Box::new(RunBuilder::with_limits(*limits)),
                 users: None,
             },
-            Sender::JMeter => Acc::Intervals(IntervalRun::new()),
+            Sender::JMeter => Acc::Intervals(Box::new(IntervalRun::with_limits(*limits))),
         };
         OpenRun {
             id: None,
