@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
 use crate::domain::alerts::AlertsConfig;
+use crate::domain::runs::RunLimits;
 use crate::store::{Retention, TargetSpec};
 
 /// Default listen address: loopback only, unless told otherwise.
@@ -239,6 +240,11 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 ///
 /// [alerts]                    # see alerts::AlertsConfig
 /// evaluation_interval = "15s"
+///
+/// [limits]                    # see LimitsSection
+/// min_timestamp = "1990-01-01"
+/// max_timestamp = "2100-01-01"
+/// max_elapsed_ms = 86400000
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -254,6 +260,89 @@ pub struct FileConfig {
     pub targets: Vec<TargetSpec>,
     pub alerts: Option<AlertsConfig>,
     pub server: Option<ServerSection>,
+    pub limits: Option<LimitsSection>,
+}
+
+/// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
+/// Every key is optional; the defaults are those of [`RunLimits::default`].
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    /// Earliest plausible sample time: `YYYY-MM-DD` or RFC 3339 (default `1990-01-01`).
+    pub min_timestamp: Option<String>,
+    /// Latest plausible sample time, exclusive: `YYYY-MM-DD` or RFC 3339 (default `2100-01-01`).
+    pub max_timestamp: Option<String>,
+    /// Longest plausible elapsed time of one sample, ms (default 86,400,000 = 24 h).
+    pub max_elapsed_ms: Option<u64>,
+    /// Largest decompressed : compressed ratio of a gzip input past 8 MiB (default 200;
+    /// 0 turns the check off).
+    pub max_gzip_ratio: Option<u64>,
+    /// Distinct labels kept per run (default 10,000); further labels are folded into one
+    /// "(other labels)" row.
+    pub max_labels: Option<usize>,
+    /// Longest label kept, characters (default 512); longer ones are cut and marked "…".
+    pub max_label_chars: Option<usize>,
+    /// Longest error message kept, characters (default 2,048); cut and marked "…".
+    pub max_message_chars: Option<usize>,
+    /// Routes kept per scrape target (default 10,000); series of further routes are
+    /// skipped and the target says so.
+    pub max_routes_per_target: Option<usize>,
+}
+
+impl LimitsSection {
+    /// The run limits these keys give over the defaults; `Err` names the key that is wrong.
+    pub fn run_limits(&self) -> Result<RunLimits, String> {
+        let mut l = RunLimits::default();
+        if let Some(t) = &self.min_timestamp {
+            l.samples.min_start_ms =
+                time_ms(t).map_err(|e| format!("limits.min_timestamp: {e}"))?;
+        }
+        if let Some(t) = &self.max_timestamp {
+            l.samples.max_start_ms =
+                time_ms(t).map_err(|e| format!("limits.max_timestamp: {e}"))?;
+        }
+        if l.samples.min_start_ms >= l.samples.max_start_ms {
+            return Err("limits.min_timestamp must be before limits.max_timestamp".into());
+        }
+        if let Some(ms) = self.max_elapsed_ms {
+            l.samples.max_elapsed_ms = ms;
+        }
+        if let Some(r) = self.max_gzip_ratio {
+            l.max_gzip_ratio = r;
+        }
+        for (key, value, slot) in [
+            ("max_labels", self.max_labels, &mut l.max_labels),
+            (
+                "max_label_chars",
+                self.max_label_chars,
+                &mut l.max_label_chars,
+            ),
+            (
+                "max_message_chars",
+                self.max_message_chars,
+                &mut l.max_message_chars,
+            ),
+        ] {
+            match value {
+                Some(0) => return Err(format!("limits.{key} must be at least 1")),
+                Some(n) => *slot = n,
+                None => {}
+            }
+        }
+        Ok(l)
+    }
+}
+
+/// `YYYY-MM-DD` (midnight UTC) or an RFC 3339 time → unix epoch ms.
+fn time_ms(text: &str) -> Result<i64, String> {
+    use time::format_description::well_known::Rfc3339;
+    let date = time::macros::format_description!("[year]-[month]-[day]");
+    let t = match time::Date::parse(text, &date) {
+        Ok(d) => d.midnight().assume_utc(),
+        Err(_) => time::OffsetDateTime::parse(text, &Rfc3339)
+            .map_err(|_| format!("{text:?} is neither a date (YYYY-MM-DD) nor an RFC 3339 time"))?,
+    };
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|e| e.to_string())
 }
 
 /// `[server]` in `harrier.toml`.
@@ -299,6 +388,9 @@ impl Default for ConnectionLimits {
 /// Default idle time after which a live run is complete, seconds.
 pub const DEFAULT_LIVE_IDLE_TIMEOUT_S: u64 = 30;
 
+/// Default number of routes kept per scrape target.
+pub const DEFAULT_MAX_ROUTES_PER_TARGET: usize = 10_000;
+
 /// Default Apdex threshold T, ms.
 pub const DEFAULT_APDEX_T_MS: u64 = 500;
 
@@ -323,6 +415,10 @@ pub struct Config {
     pub alerts: AlertsConfig,
     /// Connection cap and time-outs.
     pub connections: ConnectionLimits,
+    /// What every imported or streamed run is held to (`[limits]`).
+    pub run_limits: RunLimits,
+    /// Routes kept per scrape target (`[limits] max_routes_per_target`).
+    pub max_routes_per_target: usize,
 }
 
 impl Default for Config {
@@ -338,6 +434,8 @@ impl Default for Config {
             targets: Vec::new(),
             alerts: AlertsConfig::default(),
             connections: ConnectionLimits::default(),
+            run_limits: RunLimits::default(),
+            max_routes_per_target: DEFAULT_MAX_ROUTES_PER_TARGET,
         }
     }
 }
@@ -358,11 +456,17 @@ impl Config {
         if let Some(db) = db {
             return Ok(db);
         }
+        Ok(Config::client()?.db)
+    }
+
+    /// The settings a client command reads (`HARRIER_CONFIG`, else `./harrier.toml`, else
+    /// the defaults): e.g. the `[limits]` that `harrier import --db` holds files to.
+    pub fn client() -> Result<Config, ConfigError> {
         let args = ServeArgs {
             config: std::env::var_os("HARRIER_CONFIG").map(PathBuf::from),
             ..ServeArgs::default()
         };
-        Ok(Config::resolve(&args)?.db)
+        Config::resolve(&args)
     }
 
     /// Resolves flags/environment over the file (explicit `--config`, else `./harrier.toml`
@@ -381,29 +485,32 @@ impl Config {
                 .public_url
                 .map(|u| u.trim_end_matches('/').to_string());
         }
-        let limits = ConnectionLimits::default();
+        let conn_defaults = ConnectionLimits::default();
         let connections = ConnectionLimits {
             max_connections: server
                 .max_connections
                 .filter(|n| *n > 0)
-                .unwrap_or(limits.max_connections),
+                .unwrap_or(conn_defaults.max_connections),
             header_timeout_s: server
                 .header_timeout_s
                 .filter(|n| *n > 0)
-                .unwrap_or(limits.header_timeout_s),
-            shutdown_grace_s: server.shutdown_grace_s.unwrap_or(limits.shutdown_grace_s),
+                .unwrap_or(conn_defaults.header_timeout_s),
+            shutdown_grace_s: server
+                .shutdown_grace_s
+                .unwrap_or(conn_defaults.shutdown_grace_s),
         };
-        if let Err(message) = alerts.validate() {
-            return Err(ConfigError {
-                path: args
-                    .config
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("harrier.toml"))
-                    .display()
-                    .to_string(),
-                message,
-            });
-        }
+        let config_error = |message: String| ConfigError {
+            path: args
+                .config
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("harrier.toml"))
+                .display()
+                .to_string(),
+            message,
+        };
+        alerts.validate().map_err(config_error)?;
+        let limits = file.limits.unwrap_or_default();
+        let run_limits = limits.run_limits().map_err(config_error)?;
         Ok(Config {
             listen: args.listen.or(file.listen).unwrap_or(defaults.listen),
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
@@ -421,6 +528,16 @@ impl Config {
             targets: file.targets,
             alerts,
             connections,
+            run_limits,
+            max_routes_per_target: match limits.max_routes_per_target {
+                Some(0) => {
+                    return Err(config_error(
+                        "limits.max_routes_per_target must be at least 1".into(),
+                    ));
+                }
+                Some(n) => n,
+                None => DEFAULT_MAX_ROUTES_PER_TARGET,
+            },
         })
     }
 }
@@ -467,5 +584,36 @@ mod alerts_tests {
         let mut fast = alerts;
         fast.evaluation_interval = crate::domain::alerts::rule::Duration(10);
         assert!(fast.validate().unwrap_err().contains("evaluation_interval"));
+    }
+}
+
+#[cfg(test)]
+mod limits_tests {
+    use super::{FileConfig, LimitsSection};
+
+    #[test]
+    fn limits_section_of_harrier_toml() {
+        let file: FileConfig = toml::from_str(
+            "[limits]\nmin_timestamp = \"2000-01-01\"\nmax_timestamp = \"2030-06-01T12:00:00Z\"\nmax_elapsed_ms = 600000\n",
+        )
+        .unwrap();
+        let l = file.limits.unwrap().run_limits().unwrap();
+        assert_eq!(l.samples.min_start_ms, 946_684_800_000);
+        assert_eq!(l.samples.max_start_ms, 1_906_545_600_000);
+        assert_eq!(l.samples.max_elapsed_ms, 600_000);
+        let bad = LimitsSection {
+            min_timestamp: Some("yesterday".into()),
+            ..LimitsSection::default()
+        };
+        assert!(
+            bad.run_limits()
+                .unwrap_err()
+                .contains("limits.min_timestamp")
+        );
+        let reversed = LimitsSection {
+            min_timestamp: Some("2100-01-02".into()),
+            ..LimitsSection::default()
+        };
+        assert!(reversed.run_limits().unwrap_err().contains("before"));
     }
 }

@@ -91,7 +91,9 @@ async fn import_local(
     path: &Path,
     source: &str,
 ) -> anyhow::Result<Vec<import::ImportedRun>> {
+    let limits = Config::client()?.run_limits;
     let req = ImportRequest {
+        limits,
         format,
         name: args.name.clone(),
         scenario: args.scenario.clone(),

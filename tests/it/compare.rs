@@ -51,18 +51,21 @@ async fn synthetic_run(
             let label = if i % 3 == 0 { "Login" } else { "Search" };
             let elapsed = (120.0 * factor * (0.3 * rng.gauss()).exp()).round() as u64;
             n += 1;
-            b.push(&Sample {
-                label,
-                start_ms: start_ms + s * 1000 + i * (1000 / per_s),
-                elapsed_ms: elapsed,
-                success: !n.is_multiple_of(200),
-                response_code: if n.is_multiple_of(200) { "500" } else { "200" },
-                message: "",
-                bytes_received: 100,
-                bytes_sent: 10,
-                active_users: Some(10),
-                is_transaction: false,
-            });
+            b.push(
+                1,
+                &Sample {
+                    label,
+                    start_ms: start_ms + s * 1000 + i * (1000 / per_s),
+                    elapsed_ms: elapsed,
+                    success: !n.is_multiple_of(200),
+                    response_code: if n.is_multiple_of(200) { "500" } else { "200" },
+                    message: "",
+                    bytes_received: 100,
+                    bytes_sent: 10,
+                    active_users: Some(10),
+                    is_transaction: false,
+                },
+            );
         }
     }
     let data = b.finish();

@@ -21,6 +21,7 @@ pub mod capacity;
 pub mod distribution;
 pub mod hdr;
 pub mod intervals;
+pub mod limits;
 mod stats;
 pub mod timeseries;
 
@@ -29,6 +30,7 @@ pub use builder::{
     RunBuilder,
 };
 pub use hdr::{HistogramSummary, merge_histograms, summarize_serialized};
+pub use limits::{RunLimits, SampleLimits};
 pub use stats::{ExactHistogram, StatsAcc, nearest_rank};
 
 use serde::{Deserialize, Serialize};
@@ -176,6 +178,9 @@ pub struct RunData {
     pub rejected: Vec<RejectedRow>,
     /// True when the tool reported only aggregates (ab, wrk…): figures are "reported by TOOL".
     pub summary_only: bool,
+    /// Distinct labels beyond the run's label limit, whose samples are counted under
+    /// [`limits::OTHER_LABELS`] (0: none folded).
+    pub folded_labels: u64,
     /// Free-form figures the tool reported that have no slot in [`Stats`]
     /// (e.g. ab's failure breakdown), as a JSON object.
     pub reported: serde_json::Value,

@@ -113,16 +113,19 @@ pub fn build(label: Option<String>, buckets: &[BucketIn<'_>], last_end_ms: Optio
     let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
         return series;
     };
-    let span_s = (last.start_ms - first.start_ms) / 1000 + 1;
+    // Sized by MAX_POINTS, never by the span: a wider run gets wider buckets.
+    let span_s = last.start_ms.saturating_sub(first.start_ms) / 1000 + 1;
     let width_s = (span_s + MAX_POINTS - 1) / MAX_POINTS;
     let bucket_ms = width_s.max(1) * 1000;
     series.bucket_ms = bucket_ms;
-    let n = ((last.start_ms - first.start_ms) / bucket_ms + 1) as usize;
+    let n = (last.start_ms.saturating_sub(first.start_ms) / bucket_ms + 1) as usize;
     let mut accs: Vec<Acc> = (0..n).map(|_| Acc::new()).collect();
     let mut de = Deserializer::new();
     for b in buckets {
-        let i = ((b.start_ms - first.start_ms) / bucket_ms) as usize;
-        accs[i].add(b, &mut de);
+        let i = (b.start_ms.saturating_sub(first.start_ms) / bucket_ms) as usize;
+        if let Some(acc) = accs.get_mut(i) {
+            acc.add(b, &mut de);
+        }
     }
     let width_s = bucket_ms as f64 / 1000.0;
     for (i, acc) in accs.into_iter().enumerate() {

@@ -581,6 +581,8 @@ struct RunPage {
     rejected: Vec<RejectedRowRow>,
     rejected_total: String,
     rejected_more: bool,
+    /// Says that labels beyond the label limit were folded, when some were.
+    folded_note: Option<String>,
     reported: Vec<(String, String)>,
     /// The response-status breakdown the tool reported: (code, count, counts as an error).
     status_codes: Vec<(String, String, bool)>,
@@ -838,6 +840,13 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
             .collect(),
         rejected_total: format::int(run.rejected_rows),
         rejected_more: run.rejected_rows > rejected.len() as i64,
+        folded_note: (run.folded_labels > 0).then(|| {
+            format!(
+                "The file has more distinct labels than harrier keeps per run: the samples of {} more labels are counted together under “{}” (limits.max_labels in harrier.toml).",
+                format::int(run.folded_labels),
+                crate::domain::runs::limits::OTHER_LABELS
+            )
+        }),
         rejected,
         reported: reported_rows(&run.reported),
         status_codes: status_code_rows(&run.reported),

@@ -21,6 +21,12 @@
 //!
 //! A file may hold several reports one after another (a shell loop's `nohup.out`): each
 //! becomes its own run, in order, named `host:port/path`.
+//!
+//! A report cut off before its final figures (ab killed, a truncated copy) still imports
+//! with what it printed, and says so: the run gets a rejected row at the line where the
+//! report stops, naming what is missing (`Requests per second`, the Connection Times
+//! `Total:` row, the percentage table's `100%` line), and `reported.cut_off = true`. A
+//! report without a percentage table at all is complete (`ab -d`).
 
 use std::io::BufRead;
 
@@ -59,6 +65,7 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
         }
         if let Some(r) = reports.last_mut() {
             r.read_line(line);
+            r.last_line = line_no;
         }
     }
     let Some(first) = reports.first() else {
@@ -147,6 +154,10 @@ pub fn parse_breakdown(line: &str) -> Option<[u64; 4]> {
 #[derive(Debug, Default)]
 struct Report {
     line: u64,
+    /// The last line read into this report (where a cut-off report stops).
+    last_line: u64,
+    /// The percentage table's header was read.
+    percentiles_started: bool,
     benchmarking_seen: bool,
     in_connection_times: bool,
     in_percentiles: bool,
@@ -216,6 +227,7 @@ impl Report {
         if trimmed.starts_with("Percentage of the requests served") {
             self.in_connection_times = false;
             self.in_percentiles = true;
+            self.percentiles_started = true;
             return;
         }
         if self.in_percentiles {
@@ -300,6 +312,24 @@ impl Report {
         self.connection_times.get("total")?.get(field)?.as_f64()
     }
 
+    /// The final figures a complete report prints that this one lacks (empty: complete).
+    fn missing_figures(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.requests_per_second.is_none() {
+            missing.push("\"Requests per second\"");
+        }
+        if !self.connection_times.contains_key("total") {
+            missing.push("the Connection Times \"Total:\" row");
+        }
+        // `ab -d` prints no percentage table; a table begun must end with its 100% line.
+        if (self.percentiles_started || !self.connection_times.contains_key("total"))
+            && self.percentile(100).is_none()
+        {
+            missing.push("the percentage table's \"100%\" line");
+        }
+        missing
+    }
+
     fn into_run(self) -> Result<ParsedRun, RejectedRow> {
         let Some(complete) = self.complete else {
             return Err(RejectedRow {
@@ -346,8 +376,17 @@ impl Report {
             Some(p) => format!("{h}:{p}{path}"),
             None => format!("{h}{path}"),
         });
+        let missing = self.missing_figures();
+        let cut_off = (!missing.is_empty()).then(|| RejectedRow {
+            line: self.last_line,
+            reason: format!(
+                "the ab report stops here, cut off before its final figures: {} missing; the run shows only what ab printed before the cut",
+                missing.join(", ")
+            ),
+        });
         let reported = json!({
             "tool": "ab",
+            "cut_off": cut_off.is_some(),
             "version": self.version,
             "server_software": self.server_software,
             "host": self.host,
@@ -408,6 +447,8 @@ impl Report {
                 }],
                 summary_only: true,
                 reported,
+                rejected_rows: u64::from(cut_off.is_some()),
+                rejected: cut_off.into_iter().collect(),
                 ..RunData::default()
             },
         })

@@ -34,7 +34,7 @@ use super::summary::{
     is_error_status_text, one_label_run, read_text, relative_times, s_to_ms, seconds_text_to_ms,
 };
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{RunBuilder, Sample, Stats};
+use crate::domain::runs::{RunBuilder, RunLimits, Sample, Stats};
 
 /// hey's percentile rule, stored beside its percentile table.
 pub const PERCENTILE_RULE: &str =
@@ -61,18 +61,26 @@ pub fn looks_like(prefix: &[u8]) -> bool {
 }
 
 /// Reads a hey text report or CSV file.
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let head = input.fill_buf().map_err(|source| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
     })?;
     if head.trim_ascii_start().starts_with(b"response-time,") {
-        return parse_csv(input, source_name);
+        return parse_csv(input, source_name, limits);
     }
     parse_text(input, source_name)
 }
 
-fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+fn parse_csv<R: BufRead>(
+    input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let mut csv = HeaderedCsv::open(input, source_name, "a hey CSV")?;
     let col = |name: &[u8]| csv.column(name);
     let (Some(rt), Some(offset)) = (col(b"response-time"), col(b"offset")) else {
@@ -83,7 +91,8 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         ));
     };
     let status = col(b"status-code");
-    let mut builder = RunBuilder::new();
+    // Times are offsets from the run's start, not clock times.
+    let mut builder = RunBuilder::with_limits(limits.relative());
     let mut codes: Map<String, Value> = Map::new();
     let mut record = csv::ByteRecord::new();
     while let Some(line) = csv.next_row(&mut record, &mut builder)? {
@@ -111,22 +120,25 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             *n = json!(n.as_u64().unwrap_or(0) + 1);
         }
         let success = code.as_deref().is_none_or(|c| !is_error_status_text(c));
-        builder.push(&Sample {
-            label: ALL_REQUESTS_LABEL,
-            start_ms: start_ms as i64,
-            elapsed_ms,
-            success,
-            response_code: if success {
-                ""
-            } else {
-                code.as_deref().unwrap_or("")
+        builder.push(
+            line,
+            &Sample {
+                label: ALL_REQUESTS_LABEL,
+                start_ms: start_ms as i64,
+                elapsed_ms,
+                success,
+                response_code: if success {
+                    ""
+                } else {
+                    code.as_deref().unwrap_or("")
+                },
+                message: "",
+                bytes_received: 0,
+                bytes_sent: 0,
+                active_users: None,
+                is_transaction: false,
             },
-            message: "",
-            bytes_received: 0,
-            bytes_sent: 0,
-            active_users: None,
-            is_transaction: false,
-        });
+        );
     }
     if builder.samples() == 0 {
         return Err(csv.nothing_readable(&builder));

@@ -42,12 +42,12 @@
 //! [`MAX_OPEN`] are open, or at the end. A request missing its `http_reqs` or
 //! `http_req_duration` point is rejected with the line of its first point.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{Value, json};
 
 use super::active_users::ActiveUsers;
-use crate::domain::runs::{RunBuilder, RunData, Sample, Stats, nearest_rank};
+use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample, Stats, nearest_rank};
 
 /// Requests kept open waiting for more of their points.
 pub const MAX_OPEN: usize = 256;
@@ -69,8 +69,8 @@ pub struct Regrouper {
     builder: RunBuilder,
     open: VecDeque<Open>,
     /// Exact response times (ns) per label, in the builder's label order.
-    durations: Vec<(String, Vec<u64>)>,
-    label_index: HashMap<String, usize>,
+    /// Nanosecond durations per label, indexed as the builder's labels.
+    durations: Vec<Vec<u64>>,
     users: ActiveUsers,
     saw_failed_metric: bool,
     without_failed: u64,
@@ -92,7 +92,6 @@ impl Default for Regrouper {
             builder: RunBuilder::new(),
             open: VecDeque::new(),
             durations: Vec::new(),
-            label_index: HashMap::new(),
             users: ActiveUsers::from_gauge(),
             saw_failed_metric: false,
             without_failed: 0,
@@ -117,6 +116,14 @@ pub fn is_request_metric(metric: &str) -> bool {
 }
 
 impl Regrouper {
+    /// A regrouper whose requests are held to `limits` (see [`RunBuilder::push`]).
+    pub fn with_limits(limits: &RunLimits) -> Self {
+        Regrouper {
+            builder: RunBuilder::with_limits(*limits),
+            ..Regrouper::default()
+        }
+    }
+
     /// Counts a point of any metric (for [`RunData::reported`]).
     pub fn count_point(&mut self, metric: &str) {
         match self.points.get_mut(metric) {
@@ -260,11 +267,38 @@ impl Regrouper {
         let label = tag("name").or(tag("url")).unwrap_or("(no name or url tag)");
         let status = tag("status").unwrap_or("");
         let message = tag("error").or(tag("error_code")).unwrap_or("");
-        let failed = o.failed.unwrap_or_else(|| {
+        // A duration beyond i64 ns, or a start before i64::MIN, is no time at all.
+        let Some(start_ns) = i64::try_from(duration_ns)
+            .ok()
+            .and_then(|d| o.time_ns.checked_sub(d))
+        else {
+            self.builder.reject(
+                o.line,
+                format!("http_req_duration {duration_ns} ns does not fit a request time"),
+            );
+            return;
+        };
+        let failed = o.failed.unwrap_or(false);
+        let Some(label_idx) = self.builder.push(
+            o.line,
+            &Sample {
+                label,
+                start_ms: start_ns.div_euclid(1_000_000),
+                elapsed_ms: duration_ns.saturating_add(500_000) / 1_000_000,
+                success: !failed,
+                response_code: if failed { status } else { "" },
+                message: if failed { message } else { "" },
+                bytes_received: 0,
+                bytes_sent: 0,
+                active_users: None,
+                is_transaction: false,
+            },
+        ) else {
+            return; // outside the limits: rejected with its line, counted nowhere
+        };
+        if o.failed.is_none() {
             self.without_failed += 1;
-            false
-        });
-        let start_ns = o.time_ns - duration_ns as i64;
+        }
         *self.by_status.entry(status.to_owned()).or_insert(0) += 1;
         self.first_request_ns = Some(
             self.first_request_ns
@@ -273,28 +307,12 @@ impl Regrouper {
         self.last_request_ns = Some(self.last_request_ns.map_or(o.time_ns, |t| t.max(o.time_ns)));
         self.min_start_ns = Some(self.min_start_ns.map_or(start_ns, |t| t.min(start_ns)));
         self.max_end_ns = Some(self.max_end_ns.map_or(o.time_ns, |t| t.max(o.time_ns)));
-        let idx = match self.label_index.get(label) {
-            Some(&i) => i,
-            None => {
-                self.label_index
-                    .insert(label.to_owned(), self.durations.len());
-                self.durations.push((label.to_owned(), Vec::new()));
-                self.durations.len() - 1
-            }
-        };
-        self.durations[idx].1.push(duration_ns);
-        self.builder.push(&Sample {
-            label,
-            start_ms: start_ns.div_euclid(1_000_000),
-            elapsed_ms: (duration_ns + 500_000) / 1_000_000,
-            success: !failed,
-            response_code: if failed { status } else { "" },
-            message: if failed { message } else { "" },
-            bytes_received: 0,
-            bytes_sent: 0,
-            active_users: None,
-            is_transaction: false,
-        });
+        // Indexed as the builder's labels (a folded label's durations go to its
+        // "other labels" row, as its samples do).
+        if self.durations.len() <= label_idx {
+            self.durations.resize_with(label_idx + 1, Vec::new);
+        }
+        self.durations[label_idx].push(duration_ns);
     }
 
     /// Closes every open request and returns the run. `kind` names the input for
@@ -312,10 +330,8 @@ impl Regrouper {
             self.saw_failed_metric || (self.duration_only > 0 && self.without_failed == 0);
         // Exact figures from the nanosecond durations.
         let mut all: Vec<u64> = Vec::with_capacity(samples as usize);
-        for (label, durations) in &mut self.durations {
-            if let Some(l) = data.labels.iter_mut().find(|l| &l.label == label) {
-                exact(&mut l.stats, durations, None, errors_known);
-            }
+        for (l, durations) in data.labels.iter_mut().zip(&mut self.durations) {
+            exact(&mut l.stats, durations, None, errors_known);
             all.extend_from_slice(durations);
         }
         let window = self.min_start_ns.zip(self.max_end_ns);

@@ -45,7 +45,7 @@ use super::summary::{
     seconds_text_to_ms, uint,
 };
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{RunBuilder, Sample, Stats};
+use crate::domain::runs::{RunBuilder, RunLimits, Sample, Stats};
 
 /// oha's percentile rule, stored beside its percentile table.
 pub const PERCENTILE_RULE: &str =
@@ -77,13 +77,17 @@ pub fn looks_like(prefix: &[u8]) -> bool {
 }
 
 /// Reads an oha JSON report or CSV file.
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let head = input.fill_buf().map_err(|source| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
     })?;
     if head.trim_ascii_start().starts_with(b"request-start,") {
-        return parse_csv(input, source_name);
+        return parse_csv(input, source_name, limits);
     }
     if !head.trim_ascii_start().starts_with(b"{") {
         return parse_text(input, source_name);
@@ -351,7 +355,11 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
     )])
 }
 
-fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+fn parse_csv<R: BufRead>(
+    input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let mut csv = HeaderedCsv::open(input, source_name, "an oha CSV")?;
     let col = |name: &[u8]| csv.column(name);
     let (Some(start), Some(duration)) = (col(b"request-start"), col(b"request-duration")) else {
@@ -362,7 +370,8 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         ));
     };
     let (bytes, status) = (col(b"bytes"), col(b"status"));
-    let mut builder = RunBuilder::new();
+    // Times are offsets from the run's start, not clock times.
+    let mut builder = RunBuilder::with_limits(limits.relative());
     let mut codes: Map<String, Value> = Map::new();
     let mut record = csv::ByteRecord::new();
     while let Some(line) = csv.next_row(&mut record, &mut builder)? {
@@ -401,22 +410,25 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             *n = json!(n.as_u64().unwrap_or(0) + 1);
         }
         let success = code.as_deref().is_none_or(|c| !is_error_status_text(c));
-        builder.push(&Sample {
-            label: ALL_REQUESTS_LABEL,
-            start_ms: start_ms as i64,
-            elapsed_ms,
-            success,
-            response_code: if success {
-                ""
-            } else {
-                code.as_deref().unwrap_or("")
+        builder.push(
+            line,
+            &Sample {
+                label: ALL_REQUESTS_LABEL,
+                start_ms: start_ms as i64,
+                elapsed_ms,
+                success,
+                response_code: if success {
+                    ""
+                } else {
+                    code.as_deref().unwrap_or("")
+                },
+                message: "",
+                bytes_received,
+                bytes_sent: 0,
+                active_users: None,
+                is_transaction: false,
             },
-            message: "",
-            bytes_received,
-            bytes_sent: 0,
-            active_users: None,
-            is_transaction: false,
-        });
+        );
     }
     if builder.samples() == 0 {
         return Err(csv.nothing_readable(&builder));

@@ -37,7 +37,7 @@ use super::summary::{
     num, one_label_run, parse_json, read_text, uint, url_path, url_without_scheme,
 };
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{RunBuilder, Sample, Stats};
+use crate::domain::runs::{RunBuilder, RunLimits, Sample, Stats};
 
 /// vegeta's percentile rule, stored beside its report's latencies.
 pub const PERCENTILE_RULE: &str = "vegeta: estimated by a streaming quantile sketch over all results (errors included), not nearest rank";
@@ -81,7 +81,11 @@ fn is_gob(prefix: &[u8]) -> bool {
 }
 
 /// Reads vegeta results (JSON lines) or a vegeta JSON report.
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let head = input.fill_buf().map_err(|source| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
@@ -95,7 +99,7 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
         ));
     }
     if is_results_line(head.trim_ascii_start()) {
-        return parse_results(input, source_name);
+        return parse_results(input, source_name, limits);
     }
     parse_report(input, source_name)
 }
@@ -178,8 +182,9 @@ struct ResultLine<'a> {
 fn parse_results<R: BufRead>(
     mut input: R,
     source_name: &str,
+    limits: &RunLimits,
 ) -> Result<Vec<ParsedRun>, IngestError> {
-    let mut builder = RunBuilder::new();
+    let mut builder = RunBuilder::with_limits(*limits);
     let mut codes: Map<String, Value> = Map::new();
     let mut name_hint = None;
     let mut buf = Vec::new();
@@ -226,18 +231,21 @@ fn parse_results<R: BufRead>(
         let n = codes.entry(code.clone()).or_insert(json!(0));
         *n = json!(n.as_u64().unwrap_or(0) + 1);
         let success = !is_error_status(r.code);
-        builder.push(&Sample {
-            label: label.as_deref().unwrap_or(ALL_REQUESTS_LABEL),
-            start_ms,
-            elapsed_ms: latency_ns.saturating_add(500_000) / 1_000_000,
-            success,
-            response_code: if success { "" } else { &code },
-            message: if success { "" } else { &r.error },
-            bytes_received: r.bytes_in,
-            bytes_sent: r.bytes_out,
-            active_users: None,
-            is_transaction: false,
-        });
+        builder.push(
+            line,
+            &Sample {
+                label: label.as_deref().unwrap_or(ALL_REQUESTS_LABEL),
+                start_ms,
+                elapsed_ms: latency_ns.saturating_add(500_000) / 1_000_000,
+                success,
+                response_code: if success { "" } else { &code },
+                message: if success { "" } else { &r.error },
+                bytes_received: r.bytes_in,
+                bytes_sent: r.bytes_out,
+                active_users: None,
+                is_transaction: false,
+            },
+        );
     }
     if builder.samples() == 0 {
         let (l, why) = builder.first_rejected().map_or_else(
@@ -282,7 +290,7 @@ mod tests {
             r#"{"attack":"","seq":3,"code":200,"times"#,
             "\n",
         );
-        let runs = parse(text.as_bytes(), "t").expect("parses");
+        let runs = parse(text.as_bytes(), "t", &RunLimits::default()).expect("parses");
         let d = &runs[0].data;
         assert_eq!(d.overall.count, 2);
         assert_eq!(d.overall.errors, 1);

@@ -249,18 +249,21 @@ mod tests {
         let store = SqliteStore::from_pool(pool).await.unwrap();
         let mut b = RunBuilder::new();
         for i in 0..300i64 {
-            b.push(&Sample {
-                label: if i % 2 == 0 { "A" } else { "B" },
-                start_ms: 1_700_000_000_000 + i * 100,
-                elapsed_ms: 10 + (i % 7) as u64,
-                success: true,
-                response_code: "200",
-                message: "",
-                bytes_received: 1,
-                bytes_sent: 1,
-                active_users: None,
-                is_transaction: false,
-            });
+            b.push(
+                1,
+                &Sample {
+                    label: if i % 2 == 0 { "A" } else { "B" },
+                    start_ms: 1_700_000_000_000 + i * 100,
+                    elapsed_ms: 10 + (i % 7) as u64,
+                    success: true,
+                    response_code: "200",
+                    message: "",
+                    bytes_received: 1,
+                    bytes_sent: 1,
+                    active_users: None,
+                    is_transaction: false,
+                },
+            );
         }
         let data = b.finish();
         let id = store

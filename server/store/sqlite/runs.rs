@@ -80,6 +80,8 @@ pub struct RunDetail {
     pub ended_at_ms: Option<i64>,
     pub imported_at_ms: i64,
     pub rejected_rows: i64,
+    /// Distinct labels beyond the label limit, counted under "(other labels)" (0: none).
+    pub folded_labels: i64,
     pub notes: Option<String>,
     pub tags: BTreeMap<String, String>,
     /// Figures the tool reported beyond the statistics (ab's failure breakdown, …).
@@ -163,6 +165,7 @@ struct RunRow {
     ended_at_ms: Option<i64>,
     imported_at_ms: i64,
     rejected_rows: i64,
+    folded_labels: i64,
     notes: Option<String>,
     reported: String,
     failed_rule: Option<String>,
@@ -301,7 +304,7 @@ impl SqliteStore {
     pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>> {
         let Some(run): Option<RunRow> = sqlx::query_as(
             "SELECT id, name, scenario, tool, source, status, summary_only, started_at_ms,
-                    ended_at_ms, imported_at_ms, rejected_rows, notes, reported,
+                    ended_at_ms, imported_at_ms, rejected_rows, folded_labels, notes, reported,
                     failed_rule, failed_at_ms, failed_value
              FROM runs WHERE id = ?",
         )
@@ -364,6 +367,7 @@ impl SqliteStore {
             ended_at_ms: run.ended_at_ms,
             imported_at_ms: run.imported_at_ms,
             rejected_rows: run.rejected_rows,
+            folded_labels: run.folded_labels,
             notes: run.notes,
             tags: tags.into_iter().collect(),
             reported: serde_json::from_str(&run.reported).unwrap_or(serde_json::Value::Null),
@@ -592,7 +596,7 @@ impl SqliteStore {
         let mut tx = self.begin_write().await?;
         let found = sqlx::query(
             "UPDATE runs SET status = ?, summary_only = ?, started_at_ms = ?, ended_at_ms = ?,
-                             rejected_rows = ?, reported = ?,
+                             rejected_rows = ?, folded_labels = ?, reported = ?,
                              tool = COALESCE(?, tool), source = COALESCE(?, source)
              WHERE id = ?",
         )
@@ -601,6 +605,7 @@ impl SqliteStore {
         .bind(clock_time(data.overall.first_start_ms))
         .bind(clock_time(data.overall.last_end_ms))
         .bind(to_i64(data.rejected_rows))
+        .bind(to_i64(data.folded_labels))
         .bind(data.reported.to_string())
         .bind(tool_source.map(|t| t.0))
         .bind(tool_source.map(|t| t.1))
@@ -701,8 +706,8 @@ async fn insert_run_tx(
 ) -> Result<i64> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO runs (name, scenario, tool, source, summary_only, started_at_ms, ended_at_ms,
-                           imported_at_ms, rejected_rows, reported)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                           imported_at_ms, rejected_rows, folded_labels, reported)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(&run.name)
     .bind(&run.scenario)
@@ -713,6 +718,7 @@ async fn insert_run_tx(
     .bind(clock_time(data.overall.last_end_ms))
     .bind(run.imported_at_ms)
     .bind(to_i64(data.rejected_rows))
+    .bind(to_i64(data.folded_labels))
     .bind(data.reported.to_string())
     .fetch_one(&mut **tx)
     .await?;
