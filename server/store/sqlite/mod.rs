@@ -63,6 +63,11 @@ impl WriteTx {
     }
 }
 
+/// SQLite's `SQLITE_BUSY` ("database is locked").
+fn is_busy(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.code().as_deref() == Some("5"))
+}
+
 impl SqliteStore {
     /// Opens (creating if missing) the SQLite file at `path` in WAL mode and applies the
     /// migrations.
@@ -79,10 +84,24 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .pragma("mmap_size", "268435456")
             .pragma("cache_size", "-16384");
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options)
-            .await?;
+        // A new file's first connection switches it to WAL, which needs the file to
+        // itself: another process opening it at that instant gets "database is locked"
+        // at once (the busy time-out does not cover it). Try again shortly.
+        let mut tries = 0u64;
+        let pool = loop {
+            match SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options.clone())
+                .await
+            {
+                Ok(pool) => break pool,
+                Err(e) if tries < 5 && is_busy(&e) => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100 * tries)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         SqliteStore::from_pool(pool).await
     }
 
@@ -113,7 +132,7 @@ impl SqliteStore {
         loop {
             match sqlx::migrate!("./migrations").run(&pool).await {
                 Ok(()) => break,
-                Err(e) if tries < 3 => {
+                Err(e) if tries < 5 => {
                     tries += 1;
                     tracing::debug!(error = %e, "migrating the database failed; trying again");
                     tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
