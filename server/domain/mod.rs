@@ -2,7 +2,8 @@
 //!
 //! Types and statistics of runs ([`runs`]), route metrics arithmetic ([`routes`]), run
 //! comparison ([`compare`]), the alert rule model and state machine ([`alerts`]), and the
-//! number and unit formatting shared by the console, the CLI and exports ([`format`]).
+//! number and unit formatting shared by the console, the CLI and exports ([`format`]), and
+//! the load generator's schedules and figures ([`load`]).
 //!
 //! Must not import axum, sqlx, reqwest or anything of the layers above (sources, store,
 //! services, views, http); must not read the clock, files or the network.
@@ -10,5 +11,6 @@
 pub mod alerts;
 pub mod compare;
 pub mod format;
+pub mod load;
 pub mod routes;
 pub mod runs;
