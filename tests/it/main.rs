@@ -12,6 +12,7 @@ mod http;
 mod layers;
 mod live;
 mod live_runs;
+mod load;
 mod report;
 mod routes;
 mod store;
