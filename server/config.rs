@@ -79,7 +79,8 @@ pub enum LoadCommand {
     ///
     /// Schedules: `--rate 500` (constant), `--rate 100..2000 --over 2m` (ramp),
     /// `--steps 100,200,400 --step-duration 30s`; `--poisson` for exponential gaps.
-    Run(LoadRunArgs),
+    // Boxed: the flags are many, and clap's command enum should stay small.
+    Run(Box<LoadRunArgs>),
 }
 
 /// `harrier load run`.

@@ -22,7 +22,7 @@ use crate::store::Store;
 /// Runs a `harrier load …` command.
 pub async fn load(command: LoadCommand) -> anyhow::Result<ExitCode> {
     match command {
-        LoadCommand::Run(args) => run(args).await,
+        LoadCommand::Run(args) => run(*args).await,
     }
 }
 
@@ -92,7 +92,12 @@ pub fn schedule_of(args: &LoadRunArgs) -> Result<Schedule, String> {
                 n * step_s,
             )
         }
-        (None, None) => return Err("say how fast: --rate 500, --rate 100..2000 --over 2m, or --steps 100,200,400".into()),
+        (None, None) => {
+            return Err(
+                "say how fast: --rate 500, --rate 100..2000 --over 2m, or --steps 100,200,400"
+                    .into(),
+            );
+        }
         (Some(_), Some(_)) => return Err("--rate and --steps exclude each other".into()),
     };
     Ok(Schedule {
@@ -110,7 +115,9 @@ pub fn request_of(args: &LoadRunArgs) -> anyhow::Result<LoadRequest> {
     let dispatch_limit_s =
         duration_s("--dispatch-limit", &args.dispatch_limit).map_err(anyhow::Error::msg)?;
     let body = match &args.body_file {
-        Some(path) => std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+        Some(path) => {
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
+        }
         None => Vec::new(),
     };
     let mut spec = RequestSpec::new(
@@ -152,10 +159,7 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         None
     } else {
         let db = Config::client_db(args.db.clone())?;
-        Some((
-            Store::open(&db).await.with_context(|| open_hint(&db))?,
-            db,
-        ))
+        Some((Store::open(&db).await.with_context(|| open_hint(&db))?, db))
     };
     let cancel = CancellationToken::new();
     {
@@ -215,7 +219,7 @@ mod tests {
         let mut argv = vec!["harrier", "load", "run", "http://127.0.0.1:1/"];
         argv.extend_from_slice(line);
         match crate::config::Cli::parse_from(argv).command {
-            Some(crate::config::Command::Load(LoadCommand::Run(a))) => a,
+            Some(crate::config::Command::Load(LoadCommand::Run(a))) => *a,
             other => panic!("{other:?}"),
         }
     }
@@ -228,12 +232,31 @@ mod tests {
         let s = schedule_of(&args(&["--rate", "100..2000", "--over", "2m"])).unwrap();
         assert_eq!(s.duration_s, 120.0);
         assert_eq!(s.expected_count(), 126_000.0);
-        let s = schedule_of(&args(&["--steps", "100,200,400", "--step-duration", "30s", "--poisson"])).unwrap();
+        let s = schedule_of(&args(&[
+            "--steps",
+            "100,200,400",
+            "--step-duration",
+            "30s",
+            "--poisson",
+        ]))
+        .unwrap();
         assert_eq!((s.duration_s, s.poisson), (90.0, true));
-        assert!(schedule_of(&args(&["--rate", "100..200"])).unwrap_err().contains("--over"));
+        assert!(
+            schedule_of(&args(&["--rate", "100..200"]))
+                .unwrap_err()
+                .contains("--over")
+        );
         assert!(schedule_of(&args(&[])).is_err());
         assert!(schedule_of(&args(&["--rate", "fast"])).is_err());
-        let r = request_of(&args(&["--rate", "5", "--expect-status", "200,404", "-X", "post"])).unwrap();
+        let r = request_of(&args(&[
+            "--rate",
+            "5",
+            "--expect-status",
+            "200,404",
+            "-X",
+            "post",
+        ]))
+        .unwrap();
         assert_eq!(r.spec.expect_status, [(200, 200), (404, 404)]);
         assert_eq!(r.spec.method, hyper::Method::POST);
         assert_eq!(r.dispatch_limit_us, 2000);

@@ -39,7 +39,8 @@ async fn handle(State(s): State<Arc<Service>>) -> &'static str {
     let n = s.seen.fetch_add(1, Ordering::SeqCst) + 1;
     let now_ms = s.t0.elapsed().as_millis() as u64;
     if s.stall_at == Some(n) {
-        s.stall_until_ms.store(now_ms + s.stall_ms, Ordering::SeqCst);
+        s.stall_until_ms
+            .store(now_ms + s.stall_ms, Ordering::SeqCst);
     }
     let until = s.stall_until_ms.load(Ordering::SeqCst);
     if until > now_ms {
@@ -51,7 +52,11 @@ async fn handle(State(s): State<Arc<Service>>) -> &'static str {
 }
 
 /// Starts the service on 127.0.0.1:0; returns its URL and state.
-async fn service(workers: usize, service_ms: u64, stall: Option<(u64, u64)>) -> (String, Arc<Service>) {
+async fn service(
+    workers: usize,
+    service_ms: u64,
+    stall: Option<(u64, u64)>,
+) -> (String, Arc<Service>) {
     let state = Arc::new(Service {
         workers: Arc::new(Semaphore::new(workers)),
         service_ms,
@@ -61,7 +66,9 @@ async fn service(workers: usize, service_ms: u64, stall: Option<(u64, u64)>) -> 
         stall_until_ms: AtomicU64::new(0),
         t0: tokio::time::Instant::now(),
     });
-    let app = Router::new().route("/work", get(handle)).with_state(state.clone());
+    let app = Router::new()
+        .route("/work", get(handle))
+        .with_state(state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -70,8 +77,21 @@ async fn service(workers: usize, service_ms: u64, stall: Option<(u64, u64)>) -> 
     (format!("http://{addr}/work"), state)
 }
 
-fn request(url: &str, rate_per_s: f64, duration_s: f64, max_connections: u32, timeout_ms: u64) -> LoadRequest {
-    let mut spec = RequestSpec::new(url, "GET", &[], Vec::new(), Duration::from_millis(timeout_ms)).unwrap();
+fn request(
+    url: &str,
+    rate_per_s: f64,
+    duration_s: f64,
+    max_connections: u32,
+    timeout_ms: u64,
+) -> LoadRequest {
+    let mut spec = RequestSpec::new(
+        url,
+        "GET",
+        &[],
+        Vec::new(),
+        Duration::from_millis(timeout_ms),
+    )
+    .unwrap();
     spec.expect_body = Some(b"served".to_vec());
     LoadRequest {
         spec,
@@ -129,12 +149,29 @@ async fn below_capacity_the_offered_rate_is_achieved_and_latency_is_the_service_
     .await
     .unwrap();
     let s = &out.summary;
-    assert_eq!((s.scheduled, s.completed, s.errors.total()), (200, 200, 0), "{}", show(s));
-    assert_eq!(svc.seen.load(Ordering::SeqCst), 200, "every request reached the service once");
+    assert_eq!(
+        (s.scheduled, s.completed, s.errors.total()),
+        (200, 200, 0),
+        "{}",
+        show(s)
+    );
+    assert_eq!(
+        svc.seen.load(Ordering::SeqCst),
+        200,
+        "every request reached the service once"
+    );
     // Achieved = JMeter's throughput over the run's own window (≈ 2 s): within 5 %.
     let achieved = s.exact.throughput_rps.unwrap();
-    assert!((95.0..=105.0).contains(&achieved), "{achieved} req/s\n{}", show(s));
-    assert!(seconds[0].offered >= 99 && seconds[0].offered <= 101, "{:?}", seconds[0].offered);
+    assert!(
+        (95.0..=105.0).contains(&achieved),
+        "{achieved} req/s\n{}",
+        show(s)
+    );
+    assert!(
+        seconds[0].offered >= 99 && seconds[0].offered <= 101,
+        "{:?}",
+        seconds[0].offered
+    );
     // Latency ≈ the 10 ms service time (the exact stored p50, whole ms).
     let p50 = s.exact.p50_ms.unwrap();
     assert!((10.0..=25.0).contains(&p50), "p50 {p50} ms\n{}", show(s));
@@ -149,14 +186,23 @@ async fn below_capacity_the_offered_rate_is_achieved_and_latency_is_the_service_
     assert_eq!(detail.tool, "harrier");
     assert_eq!(detail.overall.count, 200);
     assert_eq!(detail.overall.p50_ms, s.exact.p50_ms);
-    let buckets = app.state.store.run_buckets(run.id, None).await.unwrap().unwrap();
+    let buckets = app
+        .state
+        .store
+        .run_buckets(run.id, None)
+        .await
+        .unwrap()
+        .unwrap();
     // 2 s of intended starts span 2 or 3 clock seconds.
     assert_eq!(buckets.iter().map(|b| b.count).sum::<i64>(), 200);
     assert!((2..=3).contains(&buckets.len()), "{}", buckets.len());
     let page = app.get(&format!("/console/runs/{}", run.id)).await;
     assert_eq!(page.status, 200);
     let text = page.text();
-    assert!(text.contains("Reported by harrier"), "the generator's own figures are shown");
+    assert!(
+        text.contains("Reported by harrier"),
+        "the generator's own figures are shown"
+    );
     assert!(text.contains("kept its schedule"));
     assert!(text.contains("service time ms"));
 }
@@ -170,8 +216,16 @@ async fn a_stall_shows_in_the_corrected_latency_that_closed_loop_timing_hides() 
     let open = run(request(&url, 100.0, 3.0, 512, 5000)).await.summary;
     let p90 = open.exact.p90_ms.unwrap();
     let p99 = open.exact.p99_ms.unwrap();
-    assert!((630.0..=770.0).contains(&p90), "p90 {p90} ms\n{}", show(&open));
-    assert!((920.0..=1060.0).contains(&p99), "p99 {p99} ms\n{}", show(&open));
+    assert!(
+        (630.0..=770.0).contains(&p90),
+        "p90 {p90} ms\n{}",
+        show(&open)
+    );
+    assert!(
+        (920.0..=1060.0).contains(&p99),
+        "p99 {p99} ms\n{}",
+        show(&open)
+    );
     assert!(open.exact.p50_ms.unwrap() < 50.0, "{}", show(&open));
     // Sent on time (open model): the requests waited at the service, so the service time
     // shows the stall too, and the generator kept its schedule.
@@ -185,11 +239,18 @@ async fn a_stall_shows_in_the_corrected_latency_that_closed_loop_timing_hides() 
     let (url, _svc) = service(64, 5, Some((100, 1000))).await;
     let closed = run(request(&url, 100.0, 3.0, 1, 5000)).await.summary;
     let service_p99 = ms(closed.service.unwrap().p99_us);
-    assert!(service_p99 < 100.0, "service p99 {service_p99} ms\n{}", show(&closed));
+    assert!(
+        service_p99 < 100.0,
+        "service p99 {service_p99} ms\n{}",
+        show(&closed)
+    );
     assert!(closed.exact.p99_ms.unwrap() > 900.0, "{}", show(&closed));
     assert!(closed.waited_for_connection > 50, "{}", show(&closed));
     assert!(
-        closed.generator_limited.iter().any(|r| r.starts_with("connections exhausted")),
+        closed
+            .generator_limited
+            .iter()
+            .any(|r| r.starts_with("connections exhausted")),
         "{}",
         show(&closed)
     );
@@ -203,7 +264,10 @@ async fn above_capacity_latency_queues_and_timeouts_are_errors_not_generator_lim
     let out = run(request(&url, 200.0, 2.0, 512, 400)).await;
     let s = &out.summary;
     assert_eq!(s.scheduled, 400, "{}", show(s));
-    assert_eq!(s.completed, 400, "every request ends: a response or a timeout");
+    assert_eq!(
+        s.completed, 400,
+        "every request ends: a response or a timeout"
+    );
     // The queue at the service grows: half the requests wait far beyond the 20 ms.
     assert!(s.exact.p50_ms.unwrap() > 100.0, "{}", show(s));
     assert!(s.errors.timeout > 50, "{}", show(s));

@@ -377,7 +377,9 @@ mod tests {
     fn records_three_times_and_groups_samples() {
         let mut r = Recorder::new(0, 1_700_000_000_000, 100);
         r.connection_opened();
-        for (intended, picked, done) in [(0, 1_000_000, 5_000_000), (2_000_000, 2_000_000, 6_400_000)] {
+        for (intended, picked, done) in
+            [(0, 1_000_000, 5_000_000), (2_000_000, 2_000_000, 6_400_000)]
+        {
             r.scheduled(false);
             r.picked();
             let t = Timing {
@@ -408,8 +410,14 @@ mod tests {
         let mut groups = tick.groups.clone();
         groups.sort_by_key(|(k, _)| *k);
         // 5 ms and 4.4 ms both round to whole ms separately; the timeout is its own group.
-        let keys: Vec<(u64, Outcome)> = groups.iter().map(|(k, _)| (k.elapsed_ms, k.outcome)).collect();
-        assert_eq!(keys, [(4, Outcome::Ok), (5, Outcome::Ok), (1000, Outcome::Timeout)]);
+        let keys: Vec<(u64, Outcome)> = groups
+            .iter()
+            .map(|(k, _)| (k.elapsed_ms, k.outcome))
+            .collect();
+        assert_eq!(
+            keys,
+            [(4, Outcome::Ok), (5, Outcome::Ok), (1000, Outcome::Timeout)]
+        );
         assert_eq!(groups[0].1.min_start_ms, 1_700_000_000_002);
         assert_eq!(groups[2].1.bytes_sent, 100);
         // The next tick starts empty but knows the open connection.

@@ -51,7 +51,10 @@ impl RateProfile {
                     from_per_s + (to_per_s - from_per_s) * t_s / over_s
                 }
             }
-            RateProfile::Steps { rates_per_s, step_s } => {
+            RateProfile::Steps {
+                rates_per_s,
+                step_s,
+            } => {
                 let i = if *step_s > 0.0 {
                     (t_s / step_s).floor().max(0.0) as usize
                 } else {
@@ -82,7 +85,10 @@ impl RateProfile {
                     (a + b) / 2.0 * span + b * (t - span)
                 }
             }
-            RateProfile::Steps { rates_per_s, step_s } => {
+            RateProfile::Steps {
+                rates_per_s,
+                step_s,
+            } => {
                 let mut h = 0.0;
                 let mut start = 0.0;
                 for (i, r) in rates_per_s.iter().enumerate() {
@@ -125,7 +131,10 @@ impl RateProfile {
                     (*b > 0.0).then(|| span + (h - h_span) / b)
                 }
             }
-            RateProfile::Steps { rates_per_s, step_s } => {
+            RateProfile::Steps {
+                rates_per_s,
+                step_s,
+            } => {
                 let mut h_start = 0.0;
                 let mut start = 0.0;
                 for (i, r) in rates_per_s.iter().enumerate() {
@@ -167,7 +176,10 @@ impl RateProfile {
                 r(*to_per_s),
                 r(*over_s)
             ),
-            RateProfile::Steps { rates_per_s, step_s } => format!(
+            RateProfile::Steps {
+                rates_per_s,
+                step_s,
+            } => format!(
                 "steps {}/s × {} s",
                 rates_per_s
                     .iter()
@@ -370,7 +382,10 @@ mod tests {
         assert!((above - (-1f64).exp()).abs() < 0.01, "{above}");
         // Seeded: the same arrivals again; another seed, others.
         assert_eq!(s.arrivals().take(100).collect::<Vec<_>>(), a[..100]);
-        let other = Schedule { seed: 7, ..s.clone() };
+        let other = Schedule {
+            seed: 7,
+            ..s.clone()
+        };
         assert_ne!(other.arrivals().take(100).collect::<Vec<_>>(), a[..100]);
         // A Poisson ramp follows the ramp: the second half holds 3× the first's requests.
         let ramp = Schedule {

@@ -528,7 +528,10 @@ mod tests {
     fn grouped_samples_give_the_builder_exact_figures() {
         // Two workers, 200 requests over 2 s: latency 10 ms, except 2 timeouts at 1 s.
         let mut acc = LoadAccumulator::new(plan(2));
-        let mut recorders = [Recorder::new(0, 1_000_000, 50), Recorder::new(1, 1_000_000, 50)];
+        let mut recorders = [
+            Recorder::new(0, 1_000_000, 50),
+            Recorder::new(1, 1_000_000, 50),
+        ];
         let mut lines = Vec::new();
         for second in 0..2u64 {
             for i in 0..100u64 {
@@ -546,11 +549,20 @@ mod tests {
                     picked_ns: intended_ns + 100_000,
                     done_ns: done,
                 };
-                r.record(&t, outcome, if outcome == Outcome::Ok { 200 } else { 0 }, 100);
+                r.record(
+                    &t,
+                    outcome,
+                    if outcome == Outcome::Ok { 200 } else { 0 },
+                    100,
+                );
             }
             let last = second == 1;
             lines.extend(acc.push(recorders[0].take(second as u32, last)));
-            assert_eq!(lines.len(), second as usize, "a second waits for every worker");
+            assert_eq!(
+                lines.len(),
+                second as usize,
+                "a second waits for every worker"
+            );
             lines.extend(acc.push(recorders[1].take(second as u32, last)));
         }
         assert_eq!(lines.len(), 2);
@@ -603,9 +615,15 @@ mod tests {
         };
         let r = generator_limits(100, 0, 10, Some(&late), 2000);
         assert_eq!(r.len(), 1);
-        assert!(r[0].starts_with("dispatch delay p99 5.00 ms is above 2.00 ms"), "{r:?}");
+        assert!(
+            r[0].starts_with("dispatch delay p99 5.00 ms is above 2.00 ms"),
+            "{r:?}"
+        );
         let r = generator_limits(100, 7, 10, Some(&late), 2000);
-        assert!(r[0].starts_with("connections exhausted: 7 of 100 requests (7.0 %)"), "{r:?}");
+        assert!(
+            r[0].starts_with("connections exhausted: 7 of 100 requests (7.0 %)"),
+            "{r:?}"
+        );
     }
 
     #[test]

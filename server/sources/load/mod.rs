@@ -134,9 +134,9 @@ impl RequestSpec {
             HeaderValue::from_static(concat!("harrier/", env!("CARGO_PKG_VERSION"))),
         );
         for h in headers {
-            let (name, value) = h.split_once(':').ok_or_else(|| {
-                LoadError::BadInput(format!("header {h:?} is not `Name: value`"))
-            })?;
+            let (name, value) = h
+                .split_once(':')
+                .ok_or_else(|| LoadError::BadInput(format!("header {h:?} is not `Name: value`")))?;
             let name = HeaderName::from_bytes(name.trim().as_bytes())
                 .map_err(|_| LoadError::BadInput(format!("{name:?} is not a header name")))?;
             let value = HeaderValue::from_str(value.trim())
@@ -146,7 +146,10 @@ impl RequestSpec {
         Ok(RequestSpec {
             method,
             url: url.to_string(),
-            host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
             authority,
             port,
             path,
@@ -220,7 +223,9 @@ fn is_local(ip: IpAddr) -> bool {
             v6.is_loopback()
                 || (v6.segments()[0] & 0xfe00) == 0xfc00
                 || (v6.segments()[0] & 0xffc0) == 0xfe80
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_local(IpAddr::V4(v4)))
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_local(IpAddr::V4(v4)))
         }
     }
 }
@@ -371,7 +376,8 @@ async fn run_worker(ctx: WorkerCtx) {
         )),
     });
     let last_sent = Rc::new(Cell::new(None::<u32>));
-    let ticker = tokio::task::spawn_local(ticker(shared.clone(), ctx.tx.clone(), last_sent.clone()));
+    let ticker =
+        tokio::task::spawn_local(ticker(shared.clone(), ctx.tx.clone(), last_sent.clone()));
     let mut connections: Vec<JoinHandle<()>> = Vec::new();
     let mut cancelled = false;
     for intended_ns in ctx
@@ -430,7 +436,11 @@ async fn run_worker(ctx: WorkerCtx) {
 }
 
 /// Hands the worker's recorder over at every whole second from the start.
-async fn ticker(shared: Rc<Shared>, tx: mpsc::UnboundedSender<Tick>, last_sent: Rc<Cell<Option<u32>>>) {
+async fn ticker(
+    shared: Rc<Shared>,
+    tx: mpsc::UnboundedSender<Tick>,
+    last_sent: Rc<Cell<Option<u32>>>,
+) {
     let mut second = 0u32;
     loop {
         let boundary = shared.t0 + Duration::from_secs(u64::from(second) + 1);
@@ -485,7 +495,8 @@ async fn connection(sh: Rc<Shared>) {
         };
         let picked = Instant::now();
         sh.rec.borrow_mut().picked();
-        let result = tokio::time::timeout(sh.spec.timeout, exchange(&sh, &mut conn, &mut body)).await;
+        let result =
+            tokio::time::timeout(sh.spec.timeout, exchange(&sh, &mut conn, &mut body)).await;
         let (outcome, status, bytes) = match result {
             Ok(r) => r,
             Err(_) => {
@@ -507,7 +518,11 @@ async fn connection(sh: Rc<Shared>) {
 
 /// One request on `conn` (opened first when there is none or it was closed): its outcome,
 /// status (0 without a response) and bytes received.
-async fn exchange(sh: &Shared, conn: &mut Option<Conn>, body_buf: &mut Vec<u8>) -> (Outcome, u16, u64) {
+async fn exchange(
+    sh: &Shared,
+    conn: &mut Option<Conn>,
+    body_buf: &mut Vec<u8>,
+) -> (Outcome, u16, u64) {
     if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
         *conn = None;
         match open_connection(sh.addr).await {
@@ -592,19 +607,54 @@ mod tests {
         assert_eq!(s.headers["content-type"], "text/xml");
         assert_eq!(s.headers["host"], "127.0.0.1:8080");
         assert!(s.bytes_per_request() > 4 + 30);
-        assert!(RequestSpec::new("https://x/", "GET", &[], vec![], Duration::from_secs(1)).is_err());
-        assert!(RequestSpec::new("http://x/", "GET", &["nocolon".into()], vec![], Duration::from_secs(1)).is_err());
-        assert_eq!(parse_status_ranges("200-299, 404").unwrap(), [(200, 299), (404, 404)]);
+        assert!(
+            RequestSpec::new("https://x/", "GET", &[], vec![], Duration::from_secs(1)).is_err()
+        );
+        assert!(
+            RequestSpec::new(
+                "http://x/",
+                "GET",
+                &["nocolon".into()],
+                vec![],
+                Duration::from_secs(1)
+            )
+            .is_err()
+        );
+        assert_eq!(
+            parse_status_ranges("200-299, 404").unwrap(),
+            [(200, 299), (404, 404)]
+        );
         assert!(parse_status_ranges("299-200").is_err());
     }
 
     #[test]
     fn only_local_targets_unless_allowed() {
-        let local = RequestSpec::new("http://127.0.0.1:1/", "GET", &[], vec![], Duration::from_secs(1)).unwrap();
+        let local = RequestSpec::new(
+            "http://127.0.0.1:1/",
+            "GET",
+            &[],
+            vec![],
+            Duration::from_secs(1),
+        )
+        .unwrap();
         assert_eq!(resolve_target(&local, false).unwrap().port(), 1);
-        let v6 = RequestSpec::new("http://[::1]:2/", "GET", &[], vec![], Duration::from_secs(1)).unwrap();
+        let v6 = RequestSpec::new(
+            "http://[::1]:2/",
+            "GET",
+            &[],
+            vec![],
+            Duration::from_secs(1),
+        )
+        .unwrap();
         assert!(resolve_target(&v6, false).unwrap().ip().is_loopback());
-        let public = RequestSpec::new("http://192.0.2.1:80/", "GET", &[], vec![], Duration::from_secs(1)).unwrap();
+        let public = RequestSpec::new(
+            "http://192.0.2.1:80/",
+            "GET",
+            &[],
+            vec![],
+            Duration::from_secs(1),
+        )
+        .unwrap();
         let err = resolve_target(&public, false).unwrap_err().to_string();
         assert!(err.contains("--allow-public-target"), "{err}");
         assert!(resolve_target(&public, true).is_ok());
