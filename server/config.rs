@@ -78,7 +78,9 @@ pub enum LoadCommand {
     /// what was measured. Only loopback and private addresses unless --allow-public-target.
     ///
     /// Schedules: `--rate 500` (constant), `--rate 100..2000 --over 2m` (ramp),
-    /// `--steps 100,200,400 --step-duration 30s`; `--poisson` for exponential gaps.
+    /// `--steps 100,200,400 --step-duration 30s`; `--poisson` for exponential gaps. For
+    /// comparison with the tools users know, `--users 10 --think 100ms` runs the closed
+    /// model instead (each user waits for its response; labelled as such, not corrected).
     // Boxed: the flags are many, and clap's command enum should stay small.
     Run(Box<LoadRunArgs>),
 }
@@ -89,14 +91,21 @@ pub struct LoadRunArgs {
     /// The URL to load (http://; only loopback and private addresses by default).
     pub url: String,
     /// Requests per second: `500`, or a ramp `100..2000` (with --over).
-    #[arg(long, conflicts_with = "steps")]
+    #[arg(long, conflicts_with_all = ["steps", "users"])]
     pub rate: Option<String>,
     /// How long a ramp takes from its first rate to its last (`2m`, `90s`).
     #[arg(long, requires = "rate")]
     pub over: Option<String>,
     /// Rates held one after the other, requests per second: `100,200,400`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "users")]
     pub steps: Option<String>,
+    /// Closed model: this many users, each sending its next request only after the
+    /// response to its last (and --think); timed from the actual send, labelled as such.
+    #[arg(long)]
+    pub users: Option<u32>,
+    /// Closed model: pause between a response and the user's next request.
+    #[arg(long, requires = "users", default_value = "0ms")]
+    pub think: String,
     /// How long each of --steps is held.
     #[arg(long, default_value = "30s")]
     pub step_duration: String,

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::serve::open_hint;
 use crate::config::{Config, LoadCommand, LoadRunArgs};
 use crate::domain::format::parse_duration_ms;
-use crate::domain::load::{RateProfile, Schedule};
+use crate::domain::load::{ClosedModel, RateProfile, Schedule, Workload};
 use crate::services::load::{LoadRequest, run_load};
 use crate::sources::load::{EngineSettings, RequestSpec, parse_status_ranges};
 use crate::store::Store;
@@ -108,9 +108,32 @@ pub fn schedule_of(args: &LoadRunArgs) -> Result<Schedule, String> {
     })
 }
 
+/// The workload the flags describe: `--users` (closed model), else the schedule.
+pub fn workload_of(args: &LoadRunArgs) -> Result<Workload, String> {
+    let Some(users) = args.users else {
+        return schedule_of(args).map(Workload::Open);
+    };
+    if users == 0 {
+        return Err("--users must be at least 1".into());
+    }
+    let think_s = match args.think.trim() {
+        "0" | "0ms" | "0s" => 0.0,
+        t => duration_s("--think", t)?,
+    };
+    let duration_s = match &args.duration {
+        Some(d) => duration_s("--duration", d)?,
+        None => 10.0,
+    };
+    Ok(Workload::Closed(ClosedModel {
+        users,
+        think_s,
+        duration_s,
+    }))
+}
+
 /// The whole request the flags describe.
 pub fn request_of(args: &LoadRunArgs) -> anyhow::Result<LoadRequest> {
-    let schedule = schedule_of(args).map_err(anyhow::Error::msg)?;
+    let workload = workload_of(args).map_err(anyhow::Error::msg)?;
     let timeout_s = duration_s("--timeout", &args.timeout).map_err(anyhow::Error::msg)?;
     let dispatch_limit_s =
         duration_s("--dispatch-limit", &args.dispatch_limit).map_err(anyhow::Error::msg)?;
@@ -135,7 +158,7 @@ pub fn request_of(args: &LoadRunArgs) -> anyhow::Result<LoadRequest> {
     Ok(LoadRequest {
         spec,
         settings: EngineSettings {
-            schedule,
+            workload,
             max_connections: args.max_connections.max(1),
             threads: args.threads.max(1),
         },
@@ -175,7 +198,7 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         "harrier load: {} {} — {}, at most {} connections, timeout {}; Ctrl-C stops and keeps what was measured",
         req.spec.method,
         req.spec.url,
-        req.settings.schedule.describe(),
+        req.settings.workload.describe(),
         req.settings.max_connections,
         args.timeout,
     );
@@ -260,5 +283,23 @@ mod tests {
         assert_eq!(r.spec.expect_status, [(200, 200), (404, 404)]);
         assert_eq!(r.spec.method, hyper::Method::POST);
         assert_eq!(r.dispatch_limit_us, 2000);
+        let w = workload_of(&args(&[
+            "--users",
+            "10",
+            "--think",
+            "100ms",
+            "--duration",
+            "5s",
+        ]))
+        .unwrap();
+        assert_eq!(
+            w,
+            Workload::Closed(ClosedModel {
+                users: 10,
+                think_s: 0.1,
+                duration_s: 5.0
+            })
+        );
+        assert!(!w.is_open());
     }
 }

@@ -71,11 +71,12 @@ pub async fn run_load(
         .await
         .map_err(|e| Error::Internal(format!("resolving the target stopped: {e}")))??;
     let label = req.spec.label();
-    let schedule = req.settings.schedule.describe();
+    let schedule = req.settings.workload.describe();
     let mut acc = LoadAccumulator::new(RunPlan {
         label: label.clone(),
         schedule: schedule.clone(),
-        duration_s: req.settings.schedule.duration_s,
+        open: req.settings.workload.is_open(),
+        duration_s: req.settings.workload.duration_s(),
         max_connections: req.settings.max_connections,
         dispatch_limit_us: req.dispatch_limit_us,
         workers: req.settings.threads.max(1),

@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use harrier::domain::load::{LoadSummary, RateProfile, Schedule};
+use harrier::domain::load::{ClosedModel, LoadSummary, RateProfile, Schedule, Workload};
 use harrier::services::load::{LoadOutcome, LoadRequest, run_load};
 use harrier::sources::load::{EngineSettings, RequestSpec};
 use tokio::sync::Semaphore;
@@ -96,12 +96,12 @@ fn request(
     LoadRequest {
         spec,
         settings: EngineSettings {
-            schedule: Schedule {
+            workload: Workload::Open(Schedule {
                 profile: RateProfile::Constant { rate_per_s },
                 duration_s,
                 poisson: false,
                 seed: 1,
-            },
+            }),
             max_connections,
             threads: 1,
         },
@@ -277,4 +277,26 @@ async fn above_capacity_latency_queues_and_timeouts_are_errors_not_generator_lim
     // Connections were there and requests left on time: the service is the limit.
     assert_eq!(s.waited_for_connection, 0, "{}", show(s));
     assert!(s.generator_limited.is_empty(), "{}", show(s));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_closed_model_is_paced_by_responses_and_says_so() {
+    // 4 users, 20 ms service, 30 ms think: each user sends about every 50 ms, ~80 req/s
+    // over 1.5 s, far below what the service could take.
+    let (url, _svc) = service(64, 20, None).await;
+    let mut req = request(&url, 1.0, 1.5, 512, 2000);
+    req.settings.workload = Workload::Closed(ClosedModel {
+        users: 4,
+        think_s: 0.03,
+        duration_s: 1.5,
+    });
+    let s = run(req).await.summary;
+    assert!(!s.open);
+    // Each user's cycle is at least 50 ms: at most 30 starts in 1.5 s, 120 in all.
+    assert!((60..=120).contains(&s.completed), "{}", show(&s));
+    assert_eq!(s.connections_opened, 4, "{}", show(&s));
+    // Timed from the send: no dispatch delay, latency = service time.
+    assert!(s.dispatch.unwrap().max_us < 1000, "{}", show(&s));
+    assert!(s.render().contains("closed model"), "{}", show(&s));
+    assert!(s.reported()["offered req/s"].is_null());
 }

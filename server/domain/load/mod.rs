@@ -18,7 +18,7 @@ pub mod schedule;
 pub mod summary;
 
 pub use record::{ErrorCounts, Outcome, Recorder, Tick, Timing};
-pub use schedule::{RateProfile, Schedule};
+pub use schedule::{ClosedModel, RateProfile, Schedule, Workload};
 pub use summary::{
     DEFAULT_DISPATCH_LIMIT_US, LoadAccumulator, LoadSummary, Percentiles, RunPlan, SecondLine,
 };

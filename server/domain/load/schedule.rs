@@ -236,6 +236,54 @@ impl Schedule {
     }
 }
 
+/// The closed model: `users` each send a request, wait for its response, think, and send
+/// the next (JMeter threads, Locust users, wrk connections). The rate follows the responses,
+/// so a slow service is offered less load: each request is timed from its actual send, and
+/// there is no coordinated-omission correction to make (nor one that could be made).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosedModel {
+    pub users: u32,
+    /// Pause between a response and the user's next request, s.
+    pub think_s: f64,
+    /// Users start requests in `[0, duration_s)`.
+    pub duration_s: f64,
+}
+
+/// What drives the requests: an arrival schedule (open model) or users (closed model).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    Open(Schedule),
+    Closed(ClosedModel),
+}
+
+impl Workload {
+    /// How long requests are started, s.
+    pub fn duration_s(&self) -> f64 {
+        match self {
+            Workload::Open(s) => s.duration_s,
+            Workload::Closed(c) => c.duration_s,
+        }
+    }
+
+    /// True for the open model.
+    pub fn is_open(&self) -> bool {
+        matches!(self, Workload::Open(_))
+    }
+
+    /// For people: the schedule, or "closed model: 10 users, think 100 ms, for 30 s".
+    pub fn describe(&self) -> String {
+        match self {
+            Workload::Open(s) => s.describe(),
+            Workload::Closed(c) => format!(
+                "closed model: {} users, think {} ms, for {} s",
+                c.users,
+                (c.think_s * 1000.0).round(),
+                c.duration_s
+            ),
+        }
+    }
+}
+
 /// Intended start times (ns from the run's start), ascending, ending at the duration.
 #[derive(Debug, Clone)]
 pub struct Arrivals<'a> {

@@ -137,8 +137,10 @@ impl SecondLine {
 pub struct RunPlan {
     /// The run's one label, e.g. `GET /orders`.
     pub label: String,
-    /// The schedule, for people (`Schedule::describe`).
+    /// The workload, for people (`Workload::describe`).
     pub schedule: String,
+    /// Open model (arrival schedule) rather than closed (users waiting for responses).
+    pub open: bool,
     /// Planned duration, s.
     pub duration_s: f64,
     pub max_connections: u32,
@@ -152,6 +154,8 @@ pub struct RunPlan {
 #[derive(Debug, Clone)]
 pub struct LoadSummary {
     pub schedule: String,
+    /// Open model; false: closed model (latency = service time, no correction).
+    pub open: bool,
     pub duration_s: f64,
     pub scheduled: u64,
     /// Taken up by a connection (sent, or tried to).
@@ -181,8 +185,9 @@ impl LoadSummary {
     pub fn render(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "harrier load: {}, open model (each request timed from its intended start)\n",
-            self.schedule
+            "harrier load: {}, {}\n",
+            self.schedule,
+            self.model()
         ));
         let error_pct = self
             .exact
@@ -201,31 +206,44 @@ impl LoadSummary {
             self.errors.total(),
             self.errors.describe(),
         ));
+        let offered = if self.open {
+            format!("{:.1} req/s", self.offered_rps)
+        } else {
+            "– (closed model: the rate follows the responses)".to_string()
+        };
         out.push_str(&format!(
-            "rate          offered {:.1} req/s, achieved {} (count / (last end − first start))\n",
-            self.offered_rps,
+            "rate          offered {offered}, achieved {} (count / (last end − first start))\n",
             self.exact
                 .throughput_rps
                 .map_or("–".to_string(), |r| format!("{r:.1} req/s")),
         ));
         out.push_str("                   p50         p90         p99         max\n");
-        for (name, p, what) in [
-            (
+        let rows: &[(&str, &Option<Percentiles>, &str)] = if self.open {
+            &[
+                (
+                    "latency",
+                    &self.latency,
+                    "intended start → response, corrected for coordinated omission",
+                ),
+                (
+                    "service time",
+                    &self.service,
+                    "actual send → response, as closed-loop tools time it",
+                ),
+                (
+                    "dispatch",
+                    &self.dispatch,
+                    "intended start → actual send, the generator's lateness",
+                ),
+            ]
+        } else {
+            &[(
                 "latency",
-                &self.latency,
-                "intended start → response, corrected for coordinated omission",
-            ),
-            (
-                "service time",
                 &self.service,
-                "actual send → response, as closed-loop tools time it",
-            ),
-            (
-                "dispatch",
-                &self.dispatch,
-                "intended start → actual send, the generator's lateness",
-            ),
-        ] {
+                "actual send → response (closed model: nothing to correct)",
+            )]
+        };
+        for (name, p, what) in rows {
             match p {
                 Some(p) => out.push_str(&format!(
                     "{name:<13} {:>11} {:>11} {:>11} {:>11}   {what}\n",
@@ -237,14 +255,23 @@ impl LoadSummary {
                 None => out.push_str(&format!("{name:<13} {:>11}   {what}\n", "–")),
             }
         }
-        out.push_str(&format!(
-            "connections   {} opened, at most {} open (--max-connections {}), {} requests waited for one; at most {} in flight\n",
-            self.connections_opened,
-            self.connections_max,
-            self.max_connections,
-            self.waited_for_connection,
-            self.in_flight_max
-        ));
+        if self.open {
+            out.push_str(&format!(
+                "connections   {} opened, at most {} open (--max-connections {}), {} requests waited for one; at most {} in flight\n",
+                self.connections_opened,
+                self.connections_max,
+                self.max_connections,
+                self.waited_for_connection,
+                self.in_flight_max
+            ));
+        } else {
+            out.push_str(&format!(
+                "connections   {} (one per user)\n",
+                self.connections_opened
+            ));
+            out.push_str("generator     closed model: no schedule to keep; the rate is what the users' responses allowed\n");
+            return out;
+        }
         if self.generator_limited.is_empty() {
             out.push_str("generator     kept its schedule\n");
         } else {
@@ -256,13 +283,22 @@ impl LoadSummary {
         out
     }
 
+    /// The model and how it times requests, for people.
+    pub fn model(&self) -> &'static str {
+        if self.open {
+            "open model: requests start on the arrival schedule, latency from the intended start (corrected for coordinated omission)"
+        } else {
+            "closed model: each user waits for its response before the next request, latency from the actual send (no coordinated-omission correction)"
+        }
+    }
+
     /// The figures a run has no column for, as the run page's "Reported by harrier" rows.
     pub fn reported(&self) -> serde_json::Value {
         let pm = |p: &Option<Percentiles>| p.as_ref().map(Percentiles::ms_json);
         json!({
-            "model": "open: requests start on the arrival schedule, latency from the intended start (corrected for coordinated omission)",
+            "model": self.model(),
             "schedule": self.schedule,
-            "offered req/s": round3(self.offered_rps),
+            "offered req/s": self.open.then(|| round3(self.offered_rps)),
             "requests": {
                 "scheduled": self.scheduled,
                 "sent": self.sent,
@@ -440,6 +476,7 @@ impl LoadAccumulator {
         let dispatch = Percentiles::of(&t.dispatch_us);
         let summary = LoadSummary {
             schedule: self.plan.schedule.clone(),
+            open: self.plan.open,
             duration_s: self.plan.duration_s,
             scheduled: t.scheduled,
             sent: t.picked,
@@ -517,6 +554,7 @@ mod tests {
         RunPlan {
             label: "GET /".into(),
             schedule: "constant 100/s for 2 s".into(),
+            open: true,
             duration_s: 2.0,
             max_connections: 10,
             dispatch_limit_us: DEFAULT_DISPATCH_LIMIT_US,

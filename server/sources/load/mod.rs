@@ -40,7 +40,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::load::{Outcome, Recorder, Schedule, Tick, Timing};
+use crate::domain::load::{ClosedModel, Outcome, Recorder, Schedule, Tick, Timing, Workload};
 
 /// Why a load run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -254,8 +254,9 @@ pub fn resolve_target(spec: &RequestSpec, allow_public: bool) -> Result<SocketAd
 /// How the engine runs.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
-    pub schedule: Schedule,
-    /// Connections open at most, over all workers.
+    pub workload: Workload,
+    /// Connections open at most, over all workers (open model; the closed model opens one
+    /// per user).
     pub max_connections: u32,
     /// Worker threads (each a current-thread runtime taking every n-th arrival).
     pub threads: usize,
@@ -291,7 +292,7 @@ pub fn start(
             workers: threads,
             spec: spec.clone(),
             addr,
-            schedule: settings.schedule.clone(),
+            workload: settings.workload.clone(),
             max_open: share,
             t0,
             run_start_unix_ms,
@@ -314,7 +315,7 @@ struct WorkerCtx {
     workers: usize,
     spec: Arc<RequestSpec>,
     addr: SocketAddr,
-    schedule: Schedule,
+    workload: Workload,
     max_open: u32,
     t0: Instant,
     run_start_unix_ms: i64,
@@ -378,14 +379,60 @@ async fn run_worker(ctx: WorkerCtx) {
     let last_sent = Rc::new(Cell::new(None::<u32>));
     let ticker =
         tokio::task::spawn_local(ticker(shared.clone(), ctx.tx.clone(), last_sent.clone()));
-    let mut connections: Vec<JoinHandle<()>> = Vec::new();
-    let mut cancelled = false;
-    for intended_ns in ctx
-        .schedule
-        .arrivals()
+    match &ctx.workload {
+        Workload::Open(schedule) => open_model(&ctx, &shared, schedule).await,
+        Workload::Closed(model) => closed_model(&ctx, &shared, model).await,
+    }
+    ticker.abort();
+    let elapsed_s = Instant::now().saturating_duration_since(ctx.t0).as_secs() as u32;
+    let second = match last_sent.get() {
+        Some(s) => elapsed_s.max(s + 1),
+        None => elapsed_s,
+    };
+    let tick = shared.rec.borrow_mut().take(second, true);
+    let _ = ctx.tx.send(tick);
+}
+
+/// The closed model: this worker's users (every n-th of them), each on its own connection,
+/// send, wait for the response, think, and send again until the duration is over.
+async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel) {
+    let end = ctx.t0 + Duration::from_secs_f64(model.duration_s);
+    let think = Duration::from_secs_f64(model.think_s);
+    let users: Vec<JoinHandle<()>> = (0..model.users as usize)
         .skip(ctx.worker)
         .step_by(ctx.workers)
-    {
+        .map(|_| {
+            let (sh, cancel) = (shared.clone(), ctx.cancel.clone());
+            tokio::task::spawn_local(async move {
+                sh.rec.borrow_mut().connection_opened();
+                let mut conn: Option<Conn> = None;
+                let mut body = Vec::new();
+                while Instant::now() < end && !cancel.is_cancelled() {
+                    // Closed model: a request is meant to start when it is sent.
+                    let intended_ns = sh.ns_since_start(Instant::now());
+                    sh.rec.borrow_mut().scheduled(false);
+                    one_request(&sh, &mut conn, &mut body, intended_ns).await;
+                    if !think.is_zero() {
+                        tokio::select! {
+                            _ = tokio::time::sleep(think) => {}
+                            _ = cancel.cancelled() => {}
+                        }
+                    }
+                }
+                sh.rec.borrow_mut().connection_closed();
+            })
+        })
+        .collect();
+    for u in users {
+        let _ = u.await;
+    }
+}
+
+/// The open model: arrivals on the schedule, handed to connections (see the module docs).
+async fn open_model(ctx: &WorkerCtx, shared: &Rc<Shared>, schedule: &Schedule) {
+    let mut connections: Vec<JoinHandle<()>> = Vec::new();
+    let mut cancelled = false;
+    for intended_ns in schedule.arrivals().skip(ctx.worker).step_by(ctx.workers) {
         let deadline = ctx.t0 + Duration::from_nanos(intended_ns);
         if Instant::now() < deadline {
             tokio::select! {
@@ -425,14 +472,6 @@ async fn run_worker(ctx: WorkerCtx) {
     for c in connections {
         let _ = c.await;
     }
-    ticker.abort();
-    let elapsed_s = Instant::now().saturating_duration_since(ctx.t0).as_secs() as u32;
-    let second = match last_sent.get() {
-        Some(s) => elapsed_s.max(s + 1),
-        None => elapsed_s,
-    };
-    let tick = shared.rec.borrow_mut().take(second, true);
-    let _ = ctx.tx.send(tick);
 }
 
 /// Hands the worker's recorder over at every whole second from the start.
@@ -493,27 +532,31 @@ async fn connection(sh: Rc<Shared>) {
             sh.wake.notified().await;
             continue;
         };
-        let picked = Instant::now();
-        sh.rec.borrow_mut().picked();
-        let result =
-            tokio::time::timeout(sh.spec.timeout, exchange(&sh, &mut conn, &mut body)).await;
-        let (outcome, status, bytes) = match result {
-            Ok(r) => r,
-            Err(_) => {
-                conn = None;
-                (Outcome::Timeout, 0, 0)
-            }
-        };
-        let done = Instant::now();
-        let timing = Timing {
-            intended_ns,
-            picked_ns: sh.ns_since_start(picked),
-            done_ns: sh.ns_since_start(done),
-        };
-        sh.rec.borrow_mut().record(&timing, outcome, status, bytes);
+        one_request(&sh, &mut conn, &mut body, intended_ns).await;
     }
     sh.open.set(sh.open.get().saturating_sub(1));
     sh.rec.borrow_mut().connection_closed();
+}
+
+/// Sends one request meant to start at `intended_ns`, on `conn`, and records it.
+async fn one_request(sh: &Shared, conn: &mut Option<Conn>, body: &mut Vec<u8>, intended_ns: u64) {
+    let picked = Instant::now();
+    sh.rec.borrow_mut().picked();
+    let result = tokio::time::timeout(sh.spec.timeout, exchange(sh, conn, body)).await;
+    let (outcome, status, bytes) = match result {
+        Ok(r) => r,
+        Err(_) => {
+            *conn = None;
+            (Outcome::Timeout, 0, 0)
+        }
+    };
+    let done = Instant::now();
+    let timing = Timing {
+        intended_ns,
+        picked_ns: sh.ns_since_start(picked),
+        done_ns: sh.ns_since_start(done),
+    };
+    sh.rec.borrow_mut().record(&timing, outcome, status, bytes);
 }
 
 /// One request on `conn` (opened first when there is none or it was closed): its outcome,
