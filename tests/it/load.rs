@@ -2,9 +2,11 @@
 //! workers with a known service time (capacity = workers / service time), optionally one
 //! stall. Every run is bounded (a few seconds, a few hundred requests).
 //!
-//! The machine running these tests is shared (2 cores, other builds): the generator-limited
-//! threshold is raised to 50 ms where a test asserts that a run is *not* generator-limited,
-//! so the assertion is about the rule (connections, not timer noise), not the machine.
+//! The machine running these tests is shared (2 cores, other builds; at a load average of 10
+//! a sleeping thread waits tens of ms for a core, which the generator rightly reports as
+//! dispatch delay): the dispatch-delay threshold is raised to 250 ms where a test asserts
+//! that a run is *not* generator-limited, so the assertion is about the rule that matters
+//! there (a slow service is not the generator's connections running out), not the machine.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,7 +108,7 @@ fn request(
             threads: 1,
         },
         allow_public_target: false,
-        dispatch_limit_us: 50_000,
+        dispatch_limit_us: 250_000,
         name: None,
         scenario: Some("load-test".into()),
         tags: vec![("build".into(), "1".into())],
@@ -299,4 +301,91 @@ async fn the_closed_model_is_paced_by_responses_and_says_so() {
     assert!(s.dispatch.unwrap().max_us < 1000, "{}", show(&s));
     assert!(s.render().contains("closed model"), "{}", show(&s));
     assert!(s.reported()["offered req/s"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_prints_each_second_and_stores_the_run() {
+    let (url, svc) = service(8, 2, None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let harrier = env!("CARGO_BIN_EXE_harrier");
+    let run = |args: Vec<String>| {
+        let dir = dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(harrier)
+                .args(&args)
+                .current_dir(dir)
+                .env_remove("HARRIER_DB")
+                .env_remove("HARRIER_CONFIG")
+                .output()
+                .unwrap()
+        })
+    };
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["load", "run", url.as_str(), "--db", db.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let out = run(args(&[
+        "--rate",
+        "50",
+        "--duration",
+        "2s",
+        "--expect-body-contains",
+        "served",
+        "--dispatch-limit",
+        "250ms",
+        "--scenario",
+        "cli-load",
+    ]))
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("   1 s  offered     50/s"), "{stdout}");
+    assert!(
+        stdout.contains("100 scheduled, 100 sent, 100 completed; errors 0"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("kept its schedule"), "{stdout}");
+    assert!(stdout.contains("stored       run 1"), "{stdout}");
+    assert_eq!(svc.seen.load(Ordering::SeqCst), 100);
+    let listed = run(vec![
+        "runs".into(),
+        "--db".into(),
+        db.to_str().unwrap().into(),
+    ])
+    .await
+    .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains("harrier") && l.contains(" 100 ")),
+        "{listed}"
+    );
+
+    // Mistakes are usage errors (exit 2) and send nothing.
+    let out = run(args(&["--rate", "fast"])).await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(vec![
+        "load".into(),
+        "run".into(),
+        "http://192.0.2.1/".into(),
+        "--rate".into(),
+        "1".into(),
+        "--no-store".into(),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-public-target"));
+    assert_eq!(svc.seen.load(Ordering::SeqCst), 100);
 }

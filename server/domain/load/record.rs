@@ -269,6 +269,8 @@ pub struct Recorder {
     groups: HashMap<GroupKey, Group, rustc_hash::FxBuildHasher>,
     connections_open: u32,
     in_flight: u32,
+    /// Arrivals of the next second dispatched before this second's tick was handed over.
+    scheduled_early: u64,
 }
 
 impl Recorder {
@@ -283,13 +285,21 @@ impl Recorder {
             groups: HashMap::default(),
             connections_open: 0,
             in_flight: 0,
+            scheduled_early: 0,
         }
     }
 
-    /// An arrival's intended time came.
+    /// An arrival's intended time (`intended_ns`) came. It counts in the tick of its
+    /// intended second, or in a later one if it was dispatched after that tick was handed
+    /// over (the timer fires the hand-over and an arrival due on the same tick in either
+    /// order, so an arrival due at exactly the boundary is carried to its own second).
     #[inline]
-    pub fn scheduled(&mut self, waits_for_connection: bool) {
-        self.tick.scheduled += 1;
+    pub fn scheduled(&mut self, intended_ns: u64, waits_for_connection: bool) {
+        if intended_ns / 1_000_000_000 > u64::from(self.tick.second) {
+            self.scheduled_early += 1;
+        } else {
+            self.tick.scheduled += 1;
+        }
         self.tick.waited_for_connection += u64::from(waits_for_connection);
     }
 
@@ -365,6 +375,7 @@ impl Recorder {
         // Open connections and requests in flight carry over into the next second.
         self.tick.connections_max = self.connections_open;
         self.tick.in_flight_max = self.in_flight;
+        self.tick.scheduled = std::mem::take(&mut self.scheduled_early);
         tick
     }
 }
@@ -380,7 +391,7 @@ mod tests {
         for (intended, picked, done) in
             [(0, 1_000_000, 5_000_000), (2_000_000, 2_000_000, 6_400_000)]
         {
-            r.scheduled(false);
+            r.scheduled(intended, false);
             r.picked();
             let t = Timing {
                 intended_ns: intended,
@@ -389,7 +400,9 @@ mod tests {
             };
             r.record(&t, Outcome::Ok, 200, 50);
         }
-        r.scheduled(true);
+        r.scheduled(4_000_000, true);
+        // Due at the 1 s boundary, dispatched before the hand-over: counts in second 1.
+        r.scheduled(1_000_000_000, false);
         r.picked();
         let slow = Timing {
             intended_ns: 4_000_000,
@@ -423,6 +436,7 @@ mod tests {
         // The next tick starts empty but knows the open connection.
         let next = r.take(1, true);
         assert_eq!((next.second, next.last, next.completed), (1, true, 0));
+        assert_eq!(next.scheduled, 1);
         assert_eq!(next.connections_max, 1);
     }
 }

@@ -575,7 +575,7 @@ mod tests {
             for i in 0..100u64 {
                 let intended_ns = second * 1_000_000_000 + i * 10_000_000;
                 let r = &mut recorders[(i % 2) as usize];
-                r.scheduled(false);
+                r.scheduled(intended_ns, false);
                 r.picked();
                 let (done, outcome) = if second == 1 && i < 2 {
                     (intended_ns + 1_000_000_000, Outcome::Timeout)

@@ -410,7 +410,7 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
                 while Instant::now() < end && !cancel.is_cancelled() {
                     // Closed model: a request is meant to start when it is sent.
                     let intended_ns = sh.ns_since_start(Instant::now());
-                    sh.rec.borrow_mut().scheduled(false);
+                    sh.rec.borrow_mut().scheduled(intended_ns, false);
                     one_request(&sh, &mut conn, &mut body, intended_ns).await;
                     if !think.is_zero() {
                         tokio::select! {
@@ -447,7 +447,7 @@ async fn open_model(ctx: &WorkerCtx, shared: &Rc<Shared>, schedule: &Schedule) {
         shared
             .rec
             .borrow_mut()
-            .scheduled(idle == 0 && open >= ctx.max_open);
+            .scheduled(intended_ns, idle == 0 && open >= ctx.max_open);
         shared.queue.borrow_mut().push_back(intended_ns);
         if idle > 0 {
             shared.idle.set(idle - 1);
