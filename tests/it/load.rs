@@ -70,6 +70,10 @@ async fn service(
     });
     let app = Router::new()
         .route("/work", get(handle))
+        .route(
+            "/close",
+            get(|| async { ([(axum::http::header::CONNECTION, "close")], "served") }),
+        )
         .with_state(state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -388,4 +392,13 @@ async fn the_command_prints_each_second_and_stores_the_run() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-public-target"));
     assert_eq!(svc.seen.load(Ordering::SeqCst), 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_server_closes_are_reopened_without_errors() {
+    // Every response says `Connection: close` (as nginx does after keepalive_requests).
+    let (url, _svc) = service(8, 1, None).await;
+    let url = url.replace("/work", "/close");
+    let s = run(request(&url, 50.0, 2.0, 4, 2000)).await.summary;
+    assert_eq!((s.completed, s.errors.total()), (100, 0), "{}", show(&s));
 }

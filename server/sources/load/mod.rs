@@ -561,30 +561,46 @@ async fn one_request(sh: &Shared, conn: &mut Option<Conn>, body: &mut Vec<u8>, i
 
 /// One request on `conn` (opened first when there is none or it was closed): its outcome,
 /// status (0 without a response) and bytes received.
+///
+/// A kept-alive connection the server has just closed (nginx after `keepalive_requests`,
+/// an idle timeout) is noticed either before sending or by hyper handing the unsent request
+/// back: the request then goes out once more on a new connection. A request that was sent
+/// is never sent again.
 async fn exchange(
     sh: &Shared,
     conn: &mut Option<Conn>,
     body_buf: &mut Vec<u8>,
 ) -> (Outcome, u16, u64) {
-    if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
-        *conn = None;
-        match open_connection(sh.addr).await {
-            Some(c) => *conn = Some(c),
-            None => return (Outcome::Connect, 0, 0),
-        }
-    }
-    let Some(c) = conn.as_mut() else {
-        return (Outcome::Connect, 0, 0);
-    };
-    if c.sender.ready().await.is_err() {
-        *conn = None;
-        return (Outcome::Transport, 0, 0);
-    }
-    let response = match c.sender.send_request(sh.spec.request()).await {
-        Ok(r) => r,
-        Err(_) => {
+    let mut request = sh.spec.request();
+    let mut fresh = false;
+    let response = loop {
+        if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
             *conn = None;
-            return (Outcome::Transport, 0, 0);
+            match open_connection(sh.addr).await {
+                Some(c) => *conn = Some(c),
+                None => return (Outcome::Connect, 0, 0),
+            }
+            fresh = true;
+        }
+        let Some(c) = conn.as_mut() else {
+            return (Outcome::Connect, 0, 0);
+        };
+        if c.sender.ready().await.is_err() {
+            *conn = None;
+            if fresh {
+                return (Outcome::Transport, 0, 0);
+            }
+            continue;
+        }
+        match c.sender.try_send_request(request).await {
+            Ok(r) => break r,
+            Err(mut e) => {
+                *conn = None;
+                match e.take_message() {
+                    Some(unsent) if !fresh => request = unsent,
+                    _ => return (Outcome::Transport, 0, 0),
+                }
+            }
         }
     };
     let status = response.status().as_u16();
