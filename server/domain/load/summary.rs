@@ -404,9 +404,9 @@ impl LoadAccumulator {
         for (key, group) in &tick.groups {
             self.push_group(key, group);
         }
-        merge_into(&mut self.totals, &tick);
+        merge_into(&mut self.totals, &tick, false);
         match self.pending.get_mut(&tick.second) {
-            Some(t) => merge_into(t, &tick),
+            Some(t) => merge_into(t, &tick, true),
             None => {
                 let mut t = tick;
                 t.groups = Vec::new();
@@ -430,6 +430,9 @@ impl LoadAccumulator {
             }
             let t = self.pending.remove(&second).expect("first key exists");
             self.next_second = second + 1;
+            // The run's peak is the busiest second, all workers together.
+            self.totals.connections_max = self.totals.connections_max.max(t.connections_max);
+            self.totals.in_flight_max = self.totals.in_flight_max.max(t.in_flight_max);
             out.push(line_of(&t));
         }
         out
@@ -510,8 +513,9 @@ impl LoadAccumulator {
     }
 }
 
-/// Adds `t`'s counts and histograms to `into` (groups are not merged).
-fn merge_into(into: &mut Tick, t: &Tick) {
+/// Adds `t`'s counts and histograms to `into` (groups are not merged). `same_second`: both
+/// are ticks of one second (other workers), so connection and in-flight maxima add up.
+fn merge_into(into: &mut Tick, t: &Tick, same_second: bool) {
     into.scheduled += t.scheduled;
     into.picked += t.picked;
     into.completed += t.completed;
@@ -523,10 +527,15 @@ fn merge_into(into: &mut Tick, t: &Tick) {
     into.waited_for_connection += t.waited_for_connection;
     into.connections_opened += t.connections_opened;
     into.unsent += t.unsent;
-    // Per second, workers' maxima add up (they hold connections apart); over the run the
-    // totals keep the largest second.
-    into.connections_max = into.connections_max.max(t.connections_max);
-    into.in_flight_max = into.in_flight_max.max(t.in_flight_max);
+    if same_second {
+        // Workers hold their connections apart: in one second their maxima add up (an
+        // upper bound: each worker's peak may fall at another moment of the second).
+        into.connections_max += t.connections_max;
+        into.in_flight_max += t.in_flight_max;
+    } else {
+        into.connections_max = into.connections_max.max(t.connections_max);
+        into.in_flight_max = into.in_flight_max.max(t.in_flight_max);
+    }
 }
 
 fn line_of(t: &Tick) -> SecondLine {
@@ -662,6 +671,22 @@ mod tests {
             r[0].starts_with("connections exhausted: 7 of 100 requests (7.0 %)"),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn workers_connections_add_up_in_a_second() {
+        let mut acc = LoadAccumulator::new(plan(2));
+        let mut a = Recorder::new(0, 0, 0);
+        let mut b = Recorder::new(1, 0, 0);
+        a.connection_opened();
+        a.connection_opened();
+        b.connection_opened();
+        acc.push(a.take(0, true));
+        let lines = acc.push(b.take(0, true));
+        assert_eq!(lines[0].connections_max, 3);
+        let (_, _, summary) = acc.finish();
+        assert_eq!(summary.connections_max, 3);
+        assert_eq!(summary.connections_opened, 3);
     }
 
     #[test]
