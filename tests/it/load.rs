@@ -402,3 +402,39 @@ async fn connections_the_server_closes_are_reopened_without_errors() {
     let s = run(request(&url, 50.0, 2.0, 4, 2000)).await.summary;
     assert_eq!((s.completed, s.errors.total()), (100, 0), "{}", show(&s));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_classified_connect_status_and_body() {
+    // Nothing listens on a port just released: every request is a connect error.
+    let closed_port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{closed_port}/work");
+    let s = run(request(&url, 20.0, 1.5, 8, 1000)).await.summary;
+    assert_eq!(s.completed, 30, "{}", show(&s));
+    assert_eq!(s.errors.connect, 30, "{}", show(&s));
+    assert_eq!(s.exact.error_pct, Some(100.0));
+
+    let (url, _svc) = service(8, 1, None).await;
+    let mut req = request(&url, 20.0, 1.5, 8, 1000);
+    req.spec.expect_status = vec![(201, 201)];
+    let s = run(req).await.summary;
+    assert_eq!(
+        (s.errors.status, s.errors.total()),
+        (30, 30),
+        "{}",
+        show(&s)
+    );
+
+    let mut req = request(&url, 20.0, 1.5, 8, 1000);
+    req.spec.expect_body = Some(b"not in the body".to_vec());
+    let out = run(req).await;
+    let s = &out.summary;
+    assert_eq!((s.errors.body, s.errors.total()), (30, 30), "{}", show(s));
+    assert!(
+        s.render().contains("errors 30 (100.00 %: body 30)"),
+        "{}",
+        show(s)
+    );
+}
