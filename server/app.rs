@@ -188,17 +188,17 @@ pub async fn serve(
         alerts_wake,
         token.clone(),
     ));
+    let limits = state.config.connections;
     let app = router(state);
     let stop = token.clone();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            tokio::select! {
-                _ = shutdown => {}
-                _ = stop.cancelled() => {}
-            }
-            token.cancel();
-        })
-        .await;
+    let served = crate::http::conn::serve(listener, app, limits, async move {
+        tokio::select! {
+            _ = shutdown => {}
+            _ = stop.cancelled() => {}
+        }
+        token.cancel();
+    })
+    .await;
     // Open live runs are stored as complete before the process ends.
     live_stop.cancel();
     let _ = live_runs.await;

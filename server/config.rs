@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
 use crate::domain::alerts::AlertsConfig;
+use crate::domain::runs::RunLimits;
 use crate::store::{Retention, TargetSpec};
 
 /// Default listen address: loopback only, unless told otherwise.
@@ -34,7 +35,10 @@ pub struct Cli {
 pub enum Command {
     /// Serve the console and the API (the default when no command is given).
     Serve(ServeArgs),
-    /// Import load-test result files (JMeter JTL CSV/XML, ab output) as runs.
+    /// Import load-test result files as runs: JMeter (JTL CSV or XML), Gatling
+    /// (simulation.log), k6 (JSON points, CSV, summary export, line protocol), Locust
+    /// (stats, stats history, JSON), ab, wrk/wrk2, hey, oha, vegeta, autocannon, Artillery,
+    /// siege, SoapUI and Taurus; gzip-compressed files too. `--format auto` sniffs which.
     ///
     /// Each file becomes one run (an ab file holding several reports becomes one run per
     /// report). Damaged rows are counted and reported, not fatal; a file that fails leaves
@@ -343,6 +347,11 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 ///
 /// [alerts]                    # see alerts::AlertsConfig
 /// evaluation_interval = "15s"
+///
+/// [limits]                    # see LimitsSection
+/// min_timestamp = "1990-01-01"
+/// max_timestamp = "2100-01-01"
+/// max_elapsed_ms = 86400000
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -358,6 +367,89 @@ pub struct FileConfig {
     pub targets: Vec<TargetSpec>,
     pub alerts: Option<AlertsConfig>,
     pub server: Option<ServerSection>,
+    pub limits: Option<LimitsSection>,
+}
+
+/// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
+/// Every key is optional; the defaults are those of [`RunLimits::default`].
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    /// Earliest plausible sample time: `YYYY-MM-DD` or RFC 3339 (default `1990-01-01`).
+    pub min_timestamp: Option<String>,
+    /// Latest plausible sample time, exclusive: `YYYY-MM-DD` or RFC 3339 (default `2100-01-01`).
+    pub max_timestamp: Option<String>,
+    /// Longest plausible elapsed time of one sample, ms (default 86,400,000 = 24 h).
+    pub max_elapsed_ms: Option<u64>,
+    /// Largest decompressed : compressed ratio of a gzip input past 8 MiB (default 200;
+    /// 0 turns the check off).
+    pub max_gzip_ratio: Option<u64>,
+    /// Distinct labels kept per run (default 10,000); further labels are folded into one
+    /// "(other labels)" row.
+    pub max_labels: Option<usize>,
+    /// Longest label kept, characters (default 512); longer ones are cut and marked "…".
+    pub max_label_chars: Option<usize>,
+    /// Longest error message kept, characters (default 2,048); cut and marked "…".
+    pub max_message_chars: Option<usize>,
+    /// Routes kept per scrape target (default 10,000); series of further routes are
+    /// skipped and the target says so.
+    pub max_routes_per_target: Option<usize>,
+}
+
+impl LimitsSection {
+    /// The run limits these keys give over the defaults; `Err` names the key that is wrong.
+    pub fn run_limits(&self) -> Result<RunLimits, String> {
+        let mut l = RunLimits::default();
+        if let Some(t) = &self.min_timestamp {
+            l.samples.min_start_ms =
+                time_ms(t).map_err(|e| format!("limits.min_timestamp: {e}"))?;
+        }
+        if let Some(t) = &self.max_timestamp {
+            l.samples.max_start_ms =
+                time_ms(t).map_err(|e| format!("limits.max_timestamp: {e}"))?;
+        }
+        if l.samples.min_start_ms >= l.samples.max_start_ms {
+            return Err("limits.min_timestamp must be before limits.max_timestamp".into());
+        }
+        if let Some(ms) = self.max_elapsed_ms {
+            l.samples.max_elapsed_ms = ms;
+        }
+        if let Some(r) = self.max_gzip_ratio {
+            l.max_gzip_ratio = r;
+        }
+        for (key, value, slot) in [
+            ("max_labels", self.max_labels, &mut l.max_labels),
+            (
+                "max_label_chars",
+                self.max_label_chars,
+                &mut l.max_label_chars,
+            ),
+            (
+                "max_message_chars",
+                self.max_message_chars,
+                &mut l.max_message_chars,
+            ),
+        ] {
+            match value {
+                Some(0) => return Err(format!("limits.{key} must be at least 1")),
+                Some(n) => *slot = n,
+                None => {}
+            }
+        }
+        Ok(l)
+    }
+}
+
+/// `YYYY-MM-DD` (midnight UTC) or an RFC 3339 time → unix epoch ms.
+fn time_ms(text: &str) -> Result<i64, String> {
+    use time::format_description::well_known::Rfc3339;
+    let date = time::macros::format_description!("[year]-[month]-[day]");
+    let t = match time::Date::parse(text, &date) {
+        Ok(d) => d.midnight().assume_utc(),
+        Err(_) => time::OffsetDateTime::parse(text, &Rfc3339)
+            .map_err(|_| format!("{text:?} is neither a date (YYYY-MM-DD) nor an RFC 3339 time"))?,
+    };
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).map_err(|e| e.to_string())
 }
 
 /// `[server]` in `harrier.toml`.
@@ -367,10 +459,44 @@ pub struct ServerSection {
     /// harrier's address as its users reach it (`https://harrier.example.com`): links in
     /// alert notifications point there. Default: `http://` + the listen address.
     pub public_url: Option<String>,
+    /// Connections served at once (default 512); past it new connections wait in the
+    /// listen backlog until one closes.
+    pub max_connections: Option<usize>,
+    /// Seconds a client may take to send a request's headers, and to start the next
+    /// request on a kept-alive connection (default 10).
+    pub header_timeout_s: Option<u64>,
+    /// Seconds `serve` waits for requests in flight after Ctrl-C or SIGTERM before it
+    /// closes the connections left (default 10).
+    pub shutdown_grace_s: Option<u64>,
+}
+
+/// How the server treats connections (`[server]` in `harrier.toml`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnectionLimits {
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Time allowed for a request's headers (and between requests on a kept-alive
+    /// connection), seconds.
+    pub header_timeout_s: u64,
+    /// Time given to requests in flight at shutdown, seconds.
+    pub shutdown_grace_s: u64,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: 512,
+            header_timeout_s: 10,
+            shutdown_grace_s: 10,
+        }
+    }
 }
 
 /// Default idle time after which a live run is complete, seconds.
 pub const DEFAULT_LIVE_IDLE_TIMEOUT_S: u64 = 30;
+
+/// Default number of routes kept per scrape target.
+pub const DEFAULT_MAX_ROUTES_PER_TARGET: usize = 10_000;
 
 /// Default Apdex threshold T, ms.
 pub const DEFAULT_APDEX_T_MS: u64 = 500;
@@ -394,6 +520,12 @@ pub struct Config {
     pub targets: Vec<TargetSpec>,
     /// Alert settings and rules from the configuration file.
     pub alerts: AlertsConfig,
+    /// Connection cap and time-outs.
+    pub connections: ConnectionLimits,
+    /// What every imported or streamed run is held to (`[limits]`).
+    pub run_limits: RunLimits,
+    /// Routes kept per scrape target (`[limits] max_routes_per_target`).
+    pub max_routes_per_target: usize,
 }
 
 impl Default for Config {
@@ -408,6 +540,9 @@ impl Default for Config {
             retention: Retention::default(),
             targets: Vec::new(),
             alerts: AlertsConfig::default(),
+            connections: ConnectionLimits::default(),
+            run_limits: RunLimits::default(),
+            max_routes_per_target: DEFAULT_MAX_ROUTES_PER_TARGET,
         }
     }
 }
@@ -428,11 +563,17 @@ impl Config {
         if let Some(db) = db {
             return Ok(db);
         }
+        Ok(Config::client()?.db)
+    }
+
+    /// The settings a client command reads (`HARRIER_CONFIG`, else `./harrier.toml`, else
+    /// the defaults): e.g. the `[limits]` that `harrier import --db` holds files to.
+    pub fn client() -> Result<Config, ConfigError> {
         let args = ServeArgs {
             config: std::env::var_os("HARRIER_CONFIG").map(PathBuf::from),
             ..ServeArgs::default()
         };
-        Ok(Config::resolve(&args)?.db)
+        Config::resolve(&args)
     }
 
     /// Resolves flags/environment over the file (explicit `--config`, else `./harrier.toml`
@@ -444,24 +585,39 @@ impl Config {
             None => FileConfig::default(),
         };
         let defaults = Config::default();
+        let server = file.server.unwrap_or_default();
         let mut alerts = file.alerts.unwrap_or_default();
         if alerts.external_url.is_none() {
-            alerts.external_url = file
-                .server
-                .and_then(|s| s.public_url)
+            alerts.external_url = server
+                .public_url
                 .map(|u| u.trim_end_matches('/').to_string());
         }
-        if let Err(message) = alerts.validate() {
-            return Err(ConfigError {
-                path: args
-                    .config
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("harrier.toml"))
-                    .display()
-                    .to_string(),
-                message,
-            });
-        }
+        let conn_defaults = ConnectionLimits::default();
+        let connections = ConnectionLimits {
+            max_connections: server
+                .max_connections
+                .filter(|n| *n > 0)
+                .unwrap_or(conn_defaults.max_connections),
+            header_timeout_s: server
+                .header_timeout_s
+                .filter(|n| *n > 0)
+                .unwrap_or(conn_defaults.header_timeout_s),
+            shutdown_grace_s: server
+                .shutdown_grace_s
+                .unwrap_or(conn_defaults.shutdown_grace_s),
+        };
+        let config_error = |message: String| ConfigError {
+            path: args
+                .config
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("harrier.toml"))
+                .display()
+                .to_string(),
+            message,
+        };
+        alerts.validate().map_err(config_error)?;
+        let limits = file.limits.unwrap_or_default();
+        let run_limits = limits.run_limits().map_err(config_error)?;
         Ok(Config {
             listen: args.listen.or(file.listen).unwrap_or(defaults.listen),
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
@@ -478,6 +634,17 @@ impl Config {
             retention: file.retention.unwrap_or_default(),
             targets: file.targets,
             alerts,
+            connections,
+            run_limits,
+            max_routes_per_target: match limits.max_routes_per_target {
+                Some(0) => {
+                    return Err(config_error(
+                        "limits.max_routes_per_target must be at least 1".into(),
+                    ));
+                }
+                Some(n) => n,
+                None => DEFAULT_MAX_ROUTES_PER_TARGET,
+            },
         })
     }
 }
@@ -524,5 +691,36 @@ mod alerts_tests {
         let mut fast = alerts;
         fast.evaluation_interval = crate::domain::alerts::rule::Duration(10);
         assert!(fast.validate().unwrap_err().contains("evaluation_interval"));
+    }
+}
+
+#[cfg(test)]
+mod limits_tests {
+    use super::{FileConfig, LimitsSection};
+
+    #[test]
+    fn limits_section_of_harrier_toml() {
+        let file: FileConfig = toml::from_str(
+            "[limits]\nmin_timestamp = \"2000-01-01\"\nmax_timestamp = \"2030-06-01T12:00:00Z\"\nmax_elapsed_ms = 600000\n",
+        )
+        .unwrap();
+        let l = file.limits.unwrap().run_limits().unwrap();
+        assert_eq!(l.samples.min_start_ms, 946_684_800_000);
+        assert_eq!(l.samples.max_start_ms, 1_906_545_600_000);
+        assert_eq!(l.samples.max_elapsed_ms, 600_000);
+        let bad = LimitsSection {
+            min_timestamp: Some("yesterday".into()),
+            ..LimitsSection::default()
+        };
+        assert!(
+            bad.run_limits()
+                .unwrap_err()
+                .contains("limits.min_timestamp")
+        );
+        let reversed = LimitsSection {
+            min_timestamp: Some("2100-01-02".into()),
+            ..LimitsSection::default()
+        };
+        assert!(reversed.run_limits().unwrap_err().contains("before"));
     }
 }

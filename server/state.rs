@@ -38,7 +38,7 @@ impl AppState {
         let hub = Hub::new();
         let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
         AppState {
-            live_runs: LiveRuns::new(store.clone(), hub.clone(), idle),
+            live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
             store,
             hub,
             metrics: crate::telemetry::install(),

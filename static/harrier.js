@@ -66,9 +66,12 @@
  *     says "(partial)". Empty series → an empty state inside each chart box;
  *     active_users all null → a note in the users box. select#ts-label
  *     refetches timeseries_url?label=… (and keeps ?label= in the page URL).
- *     Capacity (#run-data.capacity): a dashed vertical line at capacity.at_ms
- *     labelled "saturates · 12 users" (--c-capacity) on the three over-time
- *     charts, kept through zoom and label changes.
+ *     Saturation (#run-data.capacity): dashed vertical lines at
+ *     capacity.knee.at_ms ("knee · ~20 users", --c-capacity),
+ *     capacity.latency_breach.at_ms ("p95 ×2 · 45 users", --c-p95) and
+ *     capacity.error_breach.at_ms ("errors > 1 % · 61 users", --c-errs), each
+ *     when present, on the three over-time charts, kept through zoom and label
+ *     changes; labels stacked one row each.
  *     Chart colours come from the --c-* CSS properties; a colour-scheme switch
  *     redraws.
  *  7b. Distribution panel, all following select#ts-label:
@@ -83,7 +86,8 @@
  *       (partial last bucket left out; for a label, each second's level comes
  *       from the run's all-requests series in #run-data): req/s = mean count
  *       per second, p95 = median of the per-second p95 (right axis), error % =
- *       Σerrors / Σcount × 100 (second right axis); capacity.users marked.
+ *       Σerrors / Σcount × 100 (second right axis); the same markers at
+ *       knee.users, latency_breach.users, error_breach.users.
  *     Empty states: summary-only run, no samples (run or label), active_users
  *     all null, fetch error ({"error"} text).
  *  8. Run edit / delete: form#run-edit-form submit → PATCH /api/v1/runs/{id}
@@ -114,7 +118,8 @@
  *  Run: script#run-data (application/json) = {run: {id, name, tool,
  *        summary_only, …}, timeseries: Series (all requests), timeseries_url,
  *        distribution_url: "/api/v1/runs/7/distribution",
- *        capacity: null | {users, throughput_rps, at_ms, limited_by, …}};
+ *        capacity: null | {knee, latency_breach, error_breach (each null |
+ *        {users, at_ms, …}), statement, users, throughput_rps, at_ms, …}};
  *        div.chart[data-chart="latency"|"throughput"|"users"|"distribution"|
  *        "percentiles"|"vs-users"] (each optional; fixed heights in CSS);
  *        select#ts-label (value "" = all requests); optional #ts-note
@@ -391,11 +396,13 @@
   const TOAST_MS = 8000;
   const TOASTS_MAX = 5;
 
-  /** Sets #alerts-badge from GET /api/v1/alerts items: firing count, highest severity. */
+  /** Sets #alerts-badge from GET /api/v1/alerts items: firing alerts no silence mutes,
+   *  highest severity (as the server renders it). */
   function setBadge(alerts) {
     const badge = $('#alerts-badge');
     if (!badge || !Array.isArray(alerts)) return;
-    const firing = alerts.filter((a) => a && a.state === 'firing');
+    const firing = alerts.filter((a) => a && a.state === 'firing'
+      && !(Array.isArray(a.silenced_by) && a.silenced_by.length));
     const rank = firing.reduce((m, a) => Math.max(m, sevRank(a.severity)), 0);
     badge.textContent = String(firing.length);
     badge.dataset.count = String(firing.length);
@@ -492,6 +499,9 @@
   function runRow(run) {
     const nameCell = h('td', { class: 'name', 'data-value': run.name || '' },
       h('a', { href: run.url || '/console/runs/' + run.id }, run.name || '#' + run.id));
+    if (run.status === 'live') {
+      nameCell.append(' ', h('span', { class: 'badge info dot', title: 'Being streamed in now; its figures grow until it completes' }, 'live'));
+    }
     if (run.summary_only) {
       nameCell.append(' ', h('span', { class: 'badge muted', title: 'Only aggregate figures reported by the tool; no per-sample data' }, 'summary'));
     }
@@ -505,7 +515,7 @@
       h('td', { 'data-value': run.tool || '' }, toolName(run.tool)),
       h('td', { class: 'num', 'data-value': dv(run.started_at_ms) }, start),
       h('td', { class: 'num', 'data-value': dv(run.duration_ms) }, valueNode(fmt.duration(run.duration_ms))),
-      h('td', { class: 'num', 'data-value': dv(run.count) }, valueNode(fmt.int(run.count))),
+      h('td', { class: 'num', 'data-value': dv(run.count) }, valueNode(run.count > 0 ? fmt.int(run.count) : NULL_TEXT)),
       h('td', { class: bad ? 'num bad' : 'num', 'data-value': dv(run.error_pct) }, valueNode(fmt.pct(run.error_pct))),
       h('td', { class: 'num', 'data-value': dv(run.p95_ms) }, valueNode(fmt.ms(run.p95_ms))),
       h('td', { class: 'num', 'data-value': dv(run.throughput_rps) }, valueNode(fmt.rps(run.throughput_rps))),
@@ -911,7 +921,7 @@
         series: [xSeries].concat(series_),
         axes: [xAxis].concat(axes),
         hooks: {
-          draw: [drawPartial, (u) => drawCapacity(u, ctx.capacity && ctx.capacity.at_ms, ctx.capacity)].concat(ctx.marks ? [ctx.marks.draw] : []),
+          draw: [drawPartial, (u) => drawSaturation(u, ctx.capacity, 'at_ms')].concat(ctx.marks ? [ctx.marks.draw] : []),
           setScale: [(u, key) => { if (key === 'x') syncZoom(u); }],
           setCursor: ctx.marks ? [ctx.marks.cursor] : [],
         },
@@ -993,25 +1003,44 @@
     return charts;
   }
 
-  /** "saturates · 12 users" — the capacity marker's label. */
-  function capacityText(cap) {
-    return 'saturates \u00b7 ' + fmt.int(cap.users) + (cap.users === 1 ? ' user' : ' users');
+  /**
+   * The saturation markers of a capacity object: the knee (--c-capacity, "knee · ~20 users"),
+   * the latency breach (--c-p95, "p95 ×2 · 45 users") and the error breach (--c-errs,
+   * "errors > 1 % · 61 users"), each {x, text, colorVar, fallback}, x from `axis`
+   * ('at_ms' on the over-time charts, 'users' on the load-vs-users chart).
+   */
+  function saturationMarks(cap, axis) {
+    if (!cap) return [];
+    const users = (n) => fmt.int(n) + (n === 1 ? ' user' : ' users');
+    return [
+      cap.knee && { at: cap.knee, text: 'knee \u00b7 ~' + users(cap.knee.users), colorVar: '--c-capacity', fallback: '#c026d3' },
+      cap.latency_breach && { at: cap.latency_breach, text: 'p95 \u00d72 \u00b7 ' + users(cap.latency_breach.users), colorVar: '--c-p95', fallback: '#d97706' },
+      cap.error_breach && { at: cap.error_breach, text: 'errors > 1 % \u00b7 ' + users(cap.error_breach.users), colorVar: '--c-errs', fallback: '#dc2626' },
+    ].filter(Boolean).map((m) => ({ x: m.at[axis], text: m.text, colorVar: m.colorVar, fallback: m.fallback }));
   }
 
   /**
-   * Draw hook: the capacity marker, a dashed vertical line at x value `x` (in the
-   * x scale's units) with a small label at the top, in --c-capacity. Nothing when
-   * there is no capacity or the value is outside the visible range (zoomed away).
+   * Draw hook: the saturation markers of `cap` (see saturationMarks), each a dashed
+   * vertical line with a small label at the top, labels stacked so they never overlap
+   * (the knee's line on top where lines coincide).
+   * Nothing for a marker outside the visible range (zoomed away) or without a capacity.
    */
-  function drawCapacity(u, x, cap) {
-    if (!cap || !isNum(x)) return;
+  function drawSaturation(u, cap, axis) {
     const { min, max } = u.scales.x;
-    if (!isNum(min) || !isNum(max) || x < min || x > max) return;
+    if (!isNum(min) || !isNum(max)) return;
+    // drawn last to first, so the knee's line stays on top where markers coincide
+    saturationMarks(cap, axis).map((m, i) => [m, i]).reverse().forEach(([m, i]) => {
+      if (!isNum(m.x) || m.x < min || m.x > max) return;
+      drawMarker(u, m.x, m.text, cssVar(m.colorVar, m.fallback), i);
+    });
+  }
+
+  /** One dashed vertical marker at x value `x` labelled `text`, its label in row `row`. */
+  function drawMarker(u, x, text, color, row) {
     const dpr = devicePixelRatio;
     const c = u.ctx;
     const { left, top, width, height } = u.bbox;
     const px = Math.round(u.valToPos(x, 'x', true)) + 0.5;
-    const color = cssVar('--c-capacity', '#c026d3');
     c.save();
     c.beginPath();
     c.rect(left, top, width, height);
@@ -1025,14 +1054,13 @@
     c.stroke();
     c.setLineDash([]);
     // the label sits right of the line, or left of it near the right edge
-    const text = capacityText(cap);
     c.font = '600 ' + (10.5 * dpr) + 'px ' + cssVar('--font', 'sans-serif');
     const tw = c.measureText(text).width;
     const padX = 4 * dpr;
     const boxH = 16 * dpr;
     const onRight = px + 3 * dpr + tw + 2 * padX <= left + width;
     const bx = onRight ? px + 3 * dpr : px - 3 * dpr - tw - 2 * padX;
-    const by = top + 3 * dpr;
+    const by = top + 3 * dpr + row * (boxH + 2 * dpr);
     c.fillStyle = cssVar('--surface', '#fff');
     c.globalAlpha = 0.88;
     c.fillRect(bx, by, tw + 2 * padX, boxH);
@@ -1332,10 +1360,10 @@
       return null;
     }
     const axis = plainAxes();
-    const cap = ctx.capacity && isNum(ctx.capacity.users) ? ctx.capacity : null;
+    const cap = ctx.capacity || null;
     let lo = L.users[0];
     let hi = L.users[L.users.length - 1];
-    if (cap) { lo = Math.min(lo, cap.users); hi = Math.max(hi, cap.users); }
+    saturationMarks(cap, 'users').forEach((m) => { if (isNum(m.x)) { lo = Math.min(lo, m.x); hi = Math.max(hi, m.x); } });
     if (hi === lo) { lo -= 1; hi += 1; }
     const pad = Math.max(0.5, (hi - lo) * 0.02);
     const few = L.users.length <= 80;
@@ -1374,7 +1402,7 @@
         axis('p95 (ms)', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'ms', side: 1, grid: { show: false } }),
         axis('error %', (v) => nf(0, v < 10 ? 1 : 0).format(v) + ' %', { scale: 'pct', side: 1, grid: { show: false } }),
       ],
-      hooks: { draw: [(uu) => drawCapacity(uu, cap && cap.users, cap)] },
+      hooks: { draw: [(uu) => drawSaturation(uu, cap, 'users')] },
     }, [L.users, L.rps, L.p95, L.errPct], box);
     fit(u, box);
     return u;

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufReader, Cursor};
 use std::path::{Path, PathBuf};
 
-use harrier::domain::runs::{RunData, Stats};
+use harrier::domain::runs::{RunData, RunLimits, Stats};
 use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 use serde_json::Value;
 
@@ -38,12 +38,19 @@ fn fixture(rel: &str) -> PathBuf {
     manifest().join("tests/fixtures").join(rel)
 }
 
+/// Parses `path` with the default limits, except that times from 1970 on are plausible:
+/// some public fixtures are the tools' own unit-test data (Gatling's
+/// `v3.12.0_fixture_text_simulation.log` times its requests 1 s after the epoch), which
+/// harrier's default window (1990–2100) rejects row by row.
 fn parse_path(path: &Path, format: Format) -> Result<Vec<ParsedRun>, IngestError> {
     let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    ingest::parse(
+    let mut limits = RunLimits::default();
+    limits.samples.min_start_ms = 0;
+    ingest::parse_with(
         BufReader::new(file),
         format,
         &path.file_name().unwrap().to_string_lossy(),
+        &limits,
     )
 }
 
@@ -622,6 +629,67 @@ fn k6_csv_gives_the_same_requests_as_the_ndjson() {
     assert_eq!(csv.reported["last_request_time_ms"], 1_795_999_871_000i64);
 }
 
+/// Issue 12: k6 JSON shrunk with `grep http_req_duration` (the committed
+/// `k6/points_http_req_duration.ndjson` is exactly that of `points.ndjson.gz`): each point
+/// is one request, failed when `expected_response` is false. The run equals the full
+/// file's — same requests, errors (6) and exact times — and `group_duration` points kept
+/// by a wider grep change nothing.
+#[test]
+fn k6_ndjson_with_only_http_req_duration_points() {
+    use std::io::Read;
+    let mut full_text = String::new();
+    flate2::read::GzDecoder::new(File::open(fixture("k6/points.ndjson.gz")).unwrap())
+        .read_to_string(&mut full_text)
+        .unwrap();
+    let grep = |needles: &[&str]| -> String {
+        full_text
+            .lines()
+            .filter(|l| needles.iter().any(|n| l.contains(n)))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let committed = std::fs::read_to_string(fixture("k6/points_http_req_duration.ndjson")).unwrap();
+    assert_eq!(
+        committed,
+        grep(&["http_req_duration"]),
+        "the fixture is the grep"
+    );
+
+    let full = one_run(&fixture("k6/points.ndjson.gz"), "k6").data;
+    let only = one_run(&fixture("k6/points_http_req_duration.ndjson"), "k6").data;
+    assert_eq!(only.rejected_rows, 0, "{:?}", only.rejected);
+    assert_eq!(full.overall.count, 60);
+    assert_eq!(only.overall, full.overall);
+    assert_eq!(only.overall.errors, 6);
+    assert_eq!(only.labels, full.labels);
+    assert_eq!(only.reported["requests_from_http_req_duration_only"], 60);
+
+    let with_groups = grep(&["http_req_duration", "group_duration"]);
+    assert!(with_groups.contains("\"group_duration\""));
+    let runs = ingest::parse(Cursor::new(with_groups), Format::Auto, "grouped.ndjson").unwrap();
+    assert_eq!(
+        runs[0].data.overall, full.overall,
+        "group_duration never counts"
+    );
+
+    // Without expected_response, the status tag decides (0 or ≥ 400 fails): 3 × 0,
+    // 3 × 500 and the 12 × 404 that the script declared expected
+    // (`responseCallback: http.expectedStatuses(404)`), which only the tag could tell.
+    let no_expected = committed
+        .replace("\"expected_response\":\"false\",", "")
+        .replace("\"expected_response\":\"true\",", "");
+    assert!(
+        no_expected
+            .lines()
+            .filter(|l| l.contains("\"Point\""))
+            .all(|l| !l.contains("expected_response"))
+    );
+    let runs = ingest::parse(Cursor::new(no_expected), Format::Auto, "bare.ndjson").unwrap();
+    let o = &runs[0].data.overall;
+    assert_eq!((o.count, o.errors), (60, 18));
+    assert_eq!(runs[0].data.reported["failures_from_status_tag"], 60);
+}
+
 #[test]
 fn k6_handle_summary_data_is_a_summary_only_run() {
     let run = one_run(&fixture("k6/handleSummary_data.json"), "k6");
@@ -809,6 +877,74 @@ fn locust_stats_history_alone_is_an_over_time_summary() {
     assert_eq!(history[0]["window_percentiles_ms"]["50%"], Value::Null);
     assert_eq!(history[6]["users"], 6.0);
     assert_eq!(d.reported["peak_users"], 6.0);
+}
+
+/// Issue 12: a Locust `_stats_history.csv` is a time-series run. Real file: Locust 2.x,
+/// a 20 s ramp to 8 users (`locust/history/SOURCE.md`). Expected per-second figures
+/// computed independently with Python's `csv` over the `Aggregated` rows: count and
+/// failures = differences of `Total Request Count` / `Total Failure Count` between rows,
+/// each in the second that starts at the previous row's `Timestamp`.
+#[test]
+fn locust_stats_history_is_a_time_series_run() {
+    let run = one_run(&fixture("locust/history/ramp_stats_history.csv"), "locust");
+    let d = &run.data;
+    assert_eq!(d.rejected_rows, 0, "{:?}", d.rejected);
+    let o = &d.overall;
+    // The last Aggregated row's cumulative totals (equal to ramp_stats.csv's).
+    assert_eq!((o.count, o.errors), (749, 44));
+    // First second with requests 1796139685, last 1796139703: 19 s.
+    assert_eq!(o.first_start_ms, Some(1_796_139_685_000));
+    assert_eq!(o.window_ms, Some(19_000));
+    assert_eq!(o.throughput_rps, Some(749.0 / 19.0));
+    let run_buckets: Vec<(i64, u64, u64, Option<u32>)> = d
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| {
+            (
+                b.start_ms / 1000 - 1_796_139_684,
+                b.count,
+                b.errors,
+                b.active_users,
+            )
+        })
+        .collect();
+    let counts: Vec<u64> = run_buckets.iter().map(|b| b.1).collect();
+    assert_eq!(
+        counts,
+        [
+            0, 8, 8, 16, 16, 26, 24, 34, 31, 39, 35, 47, 46, 56, 53, 61, 58, 61, 66, 64
+        ]
+    );
+    let failures: Vec<u64> = run_buckets.iter().map(|b| b.2).collect();
+    assert_eq!(
+        failures,
+        [0, 0, 1, 0, 1, 3, 1, 2, 2, 3, 1, 4, 3, 4, 3, 3, 3, 3, 4, 3]
+    );
+    let users: Vec<Option<u32>> = run_buckets.iter().map(|b| b.3).collect();
+    assert_eq!(users[1..].first(), Some(&Some(1)));
+    assert_eq!(users.last(), Some(&Some(8)));
+    assert!(users.windows(2).all(|w| w[0] <= w[1]), "a ramp: {users:?}");
+    // Locust's trailing Requests/s lags: at 1796139696 it wrote 19.9 /s while 47
+    // requests had completed in the second before.
+    let row = d.reported["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["time_ms"] == 1_796_139_696_000i64)
+        .unwrap();
+    assert_eq!(row["requests_per_s"].as_f64(), Some(19.888889));
+    assert_eq!(row["bucket_start_ms"], 1_796_139_695_000i64);
+    assert_eq!(row["window_percentiles_ms"]["95%"].as_f64(), Some(49.0));
+    // Per endpoint too.
+    let slow: u64 = d
+        .buckets
+        .iter()
+        .filter(|b| b.label.as_deref() == Some("GET /slow"))
+        .map(|b| b.count)
+        .sum();
+    assert_eq!(slow, label(d, "GET /slow").count);
+    assert_eq!(label(d, "GET /flaky").errors, 44);
 }
 
 #[test]

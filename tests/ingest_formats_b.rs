@@ -243,10 +243,11 @@ fn hey_csv_rows_are_samples() {
     let o = &run.data.overall;
     // sum of the 300 rounded times = 14 462 ms. hey's own (unrounded) mean of the same
     // rows is 48.1413 ms: whole-ms samples shift the mean by 0.07 ms here, and the 0.6 ms
-    // fastest request counts as 1 ms.
+    // fastest request counts as 1 ms. The 82 rows with status-code 500 are errors (no
+    // success flag in hey: status ≥ 400 fails).
     assert_eq!(
         basics(o),
-        (300, 0, Some(1.0), Some(14_462.0 / 300.0), Some(76.0))
+        (300, 82, Some(1.0), Some(14_462.0 / 300.0), Some(76.0))
     );
     assert_eq!(pcts(o), [Some(48.0), Some(56.0), Some(63.0), Some(72.0)]);
     // window = max(offset + time) − min(offset) = 2 473 ms.
@@ -263,11 +264,56 @@ fn hey_csv_rows_are_samples() {
         .map(|b| (b.start_ms, b.count))
         .collect();
     assert_eq!(seconds, [(0, 129), (1000, 124), (2000, 47)]);
-    // hey writes 500s as ordinary rows (no failure flag): kept as status codes.
+    // hey writes 500s as ordinary rows: counted as errors, grouped by their code.
     assert_eq!(
         run.data.reported["status_codes"],
         json!({"200": 218, "500": 82})
     );
+    let groups: Vec<(&str, u64)> = run
+        .data
+        .errors
+        .iter()
+        .map(|e| (e.response_code.as_str(), e.count))
+        .collect();
+    assert_eq!(groups, [("500", 82)]);
+}
+
+/// Issue 12: a real hey run against a server that answers 500 to 7 of 8 requests
+/// (`error-rule/SOURCE.md`). hey itself reports no errors (its "Error distribution" is
+/// absent); its status table says 1,750 × 500 of 2,000.
+#[test]
+fn hey_http_500s_are_errors_text_and_csv() {
+    let text = parse_one(
+        &read("error-rule/hey_mostly500_text.txt"),
+        Format::Hey,
+        "hey",
+    );
+    let o = &text.data.overall;
+    assert_eq!((o.count, o.errors), (2000, 1750));
+    assert_eq!(o.error_pct, Some(87.5));
+    let r = &text.data.reported;
+    assert_eq!(r["status_codes"], json!({"200": 250, "500": 1750}));
+    assert_eq!(
+        (
+            r["transport_errors"].as_u64(),
+            r["error_responses"].as_u64()
+        ),
+        (Some(0), Some(1750))
+    );
+    assert!(r["errors_rule"].as_str().unwrap().contains(">= 400"));
+
+    let csv = parse_one(&read("error-rule/hey_mostly500.csv"), Format::Hey, "hey");
+    let o = &csv.data.overall;
+    assert_eq!((o.count, o.errors, o.error_pct), (2000, 1750, Some(87.5)));
+    // Per second too: the over-time error % is not 0.
+    let per_second: u64 = csv
+        .data
+        .buckets
+        .iter()
+        .filter(|b| b.label.is_none())
+        .map(|b| b.errors)
+        .sum();
+    assert_eq!(per_second, 1750);
 }
 
 // ---------------------------------------------------------------- oha
@@ -277,11 +323,17 @@ fn oha_json_report_as_written() {
     let run = parse_one(&read("oha/flaky_300_json.json"), Format::Oha, "oha");
     assert!(run.data.summary_only);
     let o = &run.data.overall;
-    // summary.fastest/average/slowest (seconds) in ms; oha counts a 500 as a response,
-    // not an error (successRate 1.0).
+    // summary.fastest/average/slowest (seconds) in ms; oha counts a 500 as a success
+    // (successRate 1.0), harrier's rule for tools without a success flag does not: the 77
+    // HTTP 500s are errors.
     assert_eq!(
         basics(o),
-        (300, 0, Some(1.818109), Some(43.177587), Some(48.096772))
+        (300, 77, Some(1.818109), Some(43.177587), Some(48.096772))
+    );
+    assert_eq!(run.data.reported["error_responses"], json!(77));
+    assert_eq!(
+        run.data.reported["status_codes"],
+        json!({"200": 223, "500": 77})
     );
     assert_eq!(
         pcts(o),
@@ -329,6 +381,32 @@ fn oha_json_timeouts_are_errors() {
     );
     assert_eq!(o.window_ms, Some(10_415));
     assert_eq!(o.throughput_rps, Some(19.202949076466695));
+}
+
+/// oha's text report (`--no-tui`), as printed: 161 responses + 39 time-outs; "Success
+/// rate: 80.50%" = 161 / 200.
+#[test]
+fn oha_text_report_as_printed() {
+    let run = parse_one(&read("oha/stall_timeout_text.txt"), Format::Oha, "oha");
+    assert!(run.data.summary_only);
+    let o = &run.data.overall;
+    assert_eq!(
+        basics(o),
+        (200, 39, Some(0.3924), Some(35.9617), Some(49.4946))
+    );
+    assert_eq!(o.error_pct, Some(19.5));
+    assert_eq!(
+        pcts(o),
+        [Some(43.9315), Some(44.1346), Some(46.1445), Some(48.162)]
+    );
+    assert_eq!(o.window_ms, Some(11_851));
+    assert_eq!(o.throughput_rps, Some(16.8763));
+    // "Total data: 1.42 KiB": only as exact as printed.
+    assert_eq!(o.bytes_received, 1454);
+    let r = &run.data.reported;
+    assert_eq!(r["status_codes"], json!({"200": 161}));
+    assert_eq!(r["error_distribution"], json!({"timeout": 39}));
+    assert_eq!(r["latency_percentiles_ms"]["p99.99"], json!(49.4946));
 }
 
 /// Expected figures computed independently with Python over the same file: `csv`,
@@ -477,8 +555,13 @@ fn autocannon_json_as_written() {
     assert_eq!(run.name_hint.as_deref(), Some("127.0.0.1:18431/flaky"));
     assert_eq!(run.data.labels[0].label, "/flaky");
     let o = &run.data.overall;
-    // 484 responses, 121 of them HTTP 500: autocannon's `non2xx`, not its `errors`.
-    assert_eq!(basics(o), (484, 0, Some(22.0), Some(48.59), Some(97.0)));
+    // 484 responses, 121 of them HTTP 500 (autocannon's `5xx`): errors under harrier's
+    // rule, though autocannon's own `errors` is 0.
+    assert_eq!(basics(o), (484, 121, Some(22.0), Some(48.59), Some(97.0)));
+    assert_eq!(
+        run.data.reported["status_codes"],
+        json!({"200": 363, "500": 121})
+    );
     // No p95 in autocannon's percentiles (p90, p97_5, p99 are).
     assert_eq!(pcts(o), [Some(44.0), Some(52.0), None, Some(97.0)]);
     assert_eq!(o.first_start_ms, Some(1_796_007_148_297));
@@ -516,8 +599,10 @@ fn artillery_report_per_endpoint() {
     );
     assert!(run.data.summary_only);
     let o = &run.data.overall;
-    // http.requests 90 = 84 responses + 6 errors.ETIMEDOUT; the 7 HTTP 500s are codes.
-    assert_eq!(basics(o), (90, 6, Some(0.0), Some(9.1), Some(38.0)));
+    // http.requests 90 = 84 responses + 6 errors.ETIMEDOUT; the 7 HTTP 500s are errors
+    // too (status ≥ 400): 13.
+    assert_eq!(basics(o), (90, 13, Some(0.0), Some(9.1), Some(38.0)));
+    assert_eq!(run.data.reported["status_codes"]["500"], json!(7));
     assert_eq!(pcts(o), [Some(1.0), Some(30.3), Some(34.1), Some(37.0)]);
     assert_eq!(o.first_start_ms, Some(1_796_007_276_448));
     // lastCounterAt − firstCounterAt.
@@ -541,7 +626,7 @@ fn artillery_report_per_endpoint() {
     assert_eq!(
         labels,
         [
-            ("/flaky", 30, 0, Some(1.3), Some(4.0)),
+            ("/flaky", 30, 7, Some(1.3), Some(4.0)),
             ("/slow", 30, 0, Some(23.7), Some(36.2)),
             ("/stall", 30, 6, Some(0.6), Some(1.0)),
         ]
@@ -711,6 +796,8 @@ fn auto_picks_each_parser() {
         ("hey/flaky.csv", "hey"),
         ("oha/flaky_300_json.json", "oha"),
         ("oha/slow_150.csv", "oha"),
+        // hey's layout plus "Success rate:": oha's, not hey's.
+        ("oha/stall_timeout_text.txt", "oha"),
         ("vegeta/SYNTHETIC_results.json", "vegeta"),
         ("autocannon/flaky.json", "autocannon"),
         ("artillery/report.json", "artillery"),
@@ -758,6 +845,57 @@ fn unsupported_files_are_still_unknown_format() {
                 }
             }
             other => panic!("{:?}: {other:?}", String::from_utf8_lossy(text)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- console output
+
+/// Lines a terminal or a `nohup.out` holds around a tool's report: shell prompts and
+/// traces, `date` output, siege's first-run notice — 60 of them, more than any sniffer
+/// used to look past.
+fn console_preamble() -> String {
+    let mut s = String::from(
+        "New configuration template added to /root/.siege\nRun siege -C to view the current settings in that file\n$ date\nTue Dec  1 15:25:01 UTC 2026\n",
+    );
+    for i in 0..56 {
+        s.push_str(&format!(
+            "+ curl -s http://127.0.0.1:8099/health -> ok ({i})\n"
+        ));
+    }
+    s
+}
+
+const CONSOLE_POSTAMBLE: &str =
+    "\nLOG FILE: /var/log/siege.log\n$ date\nTue Dec  1 15:25:09 UTC 2026\nuser@host:~$ exit\n";
+
+/// Issue 12: a report inside console output (siege's JSON summary, ab, wrk, hey, oha) is found
+/// with any lines before and after it, and gives the same figures as the bare file.
+#[test]
+fn reports_inside_console_output_read_as_the_bare_file() {
+    for (rel, tool) in [
+        ("siege/flaky_stdout.txt", "siege"),
+        ("ab/slow_stdout.txt", "ab"),
+        ("ab/flaky_keepalive_stdout.txt", "ab"),
+        ("wrk/flaky_latency.txt", "wrk"),
+        ("wrk/stall_timeout_latency.txt", "wrk"),
+        ("hey/slow_text.txt", "hey"),
+        ("hey/stall_timeout_text.txt", "hey"),
+        ("error-rule/hey_mostly500_text.txt", "hey"),
+        ("oha/stall_timeout_text.txt", "oha"),
+    ] {
+        let bare = parse_as(&read(rel), Format::Auto).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let mut wrapped = console_preamble().into_bytes();
+        wrapped.extend_from_slice(&read(rel));
+        wrapped.extend_from_slice(CONSOLE_POSTAMBLE.as_bytes());
+        let runs = parse_as(&wrapped, Format::Auto)
+            .unwrap_or_else(|e| panic!("{rel} inside console output: {e}"));
+        assert_eq!(runs.len(), bare.len(), "{rel}");
+        for (got, want) in runs.iter().zip(&bare) {
+            assert_eq!(got.tool, tool, "{rel}");
+            assert_eq!(got.data.overall, want.data.overall, "{rel}");
+            assert_eq!(got.data.labels, want.data.labels, "{rel}");
+            assert_eq!(got.data.rejected_rows, want.data.rejected_rows, "{rel}");
         }
     }
 }

@@ -274,6 +274,41 @@ fn parse_ab(rel: &str) -> ParsedRun {
     runs.remove(0)
 }
 
+/// Issue 12: ab's headline errors are Connect + Receive + Exceptions + Non-2xx; its Length
+/// failures (body length unlike the first response's) are shown apart, not counted. Real
+/// ab 2.3 runs from `error-rule/SOURCE.md`, and ab 2.0's layout (no `Receive`) written by
+/// hand from the same report.
+#[test]
+fn ab_length_failures_are_not_errors_and_non_2xx_are() {
+    let mostly500 = parse_ab("error-rule/ab_mostly500_stdout.txt");
+    let o = &mostly500.data.overall;
+    // "Failed requests: 0", "Non-2xx responses: 875".
+    assert_eq!((o.count, o.errors, o.error_pct), (1000, 875, Some(87.5)));
+
+    for (file, receive) in [
+        ("error-rule/ab_dynamic_stdout.txt", Some(0)),
+        ("error-rule/HANDWRITTEN_ab20_dynamic_stdout.txt", None),
+    ] {
+        let run = parse_ab(file);
+        let o = &run.data.overall;
+        // Every status 200; "Failed requests: 800", all Length.
+        assert_eq!(
+            (o.count, o.errors, o.error_pct),
+            (1000, 0, Some(0.0)),
+            "{file}"
+        );
+        let r = &run.data.reported;
+        assert_eq!(r["failed_requests"], 800, "{file}");
+        assert_eq!(r["failed_breakdown"]["length"], 800, "{file}");
+        assert_eq!(r["failed_breakdown"]["receive"].as_u64(), receive, "{file}");
+        assert_eq!(r["length_failures"]["count"], 800, "{file}");
+        assert_eq!(
+            r["length_failures"]["note"],
+            "body length differed from the first response's — normal for dynamic pages; not counted as errors"
+        );
+    }
+}
+
 #[test]
 fn ab_reports_as_printed() {
     let slow = parse_ab("ab/slow_stdout.txt");
@@ -299,15 +334,23 @@ fn ab_reports_as_printed() {
     );
     assert_eq!(slow.data.labels[0].label, "/slow");
 
-    // Length failures and Non-2xx are the same 103 requests: 103 errors, not 206.
+    // The 103 Length failures are the 103 HTTP 500s' short bodies: errors are the 103
+    // Non-2xx responses; Length is shown apart, not counted again.
     let flaky = parse_ab("ab/flaky_keepalive_stdout.txt");
     let o = &flaky.data.overall;
     assert_eq!((o.count, o.errors), (400, 103));
     let r = &flaky.data.reported;
     assert_eq!(r["failed_breakdown"]["length"], 103);
+    assert_eq!(r["length_failures"]["count"], 103);
+    assert!(
+        r["length_failures"]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("not counted as errors")),
+        "{r}"
+    );
     assert_eq!(
         (r["errors_min"].as_u64(), r["errors_max"].as_u64()),
-        (Some(103), Some(206))
+        (Some(103), Some(103))
     );
     assert_eq!(r["keep_alive_requests"], 400);
 

@@ -244,9 +244,10 @@ async fn check_inner(args: CheckArgs) -> anyhow::Result<bool> {
         ),
         _ => " (no baseline)".to_string(),
     };
-    println!(
+    outln!(
         "harrier check: run #{} \"{}\"{against}",
-        report.run.id, report.run.name
+        report.run.id,
+        report.run.name
     );
     let width = report
         .results
@@ -260,16 +261,17 @@ async fn check_inner(args: CheckArgs) -> anyhow::Result<bool> {
             Status::Fail => "FAIL",
             Status::Skipped => "SKIP",
         };
-        println!("  {tag}  {:<width$}  {}", r.gate, r.message);
+        outln!("  {tag}  {:<width$}  {}", r.gate, r.message);
     }
     let failed = report
         .results
         .iter()
         .filter(|r| r.status == Status::Fail)
         .count();
-    println!(
-        "{} gates: {} passed, {} failed{}",
-        report.results.len(),
+    let total = report.results.len();
+    outln!(
+        "{total} {}: {} passed, {} failed{}",
+        if total == 1 { "gate" } else { "gates" },
         report
             .results
             .iter()
@@ -317,7 +319,7 @@ pub async fn baseline(args: BaselineArgs) -> anyhow::Result<ExitCode> {
                 }
                 store.set_baseline(&scenario, run, crate::now_ms()).await?;
             } else if args.clear && !store.clear_baseline(&scenario).await? {
-                println!("{scenario}: no pinned baseline");
+                outln!("{scenario}: no pinned baseline");
             }
             let pinned = store.pinned_baseline(&scenario).await?;
             serde_json::json!({"run_id": pinned, "source": pinned.map(|_| "pinned")})
@@ -343,19 +345,19 @@ pub async fn baseline(args: BaselineArgs) -> anyhow::Result<ExitCode> {
                     .await
                     .with_context(|| format!("cannot reach {url}"))?;
                 if res.status() == reqwest::StatusCode::NOT_FOUND {
-                    println!("{scenario}: no pinned baseline");
+                    outln!("{scenario}: no pinned baseline");
                 }
             }
             get_json(&url).await?
         }
     };
     match (shown["run_id"].as_i64(), shown["source"].as_str()) {
-        (Some(id), Some("pinned")) => println!("{scenario}: baseline run #{id} (pinned)"),
-        (Some(id), source) => println!(
+        (Some(id), Some("pinned")) => outln!("{scenario}: baseline run #{id} (pinned)"),
+        (Some(id), source) => outln!(
             "{scenario}: no baseline pinned; auto uses run #{id} ({})",
             source.unwrap_or("auto")
         ),
-        (None, _) => println!(
+        (None, _) => outln!(
             "{scenario}: no baseline pinned; `auto` uses the latest earlier run that passed its check"
         ),
     }
@@ -387,7 +389,7 @@ pub async fn seed(args: SeedArgs) -> anyhow::Result<ExitCode> {
                 };
                 store.update_run(*id, &patch).await?;
             }
-            println!(
+            outln!(
                 "{name}: run {id} \"{}\" (summary, as published)",
                 r.run.name
             );

@@ -62,9 +62,12 @@ pub async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
                     } else {
                         ""
                     };
-                    println!(
+                    outln!(
                         "{source}: run {} \"{}\" — {} samples{kind}{rejected}  {}",
-                        run.id, run.name, run.samples, run.url
+                        run.id,
+                        run.name,
+                        run.samples,
+                        run.url
                     );
                 }
             }
@@ -88,7 +91,9 @@ async fn import_local(
     path: &Path,
     source: &str,
 ) -> anyhow::Result<Vec<import::ImportedRun>> {
+    let limits = Config::client()?.run_limits;
     let req = ImportRequest {
+        limits,
         format,
         name: args.name.clone(),
         scenario: args.scenario.clone(),

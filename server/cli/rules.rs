@@ -10,11 +10,11 @@ pub fn test_rules(files: &[std::path::PathBuf]) -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|text| crate::domain::alerts::ruletest::run(&text));
         match result {
-            Ok(failures) if failures.is_empty() => println!("{}: SUCCESS", path.display()),
+            Ok(failures) if failures.is_empty() => outln!("{}: SUCCESS", path.display()),
             Ok(failures) => {
-                println!("{}: FAILED", path.display());
+                outln!("{}: FAILED", path.display());
                 for f in failures {
-                    println!("  {f}");
+                    outln!("  {f}");
                 }
                 if code != ExitCode::from(2) {
                     code = ExitCode::from(1);

@@ -34,16 +34,22 @@ pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if runs.is_empty() {
-        println!("no runs yet — import one with: harrier import results.jtl");
+        outln!("no runs yet — import one with: harrier import results.jtl");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
-        "ID", "NAME", "TOOL", "REQUESTS", "ERROR %", "P95", "THROUGHPUT"
+        "ID",
+        "NAME",
+        "TOOL",
+        "REQUESTS",
+        "ERROR %",
+        "P95",
+        "THROUGHPUT"
     );
     use crate::domain::format;
     for r in runs {
-        println!(
+        outln!(
             "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
             r["id"].as_i64().unwrap_or_default(),
             r["name"]
@@ -53,7 +59,7 @@ pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
                 .take(32)
                 .collect::<String>(),
             r["tool"].as_str().unwrap_or_default(),
-            format::int(r["count"].as_i64().unwrap_or_default()),
+            format::count(r["count"].as_i64().unwrap_or_default()),
             format::pct(r["error_pct"].as_f64()),
             format::ms(r["p95_ms"].as_f64()),
             format::rps(r["throughput_rps"].as_f64()),

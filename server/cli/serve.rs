@@ -11,6 +11,8 @@ use crate::store::Store;
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = Config::resolve(&args)?;
+    // Before anything is read or changed: a second serve on this file stops here.
+    let _lock = crate::store::lock_for_serving(&config.db)?;
     let store = Store::open(&config.db)
         .await
         .with_context(|| open_hint(&config.db))?;
@@ -32,7 +34,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr = listener.local_addr()?;
     let db = std::fs::canonicalize(&config.db).unwrap_or(config.db.clone());
     tracing::info!(listen = %addr, db = %db.display(), "harrier serving");
-    println!(
+    outln!(
         "harrier console: http://{addr}/console  (database {})",
         db.display()
     );

@@ -5,6 +5,12 @@
 /// "–": shown where a value is undefined (no samples), never 0 or NaN.
 pub const NONE: &str = "–";
 
+/// A request count: [`int`], except that 0 is "–" — a stored run always has requests,
+/// so 0 means the count is unknown (figures published without it, see `harrier seed`).
+pub fn count(v: i64) -> String {
+    if v <= 0 { NONE.to_string() } else { int(v) }
+}
+
 /// 1234567 → "1,234,567".
 pub fn int(v: i64) -> String {
     let digits = v.unsigned_abs().to_string();

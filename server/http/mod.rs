@@ -5,6 +5,7 @@
 //! [`crate::views`].
 
 pub mod api;
+pub mod conn;
 pub mod console;
 pub mod error;
 pub mod params;

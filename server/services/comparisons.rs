@@ -826,18 +826,21 @@ mod tests {
         for i in 0..6_000i64 {
             let (u, v) = (rng.unit().max(1e-12), rng.unit());
             let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
-            b.push(&Sample {
-                label: if i % 3 == 0 { "Login" } else { "Search" },
-                start_ms: t0 + i * 1000 / 30,
-                elapsed_ms: (100.0 * factor * (0.3 * z).exp()).round() as u64,
-                success: i % 100 != 0,
-                response_code: "200",
-                message: "",
-                bytes_received: 10,
-                bytes_sent: 1,
-                active_users: None,
-                is_transaction: false,
-            });
+            b.push(
+                1,
+                &Sample {
+                    label: if i % 3 == 0 { "Login" } else { "Search" },
+                    start_ms: t0 + i * 1000 / 30,
+                    elapsed_ms: (100.0 * factor * (0.3 * z).exp()).round() as u64,
+                    success: i % 100 != 0,
+                    response_code: "200",
+                    message: "",
+                    bytes_received: 10,
+                    bytes_sent: 1,
+                    active_users: None,
+                    is_transaction: false,
+                },
+            );
         }
         let run = NewRun {
             name: format!("run {seed}"),

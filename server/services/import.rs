@@ -14,6 +14,7 @@ use serde::Serialize;
 use tokio::io::AsyncRead;
 use tokio_util::io::SyncIoBridge;
 
+use crate::domain::runs::RunLimits;
 use crate::error::{Error, Result};
 use crate::services::live::{Event, Hub};
 use crate::sources::ingest::{self, Format};
@@ -37,6 +38,8 @@ pub struct ImportRequest {
     pub source: String,
     /// Largest accepted input, bytes.
     pub max_bytes: u64,
+    /// What every sample and label is held to (`[limits]` in harrier.toml).
+    pub limits: RunLimits,
     /// Replace the aggregates of this existing run (e.g. a live run's streamed figures)
     /// with the file's exact ones, keeping its name, scenario, tags and notes.
     pub replace: Option<i64>,
@@ -146,11 +149,17 @@ pub async fn import_reader<R: Read + Send + 'static>(
         failure: failure.clone(),
     };
     let (format, source) = (req.format, req.source.clone());
+    // The byte limit counts decompressed bytes too (a gzip bomb is refused).
+    let limits = RunLimits {
+        max_input_bytes: req.max_bytes,
+        ..req.limits
+    };
     let parse = tokio::task::spawn_blocking(move || {
-        ingest::parse(
+        ingest::parse_with(
             BufReader::with_capacity(READ_BUFFER, counting),
             format,
             &source,
+            &limits,
         )
     });
 

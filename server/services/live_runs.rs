@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::runs::intervals::IntervalRun;
-use crate::domain::runs::{RunBuilder, RunData, Sample};
+use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample};
 use crate::services::live::{Event, Hub};
 use crate::sources::ingest::influx::{
     self, Classified, LivePoint, Precision, Sender, WriteSummary,
@@ -34,7 +34,7 @@ enum Acc {
         users: Option<u32>,
     },
     /// JMeter Backend Listener: per-interval aggregates.
-    Intervals(IntervalRun),
+    Intervals(Box<IntervalRun>),
 }
 
 #[derive(Debug)]
@@ -54,13 +54,13 @@ struct OpenRun {
 }
 
 impl OpenRun {
-    fn new(sender: Sender, scenario: String) -> OpenRun {
+    fn new(sender: Sender, scenario: String, limits: &RunLimits) -> OpenRun {
         let acc = match sender {
             Sender::K6 => Acc::Samples {
-                builder: Box::default(),
+                builder: Box::new(RunBuilder::with_limits(*limits)),
                 users: None,
             },
-            Sender::JMeter => Acc::Intervals(IntervalRun::new()),
+            Sender::JMeter => Acc::Intervals(Box::new(IntervalRun::with_limits(*limits))),
         };
         OpenRun {
             id: None,
@@ -74,7 +74,8 @@ impl OpenRun {
         }
     }
 
-    fn push(&mut self, point: &LivePoint<'_>) {
+    /// Adds a point read on `line` of a write body.
+    fn push(&mut self, line: u64, point: &LivePoint<'_>) {
         self.dirty = true;
         self.has_results |= matches!(
             point,
@@ -92,18 +93,21 @@ impl OpenRun {
                     status,
                 },
             ) => {
-                builder.push(&Sample {
-                    label,
-                    start_ms: *start_ms,
-                    elapsed_ms: *elapsed_ms,
-                    success: *success,
-                    response_code: status,
-                    message: if *success { "" } else { status },
-                    bytes_received: 0,
-                    bytes_sent: 0,
-                    active_users: *users,
-                    is_transaction: false,
-                });
+                builder.push(
+                    line,
+                    &Sample {
+                        label,
+                        start_ms: *start_ms,
+                        elapsed_ms: *elapsed_ms,
+                        success: *success,
+                        response_code: status,
+                        message: if *success { "" } else { status },
+                        bytes_received: 0,
+                        bytes_sent: 0,
+                        active_users: *users,
+                        is_transaction: false,
+                    },
+                );
             }
             (Acc::Samples { users, .. }, LivePoint::Users { users: u, .. }) => *users = Some(*u),
             (
@@ -162,6 +166,7 @@ pub struct LiveRuns {
     store: Store,
     hub: Hub,
     idle_timeout: Duration,
+    limits: RunLimits,
 }
 
 /// What a write did.
@@ -174,13 +179,14 @@ pub struct WriteOutcome {
 
 impl LiveRuns {
     /// A manager writing to `store` and announcing on `hub`; a run closes after
-    /// `idle_timeout` without points.
-    pub fn new(store: Store, hub: Hub, idle_timeout: Duration) -> LiveRuns {
+    /// `idle_timeout` without points; points are held to `limits`.
+    pub fn new(store: Store, hub: Hub, idle_timeout: Duration, limits: RunLimits) -> LiveRuns {
         LiveRuns {
             runs: Arc::default(),
             store,
             hub,
             idle_timeout,
+            limits,
         }
     }
 
@@ -195,16 +201,24 @@ impl LiveRuns {
         let mut runs = self.runs.lock().await;
         let now = crate::now_ms();
         let mut touched: Vec<(Sender, String)> = Vec::new();
-        let summary = influx::parse_write(body, precision, database, now, |c: Classified<'_>| {
-            let key = (c.sender, c.run_key);
-            let run = runs
-                .entry(key.clone())
-                .or_insert_with(|| OpenRun::new(key.0, key.1.clone()));
-            run.push(&c.point);
-            if !touched.contains(&key) {
-                touched.push(key);
-            }
-        });
+        let limits = self.limits.samples;
+        let summary = influx::parse_write(
+            body,
+            precision,
+            database,
+            now,
+            &limits,
+            |c: Classified<'_>| {
+                let key = (c.sender, c.run_key);
+                let run = runs
+                    .entry(key.clone())
+                    .or_insert_with(|| OpenRun::new(key.0, key.1.clone(), &self.limits));
+                run.push(c.line, &c.point);
+                if !touched.contains(&key) {
+                    touched.push(key);
+                }
+            },
+        );
         let mut run_ids = Vec::new();
         for key in touched {
             let Some(run) = runs.get_mut(&key) else {
@@ -219,7 +233,7 @@ impl LiveRuns {
                     let id = self
                         .store
                         .create_live_run(&NewRun {
-                            name: format!("{} (live)", run.scenario),
+                            name: run.scenario.clone(),
                             scenario: Some(run.scenario.clone()),
                             tool: run.sender.tool().to_string(),
                             source: Some("InfluxDB line protocol".to_string()),

@@ -45,6 +45,8 @@ struct Running {
     store: Store,
     hub: Hub,
     shutdown: CancellationToken,
+    /// Routes kept per target and scrape (`[limits] max_routes_per_target`).
+    max_routes: usize,
 }
 
 /// The scrape manager; cheap to clone. Created idle with the app state; `start` (called by
@@ -178,6 +180,7 @@ impl Scraper {
             store: store.clone(),
             hub,
             shutdown: shutdown.clone(),
+            max_routes: config.max_routes_per_target,
         });
         for target in store.list_targets().await? {
             self.spawn(target);
@@ -258,13 +261,24 @@ pub async fn scrape_once(
             .get(&target.url)
             .header(reqwest::header::ACCEPT, ACCEPT_PROMETHEUS),
     };
-    let mut response = request.send().await.map_err(|e| describe(&e))?;
+    // Errors are shown and logged: never with the URL's credentials.
+    let mut response = request
+        .send()
+        .await
+        .map_err(|e| describe(&e.without_url()))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(format!("HTTP {status} from {}", target.url));
+        return Err(format!(
+            "HTTP {status} from {}",
+            crate::domain::secrets::mask_url(&target.url)
+        ));
     }
     let mut body: Vec<u8> = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| describe(&e.without_url()))?
+    {
         if body.len() + chunk.len() > MAX_BODY_BYTES {
             return Err(format!("response larger than {} MiB", MAX_BODY_BYTES >> 20));
         }
@@ -329,6 +343,7 @@ async fn target_loop(
     let mut prev_ms: Option<i64> = None;
     let mut sent: HashMap<i64, RouteRow> = HashMap::new();
     let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
+    let mut last_skipped = 0usize;
     let name = target.name.clone();
     loop {
         tokio::select! {
@@ -346,7 +361,15 @@ async fn target_loop(
         };
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (status, writes) = match outcome {
-            Ok(out) => {
+            Ok(mut out) => {
+                // A target exposing more routes than the limit keeps the first ones (in the
+                // exporter's stable order) and says so in its status.
+                let skipped = out.observations.len().saturating_sub(running.max_routes);
+                out.observations.truncate(running.max_routes);
+                if skipped != last_skipped && skipped > 0 {
+                    tracing::warn!(target = %name, skipped, limit = running.max_routes, "target exposes more routes than limits.max_routes_per_target; the rest are skipped");
+                }
+                last_skipped = skipped;
                 let writes: Vec<RouteWrite> = out
                     .observations
                     .iter()
@@ -389,7 +412,12 @@ async fn target_loop(
                         up: true,
                         duration_ms,
                         samples: out.samples as i64,
-                        error: None,
+                        error: (skipped > 0).then(|| {
+                            format!(
+                                "{skipped} routes beyond the limit of {} per target were skipped (limits.max_routes_per_target in harrier.toml)",
+                                running.max_routes
+                            )
+                        }),
                     },
                     writes,
                 )

@@ -59,6 +59,35 @@ macro_rules! dispatch {
     };
 }
 
+/// The exclusive lock of a database file held by `harrier serve` for its whole life: a
+/// second `serve` on the same file stops before it changes anything. Released when
+/// dropped (and by the operating system when the process ends, however it ends).
+#[derive(Debug)]
+pub struct ServeLock {
+    _file: std::fs::File,
+}
+
+/// Takes the serving lock of the SQLite database at `db`: an exclusive `flock` on
+/// `{db}.lock` (created if missing). [`StoreError::InUse`] when another process holds it.
+pub fn lock_for_serving(db: &Path) -> Result<ServeLock> {
+    let path = format!("{}.lock", db.display());
+    let lock_err = |error| StoreError::Lock {
+        db: db.display().to_string(),
+        error,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(lock_err)?;
+    match file.try_lock() {
+        Ok(()) => Ok(ServeLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse(db.display().to_string())),
+        Err(std::fs::TryLockError::Error(e)) => Err(lock_err(e)),
+    }
+}
+
 impl Store {
     /// Opens (creating if missing) the SQLite file at `path` in WAL mode and applies the
     /// migrations.
@@ -635,8 +664,13 @@ impl Store {
         dispatch!(self, db => db.run_distribution(id, label).await)
     }
 
-    /// Every scope's distribution of a run, in scope order (0 = run total).
-    pub async fn run_distributions(&self, id: i64) -> Result<Vec<Distribution>> {
+    /// Every scope's distribution of a run, in scope order (0 = run total), with the
+    /// distribution of its failed samples (`None`: not stored — a summary-only run or one
+    /// imported before harrier kept it).
+    pub async fn run_distributions(
+        &self,
+        id: i64,
+    ) -> Result<Vec<(Distribution, Option<Distribution>)>> {
         dispatch!(self, db => db.run_distributions(id).await)
     }
 
@@ -748,6 +782,14 @@ pub enum StoreError {
     Db(sqlx::Error),
     #[error("database migration: {0}")]
     Migrate(sqlx::migrate::MigrateError),
+    /// Another `harrier serve` holds the database file's lock.
+    #[error(
+        "another harrier serve is using the database {0} (it holds {0}.lock): stop it, or pass --db for another database"
+    )]
+    InUse(String),
+    /// The lock file next to the database cannot be created or locked.
+    #[error("cannot lock the database {db}: {error}")]
+    Lock { db: String, error: std::io::Error },
     /// The database file is missing (read-only commands never create one).
     #[error("no database at {0}: import a run first, or pass --db / set db in harrier.toml")]
     Missing(String),

@@ -3,7 +3,7 @@
 //! page and `/api/v1/runs/{id}…`.
 
 use crate::domain::runs::capacity::{self, Capacity};
-use crate::domain::runs::distribution::Apdex;
+use crate::domain::runs::distribution::{Apdex, Distribution};
 use crate::domain::runs::timeseries::{self, BucketIn};
 use crate::error::{Error, Result};
 use crate::store::{BucketRow, RunDetail, Store};
@@ -21,14 +21,16 @@ pub struct RunReport {
     /// Apdex per scope: index 0 the run total, then one per label (`None`: no exact
     /// distribution, e.g. a summary-only run).
     pub apdex: Vec<Option<Apdex>>,
-    /// Where a ramped run saturated.
+    /// A ramped run's saturation: knee, breaches and statement (`None`: no ramp).
     pub capacity: Option<Capacity>,
 }
 
 impl RunReport {
     /// The run's JSON: [`RunDetail`] plus `apdex_t_ms`, an `apdex` object on `overall` and
     /// on each label (`{t_ms, score, satisfied, tolerating, frustrated}` or `null`), and
-    /// `capacity` (`{users, throughput_rps, at_ms, limited_by, …}` or `null`).
+    /// `capacity` ([`Capacity`]: `{knee, latency_breach, error_breach, statement, peak,
+    /// users, throughput_rps, at_ms, limited_by, low_load_p95_ms}`, or `null` when the load
+    /// never ramped).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.run).unwrap_or_default();
         let apdex = |i: usize| {
@@ -53,14 +55,38 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         .await?
         .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
     let t = apdex_t_ms;
+    let scope_errors: Vec<u64> = std::iter::once(run.overall.errors)
+        .chain(run.labels.iter().map(|l| l.stats.errors))
+        .collect();
+    // Failed samples are frustrated; a run stored before their distribution was kept can
+    // only be scored when it had no failure.
     let apdex = store
         .run_distributions(id)
         .await?
         .iter()
-        .map(|d| d.apdex(t))
+        .enumerate()
+        .map(|(i, (d, failed))| match failed {
+            Some(f) => d.apdex(t, f),
+            None if scope_errors.get(i).copied().unwrap_or(0) == 0 => {
+                d.apdex(t, &Distribution::default())
+            }
+            None => None,
+        })
         .collect();
     let rows = store.run_buckets(id, None).await?.unwrap_or_default();
-    let capacity = capacity::find(&bucket_ins(&rows));
+    // Locust's stats history keeps no latencies, only the percentiles it reported per row.
+    let reported_p95: Vec<(i64, f64)> = if run.reported["input"] == "stats_history.csv" {
+        let mut v: Vec<(i64, f64)> = locust_history_percentiles(&run.reported)
+            .iter()
+            .filter_map(|r| Some((r.bucket_start_ms, r.p95_ms?)))
+            .collect();
+        v.sort_by_key(|r| r.0);
+        v.dedup_by_key(|r| r.0);
+        v
+    } else {
+        Vec::new()
+    };
+    let capacity = capacity::find_with_reported_p95(&bucket_ins(&rows), &reported_p95);
     Ok(RunReport {
         run,
         apdex_t_ms: t,
@@ -119,7 +145,35 @@ pub async fn series_for(
             .find(|s| &s.label == l)
             .and_then(|s| s.stats.last_end_ms),
     };
-    Ok(timeseries::build(label, &bucket_ins(&rows), last_end_ms))
+    let mut series = timeseries::build(label.clone(), &bucket_ins(&rows), last_end_ms);
+    if label.is_none() && run.reported["input"] == "stats_history.csv" {
+        let rows = locust_history_percentiles(&run.reported);
+        timeseries::use_reported_percentiles(&mut series, &rows, "locust", timeseries::LOCUST_NOTE);
+    }
+    Ok(series)
+}
+
+/// The per-row percentiles of a Locust stats-history run (`reported.history`, written by
+/// `sources::ingest::locust`).
+fn locust_history_percentiles(
+    reported: &serde_json::Value,
+) -> Vec<timeseries::ReportedPercentiles> {
+    let Some(rows) = reported["history"].as_array() else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter_map(|r| {
+            let p = &r["window_percentiles_ms"];
+            Some(timeseries::ReportedPercentiles {
+                bucket_start_ms: r["bucket_start_ms"].as_i64()?,
+                p50_ms: p["50%"].as_f64(),
+                p90_ms: p["90%"].as_f64(),
+                p95_ms: p["95%"].as_f64(),
+                p99_ms: p["99%"].as_f64(),
+                max_ms: p["100%"].as_f64(),
+            })
+        })
+        .collect()
 }
 
 /// Stored bucket rows as the series and capacity code reads them.

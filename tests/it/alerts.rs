@@ -318,27 +318,45 @@ pub(crate) async fn receiver(fail_first: usize) -> (String, Arc<Mutex<Vec<Value>
 
 /// As [`receiver`], on `path`; returns the base URL.
 pub(crate) async fn receiver_at(path: &str, fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let (base, got, _) = receiver_full(path, fail_first).await;
+    (base, got)
+}
+
+/// The `Idempotency-Key` header of each request a receiver got, in order.
+type Keys = Arc<Mutex<Vec<Option<String>>>>;
+
+/// As [`receiver_at`], also keeping each request's `Idempotency-Key` header.
+async fn receiver_full(path: &str, fail_first: usize) -> (String, Arc<Mutex<Vec<Value>>>, Keys) {
     let got: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let seen = got.clone();
+    let keys: Keys = Arc::default();
+    let (seen, seen_keys) = (got.clone(), keys.clone());
     let app = axum::Router::new().route(
         path,
-        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
-            let seen = seen.clone();
-            async move {
-                let mut v = seen.lock().unwrap();
-                v.push(body);
-                if v.len() <= fail_first {
-                    StatusCode::INTERNAL_SERVER_ERROR
-                } else {
-                    StatusCode::OK
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let (seen, seen_keys) = (seen.clone(), seen_keys.clone());
+                async move {
+                    seen_keys.lock().unwrap().push(
+                        headers
+                            .get("idempotency-key")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_string),
+                    );
+                    let mut v = seen.lock().unwrap();
+                    v.push(body);
+                    if v.len() <= fail_first {
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    } else {
+                        StatusCode::OK
+                    }
                 }
-            }
-        }),
+            },
+        ),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), got)
+    (format!("http://{addr}"), got, keys)
 }
 
 /// A webhook channel with test timings: no group wait, 10 s group interval.
@@ -373,7 +391,8 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
     r["for"] = json!("0s");
     let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
-    let (url, got) = receiver(1).await;
+    let (base, got, idempotency) = receiver_full("/hook", 1).await;
+    let url = format!("{base}/hook");
     let ctx = ctx(vec![quick("ops", &url)]);
     let client = reqwest::Client::new();
     let deliver = |now: i64| {
@@ -426,6 +445,17 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
     );
     let statuses: Vec<&str> = msgs.iter().map(|m| m["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["firing", "firing", "resolved"]);
+    // The retry of the firing notice carries the first attempt's idempotency key (as a
+    // resend after a crash would); the resolved notice has its own.
+    let sent_keys = idempotency.lock().unwrap().clone();
+    assert!(
+        sent_keys
+            .iter()
+            .all(|k| k.as_ref().is_some_and(|k| k.len() == 16)),
+        "{sent_keys:?}"
+    );
+    assert_eq!(sent_keys[0], sent_keys[1], "retry: same key");
+    assert_ne!(sent_keys[1], sent_keys[2], "the next notice: a new key");
 
     // The shape of Alertmanager's own messages (fixture captured from Alertmanager).
     let fixture: Value = serde_json::from_slice(&fixture(

@@ -272,6 +272,25 @@ async fn alerts_page_and_badge_show_what_fires() {
             "{page}: severity page counts as critical"
         );
     }
+
+    // A silenced alert still fires (and is listed) but no longer counts on the badge.
+    let s = send_json(
+        &app,
+        "POST",
+        "/api/v1/silences",
+        &json!({"matchers": [{"name": "alertname", "value": "CheckoutErrors", "op": "="}],
+                "duration": "1h", "comment": "known", "created_by": "ana"}),
+    )
+    .await;
+    assert_eq!(s.status, StatusCode::CREATED, "{}", s.text());
+    let html = app.get("/console/runs").await.html();
+    let sel = scraper::Selector::parse("#alerts-badge").unwrap();
+    let badge = html.select(&sel).next().expect("badge");
+    assert!(
+        badge.value().attr("hidden").is_some(),
+        "silenced: {:?}",
+        badge.text().collect::<String>()
+    );
 }
 
 /// A server on 127.0.0.1 over `app`'s state, evaluating every second.

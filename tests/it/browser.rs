@@ -328,7 +328,8 @@ async fn upload_form_imports_a_file_and_sigterm_stops_the_server() {
     }
 }
 
-/// A ramped run's report states where it saturates and marks it on the charts.
+/// A ramped run's report states where throughput stops growing and p95 doubles, and
+/// marks the knee on the charts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ramped_run_report_marks_saturation() {
     let dir = tempfile::tempdir().unwrap();
@@ -345,10 +346,12 @@ async fn a_ramped_run_report_marks_saturation() {
         .unwrap();
     let callout = text_of(&client, "#capacity").await;
     assert!(
-        callout.starts_with("Saturates at 12 users, 80.0 req/s"),
+        callout.starts_with(
+            "Throughput stops growing at ~9 users (89.1 req/s); p95 doubles at 12 users."
+        ),
         "{callout}"
     );
-    assert!(callout.contains("p95 passed twice"), "{callout}");
+    assert!(callout.contains("against 50 ms at low load"), "{callout}");
     wait()
         .for_element(Locator::Css(".chart[data-chart=\"latency\"] canvas"))
         .await
@@ -357,13 +360,13 @@ async fn a_ramped_run_report_marks_saturation() {
         .for_element(Locator::Css(".chart[data-chart=\"vs-users\"] canvas"))
         .await
         .expect("against-users chart drawn");
-    // The marker is drawn on the canvas: count pixels of the capacity colour in a thin
-    // column at the saturation time.
+    // The knee's marker is drawn on the canvas: count pixels of the capacity colour in a
+    // thin column at the knee's time.
     let marked = client
         .execute(
             r#"
             const u = window.harrier.run.state.charts[0];
-            const cap = window.harrier.run.data.capacity;
+            const cap = window.harrier.run.data.capacity.knee;
             const probe = document.createElement('span');
             probe.style.color = 'var(--c-capacity)';
             document.body.append(probe);
@@ -382,10 +385,10 @@ async fn a_ramped_run_report_marks_saturation() {
         )
         .await
         .unwrap();
-    assert_eq!(marked["users"], 12);
+    assert_eq!(marked["users"], 9);
     assert!(
         marked["hits"].as_u64().unwrap() > 20,
-        "the saturation line is drawn: {marked}"
+        "the knee's line is drawn: {marked}"
     );
     if let Ok(png) = client.screenshot().await {
         let _ = std::fs::write(

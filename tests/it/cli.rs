@@ -99,3 +99,93 @@ fn a_bad_file_fails_with_a_message_and_stores_nothing() {
     assert!(ok);
     assert!(out.contains("no runs yet"), "{out}");
 }
+
+#[test]
+fn import_help_names_every_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, _) = run(dir.path(), &["import", "--help"]);
+    assert!(ok);
+    for tool in [
+        "JMeter",
+        "Gatling",
+        "k6",
+        "Locust",
+        "ab",
+        "wrk",
+        "hey",
+        "oha",
+        "vegeta",
+        "autocannon",
+        "Artillery",
+        "siege",
+        "SoapUI",
+        "Taurus",
+    ] {
+        assert!(
+            out.contains(tool),
+            "import --help does not name {tool}: {out}"
+        );
+    }
+}
+
+#[test]
+fn runs_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (ok, _, err) = run(
+        dir.path(),
+        &[
+            "import",
+            "--db",
+            db.to_str().unwrap(),
+            fixture("jmeter/default_props_2.13.jtl").to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    // `harrier runs | head -0`: the reader is gone before the first line is written.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(HARRIER)
+        .args(["runs", "--db", db.to_str().unwrap()])
+        .current_dir(dir.path())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
+
+/// Issue 12: hey and ab have no per-request success flag, so a response with status ≥ 400
+/// is an error (DESIGN.md). Real outputs against a server that answers 500 to 7 of 8
+/// requests (`fixtures/error-rule/`): the error rate is the share of 500s, and a gate on
+/// it fails with exit code 1.
+#[test]
+fn hey_and_ab_http_500s_are_errors_and_fail_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, pct) in [
+        ("error-rule/hey_mostly500_text.txt", "87.50 %"),
+        ("error-rule/hey_mostly500.csv", "87.50 %"),
+        ("error-rule/ab_mostly500_stdout.txt", "87.50 %"),
+    ] {
+        let _ = std::fs::remove_file(dir.path().join("h.db"));
+        let path = fixture(file);
+        let (ok, out, err) = run(
+            dir.path(),
+            &["import", path.to_str().unwrap(), "--db", "h.db"],
+        );
+        assert!(ok, "{file}: {out}{err}");
+        let (ok, out, _) = run(dir.path(), &["runs", "--db", "h.db"]);
+        assert!(ok);
+        assert!(out.contains(pct), "{file}: {out}");
+        let out = Command::new(HARRIER)
+            .args(["check", "1", "error_rate<1%", "--no-record", "--db", "h.db"])
+            .current_dir(dir.path())
+            .env_remove("HARRIER_CONFIG")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{file}: {text}");
+        assert!(text.contains("1 failed"), "{file}: {text}");
+    }
+}

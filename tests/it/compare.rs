@@ -51,18 +51,21 @@ async fn synthetic_run(
             let label = if i % 3 == 0 { "Login" } else { "Search" };
             let elapsed = (120.0 * factor * (0.3 * rng.gauss()).exp()).round() as u64;
             n += 1;
-            b.push(&Sample {
-                label,
-                start_ms: start_ms + s * 1000 + i * (1000 / per_s),
-                elapsed_ms: elapsed,
-                success: !n.is_multiple_of(200),
-                response_code: if n.is_multiple_of(200) { "500" } else { "200" },
-                message: "",
-                bytes_received: 100,
-                bytes_sent: 10,
-                active_users: Some(10),
-                is_transaction: false,
-            });
+            b.push(
+                1,
+                &Sample {
+                    label,
+                    start_ms: start_ms + s * 1000 + i * (1000 / per_s),
+                    elapsed_ms: elapsed,
+                    success: !n.is_multiple_of(200),
+                    response_code: if n.is_multiple_of(200) { "500" } else { "200" },
+                    message: "",
+                    bytes_received: 100,
+                    bytes_sent: 10,
+                    active_users: Some(10),
+                    is_transaction: false,
+                },
+            );
         }
     }
     let data = b.finish();
@@ -366,6 +369,23 @@ async fn compare_page_shows_deltas_and_badges_and_the_pickers() {
     assert_eq!(r.status, StatusCode::NOT_FOUND, "the first run has none");
     let run_page = app.get(&format!("/console/runs/{slow}")).await.html();
     assert_eq!(select_texts(&run_page, "#compare-baseline").len(), 1);
+    assert_eq!(select_texts(&run_page, "a#compare-previous").len(), 1);
+    // The scenario's first run has nothing to be compared with: no link to a 404, the
+    // actions are shown disabled with the reason.
+    let first_page = app.get(&format!("/console/runs/{base}")).await.html();
+    assert!(select_texts(&first_page, "a#compare-previous").is_empty());
+    assert!(select_texts(&first_page, "a#compare-baseline").is_empty());
+    let sel = scraper::Selector::parse("button#compare-previous[disabled]").unwrap();
+    let disabled = first_page.select(&sel).next().expect("a disabled action");
+    assert!(
+        disabled
+            .value()
+            .attr("title")
+            .unwrap()
+            .contains("No earlier run"),
+        "{:?}",
+        disabled.value().attr("title")
+    );
     assert_eq!(select_texts(&run_page, "#baseline-pin").len(), 1);
     // The runs list: a checkbox per run and the Compare button.
     let runs = app.get("/console/runs").await.html();
@@ -421,6 +441,9 @@ async fn cli_check_exit_codes_and_junit() {
     );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("4 gates: 4 passed, 0 failed"), "{out}");
+    let (code, out, err) = harrier(&["check", &b, "p95<1s"], &db);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 gate: 1 passed, 0 failed"), "{out}");
 
     let junit = dir.path().join("junit.xml");
     let (code, out, err) = harrier(
@@ -621,6 +644,19 @@ async fn published_seeds_compare_and_trend() {
             .iter()
             .any(|t| t.contains("Summary-only"))
     );
+    // Published figures without a request count show "–", not "0".
+    let runs = app.get("/console/runs").await.html();
+    let row = select_texts(
+        &runs,
+        &format!("#runs-table tr[data-run-id=\"{soa_old}\"] td"),
+    );
+    assert!(
+        row.iter().any(|c| c == "–") && !row.iter().any(|c| c == "0"),
+        "{row:?}"
+    );
+    let run = app.get(&format!("/console/runs/{soa_old}")).await.html();
+    let kpis = select_texts(&run, ".kpi-value");
+    assert_eq!(kpis[0], "–", "{kpis:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

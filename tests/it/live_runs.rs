@@ -116,6 +116,35 @@ async fn a_k6_stream_becomes_a_live_run_that_completes() {
         "k6 ms floats rounded to whole ms"
     );
     assert_eq!(run["labels"][0]["label"], "GET /items");
+    assert_eq!(
+        run["name"], "checkout-k6",
+        "named after its scenario, no suffix"
+    );
+    let badge = |html: String| {
+        let doc = scraper::Html::parse_document(&html);
+        let sel = scraper::Selector::parse(&format!(
+            "#runs-table tr[data-run-id=\"{id}\"] td.name .badge"
+        ))
+        .unwrap();
+        doc.select(&sel)
+            .map(|e| e.text().collect::<String>())
+            .collect::<Vec<_>>()
+    };
+    let page = |client: reqwest::Client| async move {
+        client
+            .get(format!("http://{addr}/console/runs"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        badge(page(client.clone()).await),
+        ["live"],
+        "marked live while live"
+    );
 
     // Ending it explicitly completes it.
     let end = client
@@ -129,6 +158,10 @@ async fn a_k6_stream_becomes_a_live_run_that_completes() {
     })
     .await;
     assert_eq!(done["run"]["count"], 30);
+    assert!(
+        badge(page(client.clone()).await).is_empty(),
+        "no live mark once complete"
+    );
     let series: serde_json::Value = client
         .get(format!("http://{addr}/api/v1/runs/{id}/timeseries"))
         .send()

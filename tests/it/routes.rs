@@ -1765,3 +1765,61 @@ async fn service_page_shows_process_figures() {
     server.await.unwrap().unwrap();
     fx_task.abort();
 }
+
+/// A target exposing more routes than `[limits] max_routes_per_target` keeps the first ones
+/// and says how many it skipped; it stays up.
+#[tokio::test]
+async fn routes_beyond_the_per_target_limit_are_skipped_and_the_target_says_so() {
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.self_scrape = false;
+        c.max_routes_per_target = 10;
+    })
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let (base, exporter) = many_routes_exporter(30).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "camel", "url": format!("{base}/metrics"), "interval_s": 1, "timeout_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let targets = wait_for("the target scraped", 20, || {
+        let http = http.clone();
+        async move {
+            let v: serde_json::Value = http
+                .get(format!("http://{addr}/api/v1/targets"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            (v[0]["up"] == true).then_some(v)
+        }
+    })
+    .await;
+    let error = targets[0]["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("20 routes beyond the limit of 10"),
+        "{targets}"
+    );
+    let page: serde_json::Value = http
+        .get(format!("http://{addr}/api/v1/routes?limit=100"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["all"], 10, "{page}");
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    exporter.abort();
+}

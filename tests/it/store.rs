@@ -71,8 +71,10 @@ fn sample_run(buckets: usize) -> RunData {
             reason: "expected 17 fields, found 9".into(),
         }],
         summary_only: false,
+        folded_labels: 0,
         reported: serde_json::json!({}),
         distributions: Vec::new(),
+        failed_distributions: Vec::new(),
     }
 }
 

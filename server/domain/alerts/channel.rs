@@ -31,7 +31,7 @@ pub const RESEND_DELAY_MS: i64 = 60_000;
 pub const KINDS: [&str; 3] = ["webhook", "slack", "alertmanager"];
 
 /// What stands for the hidden part of a masked URL (see [`ChannelSpec::masked_url`]).
-pub const MASK: &str = "…";
+pub const MASK: &str = crate::domain::secrets::MASK;
 
 /// A channel that does not make sense: the field, as named in `[[alerts.channels]]` and
 /// in the API's JSON (`url`, `matchers`, …), and what is expected.
@@ -199,30 +199,22 @@ impl ChannelSpec {
     }
 
     /// The URL as answers and pages show it: a `slack` channel's URL is its secret, so
-    /// only the scheme and host are kept (`https://hooks.slack.com/…`); any other URL loses
-    /// only a password (`http://user:…@host/hook`).
+    /// only the scheme and host are kept (`https://hooks.slack.com/…`); any other URL is
+    /// masked by [`crate::domain::secrets::mask_url`] (a password, a lone user name, the
+    /// values of `token`, `key`, `password`, `secret`… query parameters).
     pub fn masked_url(&self) -> String {
-        let Ok(mut u) = url::Url::parse(&self.url) else {
-            return if self.kind == "slack" {
-                MASK.to_string()
-            } else {
-                self.url.clone()
-            };
+        if self.kind != "slack" {
+            return crate::domain::secrets::mask_url(&self.url);
+        }
+        let Ok(u) = url::Url::parse(&self.url) else {
+            return MASK.to_string();
         };
-        if self.kind == "slack" {
-            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
-            return format!(
-                "{}://{}{port}/{MASK}",
-                u.scheme(),
-                u.host_str().unwrap_or_default()
-            );
-        }
-        if u.password().is_some() {
-            let _ = u.set_password(Some(MASK));
-            // `set_password` percent-encodes the ellipsis; show it as typed.
-            return u.to_string().replace("%E2%80%A6", MASK);
-        }
-        self.url.clone()
+        let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+        format!(
+            "{}://{}{port}/{MASK}",
+            u.scheme(),
+            u.host_str().unwrap_or_default()
+        )
     }
 
     /// The channel as answers and pages show it (see [`ChannelSpec::masked_url`]).
@@ -315,6 +307,39 @@ pub fn fingerprint(labels: &Labels) -> String {
         v.bytes().for_each(&mut add);
         add(0xff);
     }
+    format!("{h:016x}")
+}
+
+/// The idempotency key of one group notification, sent as the `Idempotency-Key` header:
+/// the same for every attempt at the same notice — a retry after a failed send, or a
+/// resend after a crash between the send and its record (delivery is at least once) — and
+/// different for the next notice of the group. Derived from the channel, the group, the
+/// group's last recorded notification (`notified_at_ms`) and the fingerprints of the
+/// firing and resolved alerts sent: FNV-1a 64 as hex, like [`fingerprint`].
+pub fn notification_key(
+    channel: &str,
+    group_key: &str,
+    notified_at_ms: Option<i64>,
+    firing: &[String],
+    resolved: &[String],
+) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    let mut add = |bytes: &[u8]| {
+        for b in bytes.iter().chain([0xff].iter()) {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+    };
+    add(channel.as_bytes());
+    add(group_key.as_bytes());
+    add(&notified_at_ms.unwrap_or(-1).to_le_bytes());
+    let mut sorted: Vec<&String> = firing.iter().collect();
+    sorted.sort();
+    sorted.iter().for_each(|f| add(f.as_bytes()));
+    add(b"resolved");
+    let mut sorted: Vec<&String> = resolved.iter().collect();
+    sorted.sort();
+    sorted.iter().for_each(|f| add(f.as_bytes()));
     format!("{h:016x}")
 }
 

@@ -324,7 +324,9 @@ pub struct Rule {
     pub min_count: u64,
     #[serde(default = "default_severity")]
     pub severity: String,
-    /// One-line template; `{{ value }}`, `{{ threshold }}`, `{{ rule }}`, `{{ labels.X }}`.
+    /// One-line template; `{{ value }}`, `{{ threshold }}`, `{{ rule }}`, `{{ labels.X }}`,
+    /// and Prometheus' spelling (`{{ $value }}`, `{{ $labels.X }}`, `{{ $value | humanize }}`,
+    /// `{{ printf "%.1f" $value }}`): see [`render`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -504,8 +506,117 @@ impl Rule {
     }
 }
 
-/// Placeholders of a template: `{{ value }}`, `{{ threshold }}`, `{{ rule }}`,
-/// `{{ labels.NAME }}`. Returns the inner names, or what is wrong.
+/// What a placeholder stands for.
+#[derive(Debug, Clone, PartialEq)]
+enum Placeholder {
+    /// The alert's value, formatted as [`ValueFormat`] says.
+    Value(ValueFormat),
+    Threshold,
+    Rule,
+    Label(String),
+}
+
+/// How `{{ value }}` is written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ValueFormat {
+    /// At most two decimals ([`fmt_num`]).
+    Plain,
+    /// Prometheus' `humanize`: SI prefix, 4 significant digits (`1.234k`, `500m`).
+    Humanize,
+    /// Go's `printf "%.Nf"` (`%f`: 6 decimals).
+    Fixed(usize),
+}
+
+/// Reads a placeholder's inner text, in harrier's spelling (`value`, `threshold`, `rule`,
+/// `labels.NAME`) or Prometheus' (`$value`, `$labels.NAME`, `$value | humanize`,
+/// `printf "%.1f" $value`, `$value | printf "%.1f"`); `None` when it is neither.
+fn placeholder(inner: &str) -> Option<Placeholder> {
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    let is_value = |w: &str| w == "value" || w == "$value";
+    let printf = |fmt: &str| -> Option<ValueFormat> {
+        let f = fmt.strip_prefix('"')?.strip_suffix('"')?;
+        match f {
+            "%f" => Some(ValueFormat::Fixed(6)),
+            _ => Some(ValueFormat::Fixed(
+                f.strip_prefix("%.")?.strip_suffix('f')?.parse().ok()?,
+            )),
+        }
+    };
+    match words[..] {
+        [w] if is_value(w) => Some(Placeholder::Value(ValueFormat::Plain)),
+        ["threshold"] => Some(Placeholder::Threshold),
+        ["rule"] => Some(Placeholder::Rule),
+        [w] => {
+            let name = w.strip_prefix('$').unwrap_or(w).strip_prefix("labels.")?;
+            (!name.is_empty()).then(|| Placeholder::Label(name.to_string()))
+        }
+        [w, "|", "humanize"] if is_value(w) => Some(Placeholder::Value(ValueFormat::Humanize)),
+        ["printf", fmt, w] if is_value(w) => printf(fmt).map(Placeholder::Value),
+        [w, "|", "printf", fmt] if is_value(w) => printf(fmt).map(Placeholder::Value),
+        _ => None,
+    }
+}
+
+/// Prometheus' `humanize` (`template/template.go`): values ≥ 1 divided by 1000 per SI
+/// prefix (k, M, G, T, P, E, Z, Y), values below 1 multiplied by 1000 per prefix (m, u, n,
+/// p, f, a, z, y), then Go's `%.4g` (4 significant digits, trailing zeros dropped).
+pub fn humanize(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return g4(v);
+    }
+    let mut v = v;
+    let mut prefix = "";
+    if v.abs() >= 1.0 {
+        for p in ["k", "M", "G", "T", "P", "E", "Z", "Y"] {
+            if v.abs() < 1000.0 {
+                break;
+            }
+            prefix = p;
+            v /= 1000.0;
+        }
+    } else {
+        for p in ["m", "u", "n", "p", "f", "a", "z", "y"] {
+            if v.abs() >= 1.0 {
+                break;
+            }
+            prefix = p;
+            v *= 1000.0;
+        }
+    }
+    format!("{}{prefix}", g4(v))
+}
+
+/// Go's `%.4g` for the values `humanize` gives it (0, NaN, ±Inf, or |v| in [1, 1000) but
+/// for the extremes): 4 significant digits, trailing zeros dropped.
+fn g4(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let exp = v.abs().log10().floor() as i32;
+    if !(-4..4).contains(&exp) {
+        return format!("{v:.3e}");
+    }
+    let decimals = (3 - exp).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Placeholders of a template: `{{ … }}` spans with their inner text. Returns (start,
+/// end, inner text) per placeholder, or what is wrong.
 fn placeholders(t: &str) -> Result<Vec<(usize, usize, String)>, String> {
     let mut out = Vec::new();
     let mut rest = 0;
@@ -523,13 +634,9 @@ fn placeholders(t: &str) -> Result<Vec<(usize, usize, String)>, String> {
 
 fn check_template(t: &str) -> Result<(), String> {
     for (at, _, name) in placeholders(t)? {
-        let ok = matches!(name.as_str(), "value" | "threshold" | "rule")
-            || name
-                .strip_prefix("labels.")
-                .is_some_and(|l| !l.is_empty() && !l.contains(char::is_whitespace));
-        if !ok {
+        if placeholder(&name).is_none() {
             return Err(format!(
-                "unknown placeholder {{{{ {name} }}}} at byte {at}; expected value, threshold, rule or labels.NAME"
+                "unknown placeholder {{{{ {name} }}}} at byte {at}; expected value, threshold, rule or labels.NAME, or Prometheus' $value, $labels.NAME, $value | humanize, printf \"%.1f\" $value"
             ));
         }
     }
@@ -537,7 +644,10 @@ fn check_template(t: &str) -> Result<(), String> {
 }
 
 /// Renders a template: numbers with at most 2 decimals (`16.67`), a missing value as
-/// `–`, a missing label as the empty string.
+/// `–`, a missing label as the empty string. Prometheus' spelling is read too, so rules
+/// copied from a Prometheus rule file work: `{{ $value }}`, `{{ $labels.route }}`,
+/// `{{ $value | humanize }}` ([`humanize`]), `{{ printf "%.1f" $value }}` and
+/// `{{ $value | printf "%.1f" }}` (Go's fixed decimals).
 pub fn render(t: &str, rule: &Rule, labels: &Labels, value: Option<f64>) -> String {
     let Ok(places) = placeholders(t) else {
         return t.to_string();
@@ -546,17 +656,19 @@ pub fn render(t: &str, rule: &Rule, labels: &Labels, value: Option<f64>) -> Stri
     let mut last = 0;
     for (start, end, name) in places {
         out.push_str(&t[last..start]);
-        match name.as_str() {
-            "value" => out.push_str(&value.map(fmt_num).unwrap_or_else(|| "–".into())),
-            "threshold" => out.push_str(&fmt_num(rule.threshold)),
-            "rule" => out.push_str(&rule.name),
-            n => {
-                if let Some(l) = n.strip_prefix("labels.") {
-                    out.push_str(labels.get(l).map(String::as_str).unwrap_or(""));
-                } else {
-                    out.push_str(&t[start..end]);
-                }
+        match placeholder(&name) {
+            Some(Placeholder::Value(f)) => out.push_str(&match (value, f) {
+                (None, _) => "–".into(),
+                (Some(v), ValueFormat::Plain) => fmt_num(v),
+                (Some(v), ValueFormat::Humanize) => humanize(v),
+                (Some(v), ValueFormat::Fixed(places)) => format!("{v:.places$}"),
+            }),
+            Some(Placeholder::Threshold) => out.push_str(&fmt_num(rule.threshold)),
+            Some(Placeholder::Rule) => out.push_str(&rule.name),
+            Some(Placeholder::Label(l)) => {
+                out.push_str(labels.get(&l).map(String::as_str).unwrap_or(""))
             }
+            None => out.push_str(&t[start..end]),
         }
         last = end;
     }
@@ -692,6 +804,48 @@ mod tests {
         assert_eq!(render("{{ value }}", &r, &l, None), "–");
         assert_eq!(fmt_num(5.0), "5");
         assert_eq!(fmt_num(7.4074), "7.41");
+    }
+
+    /// Issue 12: a summary copied from a Prometheus rule file renders as Prometheus would.
+    #[test]
+    fn templates_accept_prometheus_spelling() {
+        let mut r = json_rule();
+        let mut l = Labels::new();
+        l.insert("route".into(), "/checkout".into());
+        l.insert("service".into(), "orders".into());
+        let t = "{{ $labels.service }} {{$labels.route}}: {{ $value }} % ({{ printf \"%.1f\" $value }}, {{ $value | humanize }}, {{ $value | printf \"%.3f\" }}) > {{ threshold }}";
+        r.summary = Some(t.into());
+        r.validate().expect("Prometheus spelling is valid");
+        assert_eq!(
+            render(t, &r, &l, Some(100.0 / 6.0)),
+            "orders /checkout: 16.67 % (16.7, 16.67, 16.667) > 5"
+        );
+        assert_eq!(
+            render("{{ printf \"%f\" $value }}", &r, &l, Some(0.5)),
+            "0.500000"
+        );
+        assert_eq!(render("{{ $value | humanize }}", &r, &l, None), "–");
+        // A placeholder Prometheus would reject is still refused, naming both spellings.
+        r.summary = Some("{{ $value | humanise }}".into());
+        let e = r.validate().unwrap_err();
+        assert!(e.message.contains("$labels.NAME"), "{}", e.message);
+        r.summary = Some("{{ $labels. }}".into());
+        assert!(r.validate().is_err());
+    }
+
+    /// Prometheus' `humanize` (template_test.go cases): SI prefixes, 4 significant digits.
+    #[test]
+    fn humanize_as_prometheus() {
+        assert_eq!(humanize(0.0), "0");
+        assert_eq!(humanize(1.0), "1");
+        assert_eq!(humanize(1234.5678), "1.235k");
+        assert_eq!(humanize(12345.0), "12.35k");
+        assert_eq!(humanize(1_000_000.0), "1M");
+        assert_eq!(humanize(0.5), "500m");
+        assert_eq!(humanize(0.0001234), "123.4u");
+        assert_eq!(humanize(-1500.0), "-1.5k");
+        assert_eq!(humanize(16.666666), "16.67");
+        assert_eq!(humanize(f64::INFINITY), "+Inf");
     }
 
     #[test]

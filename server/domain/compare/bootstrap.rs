@@ -18,6 +18,11 @@
 //! throughput (Σ count / Σ seconds) and p50/p90/p95/p99 (nearest rank on the merged HDR
 //! histograms, ≤ 0.1 % relative error, see [`super::sparse`]).
 //!
+//! Size: at most [`MAX_BLOCKS`] blocks whatever the span: a scope spanning more than
+//! `MAX_BLOCKS`² seconds (194 days) gets blocks of ⌈n / MAX_BLOCKS⌉ seconds instead of √n,
+//! so memory and time depend on the seconds that hold samples and this constant, never on
+//! how far apart two timestamps are.
+//!
 //! Speed: a merged block histogram is kept only around each percentile: the percentile of
 //! any mix of blocks lies between the smallest and the largest of the blocks' own
 //! percentiles, so per percentile a block keeps its count below that window and its
@@ -191,6 +196,18 @@ impl Draws {
     }
 }
 
+/// Most blocks a scope is cut into (see the module docs): 4,096 blocks × 1,000 resamples
+/// is a few million additions per scope.
+pub const MAX_BLOCKS: u64 = 4_096;
+
+/// Block length for a scope of `n` seconds: √n rounded, at least 1, and long enough that
+/// there are at most [`MAX_BLOCKS`] blocks.
+pub fn block_seconds(n: u64) -> u64 {
+    ((n as f64).sqrt().round() as u64)
+        .max(n.div_ceil(MAX_BLOCKS))
+        .max(1)
+}
+
 /// Block-bootstraps one scope: `None` when it has no seconds or a histogram is unreadable.
 pub fn resample(seconds: &[SecondIn], resamples: usize, seed: u64) -> Option<Resampled> {
     draw(seconds, resamples, seed).map(|d| d.resampled())
@@ -200,8 +217,8 @@ pub fn resample(seconds: &[SecondIn], resamples: usize, seed: u64) -> Option<Res
 /// (see [`super::stored`]) so that a comparison need not read its buckets again.
 pub fn draw(seconds: &[SecondIn], resamples: usize, seed: u64) -> Option<Draws> {
     let (first, last) = (seconds.first()?, seconds.last()?);
-    let n = u64::try_from((last.start_ms - first.start_ms) / 1000 + 1).ok()?;
-    let block_s = ((n as f64).sqrt().round() as u64).max(1);
+    let n = u64::try_from(last.start_ms.checked_sub(first.start_ms)? / 1000 + 1).ok()?;
+    let block_s = block_seconds(n);
     let n_blocks = n.div_ceil(block_s) as usize;
     let mut blocks: Vec<Block> = (0..n_blocks)
         .map(|b| Block {
@@ -401,6 +418,33 @@ mod tests {
             max_ms: values.iter().copied().max().unwrap_or(0),
             histogram: serialize_histogram(&h),
         }
+    }
+
+    #[test]
+    fn a_huge_span_gets_coarser_blocks_not_more_of_them() {
+        // Two seconds 9,999 years apart: the blocks are capped, the draw is quick.
+        let seconds = [
+            second(1_700_000_000_000, &[10, 20]),
+            second(253_402_300_799_000, &[30]),
+        ];
+        let t = std::time::Instant::now();
+        let d = draw(&seconds, 1_000, 7).unwrap();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(d.seconds.div_ceil(d.block_s) <= MAX_BLOCKS);
+        assert_eq!(
+            d.seconds,
+            (253_402_300_799_000 - 1_700_000_000_000) / 1000 + 1
+        );
+        // Short scopes keep √n blocks as before.
+        assert_eq!(block_seconds(3_600), 60);
+        assert_eq!(block_seconds(MAX_BLOCKS * MAX_BLOCKS), MAX_BLOCKS);
+        assert_eq!(block_seconds(MAX_BLOCKS * MAX_BLOCKS * 4), MAX_BLOCKS * 4);
+        // Timestamps at both ends of i64 are refused, not overflowed.
+        assert!(draw(&[second(i64::MIN, &[1]), second(i64::MAX, &[1])], 10, 1).is_none());
     }
 
     #[test]

@@ -377,6 +377,8 @@ pub struct LoadAccumulator {
     next_second: u32,
     totals: Tick,
     statuses: Vec<String>,
+    /// Samples pushed into the builder so far.
+    pushed: u64,
 }
 
 impl LoadAccumulator {
@@ -392,6 +394,7 @@ impl LoadAccumulator {
             next_second: 0,
             totals: Tick::new(0, 0),
             statuses: (0..=999).map(|s| s.to_string()).collect(),
+            pushed: 0,
         }
     }
 
@@ -455,15 +458,19 @@ impl LoadAccumulator {
             active_users: None,
             is_transaction: false,
         };
-        self.builder.push(&sample);
+        // The builder's "line" of a generated sample is its number in the run (1-based).
+        self.pushed += 1;
+        self.builder.push(self.pushed, &sample);
         sample.bytes_received = 0;
         sample.bytes_sent = 0;
         if g.count >= 2 {
             sample.start_ms = g.max_start_ms;
-            self.builder.push(&sample);
+            self.pushed += 1;
+            self.builder.push(self.pushed, &sample);
             sample.start_ms = g.min_start_ms;
             for _ in 2..g.count {
-                self.builder.push(&sample);
+                self.pushed += 1;
+                self.builder.push(self.pushed, &sample);
             }
         }
     }
@@ -559,6 +566,9 @@ mod tests {
     use super::*;
     use crate::domain::load::record::{Recorder, Timing};
 
+    /// A run start on a whole second (2023-11-14).
+    const BASE_MS: i64 = 1_700_000_000_000;
+
     fn plan(workers: usize) -> RunPlan {
         RunPlan {
             label: "GET /".into(),
@@ -575,10 +585,7 @@ mod tests {
     fn grouped_samples_give_the_builder_exact_figures() {
         // Two workers, 200 requests over 2 s: latency 10 ms, except 2 timeouts at 1 s.
         let mut acc = LoadAccumulator::new(plan(2));
-        let mut recorders = [
-            Recorder::new(0, 1_000_000, 50),
-            Recorder::new(1, 1_000_000, 50),
-        ];
+        let mut recorders = [Recorder::new(0, BASE_MS, 50), Recorder::new(1, BASE_MS, 50)];
         let mut lines = Vec::new();
         for second in 0..2u64 {
             for i in 0..100u64 {
@@ -622,9 +629,9 @@ mod tests {
         assert_eq!(o.p50_ms, Some(10.0));
         // 2 of 200 are timeouts: the 198th smallest is still 10 ms.
         assert_eq!((o.p99_ms, o.max_ms), (Some(10.0), Some(1000.0)));
-        assert_eq!(o.first_start_ms, Some(1_000_000));
+        assert_eq!(o.first_start_ms, Some(BASE_MS));
         // The last to end: the second timeout, meant to start at 1.01 s, 1 s long.
-        assert_eq!(o.last_end_ms, Some(1_000_000 + 2_010));
+        assert_eq!(o.last_end_ms, Some(BASE_MS + 2_010));
         assert_eq!(o.bytes_received, 200 * 100);
         // Buckets by intended start second: 100 in each.
         let run_buckets: Vec<u64> = data
@@ -636,8 +643,8 @@ mod tests {
         assert_eq!(run_buckets, [100, 100]);
         assert_eq!(data.errors.len(), 1);
         assert_eq!(data.errors[0].count, 2);
-        assert_eq!(data.errors[0].first_seen_ms, 1_001_000);
-        assert_eq!(data.errors[0].last_seen_ms, 1_001_010);
+        assert_eq!(data.errors[0].first_seen_ms, BASE_MS + 1_000);
+        assert_eq!(data.errors[0].last_seen_ms, BASE_MS + 1_010);
         assert_eq!(summary.errors.describe(), "timeout 2");
         assert!(summary.generator_limited.is_empty());
         let d = summary.dispatch.unwrap();

@@ -4,6 +4,12 @@
 //! per-second buckets with HdrHistograms, error groups and rejected-row bookkeeping. It
 //! never sees raw input: parsers in `sources::ingest` hand it [`Sample`]s and rejections.
 //!
+//! Cardinality: at most [`RunLimits::max_labels`] labels are kept; samples of further labels
+//! are counted under [`OTHER_LABELS`] and the number of labels folded is reported
+//! ([`RunData::folded_labels`]). Labels longer than [`RunLimits::max_label_chars`] and
+//! error messages longer than [`RunLimits::max_message_chars`] are cut and marked with
+//! [`TRUNCATION_MARK`](super::limits::TRUNCATION_MARK).
+//!
 //! Memory: statistics are histograms of distinct values; per-second buckets keep a full
 //! histogram only while their second is inside the *open window* (by default
 //! [`DEFAULT_OPEN_WINDOW_S`] seconds behind the newest start seen) and are then finalized
@@ -19,6 +25,7 @@ use hdrhistogram::Histogram;
 
 use super::distribution::Distribution;
 use super::hdr::{deserialize_histogram, new_histogram, serialize_histogram};
+use super::limits::{OTHER_LABELS, RunLimits, truncate_chars};
 use super::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Sample, StatsAcc};
 
 /// Seconds behind the newest sample start for which buckets stay open (full histograms).
@@ -45,6 +52,7 @@ pub const ERROR_GROUP_OVERFLOW_MESSAGE: &str =
 /// [`reject`](Self::reject), then call [`finish`](Self::finish).
 #[derive(Debug, Clone)]
 pub struct RunBuilder {
+    limits: RunLimits,
     labels: Vec<LabelAcc>,
     label_index: HashMap<Box<str>, u32, FxBuild>,
     buckets: BucketWindow,
@@ -53,7 +61,16 @@ pub struct RunBuilder {
     samples: u64,
     rejected_rows: u64,
     rejected: Vec<RejectedRow>,
+    /// Hashes of the distinct labels folded into [`OTHER_LABELS`] (8 bytes each, at most
+    /// [`MAX_FOLDED_TRACKED`]).
+    folded: std::collections::HashSet<u64, FxBuild>,
+    /// Index of the [`OTHER_LABELS`] label once created.
+    other_label: Option<u32>,
 }
+
+/// Distinct folded labels counted exactly; beyond this many the count stops growing
+/// (and says "at least").
+pub const MAX_FOLDED_TRACKED: usize = 1 << 22;
 
 impl Default for RunBuilder {
     fn default() -> Self {
@@ -84,6 +101,16 @@ impl LabelAcc {
         Distribution::from(&all)
     }
 
+    /// The failed samples among [`Self::distribution`]'s.
+    fn failed_distribution(&self) -> Distribution {
+        if self.transactions.count() == 0 {
+            return Distribution::from(self.requests.failed_histogram());
+        }
+        let mut all = self.requests.failed_histogram().clone();
+        all.merge(self.transactions.failed_histogram());
+        Distribution::from(&all)
+    }
+
     fn stats(&self) -> LabelStats {
         let stats = match (self.requests.count(), self.transactions.count()) {
             (_, 0) => self.requests.stats(),
@@ -103,15 +130,24 @@ impl LabelAcc {
 }
 
 impl RunBuilder {
-    /// A builder with the default open window ([`DEFAULT_OPEN_WINDOW_S`]).
+    /// A builder with the default open window ([`DEFAULT_OPEN_WINDOW_S`]) and the default
+    /// limits ([`RunLimits::default`]).
     pub fn new() -> Self {
         Self::with_open_window_s(DEFAULT_OPEN_WINDOW_S)
+    }
+
+    /// A builder with the default open window that holds samples to `limits`.
+    pub fn with_limits(limits: RunLimits) -> Self {
+        let mut b = Self::new();
+        b.limits = limits;
+        b
     }
 
     /// A builder that keeps buckets open for `window_s` seconds behind the newest start
     /// (at least 1). Smaller windows use less memory and finalize more late samples.
     pub fn with_open_window_s(window_s: i64) -> Self {
         RunBuilder {
+            limits: RunLimits::default(),
             labels: Vec::new(),
             label_index: HashMap::default(),
             buckets: BucketWindow::new(window_s.max(1)),
@@ -120,14 +156,28 @@ impl RunBuilder {
             samples: 0,
             rejected_rows: 0,
             rejected: Vec::new(),
+            folded: std::collections::HashSet::default(),
+            other_label: None,
         }
     }
 
-    /// Adds one accepted sample.
-    pub fn push(&mut self, s: &Sample<'_>) {
+    /// Adds the sample read at `line` (1-based, where its row starts; for binary input the
+    /// record number): counted when its start and elapsed time are inside the limits
+    /// ([`RunLimits::samples`]), else rejected with the reason. Returns the index of the
+    /// label it was counted under (the order of [`RunData::labels`]; a folded label's
+    /// samples go to [`OTHER_LABELS`]), or `None` when it was rejected.
+    pub fn push(&mut self, line: u64, s: &Sample<'_>) -> Option<usize> {
+        if let Err(why) = self.limits.samples.check(s.start_ms, s.elapsed_ms) {
+            self.reject(line, why);
+            return None;
+        }
+        Some(self.push_checked(s) as usize)
+    }
+
+    fn push_checked(&mut self, s: &Sample<'_>) -> u32 {
         let label_idx = match self.label_index.get(s.label) {
             Some(&i) => i,
-            None => self.new_label(s.label),
+            None => self.resolve_label(s.label),
         };
         self.samples += 1;
         let label = &mut self.labels[label_idx as usize];
@@ -139,6 +189,33 @@ impl RunBuilder {
         self.buckets.push(label_idx + 1, !s.is_transaction, s);
         if !s.success {
             self.count_error(label_idx, s);
+        }
+        label_idx
+    }
+
+    /// The label a name not in the index is counted under: its cut form if that is known,
+    /// a new label while there is room, else [`OTHER_LABELS`].
+    #[cold]
+    fn resolve_label(&mut self, label: &str) -> u32 {
+        let cut = truncate_chars(label, self.limits.max_label_chars);
+        if let Some(&i) = self.label_index.get(cut.as_ref()) {
+            return i;
+        }
+        if self.labels.len() < self.limits.max_labels {
+            return self.new_label(&cut);
+        }
+        if self.folded.len() < MAX_FOLDED_TRACKED {
+            use std::hash::BuildHasher;
+            self.folded
+                .insert(FxBuild::default().hash_one(cut.as_ref()));
+        }
+        match self.other_label {
+            Some(i) => i,
+            None => {
+                let i = self.new_label(OTHER_LABELS);
+                self.other_label = Some(i);
+                i
+            }
         }
     }
 
@@ -157,11 +234,14 @@ impl RunBuilder {
     }
 
     fn count_error(&mut self, label_idx: u32, s: &Sample<'_>) {
+        let message = truncate_chars(s.message, self.limits.max_message_chars);
+        let code = truncate_chars(s.response_code, self.limits.max_label_chars);
+        let (message, code) = (message.as_ref(), code.as_ref());
         let label = &mut self.labels[label_idx as usize];
         let known = label
             .error_index
-            .get(s.response_code)
-            .and_then(|m| m.get(s.message))
+            .get(code)
+            .and_then(|m| m.get(message))
             .copied();
         let group = match known {
             Some(g) => g,
@@ -170,17 +250,17 @@ impl RunBuilder {
                 let g = self.error_groups.len();
                 self.error_groups.push(ErrorGroup {
                     label: label.name.clone(),
-                    response_code: s.response_code.to_owned(),
-                    message: s.message.to_owned(),
+                    response_code: code.to_owned(),
+                    message: message.to_owned(),
                     count: 0,
                     first_seen_ms: s.start_ms,
                     last_seen_ms: s.start_ms,
                 });
                 label
                     .error_index
-                    .entry(s.response_code.into())
+                    .entry(code.into())
                     .or_default()
-                    .insert(s.message.into(), g);
+                    .insert(message.into(), g);
                 g
             }
             None => match label.overflow_group {
@@ -283,8 +363,11 @@ impl RunBuilder {
         });
         let mut distributions = vec![Distribution::from(overall.histogram())];
         distributions.extend(labels.iter().map(LabelAcc::distribution));
+        let mut failed_distributions = vec![Distribution::from(overall.failed_histogram())];
+        failed_distributions.extend(labels.iter().map(LabelAcc::failed_distribution));
         RunData {
             distributions,
+            failed_distributions,
             overall: overall.stats(),
             labels: labels.iter().map(LabelAcc::stats).collect(),
             buckets,
@@ -293,6 +376,7 @@ impl RunBuilder {
             rejected: self.rejected,
             summary_only: false,
             reported: serde_json::Value::Null,
+            folded_labels: self.folded.len() as u64,
         }
     }
 }
@@ -510,7 +594,10 @@ mod tests {
     fn buckets_finalize_behind_the_window_and_late_samples_still_count() {
         let mut b = RunBuilder::with_open_window_s(10);
         for sec in 0..1000i64 {
-            b.push(&sample("a", 1_700_000_000_000 + sec * 1000 + 5, 100, true));
+            b.push(
+                1,
+                &sample("a", 1_700_000_000_000 + sec * 1000 + 5, 100, true),
+            );
             // Open: at most window + 1 seconds, 2 scopes (run + label "a").
             assert!(
                 b.open_buckets() <= 22,
@@ -521,8 +608,8 @@ mod tests {
         assert_eq!(b.open_buckets(), 22);
         assert_eq!(b.finalized_buckets(), 2 * 1000 - 22);
         // A sample for second 3, long finalized, and one for a second that never had data.
-        b.push(&sample("a", 1_700_000_003_500, 300, false));
-        b.push(&sample("a", 1_699_999_000_000, 7, true));
+        b.push(1, &sample("a", 1_700_000_003_500, 300, false));
+        b.push(1, &sample("a", 1_699_999_000_000, 7, true));
         let run = b.finish();
         assert_eq!(run.buckets.len(), 2 * 1001);
         let run_b3 = run
@@ -553,7 +640,7 @@ mod tests {
         for (i, m) in messages.iter().enumerate() {
             let mut s = sample("a", 1_700_000_000_000 + i as i64, 1, false);
             s.message = m;
-            b.push(&s);
+            b.push(1, &s);
         }
         let run = b.finish();
         assert_eq!(run.errors.len(), MAX_ERROR_GROUPS + 1);

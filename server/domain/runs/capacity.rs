@@ -1,72 +1,287 @@
-//! Capacity: for a run whose load ramps or steps, the point where the service falls over.
+//! Saturation: for a run whose load ramps or steps, where throughput stops growing (the
+//! knee) and where p95 and errors pass their limits (the breaches), told apart.
 //!
-//! Definition (harrier's, stated in the console): group the run's seconds by active users
-//! (each distinct level while the load rises, or up to 20 even bands for a smooth ramp);
-//! the low-load p95 is the p95 of the first level with enough samples; the service
-//! saturates at the first higher level whose error % passes 1 % or whose p95 passes twice
-//! the low-load p95. Capacity is the highest throughput sustained at the levels before it.
-//! A run whose load never ramped (fewer than three levels) or never saturated has none.
+//! Definition (DESIGN.md "Numbers must be true", stated on the run page):
+//!
+//! - **Levels.** The seconds of the rising part of the run (up to the last second at peak
+//!   load; a ramp-down is not a level; the run's last, partial second is left out) are
+//!   grouped by active users: one level per distinct user count, or up to 20 even bands for
+//!   a smooth ramp. A level needs 20 samples. Per level: throughput = Σcount / seconds,
+//!   p95 from the merged per-second HDR histograms, error % = Σerrors / Σcount × 100.
+//! - **Knee** (piecewise-linear fit): the levels are split in two; below the split,
+//!   throughput follows the growth line `X = b · users` (least squares through zero: a
+//!   closed system with no users serves nothing); above it, the plateau `X = P` (the
+//!   seconds-weighted mean). The split with the smallest squared error is kept; the knee is
+//!   where the two meet, `users = P / b` (kept between the two levels either side of the
+//!   split). This is the asymptote intersection of operational analysis, `N* = (D + Z) /
+//!   D_max` (Denning & Buzen 1978; Jain, *The Art of Computer Systems Performance
+//!   Analysis*, §33.6): for N workers of service time S and think time Z it is
+//!   `N · (S + Z) / S` users at `N / S` requests/s. Throughput counts as stopped only when
+//!   the load rose at least 20 % past the knee, the plateau spans at least 5 seconds, and
+//!   across the plateau throughput grew by less than a quarter of the growth line's slope.
+//!   Otherwise the run has no knee ("no saturation in this run").
+//! - **Latency breach**: the first level whose p95 passes twice the low-load p95 (the p95
+//!   of the lowest level). **Error breach**: the first level whose error % passes 1 %.
+//!   A breach holds: each level's figure is taken without its single worst second, and the
+//!   passing levels from the breach on must span at least 5 seconds in a row, so one
+//!   noisy second never decides.
+//! - Runs whose seconds carry no histogram but a p95 the tool reported per row (Locust's
+//!   stats history, see [`find_with_reported_p95`]): a level's p95 is the median of the
+//!   p95s reported for its seconds (without the highest), "as reported by" the tool.
+//!
+//! Runs without active users (offered-rate runs) have no levels here: no offered rate is
+//! stored per second yet. Pure: no clock, files or network.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::hdr::{deserialize_histogram, histogram_percentile};
 use super::timeseries::BucketIn;
+use crate::domain::format;
 
 /// Samples a level needs before its figures count.
 const MIN_LEVEL_SAMPLES: u64 = 20;
 /// Most levels a smooth ramp is cut into.
 const MAX_LEVELS: u32 = 20;
-/// Error % above which a level is saturated.
+/// Error % above which errors breach.
 const ERROR_PCT_LIMIT: f64 = 1.0;
-/// p95 above this multiple of the low-load p95 means saturated.
+/// p95 above this multiple of the low-load p95 breaches.
 const P95_FACTOR: f64 = 2.0;
+/// Seconds a breach (or the plateau past a knee) must span.
+const HOLD_S: u64 = 5;
+/// The load must rise this fraction past the knee for throughput to count as stopped.
+const KNEE_MIN_LOAD_RISE: f64 = 0.2;
+/// Across the plateau, throughput may grow at most this fraction of the growth line's
+/// slope (requests/s per user) for it to count as stopped.
+const KNEE_MAX_PLATEAU_SLOPE: f64 = 0.25;
 
-/// Where a ramped run saturated (`"capacity"` in the run's JSON).
+/// What the report says about a ramped run's saturation (`"capacity"` in the run's JSON).
+///
+/// `users`, `throughput_rps` and `at_ms` repeat the knee's (all `null` without a knee),
+/// so readers of the older shape keep working.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Capacity {
-    /// Active users at the level where a limit was first passed.
-    pub users: u32,
-    /// Highest throughput sustained at the levels below that one, requests/s.
-    pub throughput_rps: f64,
-    /// First second of the saturated level, unix epoch ms.
-    pub at_ms: i64,
-    /// Which limit was passed: `"errors"` (error % > 1) or `"p95"` (p95 > 2 × low load).
-    pub limited_by: &'static str,
-    /// p95 at low load, ms (the reference of the p95 limit).
+    /// The knee's active users (rounded), or `None`.
+    pub users: Option<u32>,
+    /// The knee's throughput (the plateau), requests/s, or `None`.
+    pub throughput_rps: Option<f64>,
+    /// When the load first reached the knee, unix epoch ms, or `None`.
+    pub at_ms: Option<i64>,
+    /// What is passed first as the load rises: `"throughput"` (the knee), `"p95"` or
+    /// `"errors"`; `None` when nothing is.
+    pub limited_by: Option<&'static str>,
+    /// p95 of the lowest level, ms (the reference of the latency breach).
     pub low_load_p95_ms: Option<u64>,
-    /// Error % and p95 (ms) at the saturated level.
-    pub error_pct: f64,
-    pub p95_ms: Option<u64>,
+    /// Where throughput stops growing while the load keeps rising.
+    pub knee: Option<Knee>,
+    /// Where p95 passes twice its low-load value and stays there.
+    pub latency_breach: Option<LatencyBreach>,
+    /// Where error % passes 1 % and stays there.
+    pub error_breach: Option<ErrorBreach>,
+    /// The highest level: its active users and throughput (requests/s).
+    pub peak: Peak,
+    /// One sentence naming each: "throughput stops growing at ~20 users (398.0 req/s); p95
+    /// doubles at 45 users; errors pass 1 % at 61 users", or "no saturation in this run:
+    /// throughput grew to 60.0 req/s at 24 users".
+    pub statement: String,
 }
 
-/// One load level: the seconds at which `users` were active.
+/// The knee of the throughput curve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Knee {
+    /// Active users where the growth line meets the plateau (rounded to a whole user).
+    pub users: u32,
+    /// The plateau: seconds-weighted mean throughput of the levels past the knee, req/s.
+    pub throughput_rps: f64,
+    /// First second whose level reached the knee, unix epoch ms.
+    pub at_ms: i64,
+    /// Slope of the growth line, requests/s per active user.
+    pub growth_rps_per_user: f64,
+}
+
+/// Where p95 passed twice its low-load value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyBreach {
+    /// Active users of the first level of the breach.
+    pub users: u32,
+    /// First second of that level, unix epoch ms.
+    pub at_ms: i64,
+    /// That level's p95 without its worst second, ms.
+    pub p95_ms: u64,
+    /// The limit it passed (2 × low-load p95), ms.
+    pub limit_ms: f64,
+}
+
+/// Where error % passed 1 %.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorBreach {
+    /// Active users of the first level of the breach.
+    pub users: u32,
+    /// First second of that level, unix epoch ms.
+    pub at_ms: i64,
+    /// That level's error % without its worst second.
+    pub error_pct: f64,
+}
+
+/// The highest load level of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Peak {
+    pub users: u32,
+    pub throughput_rps: f64,
+}
+
+/// One load level: the seconds at which `users` (or a band of users from `users`) were
+/// active.
 #[derive(Debug)]
 struct Level {
     users: u32,
+    /// Σ active users over the level's seconds (their mean places a band on the users axis).
+    user_seconds: u64,
     seconds: u64,
     first_ms: i64,
     count: u64,
     errors: u64,
     hist: Option<Histogram<u64>>,
+    /// The second with the highest p95: (p95 ms, its histogram).
+    worst_latency: Option<(u64, Histogram<u64>)>,
+    /// The second with the most errors: (count, errors).
+    worst_errors: (u64, u64),
+    /// p95s the tool reported for seconds without a histogram, ms.
+    reported_p95_ms: Vec<f64>,
 }
 
 impl Level {
     fn throughput(&self) -> f64 {
         self.count as f64 / self.seconds as f64
     }
-    fn error_pct(&self) -> f64 {
-        self.errors as f64 * 100.0 / self.count as f64
+
+    fn mean_users(&self) -> f64 {
+        self.user_seconds as f64 / self.seconds as f64
     }
-    fn p95(&self) -> Option<u64> {
-        self.hist
-            .as_ref()
-            .and_then(|h| histogram_percentile(h, 95.0))
+
+    /// p95 of the level without its worst second (all of it when it has one second).
+    fn p95_trimmed(&self) -> Option<u64> {
+        let Some(hist) = self.hist.as_ref() else {
+            return self.reported_p95_trimmed();
+        };
+        match &self.worst_latency {
+            Some((_, worst)) if self.seconds >= 2 => {
+                let mut rest = hist.clone();
+                rest.subtract(worst).ok()?;
+                histogram_percentile(&rest, 95.0)
+            }
+            _ => histogram_percentile(hist, 95.0),
+        }
+    }
+
+    /// Median of the reported per-second p95s, the highest left out when there are two or
+    /// more (nearest rank).
+    fn reported_p95_trimmed(&self) -> Option<u64> {
+        let mut v = self.reported_p95_ms.clone();
+        v.sort_by(f64::total_cmp);
+        if v.len() >= 2 {
+            v.pop();
+        }
+        let rank = v.len().div_ceil(2).max(1);
+        v.get(rank - 1).map(|p| p.round() as u64)
+    }
+
+    /// Error % of the level without the second with the most errors.
+    fn error_pct_trimmed(&self) -> Option<f64> {
+        let (mut count, mut errors) = (self.count, self.errors);
+        if self.seconds >= 2 {
+            count -= self.worst_errors.0;
+            errors -= self.worst_errors.1;
+        }
+        (count > 0).then(|| errors as f64 * 100.0 / count as f64)
     }
 }
 
-/// Finds the saturation point in a run's per-second buckets (run totals, sorted by start).
+/// Finds the knee and the breaches in a run's per-second buckets (run totals, sorted by
+/// start). `None` when the load never ramped: fewer than three levels with 20 samples.
 pub fn find(buckets: &[BucketIn<'_>]) -> Option<Capacity> {
+    find_with_reported_p95(buckets, &[])
+}
+
+/// [`find`] for a run whose buckets carry no histogram but whose tool reported a p95 per
+/// second: `reported` is (bucket start, unix epoch ms; p95 ms), sorted by start.
+pub fn find_with_reported_p95(
+    buckets: &[BucketIn<'_>],
+    reported: &[(i64, f64)],
+) -> Option<Capacity> {
+    let levels = levels(buckets, reported)?;
+    if levels.len() < 3 {
+        return None;
+    }
+    let top = levels.last()?;
+    let peak = Peak {
+        users: top.users,
+        throughput_rps: top.throughput(),
+    };
+    let knee = knee(&levels).map(|mut k| {
+        // The marker: the first second the load reached the knee.
+        k.at_ms = buckets
+            .iter()
+            .find(|b| b.active_users.is_some_and(|u| u >= k.users))
+            .map_or(levels[0].first_ms, |b| b.start_ms);
+        k
+    });
+    let low_p95 = levels[0].p95_trimmed();
+    let latency_breach = low_p95.and_then(|low| {
+        let limit_ms = P95_FACTOR * low as f64;
+        let i = first_holding(&levels, |l| {
+            l.p95_trimmed().is_some_and(|p| p as f64 > limit_ms)
+        })?;
+        Some(LatencyBreach {
+            users: levels[i].users,
+            at_ms: levels[i].first_ms,
+            p95_ms: levels[i].p95_trimmed()?,
+            limit_ms,
+        })
+    });
+    let error_breach = first_holding(&levels, |l| {
+        l.error_pct_trimmed().is_some_and(|e| e > ERROR_PCT_LIMIT)
+    })
+    .and_then(|i| {
+        Some(ErrorBreach {
+            users: levels[i].users,
+            at_ms: levels[i].first_ms,
+            error_pct: levels[i].error_pct_trimmed()?,
+        })
+    });
+    let limited_by = [
+        knee.as_ref().map(|k| (k.users, "throughput")),
+        latency_breach.as_ref().map(|b| (b.users, "p95")),
+        error_breach.as_ref().map(|b| (b.users, "errors")),
+    ]
+    .into_iter()
+    .flatten()
+    .min_by_key(|(users, _)| *users)
+    .map(|(_, what)| what);
+    let statement = statement(
+        knee.as_ref(),
+        latency_breach.as_ref(),
+        error_breach.as_ref(),
+        &peak,
+    );
+    Some(Capacity {
+        users: knee.as_ref().map(|k| k.users),
+        throughput_rps: knee.as_ref().map(|k| k.throughput_rps),
+        at_ms: knee.as_ref().map(|k| k.at_ms),
+        limited_by,
+        low_load_p95_ms: low_p95,
+        knee,
+        latency_breach,
+        error_breach,
+        peak,
+        statement,
+    })
+}
+
+/// The levels of the rising part of the run, by users, each with 20 samples or more.
+fn levels(buckets: &[BucketIn<'_>], reported: &[(i64, f64)]) -> Option<Vec<Level>> {
+    // The run's last second is partial (not a dip): leave it out.
+    let buckets = &buckets[..buckets.len().saturating_sub(1)];
     let max_users = buckets.iter().filter_map(|b| b.active_users).max()?;
     // The rising part: up to the last second at peak load (a ramp-down is not a level).
     let last_peak = buckets
@@ -96,21 +311,38 @@ pub fn find(buckets: &[BucketIn<'_>]) -> Option<Capacity> {
             None => {
                 levels.push(Level {
                     users: key,
+                    user_seconds: 0,
                     seconds: 0,
                     first_ms: b.start_ms,
                     count: 0,
                     errors: 0,
                     hist: None,
+                    worst_latency: None,
+                    worst_errors: (0, 0),
+                    reported_p95_ms: Vec::new(),
                 });
                 levels.len() - 1
             }
         };
         let level = &mut levels[i];
         level.seconds += 1;
+        level.user_seconds += u64::from(users);
         level.count += b.count;
         level.errors += b.errors;
         level.first_ms = level.first_ms.min(b.start_ms);
-        if let Ok(h) = deserialize_histogram(b.histogram) {
+        if b.errors > level.worst_errors.1 {
+            level.worst_errors = (b.count, b.errors);
+        }
+        if b.histogram.is_empty() {
+            if let Ok(i) = reported.binary_search_by_key(&b.start_ms, |r| r.0) {
+                level.reported_p95_ms.push(reported[i].1);
+            }
+        } else if let Ok(h) = deserialize_histogram(b.histogram) {
+            if let Some(p95) = histogram_percentile(&h, 95.0)
+                && level.worst_latency.as_ref().is_none_or(|(w, _)| p95 > *w)
+            {
+                level.worst_latency = Some((p95, h.clone()));
+            }
             match &mut level.hist {
                 Some(acc) => {
                     let _ = acc.add(&h);
@@ -121,30 +353,136 @@ pub fn find(buckets: &[BucketIn<'_>]) -> Option<Capacity> {
     }
     levels.retain(|l| l.count >= MIN_LEVEL_SAMPLES);
     levels.sort_by_key(|l| l.users);
-    if levels.len() < 3 {
-        return None;
-    }
-    let low_p95 = levels[0].p95();
-    for (i, level) in levels.iter().enumerate().skip(1) {
-        let by_errors = level.error_pct() > ERROR_PCT_LIMIT;
-        let by_p95 = matches!((level.p95(), low_p95), (Some(p), Some(low)) if p as f64 > P95_FACTOR * low as f64);
-        if by_errors || by_p95 {
-            let throughput_rps = levels[..i]
-                .iter()
-                .map(Level::throughput)
-                .fold(0.0, f64::max);
-            return Some(Capacity {
-                users: level.users,
-                throughput_rps,
-                at_ms: level.first_ms,
-                limited_by: if by_errors { "errors" } else { "p95" },
-                low_load_p95_ms: low_p95,
-                error_pct: level.error_pct(),
-                p95_ms: level.p95(),
-            });
+    Some(levels)
+}
+
+/// The knee by the two-segment fit described in the module docs, or `None` when
+/// throughput did not stop growing.
+fn knee(levels: &[Level]) -> Option<Knee> {
+    let point = |l: &Level| (l.mean_users(), l.throughput(), l.seconds as f64);
+    // (squared error, split, growth slope, plateau)
+    let mut best: Option<(f64, usize, f64, f64)> = None;
+    for split in 1..levels.len() {
+        let (below, above) = levels.split_at(split);
+        let (mut sxu, mut suu) = (0.0, 0.0);
+        for (u, x, w) in below.iter().map(point) {
+            sxu += w * u * x;
+            suu += w * u * u;
+        }
+        let (mut sx, mut sw) = (0.0, 0.0);
+        for (_, x, w) in above.iter().map(point) {
+            sx += w * x;
+            sw += w;
+        }
+        if suu <= 0.0 || sw <= 0.0 {
+            continue;
+        }
+        let (b, p) = (sxu / suu, sx / sw);
+        let sse: f64 = below
+            .iter()
+            .map(point)
+            .map(|(u, x, w)| w * (x - b * u).powi(2))
+            .chain(above.iter().map(point).map(|(_, x, w)| w * (x - p).powi(2)))
+            .sum();
+        if best.is_none_or(|(e, ..)| sse < e) {
+            best = Some((sse, split, b, p));
         }
     }
+    let (_, split, b, p) = best?;
+    if b <= 0.0 {
+        return None;
+    }
+    let above = &levels[split..];
+    let users = (p / b).clamp(levels[split - 1].mean_users(), levels[split].mean_users());
+    let top_users = above.last()?.mean_users();
+    let plateau_s: u64 = above.iter().map(|l| l.seconds).sum();
+    if top_users < (1.0 + KNEE_MIN_LOAD_RISE) * users || plateau_s < HOLD_S {
+        return None;
+    }
+    // The plateau's own slope (weighted least squares), when it has two levels or more.
+    if above.len() >= 2 {
+        let (mut sw, mut su, mut sx) = (0.0, 0.0, 0.0);
+        for (u, x, w) in above.iter().map(point) {
+            sw += w;
+            su += w * u;
+            sx += w * x;
+        }
+        let (mu, mx) = (su / sw, sx / sw);
+        let (mut cov, mut var) = (0.0, 0.0);
+        for (u, x, w) in above.iter().map(point) {
+            cov += w * (u - mu) * (x - mx);
+            var += w * (u - mu).powi(2);
+        }
+        if var > 0.0 && cov / var > KNEE_MAX_PLATEAU_SLOPE * b {
+            return None;
+        }
+    }
+    Some(Knee {
+        users: users.round() as u32,
+        throughput_rps: p,
+        at_ms: 0, // set by `find`, from the seconds
+        growth_rps_per_user: b,
+    })
+}
+
+/// Index of the first level (above the lowest) from which `passes` holds for levels
+/// spanning at least [`HOLD_S`] seconds in a row.
+fn first_holding(levels: &[Level], passes: impl Fn(&Level) -> bool) -> Option<usize> {
+    let mut i = 1;
+    while i < levels.len() {
+        let mut held_s = 0;
+        let mut j = i;
+        while j < levels.len() && passes(&levels[j]) {
+            held_s += levels[j].seconds;
+            if held_s >= HOLD_S {
+                return Some(i);
+            }
+            j += 1;
+        }
+        i = j + 1;
+    }
     None
+}
+
+fn users_text(users: u32) -> String {
+    format!(
+        "{} {}",
+        format::int(i64::from(users)),
+        if users == 1 { "user" } else { "users" }
+    )
+}
+
+/// The one sentence of [`Capacity::statement`].
+fn statement(
+    knee: Option<&Knee>,
+    latency: Option<&LatencyBreach>,
+    errors: Option<&ErrorBreach>,
+    peak: &Peak,
+) -> String {
+    let mut parts = vec![match knee {
+        Some(k) => format!(
+            "throughput stops growing at ~{} ({})",
+            users_text(k.users),
+            format::rps(Some(k.throughput_rps))
+        ),
+        None if latency.is_none() && errors.is_none() => format!(
+            "no saturation in this run: throughput grew to {} at {}",
+            format::rps(Some(peak.throughput_rps)),
+            users_text(peak.users)
+        ),
+        None => format!(
+            "throughput still grows at the end of this run ({} at {})",
+            format::rps(Some(peak.throughput_rps)),
+            users_text(peak.users)
+        ),
+    }];
+    if let Some(b) = latency {
+        parts.push(format!("p95 doubles at {}", users_text(b.users)));
+    }
+    if let Some(b) = errors {
+        parts.push(format!("errors pass 1 % at {}", users_text(b.users)));
+    }
+    parts.join("; ")
 }
 
 #[cfg(test)]
@@ -152,19 +490,20 @@ mod tests {
     use super::*;
     use crate::domain::runs::hdr::{new_histogram, serialize_histogram};
 
-    fn second(
-        t: i64,
-        users: u32,
-        count: u64,
-        errors: u64,
-        latency_ms: u64,
-    ) -> (i64, u32, u64, u64, Vec<u8>) {
+    /// One second: (start s, users, count, errors, serialized histogram).
+    type Second = (i64, u32, u64, u64, Vec<u8>);
+
+    /// A second whose `count` requests took between `latency_ms` and 1.2 × `latency_ms`.
+    fn second(t: i64, users: u32, count: u64, errors: u64, latency_ms: u64) -> Second {
         let mut h = new_histogram::<u64>();
-        h.record_n(latency_ms, count).unwrap();
+        for i in 0..count {
+            h.record(latency_ms + latency_ms * i / count.max(1) / 5)
+                .unwrap();
+        }
         (t, users, count, errors, serialize_histogram(&h))
     }
 
-    fn buckets(rows: &[(i64, u32, u64, u64, Vec<u8>)]) -> Vec<BucketIn<'_>> {
+    fn buckets(rows: &[Second]) -> Vec<BucketIn<'_>> {
         rows.iter()
             .map(|(t, u, c, e, h)| BucketIn {
                 start_ms: *t * 1000,
@@ -178,52 +517,249 @@ mod tests {
             .collect()
     }
 
+    /// A deterministic noise in [-1, 1] (a linear congruential generator).
+    struct Noise(u64);
+    impl Noise {
+        fn next(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        }
+    }
+
+    /// A closed-loop service of `workers` workers, each busy `service_ms` per request,
+    /// driven by `users` with `think_ms` of think time, one second at a time: throughput
+    /// = min(users / (S + Z), N / S) (Little's law, the interactive response time law),
+    /// ± `noise` relative; response time = users / throughput − Z (≥ S); past the queue
+    /// bound (`queue_bound` waiting requests) the excess is refused (errors).
+    struct ClosedLoop {
+        workers: f64,
+        service_ms: f64,
+        think_ms: f64,
+        queue_bound: Option<f64>,
+        noise: f64,
+    }
+
+    impl ClosedLoop {
+        fn knee_users(&self) -> f64 {
+            self.workers * (self.service_ms + self.think_ms) / self.service_ms
+        }
+        fn capacity_rps(&self) -> f64 {
+            self.workers * 1000.0 / self.service_ms
+        }
+        /// `steps` of (users, seconds), one row per second.
+        fn run(&self, steps: &[(u32, i64)], seed: u64) -> Vec<Second> {
+            let mut noise = Noise(seed);
+            let mut rows = Vec::new();
+            let mut t = 0;
+            for &(users, seconds) in steps {
+                let u = f64::from(users);
+                let x = (u * 1000.0 / (self.service_ms + self.think_ms)).min(self.capacity_rps());
+                let r_ms = (u * 1000.0 / x - self.think_ms).max(self.service_ms);
+                // Users neither thinking nor being served are waiting.
+                let queued = (u - x * (self.think_ms + self.service_ms) / 1000.0).max(0.0);
+                for _ in 0..seconds {
+                    let count = (x * (1.0 + self.noise * noise.next())).round() as u64;
+                    let errors = match self.queue_bound {
+                        Some(q) if queued > q => {
+                            (count as f64 * (queued - q) / queued).round() as u64
+                        }
+                        _ => 0,
+                    };
+                    rows.push(second(t, users, count, errors, r_ms.round() as u64));
+                    t += 1;
+                }
+            }
+            rows
+        }
+    }
+
+    fn assert_near(got: f64, truth: f64, tolerance: f64, what: &str) {
+        assert!(
+            (got - truth).abs() <= tolerance * truth,
+            "{what}: got {got}, truth {truth} (±{} %)",
+            tolerance * 100.0
+        );
+    }
+
     #[test]
-    fn a_stepped_run_saturates_where_p95_doubles() {
-        // 10 users: 100 req/s at 50 ms; 20: 200 req/s at 60 ms; 30: 250 req/s at 150 ms.
+    fn the_knee_of_a_stepped_closed_loop_run_is_where_the_workers_are_all_busy() {
+        // 20 workers of 50 ms, 30 ms think time: the knee is at 32 users, 400 req/s.
+        let service = ClosedLoop {
+            workers: 20.0,
+            service_ms: 50.0,
+            think_ms: 30.0,
+            queue_bound: Some(30.0),
+            noise: 0.05,
+        };
+        let steps: Vec<(u32, i64)> = (1..=8).map(|i| (i * 10, 15)).collect();
+        let rows = service.run(&steps, 7);
+        let c = find(&buckets(&rows)).expect("a ramp");
+        let knee = c.knee.as_ref().expect("throughput stopped growing");
+        assert_near(
+            f64::from(knee.users),
+            service.knee_users(),
+            0.15,
+            "knee users",
+        );
+        assert_near(
+            knee.throughput_rps,
+            service.capacity_rps(),
+            0.10,
+            "knee req/s",
+        );
+        assert_eq!(c.users, Some(knee.users), "legacy field mirrors the knee");
+        assert_eq!(c.limited_by, Some("throughput"));
+        // p95 doubles once the response time passes twice the low-load one (50 ms):
+        // users / 400 req/s − 30 ms > 100 ms from 52 users, i.e. the 60-user step.
+        let latency = c.latency_breach.as_ref().expect("p95 doubles");
+        assert_eq!(latency.users, 60);
+        // 32 users busy or thinking, 30 waiting at most: the excess is refused past 62.
+        let errors = c.error_breach.as_ref().expect("errors pass 1 %");
+        assert_eq!(errors.users, 70);
+        assert_eq!(
+            c.statement,
+            format!(
+                "throughput stops growing at ~{} users ({}); p95 doubles at 60 users; errors pass 1 % at 70 users",
+                knee.users,
+                format::rps(Some(knee.throughput_rps))
+            )
+        );
+    }
+
+    #[test]
+    fn the_knee_of_a_smooth_ramp_is_found_without_think_time() {
+        // 1 → 60 users over 120 s against 20 workers of 40 ms: knee at 20 users, 500 req/s.
+        let service = ClosedLoop {
+            workers: 20.0,
+            service_ms: 40.0,
+            think_ms: 0.0,
+            queue_bound: None,
+            noise: 0.08,
+        };
+        let steps: Vec<(u32, i64)> = (0..120).map(|t| (1 + t as u32 / 2, 1)).collect();
+        let rows = service.run(&steps, 3);
+        let knee = find(&buckets(&rows)).and_then(|c| c.knee).expect("a knee");
+        assert_near(
+            f64::from(knee.users),
+            service.knee_users(),
+            0.15,
+            "knee users",
+        );
+        assert_near(
+            knee.throughput_rps,
+            service.capacity_rps(),
+            0.10,
+            "knee req/s",
+        );
+        // The marker: the first second at the knee's level.
+        let first_at_knee = rows.iter().find(|r| r.1 >= knee.users).unwrap().0;
+        assert!((knee.at_ms / 1000 - first_at_knee).abs() <= 4, "{knee:?}");
+    }
+
+    #[test]
+    fn a_run_that_never_saturates_says_so() {
+        // 100 workers: 10 → 60 users never keep more than 60 busy.
+        let service = ClosedLoop {
+            workers: 100.0,
+            service_ms: 50.0,
+            think_ms: 50.0,
+            queue_bound: Some(10.0),
+            noise: 0.05,
+        };
+        let steps: Vec<(u32, i64)> = (1..=6).map(|i| (i * 10, 10)).collect();
+        for seed in 1..20 {
+            let rows = service.run(&steps, seed);
+            let c = find(&buckets(&rows)).expect("a ramp");
+            assert_eq!(c.knee, None, "seed {seed}: {}", c.statement);
+            assert_eq!(
+                (c.latency_breach.as_ref(), c.error_breach.as_ref()),
+                (None, None)
+            );
+            assert_eq!(c.users, None);
+            let top: f64 = rows
+                .iter()
+                .filter(|r| r.1 == 60)
+                .map(|r| r.2 as f64)
+                .sum::<f64>()
+                / rows.iter().filter(|r| r.1 == 60).count() as f64;
+            // the last second is left out (partial), so the peak is within noise of it
+            assert_near(c.peak.throughput_rps, top, 0.02, "peak");
+            assert_eq!(
+                c.statement,
+                format!(
+                    "no saturation in this run: throughput grew to {} at 60 users",
+                    format::rps(Some(c.peak.throughput_rps))
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn one_noisy_second_breaches_nothing() {
+        // A healthy stepped run (10 → 40 users, 10 s each) with one awful second at 30 users:
+        // half its requests fail and take ten times as long.
         let mut rows = Vec::new();
-        for t in 0..10 {
-            rows.push(second(t, 10, 100, 0, 50));
+        let mut t = 0;
+        for users in [10u32, 20, 30, 40] {
+            for s in 0..10 {
+                let count = u64::from(users) * 10;
+                rows.push(if users == 30 && s == 4 {
+                    second(t, users, count, count / 2, 500)
+                } else {
+                    second(t, users, count, 0, 50)
+                });
+                t += 1;
+            }
         }
-        for t in 10..20 {
-            rows.push(second(t, 20, 200, 0, 60));
+        let c = find(&buckets(&rows)).expect("a ramp");
+        assert_eq!(c.latency_breach, None);
+        assert_eq!(c.error_breach, None);
+        assert_eq!(c.knee, None);
+        // The same second held for five seconds is a breach.
+        for r in rows.iter_mut().filter(|r| r.1 == 30).take(6) {
+            *r = second(r.0, 30, r.2, r.2 / 2, 500);
         }
-        for t in 20..30 {
-            rows.push(second(t, 30, 250, 0, 150));
+        let c = find(&buckets(&rows)).expect("a ramp");
+        assert_eq!(c.latency_breach.map(|b| b.users), Some(30));
+        assert_eq!(c.error_breach.map(|b| b.users), Some(30));
+    }
+
+    #[test]
+    fn reported_p95s_serve_when_seconds_have_no_histogram() {
+        // Locust-like: no histograms; the tool reported p95 50 ms at 10 and 20 users, then
+        // 150 ms (one second of 400 ms at 20 users, left out as the worst).
+        let mut rows = Vec::new();
+        let mut reported = Vec::new();
+        for (step, users) in [10u32, 20, 30, 40].into_iter().enumerate() {
+            for s in 0..10 {
+                let t = step as i64 * 10 + s;
+                rows.push((t, users, u64::from(users) * 10, 0, Vec::new()));
+                let p95 = match (users, s) {
+                    (20, 3) => 400.0,
+                    (10 | 20, _) => 50.0,
+                    _ => 150.0,
+                };
+                reported.push((t * 1000, p95));
+            }
         }
-        let c = find(&buckets(&rows)).expect("saturates");
-        assert_eq!(c.users, 30);
-        assert_eq!(c.throughput_rps, 200.0);
-        assert_eq!(c.at_ms, 20_000);
-        assert_eq!(c.limited_by, "p95");
+        let c = find_with_reported_p95(&buckets(&rows), &reported).expect("a ramp");
         assert_eq!(c.low_load_p95_ms, Some(50));
+        let b = c.latency_breach.expect("p95 150 ms > 2 × 50 ms");
+        assert_eq!((b.users, b.p95_ms, b.at_ms), (30, 150, 20_000));
+        assert_eq!(
+            find(&buckets(&rows)).unwrap().latency_breach,
+            None,
+            "no p95 known"
+        );
     }
 
     #[test]
-    fn errors_above_one_percent_saturate_first() {
-        let mut rows = Vec::new();
-        for t in 0..5 {
-            rows.push(second(t, 5, 100, 0, 40));
-        }
-        for t in 5..10 {
-            rows.push(second(t, 10, 190, 1, 41));
-        }
-        for t in 10..15 {
-            rows.push(second(t, 15, 200, 10, 45));
-        }
-        let c = find(&buckets(&rows)).expect("saturates");
-        assert_eq!((c.users, c.limited_by, c.at_ms), (15, "errors", 10_000));
-        assert_eq!(c.throughput_rps, 190.0);
-    }
-
-    #[test]
-    fn flat_load_or_healthy_ramp_has_no_capacity() {
+    fn flat_load_has_no_saturation_figures() {
         let flat: Vec<_> = (0..30).map(|t| second(t, 10, 100, 0, 50)).collect();
         assert_eq!(find(&buckets(&flat)), None, "load never ramped");
-        let healthy: Vec<_> = (0..30)
-            .map(|t| second(t, 1 + t as u32 / 10, 100, 0, 50))
-            .collect();
-        assert_eq!(find(&buckets(&healthy)), None, "never saturated");
         assert_eq!(find(&[]), None);
     }
 }

@@ -16,8 +16,10 @@ pub struct Distribution {
     count: u64,
 }
 
-/// Apdex score for a threshold T (Apdex Alliance, "Apdex Technical Specification" v1.1):
-/// (satisfied + tolerating / 2) / samples, satisfied = elapsed ≤ T, tolerating = T < elapsed ≤ 4T.
+/// Apdex score for a threshold T (Apdex Alliance, "Apdex Technical Specification" v1.1,
+/// §2.3: a failed request is frustrated whatever its time; New Relic does the same):
+/// (satisfied + tolerating / 2) / samples, satisfied = success and elapsed ≤ T,
+/// tolerating = success and T < elapsed ≤ 4T, frustrated = the rest (every failed sample).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Apdex {
     pub t_ms: u64,
@@ -119,17 +121,34 @@ impl Distribution {
         self.values.last().map(|(v, _)| *v)
     }
 
-    /// Apdex for threshold `t_ms`; `None` without samples.
-    pub fn apdex(&self, t_ms: u64) -> Option<Apdex> {
+    /// Apdex for threshold `t_ms`, where `failed` holds the failed samples among `self`'s
+    /// (each counts as frustrated, whatever its time); `None` without samples.
+    pub fn apdex(&self, t_ms: u64, failed: &Distribution) -> Option<Apdex> {
         if self.count == 0 {
             return None;
         }
-        let (mut satisfied, mut tolerating) = (0, 0);
-        for &(v, n) in &self.values {
+        let (mut satisfied, mut tolerating) = (0u64, 0u64);
+        let zone = |v: u64| {
             if v <= t_ms {
-                satisfied += n;
+                0
             } else if v <= t_ms.saturating_mul(4) {
-                tolerating += n;
+                1
+            } else {
+                2
+            }
+        };
+        for &(v, n) in &self.values {
+            match zone(v) {
+                0 => satisfied += n,
+                1 => tolerating += n,
+                _ => {}
+            }
+        }
+        for &(v, n) in &failed.values {
+            match zone(v) {
+                0 => satisfied = satisfied.saturating_sub(n),
+                1 => tolerating = tolerating.saturating_sub(n),
+                _ => {}
             }
         }
         let score = (satisfied as f64 + tolerating as f64 / 2.0) / self.count as f64;
@@ -213,10 +232,23 @@ mod tests {
     fn apdex_counts_satisfied_tolerating_frustrated() {
         // T = 500: ≤500 satisfied (3), ≤2000 tolerating (2), above frustrated (1).
         let d = dist(&[100, 500, 200, 501, 2000, 2001]);
-        let a = d.apdex(500).unwrap();
+        let a = d.apdex(500, &dist(&[])).unwrap();
         assert_eq!((a.satisfied, a.tolerating, a.frustrated), (3, 2, 1));
         assert!((a.score - 4.0 / 6.0).abs() < 1e-12);
-        assert_eq!(dist(&[]).apdex(500), None);
+        assert_eq!(dist(&[]).apdex(500, &dist(&[])), None);
+    }
+
+    #[test]
+    fn apdex_counts_failed_samples_as_frustrated() {
+        // The fast 100 ms and the 501 ms samples failed: frustrated, not satisfied or
+        // tolerating.
+        let d = dist(&[100, 500, 200, 501, 2000, 2001]);
+        let a = d.apdex(500, &dist(&[100, 501])).unwrap();
+        assert_eq!((a.satisfied, a.tolerating, a.frustrated), (2, 1, 3));
+        assert!((a.score - 2.5 / 6.0).abs() < 1e-12);
+        // Every sample failed, all fast: 0, not 1.
+        let all = dist(&[10, 20, 30]);
+        assert_eq!(all.apdex(500, &all).unwrap().score, 0.0);
     }
 
     #[test]

@@ -7,10 +7,19 @@
 //! from such data and stay `None`; totals, mean, min, max, error % and throughput are exact
 //! sums of what JMeter sent. Importing the run's JTL afterwards replaces them with exact
 //! figures.
+//!
+//! Bounded as an import is ([`RunLimits`]): at most `max_labels` labels (the rest are
+//! counted under [`OTHER_LABELS`] and [`RunData::folded_labels`] says how many), labels
+//! and messages cut to their limits, at most [`MAX_ERROR_GROUPS`] error kinds (further
+//! kinds are counted in one overflow group).
 
 use std::collections::BTreeMap;
 
+use std::collections::{HashMap, HashSet};
+
+use super::builder::{ERROR_GROUP_OVERFLOW_MESSAGE, FxBuild, MAX_ERROR_GROUPS};
 use super::hdr::{new_histogram, serialize_histogram};
+use super::limits::{OTHER_LABELS, RunLimits, truncate_chars};
 use super::{Bucket, ErrorGroup, LabelStats, RunData, Stats};
 
 /// JMeter's default send interval (`backend_influxdb.send_interval`), ms.
@@ -60,8 +69,15 @@ struct LabelRun {
 /// Accumulates a run from interval aggregates.
 #[derive(Debug, Clone, Default)]
 pub struct IntervalRun {
+    limits: RunLimits,
     labels: Vec<LabelRun>,
+    /// Label name → index into `labels`.
+    label_index: HashMap<String, usize, FxBuild>,
+    /// Hashes of the labels folded into [`OTHER_LABELS`].
+    folded: HashSet<u64, FxBuild>,
     errors: Vec<ErrorGroup>,
+    /// (label, code, message) → index into `errors`.
+    error_index: HashMap<(String, String, String), usize, FxBuild>,
     /// Second start (ms) → active users.
     users: BTreeMap<i64, u32>,
 }
@@ -72,17 +88,44 @@ fn second_of(t_ms: i64) -> i64 {
 
 impl IntervalRun {
     pub fn new() -> Self {
-        Self::default()
+        Self::with_limits(RunLimits::default())
+    }
+
+    /// An empty run held to `limits` (labels, label and message length).
+    pub fn with_limits(limits: RunLimits) -> Self {
+        IntervalRun {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    /// The name `name` is counted under: cut to the label limit, or [`OTHER_LABELS`] once
+    /// the run has `max_labels` labels.
+    fn label_name(&mut self, name: &str) -> String {
+        let cut = truncate_chars(name, self.limits.max_label_chars.max(1));
+        if self.label_index.contains_key(cut.as_ref())
+            || self.labels.len() < self.limits.max_labels.max(1)
+        {
+            return cut.into_owned();
+        }
+        use std::hash::BuildHasher;
+        if self.folded.len() < super::builder::MAX_FOLDED_TRACKED {
+            self.folded
+                .insert(FxBuild::default().hash_one(cut.as_ref()));
+        }
+        OTHER_LABELS.to_string()
     }
 
     fn label(&mut self, name: &str) -> &mut LabelRun {
-        let i = match self.labels.iter().position(|l| l.name == name) {
-            Some(i) => i,
+        let name = self.label_name(name);
+        let i = match self.label_index.get(&name) {
+            Some(&i) => i,
             None => {
                 self.labels.push(LabelRun {
-                    name: name.to_string(),
+                    name: name.clone(),
                     ..LabelRun::default()
                 });
+                self.label_index.insert(name, self.labels.len() - 1);
                 self.labels.len() - 1
             }
         };
@@ -163,23 +206,33 @@ impl IntervalRun {
 
     /// A kind of error (response code and message) seen `count` times in an interval.
     pub fn error_kind(&mut self, label: &str, t_ms: i64, code: &str, message: &str, count: u64) {
-        match self
-            .errors
-            .iter_mut()
-            .find(|e| e.label == label && e.response_code == code && e.message == message)
-        {
-            Some(e) => {
+        let label = self.label_name(label);
+        let code = truncate_chars(code, self.limits.max_label_chars.max(1)).into_owned();
+        let mut message =
+            truncate_chars(message, self.limits.max_message_chars.max(1)).into_owned();
+        let mut key = (label, code, message.clone());
+        if !self.error_index.contains_key(&key) && self.errors.len() >= MAX_ERROR_GROUPS {
+            message = ERROR_GROUP_OVERFLOW_MESSAGE.to_string();
+            key = (key.0, String::new(), message.clone());
+        }
+        match self.error_index.get(&key) {
+            Some(&i) => {
+                let e = &mut self.errors[i];
                 e.count += count;
+                e.first_seen_ms = e.first_seen_ms.min(t_ms);
                 e.last_seen_ms = e.last_seen_ms.max(t_ms);
             }
-            None => self.errors.push(ErrorGroup {
-                label: label.to_string(),
-                response_code: code.to_string(),
-                message: message.to_string(),
-                count,
-                first_seen_ms: t_ms,
-                last_seen_ms: t_ms,
-            }),
+            None => {
+                self.errors.push(ErrorGroup {
+                    label: key.0.clone(),
+                    response_code: key.1.clone(),
+                    message,
+                    count,
+                    first_seen_ms: t_ms,
+                    last_seen_ms: t_ms,
+                });
+                self.error_index.insert(key, self.errors.len() - 1);
+            }
         }
     }
 
@@ -281,6 +334,7 @@ impl IntervalRun {
                 .collect(),
             buckets: run_buckets,
             errors: self.errors.clone(),
+            folded_labels: self.folded.len() as u64,
             reported: serde_json::json!({
                 "source": "JMeter Backend Listener (InfluxDB line protocol), per send interval",
                 "percentiles": "not known from interval aggregates; import the run's JTL to replace these figures with exact ones",
@@ -293,6 +347,39 @@ impl IntervalRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_beyond_the_limit_are_folded_and_long_names_cut() {
+        let mut r = IntervalRun::with_limits(RunLimits {
+            max_labels: 2,
+            max_label_chars: 8,
+            ..RunLimits::default()
+        });
+        for (i, name) in ["a", "b", "c", "d", "a", "a-very-long-label"]
+            .iter()
+            .enumerate()
+        {
+            r.interval(
+                name,
+                1_700_000_005_000 + i as i64 * 5_000,
+                10,
+                5.0,
+                1.0,
+                9.0,
+                0,
+                0,
+            );
+        }
+        r.error_kind("zzz", 1_700_000_010_000, "500", &"x".repeat(10_000), 2);
+        let d = r.snapshot();
+        let names: Vec<&str> = d.labels.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(names, ["a", "b", OTHER_LABELS]);
+        assert_eq!(d.labels[2].stats.count, 30, "c, d and the long one");
+        assert_eq!(d.folded_labels, 4, "c, d, a-very-l…, zzz");
+        assert_eq!(d.overall.count, 60);
+        assert_eq!(d.errors[0].label, OTHER_LABELS);
+        assert_eq!(d.errors[0].message.chars().count(), 2_048);
+    }
 
     #[test]
     fn intervals_spread_over_their_seconds_and_sum_exactly() {

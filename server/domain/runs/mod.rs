@@ -7,7 +7,9 @@
 //!
 //! Every figure follows the definitions in DESIGN.md ("Numbers must be true"):
 //! - response time = elapsed ms;
-//! - an error is the tool's success flag, never a guess from the response code;
+//! - an error is the tool's success flag, never a guess from the response code; tools
+//!   without one (hey, oha, wrk, vegeta, autocannon, siege, Artillery, ab) follow one rule,
+//!   transport errors plus HTTP status ≥ 400, applied by their parsers;
 //! - error % = errors / count × 100, `None` when count = 0;
 //! - percentile p = nearest rank on the exact values: the ⌈p/100 · n⌉-th smallest;
 //! - throughput = count / ((max(start + elapsed) − min(start)) / 1000 s), JMeter's definition;
@@ -19,6 +21,7 @@ pub mod capacity;
 pub mod distribution;
 pub mod hdr;
 pub mod intervals;
+pub mod limits;
 mod stats;
 pub mod timeseries;
 
@@ -27,6 +30,7 @@ pub use builder::{
     RunBuilder,
 };
 pub use hdr::{HistogramSummary, merge_histograms, summarize_serialized};
+pub use limits::{RunLimits, SampleLimits};
 pub use stats::{ExactHistogram, StatsAcc, nearest_rank};
 
 use serde::{Deserialize, Serialize};
@@ -174,12 +178,18 @@ pub struct RunData {
     pub rejected: Vec<RejectedRow>,
     /// True when the tool reported only aggregates (ab, wrk…): figures are "reported by TOOL".
     pub summary_only: bool,
+    /// Distinct labels beyond the run's label limit, whose samples are counted under
+    /// [`limits::OTHER_LABELS`] (0: none folded).
+    pub folded_labels: u64,
     /// Free-form figures the tool reported that have no slot in [`Stats`]
     /// (e.g. ab's failure breakdown), as a JSON object.
     pub reported: serde_json::Value,
     /// Exact response-time distributions: index 0 the run total, then one per label in
     /// the order of `labels`. Empty for summary-only runs.
     pub distributions: Vec<distribution::Distribution>,
+    /// The failed samples' distributions, scope for scope as `distributions` (Apdex counts
+    /// failed samples as frustrated). Empty for summary-only runs.
+    pub failed_distributions: Vec<distribution::Distribution>,
 }
 
 /// What the importer knows about a run besides its samples.

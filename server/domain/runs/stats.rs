@@ -152,6 +152,8 @@ pub struct StatsAcc {
     bytes_received: u64,
     bytes_sent: u64,
     hist: ExactHistogram,
+    /// Elapsed values of the failed samples only (Apdex counts them as frustrated).
+    failed_hist: ExactHistogram,
 }
 
 impl StatsAcc {
@@ -183,6 +185,9 @@ impl StatsAcc {
         self.bytes_received = self.bytes_received.saturating_add(s.bytes_received);
         self.bytes_sent = self.bytes_sent.saturating_add(s.bytes_sent);
         self.hist.record(s.elapsed_ms);
+        if !s.success {
+            self.failed_hist.record(s.elapsed_ms);
+        }
     }
 
     /// Adds everything `other` has seen (the union of both sample sets).
@@ -204,6 +209,7 @@ impl StatsAcc {
         self.bytes_received = self.bytes_received.saturating_add(other.bytes_received);
         self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
         self.hist.merge(&other.hist);
+        self.failed_hist.merge(&other.failed_hist);
     }
 
     /// Number of samples pushed.
@@ -214,6 +220,11 @@ impl StatsAcc {
     /// The exact histogram of elapsed values (ms).
     pub fn histogram(&self) -> &ExactHistogram {
         &self.hist
+    }
+
+    /// The exact histogram of the failed samples' elapsed values (ms).
+    pub fn failed_histogram(&self) -> &ExactHistogram {
+        &self.failed_hist
     }
 
     /// The statistics so far, following DESIGN.md: `None` for every figure that is

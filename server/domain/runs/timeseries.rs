@@ -36,6 +36,9 @@ pub struct Series {
     pub last_bucket_partial: bool,
     /// How the figures were computed.
     pub hdr_note: &'static str,
+    /// Who computed the per-bucket percentiles: `null` when harrier did (HDR histograms),
+    /// else the tool that reported them (Locust's stats history).
+    pub percentiles_reported_by: Option<&'static str>,
     /// Bucket start, unix epoch ms.
     pub t_ms: Vec<i64>,
     pub count: Vec<u64>,
@@ -110,16 +113,19 @@ pub fn build(label: Option<String>, buckets: &[BucketIn<'_>], last_end_ms: Optio
     let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
         return series;
     };
-    let span_s = (last.start_ms - first.start_ms) / 1000 + 1;
+    // Sized by MAX_POINTS, never by the span: a wider run gets wider buckets.
+    let span_s = last.start_ms.saturating_sub(first.start_ms) / 1000 + 1;
     let width_s = (span_s + MAX_POINTS - 1) / MAX_POINTS;
     let bucket_ms = width_s.max(1) * 1000;
     series.bucket_ms = bucket_ms;
-    let n = ((last.start_ms - first.start_ms) / bucket_ms + 1) as usize;
+    let n = (last.start_ms.saturating_sub(first.start_ms) / bucket_ms + 1) as usize;
     let mut accs: Vec<Acc> = (0..n).map(|_| Acc::new()).collect();
     let mut de = Deserializer::new();
     for b in buckets {
-        let i = ((b.start_ms - first.start_ms) / bucket_ms) as usize;
-        accs[i].add(b, &mut de);
+        let i = (b.start_ms.saturating_sub(first.start_ms) / bucket_ms) as usize;
+        if let Some(acc) = accs.get_mut(i) {
+            acc.add(b, &mut de);
+        }
     }
     let width_s = bucket_ms as f64 / 1000.0;
     for (i, acc) in accs.into_iter().enumerate() {
@@ -151,6 +157,62 @@ pub fn build(label: Option<String>, buckets: &[BucketIn<'_>], last_end_ms: Optio
     let last_start = *series.t_ms.last().unwrap_or(&0);
     series.last_bucket_partial = last_end_ms.is_some_and(|end| end - last_start < bucket_ms);
     series
+}
+
+/// Percentiles a tool reported per interval, with the bucket each belongs to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReportedPercentiles {
+    /// Start of the bucket the interval's requests fall in, unix epoch ms.
+    pub bucket_start_ms: i64,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
+/// Note for percentiles reported by Locust (its stats history).
+pub const LOCUST_NOTE: &str = "Percentiles and max as reported by Locust in each stats-history row: over its \
+trailing 10 s window, by its rule (response times rounded to 2 significant digits above 100 ms); \
+counts and errors per bucket are the deltas of its cumulative totals.";
+
+/// Replaces the series' percentiles and max by the ones a tool reported (a bucket
+/// merged from several intervals takes its last interval's: percentiles of windows
+/// cannot be merged); `note` says whose they are.
+pub fn use_reported_percentiles(
+    series: &mut Series,
+    rows: &[ReportedPercentiles],
+    tool: &'static str,
+    note: &'static str,
+) {
+    let Some(&first) = series.t_ms.first() else {
+        return;
+    };
+    let width = series.bucket_ms.max(1);
+    for v in [
+        &mut series.p50_ms,
+        &mut series.p90_ms,
+        &mut series.p95_ms,
+        &mut series.p99_ms,
+        &mut series.max_ms,
+    ] {
+        v.iter_mut().for_each(|x| *x = None);
+    }
+    for r in rows {
+        let Ok(i) = usize::try_from((r.bucket_start_ms - first).div_euclid(width)) else {
+            continue;
+        };
+        if i >= series.t_ms.len() || series.count[i] == 0 {
+            continue;
+        }
+        series.p50_ms[i] = r.p50_ms;
+        series.p90_ms[i] = r.p90_ms;
+        series.p95_ms[i] = r.p95_ms;
+        series.p99_ms[i] = r.p99_ms;
+        series.max_ms[i] = r.max_ms;
+    }
+    series.percentiles_reported_by = Some(tool);
+    series.hdr_note = note;
 }
 
 #[cfg(test)]

@@ -61,9 +61,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use crate::domain::alerts::channel::ChannelSpec;
-use crate::domain::alerts::eval::Phase;
 use crate::domain::alerts::rule::Rule;
-use crate::domain::alerts::silence::{Muter, NewSilence, Silence};
+use crate::domain::alerts::silence::{NewSilence, Silence};
 use crate::domain::alerts::{AlertView, ChannelView};
 use crate::error::{Error, Result};
 use crate::services::alerts::notify;
@@ -94,22 +93,8 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView>>> {
-    let now = crate::now_ms();
-    let muter = Muter::new(&state.store.active_silences(now).await?, now);
-    let rules = state.store.list_alert_rules().await?;
-    let mut alerts = state.store.list_alerts().await?;
-    alerts.sort_by_key(|a| (a.state != Phase::Firing, a.active_since_ms));
     Ok(Json(
-        alerts
-            .iter()
-            .map(|a| {
-                let rule = rules
-                    .iter()
-                    .find(|r| r.rule.name == a.rule)
-                    .map(|r| &r.rule);
-                AlertView::new(a, rule, &muter)
-            })
-            .collect(),
+        crate::views::alerts::active_alerts(&state.store, crate::now_ms()).await?,
     ))
 }
 
@@ -162,19 +147,10 @@ async fn history(
         )));
     }
     if let Some(id) = int_param("route_id", q.route_id.as_deref())? {
-        let info = state
-            .store
-            .route_infos(None, Some(id))
+        let labels = crate::views::alerts::route_subject(&state.store, id)
             .await?
-            .into_iter()
-            .next()
             .ok_or_else(|| Error::NotFound(format!("route {id}")))?;
-        let labels = crate::services::alerts::evaluator::route_labels(&info);
-        for key in ["service", "instance", "route"] {
-            if let Some(v) = labels.get(key) {
-                filter.labels.insert(key.to_string(), v.clone());
-            }
-        }
+        filter.labels.extend(labels);
     }
     if let Some(id) = int_param("run_id", q.run_id.as_deref())? {
         filter.labels.insert("run".to_string(), id.to_string());

@@ -303,6 +303,7 @@ impl ImportParams {
             tags: self.tags.clone(),
             source,
             max_bytes: state.config.max_import_bytes,
+            limits: state.config.run_limits,
             replace: self.replace,
         })
     }

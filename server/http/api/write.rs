@@ -8,8 +8,6 @@
 //! lines of a partial write are kept, as InfluxDB does). Also
 //! `POST /api/v1/runs/{id}/end` ends a live run now.
 
-use std::io::Read;
-
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -20,6 +18,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::sources::ingest::influx::Precision;
+use crate::sources::ingest::{GunzipError, gunzip_limited};
 use crate::state::AppState;
 
 /// Largest write body (after decompression), bytes.
@@ -105,22 +104,23 @@ async fn write(
         .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
     let raw;
     let bytes: &[u8] = if gzip {
-        let mut out = Vec::new();
-        let limited = flate2::read::GzDecoder::new(&body[..])
-            .take(MAX_WRITE_BYTES as u64 + 1)
-            .read_to_end(&mut out);
-        match limited {
-            Ok(n) if n > MAX_WRITE_BYTES => {
-                return influx_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("body larger than {MAX_WRITE_BYTES} bytes once unzipped"),
-                );
-            }
-            Ok(_) => {
+        // The limit counts decompressed bytes, with the imports' ratio guard.
+        match gunzip_limited(
+            &body,
+            MAX_WRITE_BYTES as u64,
+            state.config.run_limits.max_gzip_ratio,
+        ) {
+            Ok(out) => {
                 raw = out;
                 &raw
             }
-            Err(e) => {
+            Err(GunzipError::TooLarge(why)) => {
+                return influx_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("body refused, nothing was stored: {why}"),
+                );
+            }
+            Err(GunzipError::Invalid(e)) => {
                 return influx_error(
                     StatusCode::BAD_REQUEST,
                     format!("gzip body could not be read: {e}"),

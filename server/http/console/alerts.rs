@@ -57,25 +57,23 @@ pub async fn with_badge(State(state): State<AppState>, req: Request, next: Next)
     }
 }
 
+/// The nav badge: firing alerts that no silence mutes, coloured by the most severe.
 async fn badge(state: &AppState) -> crate::store::Result<NavBadge> {
-    let counts = state.store.firing_counts().await?;
-    if counts.is_empty() {
+    if state.store.firing_counts().await?.is_empty() {
         return Ok(NavBadge {
             firing: 0,
             class: "sev-info",
         });
     }
-    let rules = state.store.list_alert_rules().await?;
+    let alerts = crate::views::alerts::active_alerts(&state.store, crate::now_ms()).await?;
     let mut rank = 0;
     let mut firing = 0;
-    for (rule, n) in &counts {
-        firing += n;
-        let sev = rules
-            .iter()
-            .find(|r| &r.rule.name == rule)
-            .map(|r| r.rule.severity.as_str())
-            .unwrap_or("");
-        rank = rank.max(severity_rank(sev));
+    for a in alerts
+        .iter()
+        .filter(|a| a.state == "firing" && a.silenced_by.is_empty())
+    {
+        firing += 1;
+        rank = rank.max(severity_rank(&a.severity));
     }
     Ok(NavBadge {
         firing,

@@ -128,6 +128,8 @@ pub struct RunRowView {
     pub tool: String,
     pub tool_name: String,
     pub summary_only: bool,
+    /// Still being streamed in (a live run).
+    pub live: bool,
     pub started_raw: i64,
     pub started: String,
     /// True when the tool gave no start time and `started` is the import time.
@@ -159,13 +161,14 @@ impl From<&RunListItem> for RunRowView {
             tool: r.tool.clone(),
             tool_name: tool_name(&r.tool),
             summary_only: r.summary_only,
+            live: r.status == "live",
             started_raw: r.started_at_ms.unwrap_or(r.imported_at_ms),
             started: format::time(r.started_at_ms.or(Some(r.imported_at_ms))),
             started_is_import: r.started_at_ms.is_none(),
             duration_raw: r.duration_ms.map(|d| d.to_string()).unwrap_or_default(),
             duration: format::duration(r.duration_ms),
             count_raw: r.count,
-            count: format::int(r.count),
+            count: format::count(r.count),
             error_pct_raw: raw_f(r.error_pct),
             error_pct: format::pct(r.error_pct),
             error_bad: r.error_pct.is_some_and(|p| p > 0.0),
@@ -455,7 +458,7 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
     vec![
         kpi(
             "Requests",
-            format::int(o.count as i64),
+            format::count(o.count as i64),
             match run.labels.len() {
                 1 => "1 label".to_string(),
                 n => format!("{n} labels"),
@@ -498,35 +501,49 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
     ]
 }
 
-/// The run page's capacity statement.
+/// The run page's saturation statement ([`Capacity::statement`] and its figures).
 pub struct CapacityView {
     pub headline: String,
     pub detail: String,
+    /// True when throughput stopped growing or a limit was passed (a warning callout).
+    pub saturated: bool,
 }
 
 fn capacity_text(c: &Capacity) -> CapacityView {
-    let why = match c.limited_by {
-        "errors" => format!(
-            "error % passed 1 % (reached {})",
-            format::pct(Some(c.error_pct))
-        ),
-        _ => format!(
-            "p95 passed twice its low-load value ({} → {})",
+    let mut headline = c.statement.clone();
+    if let Some(first) = headline.get(..1) {
+        headline.replace_range(..1, &first.to_uppercase());
+    }
+    let mut detail = Vec::new();
+    if let Some(k) = &c.knee {
+        detail.push(format!(
+            "Throughput grows by about {} per user, then levels off at {} from about {} users (first reached at {}).",
+            format::rps(Some(k.growth_rps_per_user)),
+            format::rps(Some(k.throughput_rps)),
+            format::int(i64::from(k.users)),
+            format::time(Some(k.at_ms))
+        ));
+    }
+    if let Some(b) = &c.latency_breach {
+        detail.push(format!(
+            "p95 {} at {} users, against {} at low load (limit {}).",
+            format::ms(Some(b.p95_ms as f64)),
+            format::int(i64::from(b.users)),
             format::ms(c.low_load_p95_ms.map(|v| v as f64)),
-            format::ms(c.p95_ms.map(|v| v as f64))
-        ),
-    };
+            format::ms(Some(b.limit_ms))
+        ));
+    }
+    if let Some(b) = &c.error_breach {
+        detail.push(format!(
+            "Error % {} at {} users.",
+            format::pct(Some(b.error_pct)),
+            format::int(i64::from(b.users))
+        ));
+    }
     CapacityView {
-        headline: format!(
-            "Saturates at {} users, {}",
-            format::int(i64::from(c.users)),
-            format::rps(Some(c.throughput_rps))
-        ),
-        detail: format!(
-            "The highest throughput sustained before {why}, which happened at {} when the load reached {} users.",
-            format::time(Some(c.at_ms)),
-            format::int(i64::from(c.users))
-        ),
+        headline,
+        detail: detail.join(" "),
+        saturated: c.knee.is_some() || c.latency_breach.is_some() || c.error_breach.is_some(),
     }
 }
 
@@ -542,6 +559,10 @@ pub struct ErrorView {
 #[template(path = "run.html")]
 struct RunPage {
     nav: &'static str,
+    /// The run has a baseline / a previous run of its scenario to be compared with (the
+    /// actions are offered only then; disabled with the reason otherwise).
+    has_baseline: bool,
+    has_previous: bool,
     /// When an alert rule failed the run while live: (rule, unix ms, time, value).
     failed: Option<(String, i64, String, String)>,
     tool_name: String,
@@ -560,7 +581,19 @@ struct RunPage {
     rejected: Vec<RejectedRowRow>,
     rejected_total: String,
     rejected_more: bool,
+    /// Says that labels beyond the label limit were folded, when some were.
+    folded_note: Option<String>,
     reported: Vec<(String, String)>,
+    /// The response-status breakdown the tool reported: (code, count, counts as an error).
+    status_codes: Vec<(String, String, bool)>,
+    /// The tool has no per-request success flag: errors follow harrier's status rule.
+    status_rule: bool,
+    /// ab's Length failures (not errors), formatted, when there were any.
+    length_failures: Option<String>,
+    /// The run has per-second buckets (every raw run; a Locust stats history too).
+    has_series: bool,
+    /// Who computed the chart's percentiles when not harrier (Locust's stats history).
+    percentiles_reported_by: Option<String>,
     apdex_t_ms: u64,
     /// The saturation statement, when the run ramped and saturated.
     capacity: Option<CapacityView>,
@@ -569,6 +602,45 @@ struct RunPage {
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
     data_json: String,
     run: RunDetail,
+}
+
+/// Tools without a per-request success flag: an error is a transport error or a status
+/// ≥ 400 (DESIGN.md "Numbers must be true").
+const STATUS_RULE_TOOLS: &[&str] = &[
+    "hey",
+    "oha",
+    "wrk",
+    "vegeta",
+    "autocannon",
+    "siege",
+    "artillery",
+    "ab",
+];
+
+/// The status-code table of a run's reported figures (`status_codes`, or oha's
+/// `statusCodeDistribution`), sorted by code: (code, count, is an error).
+fn status_code_rows(reported: &serde_json::Value) -> Vec<(String, String, bool)> {
+    let table = reported
+        .get("status_codes")
+        .filter(|v| v.is_object())
+        .or_else(|| reported.get("statusCodeDistribution"));
+    let Some(map) = table.and_then(serde_json::Value::as_object) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<(String, i64)> = map
+        .iter()
+        .filter_map(|(code, n)| Some((code.clone(), n.as_i64()?)))
+        .collect();
+    rows.sort_by_key(|(code, _)| code.parse::<u32>().unwrap_or(u32::MAX));
+    rows.into_iter()
+        .map(|(code, n)| {
+            let error = code
+                .trim()
+                .parse::<u16>()
+                .map_or(true, |c| c == 0 || c >= 400);
+            (code, format::int(n), error)
+        })
+        .collect()
 }
 
 /// Flattens the tool's reported figures into (name, value) rows: nested objects become one
@@ -703,9 +775,23 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
             ))
         }
     };
+    let (has_baseline, has_previous) = if run.scenario.is_some() {
+        (
+            crate::services::comparisons::auto_baseline(&state.store, run.id)
+                .await?
+                .is_some(),
+            crate::services::comparisons::previous_run(&state.store, run.id)
+                .await?
+                .is_some(),
+        )
+    } else {
+        (false, false)
+    };
     Ok(RunPage {
         failed,
         nav: "runs",
+        has_baseline,
+        has_previous,
         tool_name: tool_name(&run.tool),
         started: format::time(run.started_at_ms),
         imported: format::time(Some(run.imported_at_ms)),
@@ -754,8 +840,23 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
             .collect(),
         rejected_total: format::int(run.rejected_rows),
         rejected_more: run.rejected_rows > rejected.len() as i64,
+        folded_note: (run.folded_labels > 0).then(|| {
+            format!(
+                "The file has more distinct labels than harrier keeps per run: the samples of {} more labels are counted together under “{}” (limits.max_labels in harrier.toml).",
+                format::int(run.folded_labels),
+                crate::domain::runs::limits::OTHER_LABELS
+            )
+        }),
         rejected,
         reported: reported_rows(&run.reported),
+        status_codes: status_code_rows(&run.reported),
+        has_series: !series.t_ms.is_empty(),
+        percentiles_reported_by: series.percentiles_reported_by.map(tool_name),
+        status_rule: STATUS_RULE_TOOLS.contains(&run.tool.as_str()),
+        length_failures: run.reported["length_failures"]["count"]
+            .as_i64()
+            .filter(|n| *n > 0)
+            .map(format::int),
         tags_text: run
             .tags
             .iter()

@@ -5,6 +5,7 @@
 //! Reads only. Rows carry raw values in `data-value` so the page sorts and so live updates
 //! (`routes_updated`, `target_status`) can replace them in place.
 
+use crate::domain::secrets::mask_url;
 use std::collections::BTreeMap;
 
 use askama::Template;
@@ -137,7 +138,9 @@ pub struct TargetView {
 }
 
 impl From<TargetRow> for TargetView {
-    fn from(t: TargetRow) -> Self {
+    /// The target as the page shows it: its URL's credentials masked.
+    fn from(mut t: TargetRow) -> Self {
+        t.url = mask_url(&t.url);
         let (status, status_class) = match t.up {
             Some(true) => ("up", "ok"),
             Some(false) => ("down", "err"),
@@ -567,7 +570,11 @@ async fn route_page(
             .collect(),
         view: RouteRowView::new(row, now, &[]),
         kpis,
-        target,
+        // Shown, never used: its credentials masked.
+        target: target.map(|mut t| {
+            t.url = mask_url(&t.url);
+            t
+        }),
         // `<` escaped so the island can never close its <script> element early.
         data_json: data.to_string().replace('<', "\\u003c"),
     })

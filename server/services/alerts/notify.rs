@@ -98,15 +98,15 @@ pub async fn send_test(
         "alertmanager" => {
             let url = format!("{}/api/v2/alerts", ch.url.trim_end_matches('/'));
             let body = alertmanager_payload(&alerts, now_ms + TEST_ENDS_AFTER_MS);
-            post(client, ch, &url, &body).await
+            post(client, ch, &url, &body, None).await
         }
         "slack" => {
             let body = slack_payload(&group_labels, &alerts, external_url);
-            post(client, ch, &ch.url, &body).await
+            post(client, ch, &ch.url, &body, None).await
         }
         _ => {
             let body = webhook_payload(&ch.name, &group_key, &group_labels, &alerts, external_url);
-            post(client, ch, &ch.url, &body).await
+            post(client, ch, &ch.url, &body, None).await
         }
     };
     Delivery {
@@ -140,18 +140,23 @@ pub struct Dispatched {
     pub failed: usize,
 }
 
+/// POSTs `body` to `url`, with `key` as its `Idempotency-Key` header when given (see
+/// [`notification_key`]).
 async fn post(
     client: &reqwest::Client,
     ch: &ChannelSpec,
     url: &str,
     body: &Value,
+    key: Option<&str>,
 ) -> (Option<i64>, Option<String>) {
-    let sent = client
+    let mut req = client
         .post(url)
         .timeout(StdDuration::from_secs_f64(ch.timeout_s))
-        .json(body)
-        .send()
-        .await;
+        .json(body);
+    if let Some(key) = key {
+        req = req.header("Idempotency-Key", key);
+    }
+    let sent = req.send().await;
     match sent {
         Ok(res) if res.status().is_success() => (Some(res.status().as_u16() as i64), None),
         Ok(res) => {
@@ -394,7 +399,8 @@ async fn flush_group<'a>(
             &ctx.external_url,
         )
     };
-    let (status, error) = post(client, ch, &ch.url, &body).await;
+    let key = notification_key(&ch.name, &g.group_key, g.notified_at_ms, &firing, &resolved);
+    let (status, error) = post(client, ch, &ch.url, &body, Some(&key)).await;
     let delivery = Delivery {
         channel: ch.name.clone(),
         group_key: g.group_key.clone(),
@@ -456,7 +462,7 @@ async fn push_alertmanager<'a>(
     let ends = now_ms + 4 * ctx.evaluation_interval_ms.max(60_000);
     let body = alertmanager_payload(&send, ends);
     let url = format!("{}/api/v2/alerts", ch.url.trim_end_matches('/'));
-    let (status, error) = post(client, ch, &url, &body).await;
+    let (status, error) = post(client, ch, &url, &body, None).await;
     let delivery = Delivery {
         channel: ch.name.clone(),
         group_key: g.group_key.clone(),

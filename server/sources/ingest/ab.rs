@@ -5,9 +5,14 @@
 //! requests served within a certain time (ms)" table. ab keeps no per-request data in
 //! this output, so a run is **summary-only**: every figure is "reported by ab".
 //!
-//! Mapping to [`Stats`]: count = `Complete requests`; errors (see [`error_count`]) lie in
-//! [max(Failed, Non-2xx), min(Complete, Failed + Non-2xx)] — ab does not say how the two
-//! sets overlap; min/mean/max = the `Total:` row of Connection Times (whole ms, as ab
+//! Mapping to [`Stats`]: count = `Complete requests`; errors = Connect + Receive +
+//! Exceptions failures + `Non-2xx responses` (see [`error_count`]; harrier's one rule for
+//! tools without a per-request success flag: transport errors + HTTP status ≥ 400, which ab
+//! counts as non-2xx). ab's **Length** failures (a body whose length differs from the first
+//! response's — normal for any dynamic page) are not errors: they are kept apart in
+//! `reported.length_failures` with that explanation. The breakdown line is read in both
+//! layouts, `(Connect: 0, Receive: 0, Length: 97, Exceptions: 0)` (ab ≥ 2.3) and the older
+//! `(Connect: 0, Length: 97, Exceptions: 0)` (no Receive), by field name; min/mean/max = the `Total:` row of Connection Times (whole ms, as ab
 //! rounds them); p50/p90/p95/p99 = the percentage table as printed (ab's rule:
 //! `stats[n·i/100]` on the sorted times, not nearest rank); window = `Time taken for
 //! tests`; throughput = `Requests per second` as printed; bytes received = `Total
@@ -16,6 +21,12 @@
 //!
 //! A file may hold several reports one after another (a shell loop's `nohup.out`): each
 //! becomes its own run, in order, named `host:port/path`.
+//!
+//! A report cut off before its final figures (ab killed, a truncated copy) still imports
+//! with what it printed, and says so: the run gets a rejected row at the line where the
+//! report stops, naming what is missing (`Requests per second`, the Connection Times
+//! `Total:` row, the percentage table's `100%` line), and `reported.cut_off = true`. A
+//! report without a percentage table at all is complete (`ab -d`).
 
 use std::io::BufRead;
 
@@ -54,6 +65,7 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
         }
         if let Some(r) = reports.last_mut() {
             r.read_line(line);
+            r.last_line = line_no;
         }
     }
     let Some(first) = reports.first() else {
@@ -98,29 +110,54 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
     Ok(runs)
 }
 
-/// ab's error count, given what it printed: (Connect + Receive + Exceptions) failures plus
-/// Non-2xx responses, clamped to the range the figures allow,
-/// [max(failed, non_2xx), min(complete, failed + non_2xx)]. Length failures are left out
-/// of the estimate because ab compares every body's length with the first one, so any
-/// dynamic page "fails" (FORMATS.md §4.1); Write errors are not counted by ab as failed.
-pub fn error_count(complete: u64, failed: u64, breakdown: [u64; 4], non_2xx: u64) -> u64 {
-    let [connect, receive, _length, exceptions] = breakdown;
-    let (lo, hi) = error_range(complete, failed, non_2xx);
-    (connect + receive + exceptions)
-        .saturating_add(non_2xx)
-        .clamp(lo, hi)
+/// Explanation shown beside ab's Length failures (they are not errors).
+pub const LENGTH_NOTE: &str = "body length differed from the first response's — normal for dynamic pages; not counted as errors";
+
+/// ab's headline error count: Connect + Receive + Exceptions failures + Non-2xx responses,
+/// at most `complete`. Length failures are left out: ab compares every body's length with
+/// the first one, so any dynamic page "fails" (FORMATS.md §4.1). Write errors are not
+/// counted (ab does not count them as failed either). `breakdown` is
+/// `[connect, receive, length, exceptions]` (receive 0 in ab's older layout); without a
+/// breakdown line (a cut-off report) the split of `failed` is unknown and all of it
+/// counts, overlapping Non-2xx as far as the figures allow.
+pub fn error_count(complete: u64, failed: u64, breakdown: Option<[u64; 4]>, non_2xx: u64) -> u64 {
+    match breakdown {
+        Some([connect, receive, _length, exceptions]) => (connect + receive + exceptions)
+            .saturating_add(non_2xx)
+            .min(complete),
+        None => failed.max(non_2xx).min(complete),
+    }
 }
 
-/// [max(failed, non_2xx), min(complete, failed + non_2xx)], the lower end capped at the
-/// upper one.
-fn error_range(complete: u64, failed: u64, non_2xx: u64) -> (u64, u64) {
-    let hi = complete.min(failed.saturating_add(non_2xx));
-    (failed.max(non_2xx).min(hi), hi)
+/// Reads ab's failure breakdown, `(Connect: 0, Receive: 0, Length: 97, Exceptions: 0)` or
+/// the older `(Connect: 0, Length: 97, Exceptions: 0)`, by field name:
+/// `[connect, receive, length, exceptions]`. `None` when a field is unreadable or Connect,
+/// Length or Exceptions is missing.
+pub fn parse_breakdown(line: &str) -> Option<[u64; 4]> {
+    let inner = line.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let mut out: [Option<u64>; 4] = [None; 4];
+    for part in inner.split(',') {
+        let (name, n) = part.split_once(':')?;
+        let n: u64 = n.trim().parse().ok()?;
+        let i = match name.trim() {
+            "Connect" => 0,
+            "Receive" => 1,
+            "Length" => 2,
+            "Exceptions" => 3,
+            _ => return None,
+        };
+        out[i] = Some(n);
+    }
+    Some([out[0]?, out[1].unwrap_or(0), out[2]?, out[3]?])
 }
 
 #[derive(Debug, Default)]
 struct Report {
     line: u64,
+    /// The last line read into this report (where a cut-off report stops).
+    last_line: u64,
+    /// The percentage table's header was read.
+    percentiles_started: bool,
     benchmarking_seen: bool,
     in_connection_times: bool,
     in_percentiles: bool,
@@ -135,6 +172,8 @@ struct Report {
     complete: Option<u64>,
     failed: Option<u64>,
     breakdown: Option<[u64; 4]>,
+    /// The breakdown line had a `Receive:` field (ab 2.3; older ab did not print one).
+    breakdown_has_receive: bool,
     write_errors: Option<u64>,
     non_2xx: Option<u64>,
     keep_alive: Option<u64>,
@@ -188,6 +227,7 @@ impl Report {
         if trimmed.starts_with("Percentage of the requests served") {
             self.in_connection_times = false;
             self.in_percentiles = true;
+            self.percentiles_started = true;
             return;
         }
         if self.in_percentiles {
@@ -198,22 +238,9 @@ impl Report {
             }
             return;
         }
-        if let Some(inner) = trimmed.strip_prefix("(Connect:") {
-            // "(Connect: 0, Receive: 0, Length: 103, Exceptions: 0)"
-            let nums: Vec<u64> = format!("Connect:{inner}")
-                .split(',')
-                .filter_map(|part| {
-                    part.split(':')
-                        .nth(1)?
-                        .trim()
-                        .trim_end_matches(')')
-                        .parse()
-                        .ok()
-                })
-                .collect();
-            if let [c, r, l, e] = nums[..] {
-                self.breakdown = Some([c, r, l, e]);
-            }
+        if trimmed.starts_with("(Connect:") {
+            self.breakdown = parse_breakdown(trimmed);
+            self.breakdown_has_receive = trimmed.contains("Receive:");
             return;
         }
         if let Some(v) = trimmed.strip_suffix("kb/s sent") {
@@ -285,6 +312,24 @@ impl Report {
         self.connection_times.get("total")?.get(field)?.as_f64()
     }
 
+    /// The final figures a complete report prints that this one lacks (empty: complete).
+    fn missing_figures(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.requests_per_second.is_none() {
+            missing.push("\"Requests per second\"");
+        }
+        if !self.connection_times.contains_key("total") {
+            missing.push("the Connection Times \"Total:\" row");
+        }
+        // `ab -d` prints no percentage table; a table begun must end with its 100% line.
+        if (self.percentiles_started || !self.connection_times.contains_key("total"))
+            && self.percentile(100).is_none()
+        {
+            missing.push("the percentage table's \"100%\" line");
+        }
+        missing
+    }
+
     fn into_run(self) -> Result<ParsedRun, RejectedRow> {
         let Some(complete) = self.complete else {
             return Err(RejectedRow {
@@ -300,8 +345,13 @@ impl Report {
         };
         let failed = self.failed.unwrap_or(0);
         let non_2xx = self.non_2xx.unwrap_or(0);
-        let breakdown = self.breakdown.unwrap_or([0; 4]);
-        let errors = error_count(complete, failed, breakdown, non_2xx);
+        let errors = error_count(complete, failed, self.breakdown, non_2xx);
+        let length = self.breakdown.map_or(0, |b| b[2]);
+        // ab does not say how its socket failures and its non-2xx responses overlap: the
+        // headline counts them apart (at most `complete`); this is the range they allow.
+        let transport = self.breakdown.map_or(failed, |[c, r, _, e]| c + r + e);
+        let errors_max = complete.min(transport.saturating_add(non_2xx));
+        let errors_min = transport.max(non_2xx).min(errors_max);
         let window_ms = self.time_taken_s.map(|s| (s * 1000.0).round() as i64);
         let stats = Stats {
             count: complete,
@@ -326,9 +376,17 @@ impl Report {
             Some(p) => format!("{h}:{p}{path}"),
             None => format!("{h}{path}"),
         });
-        let (errors_min, errors_max) = error_range(complete, failed, non_2xx);
+        let missing = self.missing_figures();
+        let cut_off = (!missing.is_empty()).then(|| RejectedRow {
+            line: self.last_line,
+            reason: format!(
+                "the ab report stops here, cut off before its final figures: {} missing; the run shows only what ab printed before the cut",
+                missing.join(", ")
+            ),
+        });
         let reported = json!({
             "tool": "ab",
+            "cut_off": cut_off.is_some(),
             "version": self.version,
             "server_software": self.server_software,
             "host": self.host,
@@ -339,15 +397,27 @@ impl Report {
             "time_taken_s": self.time_taken_s,
             "complete_requests": complete,
             "failed_requests": failed,
-            "failed_breakdown": self.breakdown.map(|[c, r, l, e]| json!({
-                "connect": c, "receive": r, "length": l, "exceptions": e
-            })),
+            "failed_breakdown": self.breakdown.map(|[c, r, l, e]| {
+                let mut m = Map::new();
+                m.insert("connect".into(), c.into());
+                if self.breakdown_has_receive {
+                    m.insert("receive".into(), r.into());
+                }
+                m.insert("length".into(), l.into());
+                m.insert("exceptions".into(), e.into());
+                Value::Object(m)
+            }),
+            "errors_min": errors_min,
+            "errors_max": errors_max,
+            "length_failures": (length > 0).then(|| json!({"count": length, "note": LENGTH_NOTE})),
             "write_errors": self.write_errors,
             "non_2xx_responses": non_2xx,
             "keep_alive_requests": self.keep_alive,
-            "errors_min": errors_min,
-            "errors_max": errors_max,
-            "errors_rule": "(Connect + Receive + Exceptions) + Non-2xx, clamped to [errors_min, errors_max]",
+            "errors_rule": if self.breakdown.is_some() || failed == 0 {
+                "Connect + Receive + Exceptions failures + Non-2xx responses (transport errors + HTTP status >= 400); Length failures not counted"
+            } else {
+                "Failed requests (no breakdown line: its split is unknown) overlapping Non-2xx responses"
+            },
             "total_transferred_bytes": self.total_transferred,
             "total_body_sent_bytes": self.total_body_sent,
             "html_transferred_bytes": self.html_transferred,
@@ -377,6 +447,8 @@ impl Report {
                 }],
                 summary_only: true,
                 reported,
+                rejected_rows: u64::from(cut_off.is_some()),
+                rejected: cut_off.into_iter().collect(),
                 ..RunData::default()
             },
         })
@@ -388,14 +460,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn error_range() {
+    fn headline_errors_leave_length_failures_out() {
         // EC22: Failed 0, Non-2xx 2000 of 2000.
-        assert_eq!(error_count(2000, 0, [0; 4], 2000), 2000);
-        // flaky: Failed 103 (all Length), Non-2xx 103 of 400 → 103.
-        assert_eq!(error_count(400, 103, [0, 0, 103, 0], 103), 103);
-        // Length-only failures, no Non-2xx: at least `failed` (ab's own figure).
-        assert_eq!(error_count(100, 10, [0, 0, 10, 0], 0), 10);
-        // Receive failures and Non-2xx overlap at most up to min(complete, sum).
-        assert_eq!(error_count(100, 60, [0, 60, 0, 0], 70), 100);
+        assert_eq!(error_count(2000, 0, None, 2000), 2000);
+        // flaky: Failed 103 (all Length), Non-2xx 103 of 400 → the 103 non-2xx.
+        assert_eq!(error_count(400, 103, Some([0, 0, 103, 0]), 103), 103);
+        // Length-only failures, every status fine: no errors.
+        assert_eq!(error_count(100, 10, Some([0, 0, 10, 0]), 0), 0);
+        // Receive failures + Non-2xx, at most the complete requests.
+        assert_eq!(error_count(100, 60, Some([0, 60, 0, 0]), 70), 100);
+        assert_eq!(error_count(100, 7, Some([2, 3, 40, 2]), 5), 12);
+        // No breakdown line (cut-off report): all of Failed counts.
+        assert_eq!(error_count(100, 10, None, 4), 10);
+    }
+
+    #[test]
+    fn breakdown_is_read_in_both_layouts() {
+        assert_eq!(
+            parse_breakdown("    (Connect: 1, Receive: 2, Length: 97, Exceptions: 3)"),
+            Some([1, 2, 97, 3])
+        );
+        assert_eq!(
+            parse_breakdown("(Connect: 4, Length: 97, Exceptions: 5)"),
+            Some([4, 0, 97, 5])
+        );
+        assert_eq!(
+            parse_breakdown("(Connect: x, Length: 97, Exceptions: 0)"),
+            None
+        );
+        assert_eq!(parse_breakdown("(Connect: 0, Exceptions: 0)"), None);
     }
 }

@@ -9,14 +9,15 @@
 //! `lastCounterAt`. Artillery 1.x reports (`aggregate.latency`, no `counters`) are refused.
 //!
 //! Mapping to [`Stats`], every figure "reported by Artillery": count = `http.requests`;
-//! errors = Σ `errors.*` (Artillery's errors: requests that got no response — an HTTP 500
-//! is a response with a code, counted under `http.codes.500`, not an error); min/mean/max
+//! errors = Σ `errors.*` (Artillery's errors: requests that got no response) + Σ
+//! `http.codes.*` with a code ≥ 400 — Artillery has no per-request success flag, so
+//! harrier's one rule for such tools applies ([`ERROR_RULE`]); min/mean/max
 //! and p50/p90/p95/p99 = the `http.response_time` summary (ms; Artillery's rule: a DDSketch
 //! estimate with 1 % relative accuracy, rounded to one decimal); first start =
 //! `firstCounterAt`; window = `lastCounterAt − firstCounterAt`; throughput =
 //! `rates.http.request_rate` as reported; bytes received = `http.downloaded_bytes`.
 //! One label per endpoint (sorted by path) when the `metrics-by-endpoint` plugin wrote them: count = Σ its
-//! `codes.*` + Σ its `errors.*`, errors = Σ its `errors.*`, times from
+//! `codes.*` + Σ its `errors.*`, errors = Σ its `errors.*` + its `codes.*` ≥ 400, times from
 //! `plugins.metrics-by-endpoint.response_time.<path>`. Endpoint paths may hold dots, so a
 //! counter name is split at its last `.codes.` / `.errors.`.
 
@@ -24,7 +25,10 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value, json};
 
-use super::summary::{error_pct, invalid, num, parse_json, read_text, uint};
+use super::summary::{
+    ERROR_RULE, error_pct, error_responses, invalid, is_error_status_text, num, parse_json,
+    read_text, uint,
+};
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{LabelStats, RunData, Stats};
 
@@ -83,7 +87,13 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
     let first = num(agg.get("firstCounterAt")).map(|v| v as i64);
     let last = num(agg.get("lastCounterAt")).map(|v| v as i64);
     let count = counter("http.requests");
-    let errors = sum_prefix("errors.");
+    let transport_errors = sum_prefix("errors.");
+    let status_codes: Map<String, Value> = counters
+        .iter()
+        .filter_map(|(k, n)| Some((k.strip_prefix("http.codes.")?.to_owned(), n.clone())))
+        .collect();
+    let error_responses = error_responses(&status_codes);
+    let errors = (transport_errors + error_responses).min(count);
     let mut overall = Stats {
         count,
         errors,
@@ -107,7 +117,10 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         };
         let (path, is_error) = match (rest.rfind(".codes."), rest.rfind(".errors.")) {
             (Some(c), Some(e)) if e > c => (&rest[..e], true),
-            (Some(c), _) => (&rest[..c], false),
+            (Some(c), _) => (
+                &rest[..c],
+                is_error_status_text(&rest[c + ".codes.".len()..]),
+            ),
             (None, Some(e)) => (&rest[..e], true),
             (None, None) => continue,
         };
@@ -157,8 +170,13 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
     reported.insert("percentile_rule".into(), json!(PERCENTILE_RULE));
     reported.insert(
         "errors_rule".into(),
-        json!("Σ errors.* counters (requests without a response); HTTP codes are not errors"),
+        json!(format!(
+            "{ERROR_RULE}: Σ errors.* counters (requests without a response) + Σ http.codes.* with code >= 400"
+        )),
     );
+    reported.insert("transport_errors".into(), json!(transport_errors));
+    reported.insert("error_responses".into(), json!(error_responses));
+    reported.insert("status_codes".into(), Value::Object(status_codes));
     reported.insert("counters".into(), json!(counters));
     reported.insert("rates".into(), agg["rates"].clone());
     reported.insert("summaries".into(), agg["summaries"].clone());

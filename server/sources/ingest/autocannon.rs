@@ -9,8 +9,10 @@
 //!
 //! Mapping to [`Stats`], every figure "reported by autocannon": count = `requests.total`
 //! (completed responses, non-2xx included) + `errors` (autocannon's own: socket errors
-//! and time-outs, never in `requests.total`); errors = `errors` — autocannon does not
-//! count non-2xx responses as errors (kept as `non2xx` in `reported`); min/mean/max =
+//! and time-outs, never in `requests.total`); errors = `errors` + `4xx` + `5xx` —
+//! harrier's one rule for tools without a per-request success flag ([`ERROR_RULE`]: a
+//! transport error or a status ≥ 400; autocannon's own `non2xx` also counts 1xx and 3xx,
+//! kept in `reported`); min/mean/max =
 //! `latency.min/mean/max`; p50/p90/p99 = `latency.p50/p90/p99` (autocannon's rule:
 //! HdrHistogram `getValueAtPercentile`, whole ms); p95 is not reported (`p97_5` is; kept in
 //! `reported`); first start = `start`; window = `duration`; throughput =
@@ -24,8 +26,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::summary::{
-    error_pct, invalid, num, one_label_run, parse_json, read_text, uint, url_path,
-    url_without_scheme,
+    ERROR_RULE, error_pct, error_responses, invalid, num, one_label_run, parse_json, read_text,
+    uint, url_path, url_without_scheme,
 };
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::Stats;
@@ -61,8 +63,22 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             "not an autocannon JSON result: expected \"latency\" and \"requests.total\"",
         ));
     };
-    let errors = uint(v.get("errors")).unwrap_or(0);
-    let count = responses + errors;
+    let transport_errors = uint(v.get("errors")).unwrap_or(0);
+    let count = responses + transport_errors;
+    // `4xx` + `5xx` when written; else the per-code table (`statusCodeStats`).
+    let status_codes: Map<String, Value> = v["statusCodeStats"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(code, s)| (code.clone(), s.get("count").cloned().unwrap_or(Value::Null)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let error_responses = match (uint(v.get("4xx")), uint(v.get("5xx"))) {
+        (None, None) => error_responses(&status_codes),
+        (c4, c5) => c4.unwrap_or(0) + c5.unwrap_or(0),
+    };
+    let errors = (transport_errors + error_responses).min(count);
     let l = |k: &str| num(lat.get(k));
     let start_ms = v["start"]
         .as_str()
@@ -96,8 +112,13 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
     );
     reported.insert(
         "errors_rule".into(),
-        json!("autocannon's errors (time-outs included); non-2xx responses are not errors"),
+        json!(format!(
+            "{ERROR_RULE}: autocannon's errors (time-outs included) + 4xx + 5xx"
+        )),
     );
+    reported.insert("transport_errors".into(), json!(transport_errors));
+    reported.insert("error_responses".into(), json!(error_responses));
+    reported.insert("status_codes".into(), Value::Object(status_codes));
     if let Value::Object(m) = v {
         reported.extend(m);
     }

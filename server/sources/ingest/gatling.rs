@@ -50,22 +50,26 @@ use serde_json::json;
 use super::active_users::ActiveUsers;
 use super::timestamp::parse_epoch_ms;
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{RunBuilder, RunData, Sample};
+use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample};
 
 /// Binary logs written by these Gatling versions are read: (major, minor, lowest patch).
 const BINARY_VERSIONS: &[(u32, u32, u32)] = &[(3, 12, 1), (3, 13, 0), (3, 14, 0), (3, 15, 0)];
 
 /// Reads one Gatling simulation.log (text or binary, sniffed from the first byte).
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let io_err = |source: io::Error| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
     };
     let binary = input.fill_buf().map_err(io_err)?.first() == Some(&0);
     let parsed = if binary {
-        binary::parse(&mut input, source_name)?
+        binary::parse(&mut input, source_name, limits)?
     } else {
-        parse_text(&mut input).map_err(io_err)?
+        parse_text(&mut input, limits).map_err(io_err)?
     };
     parsed.into_run(source_name)
 }
@@ -93,10 +97,13 @@ struct RunInfo {
 
 const MAX_ERROR_MESSAGES: usize = 20;
 
+/// Bytes of a REQUEST message (with its continuation lines) held while reading.
+const MAX_MESSAGE_BYTES: usize = 64 << 10;
+
 impl Parsed {
-    fn new(layout: &'static str) -> Self {
+    fn new(layout: &'static str, limits: &RunLimits) -> Self {
         Parsed {
-            builder: RunBuilder::new(),
+            builder: RunBuilder::with_limits(*limits),
             users: ActiveUsers::from_events(),
             layout,
             runs: Vec::new(),
@@ -174,6 +181,8 @@ fn label<'a, I: IntoIterator<Item = &'a str>>(groups: I, name: &str) -> String {
 /// A REQUEST read from the text log, held until the next record line in case
 /// continuation lines of its message follow.
 struct Pending {
+    /// Line of the REQUEST record.
+    line: u64,
     label: String,
     start_ms: i64,
     elapsed_ms: u64,
@@ -183,18 +192,21 @@ struct Pending {
 
 impl Pending {
     fn push_to(self, b: &mut RunBuilder) {
-        b.push(&Sample {
-            label: &self.label,
-            start_ms: self.start_ms,
-            elapsed_ms: self.elapsed_ms,
-            success: self.success,
-            response_code: "",
-            message: if self.success { "" } else { &self.message },
-            bytes_received: 0,
-            bytes_sent: 0,
-            active_users: None,
-            is_transaction: false,
-        });
+        b.push(
+            self.line,
+            &Sample {
+                label: &self.label,
+                start_ms: self.start_ms,
+                elapsed_ms: self.elapsed_ms,
+                success: self.success,
+                response_code: "",
+                message: if self.success { "" } else { &self.message },
+                bytes_received: 0,
+                bytes_sent: 0,
+                active_users: None,
+                is_transaction: false,
+            },
+        );
     }
 }
 
@@ -207,8 +219,8 @@ enum Last {
 
 const RECORD_TYPES: [&str; 6] = ["RUN", "USER", "REQUEST", "GROUP", "ERROR", "ASSERTION"];
 
-fn parse_text(input: &mut dyn BufRead) -> io::Result<Parsed> {
-    let mut p = Parsed::new("text");
+fn parse_text(input: &mut dyn BufRead, limits: &RunLimits) -> io::Result<Parsed> {
+    let mut p = Parsed::new("text", limits);
     let mut layouts: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut pending: Option<Pending> = None;
     let mut last = Last::Other;
@@ -230,10 +242,13 @@ fn parse_text(input: &mut dyn BufRead) -> io::Result<Parsed> {
         } else {
             // A continuation of the previous record's message, or not a record at all.
             match (&mut pending, last) {
-                (Some(req), Last::Request) => {
+                // Continuation lines are kept up to 64 KiB (the run keeps fewer characters
+                // still: limits.max_message_chars).
+                (Some(req), Last::Request) if req.message.len() < MAX_MESSAGE_BYTES => {
                     req.message.push('\n');
                     req.message.push_str(line);
                 }
+                (Some(_), Last::Request) => {}
                 (_, Last::Error) => {}
                 _ if line.trim().is_empty() => {}
                 _ => p.builder.reject_with(line_no, || {
@@ -253,8 +268,9 @@ fn parse_text(input: &mut dyn BufRead) -> io::Result<Parsed> {
             "REQUEST" => {
                 last = Last::Request;
                 match request_fields(&fields, old_layout) {
-                    Ok((layout, req)) => {
+                    Ok((layout, mut req)) => {
                         *layouts.entry(layout).or_insert(0) += 1;
+                        req.line = line_no;
                         pending = Some(req);
                     }
                     Err(why) => p.builder.reject(line_no, why),
@@ -362,6 +378,7 @@ fn request_fields(f: &[&str], old_layout: bool) -> Result<(&'static str, Pending
     Ok((
         layout,
         Pending {
+            line: 0,
             label: label(groups.split(',').filter(|g| !g.is_empty()), name),
             start_ms,
             elapsed_ms,
@@ -583,8 +600,12 @@ mod binary {
             .any(|&(ma, mi, lo)| ma == major && mi == minor && patch >= lo)
     }
 
-    pub(super) fn parse(input: &mut dyn BufRead, source_name: &str) -> Result<Parsed, IngestError> {
-        let mut p = Parsed::new("binary (Gatling 3.13+)");
+    pub(super) fn parse(
+        input: &mut dyn BufRead,
+        source_name: &str,
+        limits: &RunLimits,
+    ) -> Result<Parsed, IngestError> {
+        let mut p = Parsed::new("binary (Gatling 3.13+)", limits);
         let mut r = Reader {
             input,
             offset: 0,
@@ -664,18 +685,21 @@ mod binary {
                         return Ok(());
                     }
                     let label = label(groups.iter().map(String::as_str), &name);
-                    p.builder.push(&Sample {
-                        label: &label,
-                        start_ms: base + i64::from(start_rel),
-                        elapsed_ms: (i64::from(end_rel) - i64::from(start_rel)) as u64,
-                        success: ok == 1,
-                        response_code: "",
-                        message: if ok == 1 { "" } else { &message },
-                        bytes_received: 0,
-                        bytes_sent: 0,
-                        active_users: None,
-                        is_transaction: false,
-                    });
+                    p.builder.push(
+                        record,
+                        &Sample {
+                            label: &label,
+                            start_ms: base + i64::from(start_rel),
+                            elapsed_ms: (i64::from(end_rel) - i64::from(start_rel)) as u64,
+                            success: ok == 1,
+                            response_code: "",
+                            message: if ok == 1 { "" } else { &message },
+                            bytes_received: 0,
+                            bytes_sent: 0,
+                            active_users: None,
+                            is_transaction: false,
+                        },
+                    );
                     Ok(())
                 }
                 USER => {
@@ -755,8 +779,11 @@ mod tests {
     use super::*;
     use std::io::Cursor;
 
+    /// Parses `text`; its small made-up times (ms after 1970) are let through.
     fn run(text: &str) -> RunData {
-        let mut runs = parse(Cursor::new(text.as_bytes()), "t").expect("parses");
+        let mut limits = RunLimits::default();
+        limits.samples.min_start_ms = 0;
+        let mut runs = parse(Cursor::new(text.as_bytes()), "t", &limits).expect("parses");
         runs.remove(0).data
     }
 
@@ -787,7 +814,9 @@ mod tests {
         b.extend_from_slice(&5i32.to_be_bytes());
         b.extend_from_slice(b"3.9.0");
         b.push(0);
-        let err = parse(Cursor::new(b), "old.log").unwrap_err().to_string();
+        let err = parse(Cursor::new(b), "old.log", &RunLimits::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("Gatling 3.9.0"), "{err}");
     }
 }

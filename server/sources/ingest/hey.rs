@@ -5,9 +5,11 @@
 //! **Text** (`Summary:` … `Status code distribution:`): summary-only, every figure
 //! "reported by hey". hey counts a request that got *any* response (a 500 too) as a
 //! response and a transport failure (time-out, refused connection) as an error; errors are
-//! left out of every latency figure. Mapping to [`Stats`]: count = status-code responses +
-//! `Error distribution` entries (hey's `Requests/sec` uses the same total); errors = the
-//! error entries; min/mean/max = `Fastest`/`Average`/`Slowest` (seconds, 4 decimals → ms);
+//! left out of every latency figure. hey has no success flag, so harrier's one rule for such
+//! tools applies ([`ERROR_RULE`]): a transport error or a response with status ≥ 400 is an
+//! error. Mapping to [`Stats`]: count = status-code responses + `Error distribution`
+//! entries (hey's `Requests/sec` uses the same total); errors = the error entries + the
+//! responses whose status is ≥ 400 (`Status code distribution`); min/mean/max = `Fastest`/`Average`/`Slowest` (seconds, 4 decimals → ms);
 //! p50/p90/p95/p99 = the `Latency distribution` lines as printed — hey's rule takes, for
 //! each p, the first of the *successful* sorted times whose `i·100/n ≥ p`, and with fewer
 //! than 100 successful requests its last entry is printed as `0% in 0.0000 secs`: such a
@@ -19,8 +21,8 @@
 //! error), seconds with 4 decimals. Each row is a [`Sample`]: elapsed = `response-time`
 //! rounded half up to whole ms (the text, not a float, is rounded), start = `offset`
 //! (seconds since the test start: the file holds no clock time, see
-//! [`super::summary::relative_times`]), success = true (hey has no failure flag for a
-//! response, whatever its status), label [`ALL_REQUESTS_LABEL`]. The status-code counts
+//! [`super::summary::relative_times`]), success = `status-code` < 400 ([`ERROR_RULE`]; a
+//! file without that column: true), label [`ALL_REQUESTS_LABEL`]. The status-code counts
 //! are kept in `reported`.
 
 use std::io::BufRead;
@@ -28,11 +30,11 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, HeaderedCsv, error_pct, invalid, one_label_run, read_text, relative_times,
-    s_to_ms, seconds_text_to_ms,
+    ALL_REQUESTS_LABEL, ERROR_RULE, HeaderedCsv, error_pct, error_responses, invalid,
+    is_error_status_text, one_label_run, read_text, relative_times, s_to_ms, seconds_text_to_ms,
 };
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{RunBuilder, Sample, Stats};
+use crate::domain::runs::{RunBuilder, RunLimits, Sample, Stats};
 
 /// hey's percentile rule, stored beside its percentile table.
 pub const PERCENTILE_RULE: &str =
@@ -40,9 +42,10 @@ pub const PERCENTILE_RULE: &str =
 
 const CSV_HEADER: &[u8] = b"response-time,DNS+dialup,DNS,Request-write,";
 
-/// True when `prefix` is a hey CSV (its header) or a hey text report (`Summary:` followed
-/// by `  Total:` and, within the report, `Requests/sec:` and `Latency distribution:` or
-/// `Status code distribution:`).
+/// True when `prefix` is a hey CSV (its header) or holds a hey text report (a `Summary:`
+/// line — after any number of other lines: shell prompts, `date` output — followed by
+/// `  Total:` and, within the report, `Latency distribution:` or `Status code
+/// distribution:`).
 pub fn looks_like(prefix: &[u8]) -> bool {
     let trimmed = prefix.trim_ascii_start();
     if trimmed.starts_with(CSV_HEADER) {
@@ -50,7 +53,7 @@ pub fn looks_like(prefix: &[u8]) -> bool {
     }
     let text = String::from_utf8_lossy(prefix);
     let mut lines = text.lines().map(str::trim_end);
-    let summary = lines.by_ref().take(20).position(|l| l.trim() == "Summary:");
+    let summary = lines.by_ref().position(|l| l.trim() == "Summary:");
     summary.is_some()
         && text.contains("\n  Total:\t")
         && text.contains("secs")
@@ -58,18 +61,26 @@ pub fn looks_like(prefix: &[u8]) -> bool {
 }
 
 /// Reads a hey text report or CSV file.
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let head = input.fill_buf().map_err(|source| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
     })?;
     if head.trim_ascii_start().starts_with(b"response-time,") {
-        return parse_csv(input, source_name);
+        return parse_csv(input, source_name, limits);
     }
     parse_text(input, source_name)
 }
 
-fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+fn parse_csv<R: BufRead>(
+    input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let mut csv = HeaderedCsv::open(input, source_name, "a hey CSV")?;
     let col = |name: &[u8]| csv.column(name);
     let (Some(rt), Some(offset)) = (col(b"response-time"), col(b"offset")) else {
@@ -80,7 +91,8 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         ));
     };
     let status = col(b"status-code");
-    let mut builder = RunBuilder::new();
+    // Times are offsets from the run's start, not clock times.
+    let mut builder = RunBuilder::with_limits(limits.relative());
     let mut codes: Map<String, Value> = Map::new();
     let mut record = csv::ByteRecord::new();
     while let Some(line) = csv.next_row(&mut record, &mut builder)? {
@@ -102,23 +114,31 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             });
             continue;
         };
-        if let Some(i) = status {
-            let code = String::from_utf8_lossy(record[i].trim_ascii()).into_owned();
-            let n = codes.entry(code).or_insert(json!(0));
+        let code = status.map(|i| String::from_utf8_lossy(record[i].trim_ascii()).into_owned());
+        if let Some(code) = &code {
+            let n = codes.entry(code.clone()).or_insert(json!(0));
             *n = json!(n.as_u64().unwrap_or(0) + 1);
         }
-        builder.push(&Sample {
-            label: ALL_REQUESTS_LABEL,
-            start_ms: start_ms as i64,
-            elapsed_ms,
-            success: true,
-            response_code: "",
-            message: "",
-            bytes_received: 0,
-            bytes_sent: 0,
-            active_users: None,
-            is_transaction: false,
-        });
+        let success = code.as_deref().is_none_or(|c| !is_error_status_text(c));
+        builder.push(
+            line,
+            &Sample {
+                label: ALL_REQUESTS_LABEL,
+                start_ms: start_ms as i64,
+                elapsed_ms,
+                success,
+                response_code: if success {
+                    ""
+                } else {
+                    code.as_deref().unwrap_or("")
+                },
+                message: "",
+                bytes_received: 0,
+                bytes_sent: 0,
+                active_users: None,
+                is_transaction: false,
+            },
+        );
     }
     if builder.samples() == 0 {
         return Err(csv.nothing_readable(&builder));
@@ -129,6 +149,7 @@ fn parse_csv<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         "tool": "hey",
         "file": "hey -o csv (one row per successful request; errors are not written)",
         "status_codes": codes,
+        "errors_rule": ERROR_RULE,
         "time_base": "offsets from the test start (no clock time in the file)",
         "elapsed_rule": "response-time seconds (4 decimals) rounded half up to whole ms",
     });
@@ -172,6 +193,12 @@ fn parse_text<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>,
                 "Error distribution:" => "errors",
                 _ => "",
             };
+            continue;
+        }
+        // Every line of a section is indented: an unindented one (a shell prompt, `date`
+        // output after the report) ends it.
+        if !raw.starts_with([' ', '\t']) && !line.is_empty() {
+            section = "";
             continue;
         }
         if line.is_empty() {
@@ -265,8 +292,10 @@ fn parse_text<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>,
         ));
     };
     let responses: u64 = codes.values().filter_map(Value::as_u64).sum();
-    let errors: u64 = error_dist.iter().filter_map(|e| e["count"].as_u64()).sum();
-    let count = responses + errors;
+    let transport_errors: u64 = error_dist.iter().filter_map(|e| e["count"].as_u64()).sum();
+    let error_responses = error_responses(&codes);
+    let count = responses + transport_errors;
+    let errors = transport_errors + error_responses;
     let pct = |p: &str| percentiles.iter().find(|(q, _)| q == p).map(|&(_, v)| v);
     let stats = Stats {
         count,
@@ -290,7 +319,10 @@ fn parse_text<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>,
         "tool": "hey",
         "summary": summary,
         "responses": responses,
+        "transport_errors": transport_errors,
+        "error_responses": error_responses,
         "count_rule": "responses (status code distribution) + errors (error distribution)",
+        "errors_rule": ERROR_RULE,
         "response_time_histogram": {
             "columns": ["mark_s", "count"],
             "rows": histogram,

@@ -19,6 +19,8 @@
 
 use influxdb_line_protocol::{FieldValue, ParsedLine, parse_lines};
 
+use crate::domain::runs::SampleLimits;
+
 /// Timestamp precision of a write (`precision=` query parameter; nanoseconds by default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
@@ -113,6 +115,8 @@ pub enum LivePoint<'a> {
 /// One line, classified.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Classified<'a> {
+    /// 1-based line of the write body the point came from.
+    pub line: u64,
     pub sender: Sender,
     /// The run the point belongs to (scenario name).
     pub run_key: String,
@@ -168,12 +172,14 @@ fn count(v: Option<f64>) -> u64 {
 /// Classifies every line of a write body and hands each useful point to `on_point` (its
 /// strings borrow from the line, so nothing is copied). `database` is the v1 `db` / v2
 /// `bucket` the sender wrote to (a k6 run's key when it has no `testid` tag); `now_ms`
-/// stamps lines without a timestamp.
+/// stamps lines without a timestamp. A point whose time (or k6 request start and
+/// duration) is outside `limits` is a rejected line, like a malformed one.
 pub fn parse_write(
     body: &str,
     precision: Precision,
     database: &str,
     now_ms: i64,
+    limits: &SampleLimits,
     mut on_point: impl FnMut(Classified<'_>),
 ) -> WriteSummary {
     let mut out = WriteSummary::default();
@@ -197,8 +203,29 @@ pub fn parse_write(
             }
         };
         let t_ms = line.timestamp.map_or(now_ms, |t| precision.to_ms(t));
+        if !limits.start_ok(t_ms) {
+            out.rejected.push((
+                line_no,
+                format!(
+                    "timestamp {t_ms} ms is outside the accepted window [{}, {}) ms",
+                    limits.min_start_ms, limits.max_start_ms
+                ),
+            ));
+            continue;
+        }
         match classify(&line, t_ms, database) {
-            Some(c) if c.point != LivePoint::Ignored => {
+            Some(mut c) if c.point != LivePoint::Ignored => {
+                if let LivePoint::Request {
+                    start_ms,
+                    elapsed_ms,
+                    ..
+                } = c.point
+                    && let Err(why) = limits.check(start_ms, elapsed_ms)
+                {
+                    out.rejected.push((line_no, why));
+                    continue;
+                }
+                c.line = line_no;
                 out.accepted += 1;
                 on_point(c);
             }
@@ -214,6 +241,7 @@ fn classify<'l>(line: &'l ParsedLine<'_>, t_ms: i64, database: &str) -> Option<C
         let application = tag(line, "application").unwrap_or("jmeter").to_string();
         let jm = |point| {
             Some(Classified {
+                line: 0,
                 sender: Sender::JMeter,
                 run_key: application.clone(),
                 point,
@@ -276,6 +304,7 @@ fn classify<'l>(line: &'l ParsedLine<'_>, t_ms: i64, database: &str) -> Option<C
     let run_key = tag(line, "testid").map_or_else(|| database.to_string(), str::to_string);
     let k6 = |point| {
         Some(Classified {
+            line: 0,
             sender: Sender::K6,
             run_key: run_key.clone(),
             point,
@@ -294,7 +323,7 @@ fn classify<'l>(line: &'l ParsedLine<'_>, t_ms: i64, database: &str) -> Option<C
             let success = tag(line, "expected_response") != Some("false");
             k6(LivePoint::Request {
                 label,
-                start_ms: t_ms - elapsed_ms as i64,
+                start_ms: t_ms.saturating_sub(i64::try_from(elapsed_ms).unwrap_or(i64::MAX)),
                 elapsed_ms,
                 success,
                 status: tag(line, "status").unwrap_or(""),
@@ -376,6 +405,26 @@ mod tests {
         assert_eq!(w.ignored, 2, "statut=ok and the cumulated 'all' line");
     }
 
+    #[test]
+    fn absurd_times_and_durations_are_rejected_lines() {
+        let body = "http_req_duration,name=a,testid=t value=12 1700000000000000000\n\
+                    http_req_duration,name=a,testid=t value=12 9223372036854775807\n\
+                    http_req_duration,name=a,testid=t value=1e300 1700000000000000000\n";
+        let (w, points) = collect(body, Precision::Ns, "db");
+        assert_eq!(points.len(), 1, "{points:?}");
+        let lines: Vec<u64> = w.rejected.iter().map(|r| r.0).collect();
+        assert_eq!(lines, [2, 3], "{:?}", w.rejected);
+        assert!(w.rejected[0].1.contains("outside the accepted window"));
+        assert!(w.rejected[1].1.contains("elapsed"));
+        let (w, points) = collect(
+            "jmeter,application=x,transaction=t,statut=all count=1 9223372036854775807\n",
+            Precision::S,
+            "db",
+        );
+        assert!(points.is_empty());
+        assert_eq!(w.rejected.len(), 1);
+    }
+
     /// (run key, a text rendering of the point) for each point.
     fn collect(
         body: &str,
@@ -383,47 +432,54 @@ mod tests {
         db: &str,
     ) -> (WriteSummary, Vec<(String, String)>) {
         let mut points = Vec::new();
-        let w = parse_write(body, precision, db, 0, |c| {
-            let text = match c.point {
-                LivePoint::Request {
-                    label,
-                    start_ms,
-                    elapsed_ms,
-                    success,
-                    status,
-                } => {
-                    format!(
-                        "Request {label} start={start_ms} elapsed={elapsed_ms} ok={success} status={status}"
-                    )
-                }
-                LivePoint::Users { t_ms, users } => format!("Users t={t_ms} users={users}"),
-                LivePoint::Interval {
-                    label,
-                    t_ms,
-                    count,
-                    mean_ms,
-                    min_ms,
-                    max_ms,
-                    bytes_received,
-                    bytes_sent,
-                } => format!(
-                    "Interval {label} t={t_ms} count={count} mean={mean_ms} min={min_ms} max={max_ms} rb={bytes_received} sb={bytes_sent}"
-                ),
-                LivePoint::IntervalErrors { label, t_ms, count } => {
-                    format!("IntervalErrors {label} t={t_ms} count={count}")
-                }
-                LivePoint::ErrorKind {
-                    label,
-                    code,
-                    message,
-                    count,
-                    ..
-                } => format!("ErrorKind {label} {code} {message} count={count}"),
-                LivePoint::Ended { t_ms } => format!("Ended t={t_ms}"),
-                LivePoint::Ignored => "Ignored".into(),
-            };
-            points.push((c.run_key, text));
-        });
+        let w = parse_write(
+            body,
+            precision,
+            db,
+            1_700_000_000_000,
+            &SampleLimits::default(),
+            |c| {
+                let text = match c.point {
+                    LivePoint::Request {
+                        label,
+                        start_ms,
+                        elapsed_ms,
+                        success,
+                        status,
+                    } => {
+                        format!(
+                            "Request {label} start={start_ms} elapsed={elapsed_ms} ok={success} status={status}"
+                        )
+                    }
+                    LivePoint::Users { t_ms, users } => format!("Users t={t_ms} users={users}"),
+                    LivePoint::Interval {
+                        label,
+                        t_ms,
+                        count,
+                        mean_ms,
+                        min_ms,
+                        max_ms,
+                        bytes_received,
+                        bytes_sent,
+                    } => format!(
+                        "Interval {label} t={t_ms} count={count} mean={mean_ms} min={min_ms} max={max_ms} rb={bytes_received} sb={bytes_sent}"
+                    ),
+                    LivePoint::IntervalErrors { label, t_ms, count } => {
+                        format!("IntervalErrors {label} t={t_ms} count={count}")
+                    }
+                    LivePoint::ErrorKind {
+                        label,
+                        code,
+                        message,
+                        count,
+                        ..
+                    } => format!("ErrorKind {label} {code} {message} count={count}"),
+                    LivePoint::Ended { t_ms } => format!("Ended t={t_ms}"),
+                    LivePoint::Ignored => "Ignored".into(),
+                };
+                points.push((c.run_key, text));
+            },
+        );
         (w, points)
     }
 

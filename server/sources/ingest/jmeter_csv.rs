@@ -24,7 +24,7 @@ use csv::{ByteRecord, ReaderBuilder};
 use super::timestamp::{
     MIN_PLAUSIBLE_MS, parse_datetime_ms, parse_epoch_ms, parse_sample_epoch_ms, parse_u64,
 };
-use crate::domain::runs::{RunBuilder, RunData, Sample};
+use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample};
 
 /// Delimiters JMeter users set, tried in this order.
 const DELIMITERS: [u8; 4] = [b',', b'\t', b'|', b';'];
@@ -483,7 +483,11 @@ impl TransactionModes {
 /// Rejected rows go to the run's `rejected` list. `Err` only for a read error before any
 /// sample was accepted; a read error later (a truncated `.gz`) ends the import with a
 /// rejection at the line where reading stopped.
-pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Error> {
+pub fn parse<R: Read>(
+    input: R,
+    layout: &Layout,
+    limits: &RunLimits,
+) -> Result<RunData, std::io::Error> {
     // Two stages on two threads: this one splits records (the csv crate), a worker parses
     // rows and feeds the run builder. Each stage is about half the work, so a large file
     // imports in about half the time on two cores. Batches of records travel in vectors
@@ -491,8 +495,9 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
     let (to_worker, batches) = std::sync::mpsc::sync_channel::<Batch>(4);
     let (to_reader, recycled) = std::sync::mpsc::channel::<Vec<ByteRecord>>();
     let columns = layout.columns.clone();
+    let limits = *limits;
     let worker = std::thread::spawn(move || {
-        let mut builder = RunBuilder::new();
+        let mut builder = RunBuilder::with_limits(limits);
         let mut scratch = Scratch::default();
         let mut transactions = TransactionModes::default();
         for batch in batches {
@@ -505,7 +510,8 @@ pub fn parse<R: Read>(input: R, layout: &Layout) -> Result<RunData, std::io::Err
                                     sample.is_transaction =
                                         transactions.is_classic(&record[col], &sample);
                                 }
-                                builder.push(&sample)
+                                let line = record.position().map_or(0, csv::Position::line);
+                                builder.push(line, &sample);
                             }
                             Err(why) => {
                                 let line = record.position().map_or(0, csv::Position::line);
@@ -604,7 +610,7 @@ mod tests {
         let layout = detect(data).unwrap();
         assert_eq!(layout.delimiter, b';');
         assert!(layout.has_header);
-        let run = parse(&data[..], &layout).unwrap();
+        let run = parse(&data[..], &layout, &RunLimits::default()).unwrap();
         assert_eq!(run.labels[0].label, "Home");
         assert_eq!(run.overall.count, 1);
         assert_eq!(run.overall.min_ms, Some(12.0));
@@ -615,7 +621,7 @@ mod tests {
     fn rejects_bad_rows_with_their_line() {
         let data = b"timeStamp,elapsed,label,success\n1700000000001,-5,a,true\n1700000000002,x,a,true\n1700000000003,4,a,maybe\n1700000000004,\"4\n\",a\n1700000000005,6,a,false\n0,7,a,true\n";
         let layout = detect(data).unwrap();
-        let run = parse(&data[..], &layout).unwrap();
+        let run = parse(&data[..], &layout, &RunLimits::default()).unwrap();
         assert_eq!(run.overall.count, 1);
         let lines: Vec<u64> = run.rejected.iter().map(|r| r.line).collect();
         assert_eq!(
@@ -646,7 +652,7 @@ mod tests {
         for (row, fields) in rows.into_iter().zip([12, 13, 16]) {
             let layout = detect(row).unwrap_or_else(|| panic!("{fields} fields"));
             assert_eq!((layout.columns.fields, layout.has_header), (fields, false));
-            let run = parse(row, &layout).unwrap();
+            let run = parse(row, &layout, &RunLimits::default()).unwrap();
             assert_eq!(
                 (
                     run.overall.count,

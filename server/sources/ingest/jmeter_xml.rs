@@ -25,7 +25,7 @@ use quick_xml::events::attributes::Attribute;
 use quick_xml::events::{BytesStart, Event};
 
 use super::timestamp::{parse_sample_epoch_ms, parse_u64};
-use crate::domain::runs::{RunBuilder, RunData, Sample};
+use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample};
 
 const TRANSACTION_PREFIX: &str = "Number of samples in transaction";
 
@@ -33,11 +33,11 @@ const TRANSACTION_PREFIX: &str = "Number of samples in transaction";
 ///
 /// `Err` only for a read error before any sample was accepted; a malformed document is
 /// read up to the error, which becomes a rejected row with its line.
-pub fn parse<R: BufRead>(input: R) -> io::Result<RunData> {
+pub fn parse<R: BufRead>(input: R, limits: &RunLimits) -> io::Result<RunData> {
     let mut reader = Reader::from_reader(LineCounter::new(input));
     reader.config_mut().trim_text(false);
     let mut state = State::default();
-    let mut builder = RunBuilder::new();
+    let mut builder = RunBuilder::with_limits(*limits);
     let mut buf = Vec::with_capacity(4096);
     loop {
         buf.clear();
@@ -365,21 +365,24 @@ fn emit(p: &Pending, builder: &mut RunBuilder) {
     } else {
         &p.response_message
     };
-    builder.push(&Sample {
-        label: &p.label,
-        start_ms: p.start_ms,
-        elapsed_ms: p.elapsed_ms,
-        success: p.success,
-        response_code: &p.response_code,
-        message,
-        bytes_received: p.bytes_received,
-        bytes_sent: p.bytes_sent,
-        active_users: p.active_users,
-        // A classic-mode transaction row repeats requests written as samples of their own,
-        // so it stays out of run totals; a parent-mode one (children nested inside it) is
-        // the only record of its requests and counts, as in JMeter's own reports.
-        is_transaction: p.response_message.starts_with(TRANSACTION_PREFIX) && !p.has_children,
-    });
+    builder.push(
+        p.line,
+        &Sample {
+            label: &p.label,
+            start_ms: p.start_ms,
+            elapsed_ms: p.elapsed_ms,
+            success: p.success,
+            response_code: &p.response_code,
+            message,
+            bytes_received: p.bytes_received,
+            bytes_sent: p.bytes_sent,
+            active_users: p.active_users,
+            // A classic-mode transaction row repeats requests written as samples of their own,
+            // so it stays out of run totals; a parent-mode one (children nested inside it) is
+            // the only record of its requests and counts, as in JMeter's own reports.
+            is_transaction: p.response_message.starts_with(TRANSACTION_PREFIX) && !p.has_children,
+        },
+    );
 }
 
 /// A buffered reader that counts the line feeds consumed, so events can be given the

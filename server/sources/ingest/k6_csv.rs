@@ -18,9 +18,14 @@ use serde_json::json;
 
 use super::k6_points::{Regrouper, Tags, is_request_metric, parse_rfc3339_ns};
 use super::{IngestError, ParsedRun};
+use crate::domain::runs::RunLimits;
 
 /// Reads one k6 CSV file.
-pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let mut rdr = ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -57,7 +62,7 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         .map(|(i, h)| (i, h.to_owned()))
         .collect();
     let fields = header.len();
-    let mut g = Regrouper::default();
+    let mut g = Regrouper::with_limits(limits);
     let mut record = StringRecord::new();
     loop {
         let line = rdr.position().line();

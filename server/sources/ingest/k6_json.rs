@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::k6_points::{Regrouper, Tags, is_request_metric, parse_rfc3339_ns};
 use super::{IngestError, ParsedRun};
+use crate::domain::runs::RunLimits;
 
 /// Only what is needed to decide whether a line matters (no allocation).
 #[derive(Deserialize)]
@@ -41,8 +42,12 @@ struct PointData {
 }
 
 /// Reads one k6 NDJSON file.
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
-    let mut g = Regrouper::default();
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    let mut g = Regrouper::with_limits(limits);
     let mut raw = Vec::with_capacity(1024);
     let mut line_no = 0u64;
     let mut metric_definitions = 0u64;

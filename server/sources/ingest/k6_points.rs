@@ -18,6 +18,14 @@
 //! - active users = the `vus` gauge (see [`super::active_users`]);
 //! - bytes are 0: k6 counts `data_sent`/`data_received` per iteration, not per request.
 //!
+//! **`http_req_duration` points only** (a file shrunk with `grep http_req_duration`, a
+//! common way to cut k6's very large JSON): when a duration point arrives and no
+//! `http_reqs` point has been seen (k6 writes a request's `http_reqs` point first), each
+//! duration point is one request, closed at once. Its failure comes from the
+//! `expected_response` tag (`"false"` = failed; k6's own flag, what `http_req_failed`
+//! would say); without that tag, from the `status` tag by harrier's rule for tools without
+//! a flag (status 0 or ≥ 400 fails). `group_duration` and every other metric never count.
+//!
 //! A file without any `http_req_failed` point (k6 < 0.31, or `responseCallback` set to
 //! null) has no failure flag: the error count is then unknown, and every error % is left
 //! empty (`None`) rather than shown as 0 (DESIGN.md: never guess failures from status).
@@ -34,12 +42,12 @@
 //! [`MAX_OPEN`] are open, or at the end. A request missing its `http_reqs` or
 //! `http_req_duration` point is rejected with the line of its first point.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{Value, json};
 
 use super::active_users::ActiveUsers;
-use crate::domain::runs::{RunBuilder, RunData, Sample, Stats, nearest_rank};
+use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample, Stats, nearest_rank};
 
 /// Requests kept open waiting for more of their points.
 pub const MAX_OPEN: usize = 256;
@@ -61,11 +69,15 @@ pub struct Regrouper {
     builder: RunBuilder,
     open: VecDeque<Open>,
     /// Exact response times (ns) per label, in the builder's label order.
-    durations: Vec<(String, Vec<u64>)>,
-    label_index: HashMap<String, usize>,
+    /// Nanosecond durations per label, indexed as the builder's labels.
+    durations: Vec<Vec<u64>>,
     users: ActiveUsers,
     saw_failed_metric: bool,
     without_failed: u64,
+    /// Requests read from an `http_req_duration` point alone (no `http_reqs` in the file).
+    duration_only: u64,
+    /// Of those, the ones whose failure came from `status` (no `expected_response` tag).
+    failure_from_status: u64,
     points: BTreeMap<String, u64>,
     by_status: BTreeMap<String, u64>,
     first_request_ns: Option<i64>,
@@ -80,10 +92,11 @@ impl Default for Regrouper {
             builder: RunBuilder::new(),
             open: VecDeque::new(),
             durations: Vec::new(),
-            label_index: HashMap::new(),
             users: ActiveUsers::from_gauge(),
             saw_failed_metric: false,
             without_failed: 0,
+            duration_only: 0,
+            failure_from_status: 0,
             points: BTreeMap::new(),
             by_status: BTreeMap::new(),
             first_request_ns: None,
@@ -103,6 +116,14 @@ pub fn is_request_metric(metric: &str) -> bool {
 }
 
 impl Regrouper {
+    /// A regrouper whose requests are held to `limits` (see [`RunBuilder::push`]).
+    pub fn with_limits(limits: &RunLimits) -> Self {
+        Regrouper {
+            builder: RunBuilder::with_limits(*limits),
+            ..Regrouper::default()
+        }
+    }
+
     /// Counts a point of any metric (for [`RunData::reported`]).
     pub fn count_point(&mut self, metric: &str) {
         match self.points.get_mut(metric) {
@@ -161,6 +182,21 @@ impl Regrouper {
                     );
                     return;
                 };
+                // k6 writes a request's http_reqs point before its duration: none seen
+                // at all means the file holds duration points only.
+                if pos.is_none() && !self.points.contains_key("http_reqs") {
+                    let failed = self.failure_from_tags(&tags);
+                    self.duration_only += 1;
+                    self.close(Open {
+                        line,
+                        time_ns,
+                        tags,
+                        reqs: true,
+                        duration_ns: Some(ns),
+                        failed,
+                    });
+                    return;
+                }
                 match pos {
                     Some(i) if self.open[i].duration_ns.is_none() => {
                         self.open[i].duration_ns = Some(ns)
@@ -198,6 +234,20 @@ impl Regrouper {
         }
     }
 
+    /// The failure of a request known from its duration point only: `expected_response`
+    /// (`"false"` fails), else `status` 0 or ≥ 400; `None` when neither tag is there.
+    fn failure_from_tags(&mut self, tags: &Tags) -> Option<bool> {
+        let tag = |name: &str| tags.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+        match (tag("expected_response"), tag("status")) {
+            (Some(expected), _) => Some(expected != "true"),
+            (None, Some(status)) => {
+                self.failure_from_status += 1;
+                Some(super::summary::is_error_status_text(status))
+            }
+            (None, None) => None,
+        }
+    }
+
     fn close(&mut self, o: Open) {
         let Some(duration_ns) = o.duration_ns.filter(|_| o.reqs) else {
             let missing = if o.reqs {
@@ -217,11 +267,38 @@ impl Regrouper {
         let label = tag("name").or(tag("url")).unwrap_or("(no name or url tag)");
         let status = tag("status").unwrap_or("");
         let message = tag("error").or(tag("error_code")).unwrap_or("");
-        let failed = o.failed.unwrap_or_else(|| {
+        // A duration beyond i64 ns, or a start before i64::MIN, is no time at all.
+        let Some(start_ns) = i64::try_from(duration_ns)
+            .ok()
+            .and_then(|d| o.time_ns.checked_sub(d))
+        else {
+            self.builder.reject(
+                o.line,
+                format!("http_req_duration {duration_ns} ns does not fit a request time"),
+            );
+            return;
+        };
+        let failed = o.failed.unwrap_or(false);
+        let Some(label_idx) = self.builder.push(
+            o.line,
+            &Sample {
+                label,
+                start_ms: start_ns.div_euclid(1_000_000),
+                elapsed_ms: duration_ns.saturating_add(500_000) / 1_000_000,
+                success: !failed,
+                response_code: if failed { status } else { "" },
+                message: if failed { message } else { "" },
+                bytes_received: 0,
+                bytes_sent: 0,
+                active_users: None,
+                is_transaction: false,
+            },
+        ) else {
+            return; // outside the limits: rejected with its line, counted nowhere
+        };
+        if o.failed.is_none() {
             self.without_failed += 1;
-            false
-        });
-        let start_ns = o.time_ns - duration_ns as i64;
+        }
         *self.by_status.entry(status.to_owned()).or_insert(0) += 1;
         self.first_request_ns = Some(
             self.first_request_ns
@@ -230,28 +307,12 @@ impl Regrouper {
         self.last_request_ns = Some(self.last_request_ns.map_or(o.time_ns, |t| t.max(o.time_ns)));
         self.min_start_ns = Some(self.min_start_ns.map_or(start_ns, |t| t.min(start_ns)));
         self.max_end_ns = Some(self.max_end_ns.map_or(o.time_ns, |t| t.max(o.time_ns)));
-        let idx = match self.label_index.get(label) {
-            Some(&i) => i,
-            None => {
-                self.label_index
-                    .insert(label.to_owned(), self.durations.len());
-                self.durations.push((label.to_owned(), Vec::new()));
-                self.durations.len() - 1
-            }
-        };
-        self.durations[idx].1.push(duration_ns);
-        self.builder.push(&Sample {
-            label,
-            start_ms: start_ns.div_euclid(1_000_000),
-            elapsed_ms: (duration_ns + 500_000) / 1_000_000,
-            success: !failed,
-            response_code: if failed { status } else { "" },
-            message: if failed { message } else { "" },
-            bytes_received: 0,
-            bytes_sent: 0,
-            active_users: None,
-            is_transaction: false,
-        });
+        // Indexed as the builder's labels (a folded label's durations go to its
+        // "other labels" row, as its samples do).
+        if self.durations.len() <= label_idx {
+            self.durations.resize_with(label_idx + 1, Vec::new);
+        }
+        self.durations[label_idx].push(duration_ns);
     }
 
     /// Closes every open request and returns the run. `kind` names the input for
@@ -263,13 +324,14 @@ impl Regrouper {
         let samples = self.builder.samples();
         let mut data = self.builder.finish();
         self.users.apply(&mut data);
-        let errors_known = self.saw_failed_metric;
+        // Duration-only files carry their failure in tags; a request without those tags
+        // leaves the error count unknown, as a file without http_req_failed does.
+        let errors_known =
+            self.saw_failed_metric || (self.duration_only > 0 && self.without_failed == 0);
         // Exact figures from the nanosecond durations.
         let mut all: Vec<u64> = Vec::with_capacity(samples as usize);
-        for (label, durations) in &mut self.durations {
-            if let Some(l) = data.labels.iter_mut().find(|l| &l.label == label) {
-                exact(&mut l.stats, durations, None, errors_known);
-            }
+        for (l, durations) in data.labels.iter_mut().zip(&mut self.durations) {
+            exact(&mut l.stats, durations, None, errors_known);
             all.extend_from_slice(durations);
         }
         let window = self.min_start_ns.zip(self.max_end_ns);
@@ -286,12 +348,16 @@ impl Regrouper {
             "last_request_utc": self.last_request_ns.and_then(utc),
             "vus_max": self.users.max(),
             "time_rule": "k6 stamps each request with its end; start = end − http_req_duration",
-            "errors": if errors_known {
+            "errors": if self.duration_only > 0 && errors_known {
+                Value::from("http_req_duration points only: expected_response = false (k6's flag), else status 0 or >= 400")
+            } else if errors_known {
                 Value::from("http_req_failed = 1")
             } else {
                 Value::from("unknown: the file has no http_req_failed points (k6 < 0.31 or responseCallback null)")
             },
             "requests_without_http_req_failed": self.without_failed,
+            "requests_from_http_req_duration_only": self.duration_only,
+            "failures_from_status_tag": self.failure_from_status,
         });
         if let (Value::Object(r), Value::Object(e)) = (&mut reported, extra) {
             r.extend(e);

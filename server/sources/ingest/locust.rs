@@ -19,11 +19,22 @@
 //!   the whole run), bytes received = `Average Content Size` × count. `N/A` and the
 //!   zeros Locust writes for an endpoint without requests are "no data" (`None`).
 //!   Columns are found by header name (Locust 0.x names such as `# requests` too).
-//! - `_stats_history.csv` on its own: the last row of each endpoint gives its cumulative
-//!   `Total …` columns (count, failures, median as p50, average, min, max); the windowed
-//!   percentiles and rates of each interval are not run figures, so they are kept only
-//!   in [`RunData::reported`] (`history`: the `Aggregated` rows over time, with `User
-//!   Count`). Imported with `_stats.csv` (a separate upload), it makes a second run: the
+//! - `_stats_history.csv` on its own is a **time-series run**: the last row of each
+//!   endpoint gives its cumulative `Total …` columns (count, failures, median as p50,
+//!   average, min, max). Over time, per second: each row (written every
+//!   `CSV_STATS_INTERVAL_SEC`, 1 s by default, `Timestamp` = epoch seconds of the write)
+//!   becomes a bucket starting at the previous row's timestamp (the first row: one second
+//!   before its own), with count and errors = the **deltas of the cumulative** `Total
+//!   Request Count` / `Total Failure Count` (not the trailing `Requests/s` column, which
+//!   averages the last 10 s and lags), mean = Δ(`Total Average Response Time` × count) /
+//!   Δcount (exact), active users = `User Count`, max = the row's `100%` (Locust's, over
+//!   its last-10 s window). A cumulative count that goes down (stats reset) counts from 0
+//!   again. The run's window runs from the first to the last bucket holding requests,
+//!   throughput = count / window. The per-row percentiles Locust wrote (`50%` … `100%`,
+//!   over its trailing 10 s window, by its rounded-bucket rule) are kept, for the
+//!   `Aggregated` rows, in [`RunData::reported`] (`history`, each row with its
+//!   `bucket_start_ms`) and shown on the charts as "reported by Locust"; buckets carry no
+//!   histogram. Imported with `_stats.csv` (a separate upload), it makes a second run: the
 //!   parse API reads one stream, and the two files do not share a key to merge on.
 //! - `--json` output (an array of `StatsEntry`, no total): per endpoint count, failures,
 //!   mean = `total_response_time` / count, exact min and max, percentiles computed here
@@ -43,7 +54,86 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{LabelStats, RunData, Stats};
+use crate::domain::runs::{Bucket, LabelStats, RunData, Stats};
+
+/// One `_stats_history.csv` row's cumulative figures, for the per-second buckets.
+struct HistoryRow {
+    ts_s: i64,
+    users: Option<u32>,
+    count: u64,
+    failures: u64,
+    /// Total Average Response Time × Total Request Count, ms.
+    sum_ms: f64,
+    /// The row's `100%` (Locust's max over its last-10 s window), ms.
+    window_max_ms: Option<f64>,
+}
+
+/// Buckets from one scope's history rows (see the module docs); `label` `None` = the run.
+fn history_buckets(
+    label: Option<&str>,
+    rows: &[HistoryRow],
+    out: &mut BTreeMap<(Option<String>, i64), Bucket>,
+) {
+    let mut prev: Option<&HistoryRow> = None;
+    for row in rows {
+        let (p_count, p_failures, p_sum, p_ts) = match prev {
+            // A cumulative count that went down: Locust's stats were reset.
+            Some(p) if row.count >= p.count => (p.count, p.failures, p.sum_ms, p.ts_s),
+            Some(p) => (0, 0, 0.0, p.ts_s),
+            None => (0, 0, 0.0, row.ts_s - 1),
+        };
+        prev = Some(row);
+        let count = row.count - p_count;
+        let errors = row.failures.saturating_sub(p_failures).min(count);
+        let sum_ms = if count > 0 {
+            (row.sum_ms - p_sum).max(0.0).round() as u64
+        } else {
+            0
+        };
+        let start_ms = p_ts.saturating_mul(1000);
+        let b = out
+            .entry((label.map(str::to_owned), start_ms))
+            .or_insert_with(|| Bucket {
+                label: label.map(str::to_owned),
+                start_ms,
+                count: 0,
+                errors: 0,
+                sum_ms: 0,
+                min_ms: 0,
+                max_ms: 0,
+                active_users: None,
+                histogram: Vec::new(),
+            });
+        b.count += count;
+        b.errors += errors;
+        b.sum_ms += sum_ms;
+        if count > 0 {
+            let max = row.window_max_ms.map_or(0, |m| m.round() as u64);
+            b.max_ms = b.max_ms.max(max);
+        }
+        b.active_users = match (b.active_users, row.users) {
+            (Some(a), Some(u)) => Some(a.max(u)),
+            (a, u) => a.or(u),
+        };
+    }
+}
+
+/// Sets the window and throughput of `s` from its buckets (first to last bucket holding
+/// requests, each one second wide).
+fn window_from_buckets(s: &mut Stats, buckets: &[&Bucket]) {
+    let with_requests = || buckets.iter().filter(|b| b.count > 0);
+    let (Some(first), Some(last)) = (
+        with_requests().map(|b| b.start_ms).min(),
+        with_requests().map(|b| b.start_ms).max(),
+    ) else {
+        return;
+    };
+    let end = last + 1000;
+    s.first_start_ms = Some(first);
+    s.last_end_ms = Some(end);
+    s.window_ms = Some(end - first);
+    s.throughput_rps = Some(s.count as f64 * 1000.0 / (end - first) as f64);
+}
 
 /// Locust's percentile rule, stored beside its figures.
 pub const PERCENTILE_RULE: &str = "Locust: response times rounded (exact below 100 ms, 2 significant digits above); value at rank floor(n*p)+1";
@@ -248,6 +338,7 @@ fn parse_csv<R: Read>(
     let mut endpoints: Vec<(String, Stats, Value)> = Vec::new();
     let mut total: Option<(Stats, Value)> = None;
     let mut series = Vec::new();
+    let mut history_rows: BTreeMap<Option<String>, Vec<HistoryRow>> = BTreeMap::new();
     let mut rejected = Vec::new();
     let mut record = StringRecord::new();
     loop {
@@ -280,11 +371,35 @@ fn parse_csv<R: Read>(
                 continue;
             }
         };
-        if is_total(kind, name) {
+        let total_row = is_total(kind, name);
+        let mut bucket_start_ms = None;
+        if history {
+            let Some(ts_s) = num(&record, c.timestamp).map(|t| t as i64) else {
+                rejected.push((line, "Timestamp is not a number of seconds".to_owned()));
+                continue;
+            };
+            let scope = (!total_row).then(|| endpoint_label(kind, name));
+            let rows = history_rows.entry(scope).or_default();
+            bucket_start_ms = Some(rows.last().map_or(ts_s - 1, |p| p.ts_s) * 1000);
+            rows.push(HistoryRow {
+                ts_s,
+                users: num(&record, c.users).map(|u| u as u32),
+                count: stats.count,
+                failures: stats.errors,
+                sum_ms: stats.mean_ms.unwrap_or(0.0) * stats.count as f64,
+                window_max_ms: c
+                    .percentiles
+                    .iter()
+                    .find(|(_, _, p)| *p == 100.0)
+                    .and_then(|&(i, _, _)| num(&record, Some(i))),
+            });
+        }
+        if total_row {
             if history {
                 let ts = num(&record, c.timestamp);
                 series.push(json!({
                     "time_ms": ts.map(|t| (t * 1000.0) as i64),
+                    "bucket_start_ms": bucket_start_ms,
                     "users": num(&record, c.users),
                     "requests_per_s": num(&record, c.rps),
                     "failures_per_s": num(&record, c.fps),
@@ -311,7 +426,7 @@ fn parse_csv<R: Read>(
             None => invalid(source_name, 1, "no rows after the header"),
         });
     }
-    let (overall, total_raw, total_rule) = match total {
+    let (mut overall, total_raw, total_rule) = match total {
         Some((s, raw)) => (s, raw, "the Aggregated row"),
         None => (
             sum_of(&endpoints),
@@ -334,19 +449,37 @@ fn parse_csv<R: Read>(
         "peak_users": peak_users,
     });
     let rejected_rows = rejected.len() as u64;
+    let mut buckets: BTreeMap<(Option<String>, i64), Bucket> = BTreeMap::new();
+    for (scope, rows) in &history_rows {
+        history_buckets(scope.as_deref(), rows, &mut buckets);
+    }
+    let scope_buckets = |label: Option<&str>| -> Vec<&Bucket> {
+        buckets
+            .values()
+            .filter(|b| b.label.as_deref() == label)
+            .collect()
+    };
+    let mut labels: Vec<LabelStats> = endpoints
+        .into_iter()
+        .map(|(label, stats, _)| LabelStats {
+            label,
+            is_transaction: false,
+            stats,
+        })
+        .collect();
+    if history {
+        window_from_buckets(&mut overall, &scope_buckets(None));
+        for l in &mut labels {
+            window_from_buckets(&mut l.stats, &scope_buckets(Some(&l.label)));
+        }
+    }
     Ok(vec![ParsedRun {
         tool: "locust".to_owned(),
         name_hint: None,
         data: RunData {
             overall,
-            labels: endpoints
-                .into_iter()
-                .map(|(label, stats, _)| LabelStats {
-                    label,
-                    is_transaction: false,
-                    stats,
-                })
-                .collect(),
+            labels,
+            buckets: buckets.into_values().collect(),
             rejected_rows,
             rejected: rejected
                 .into_iter()

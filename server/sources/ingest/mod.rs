@@ -16,7 +16,7 @@
 //! - [`timestamp`]: epoch-ms and formatted timestamps (no zone → UTC).
 //! - [`wrk`]: wrk / wrk2 text reports (summary-only);
 //! - [`hey`]: hey text report (summary-only) or `-o csv` (raw);
-//! - [`oha`]: oha JSON report (summary-only) or CSV (raw);
+//! - [`oha`]: oha JSON or text report (summary-only) or CSV (raw);
 //! - [`vegeta`]: vegeta results as JSON lines (raw) or `report -type=json` (summary-only);
 //! - [`autocannon`]: autocannon `--json` result (summary-only);
 //! - [`artillery`]: Artillery 2.x JSON report (summary-only);
@@ -26,7 +26,9 @@
 //! - [`summary`]: helpers shared by the summary-only parsers.
 //!
 //! Input may be gzip-compressed (bytes `1f 8b`): it is unwrapped transparently and sniffed
-//! again. A UTF-8 byte-order mark is skipped.
+//! again. The decompressed bytes count against [`RunLimits::max_input_bytes`], and a ratio
+//! of decompressed to compressed bytes above [`RunLimits::max_gzip_ratio`] (a gzip bomb)
+//! stops the import with [`IngestError::TooLarge`]. A UTF-8 byte-order mark is skipped.
 
 pub mod ab;
 pub mod active_users;
@@ -51,9 +53,12 @@ pub mod timestamp;
 pub mod vegeta;
 pub mod wrk;
 
+use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::rc::Rc;
 
-use crate::domain::runs::RunData;
+use crate::domain::runs::limits::GZIP_RATIO_FLOOR_BYTES;
+use crate::domain::runs::{RunData, RunLimits};
 
 /// A load-tool result format harrier reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +75,7 @@ pub enum Format {
     Wrk,
     /// hey text report (summary-only) or `-o csv` (raw).
     Hey,
-    /// oha JSON report (summary-only) or CSV (raw).
+    /// oha JSON or text report (summary-only) or CSV (raw).
     Oha,
     /// vegeta results as JSON lines (raw) or `report -type=json` (summary-only).
     Vegeta,
@@ -174,6 +179,13 @@ pub enum IngestError {
         line: u64,
         message: String,
     },
+    /// The input is larger than the limits once decompressed (or decompresses
+    /// implausibly well: a gzip bomb). Nothing of it may be stored.
+    #[error("{source_name}: {message}")]
+    TooLarge {
+        source_name: String,
+        message: String,
+    },
     #[error("{source_name}: {source}")]
     Io {
         source_name: String,
@@ -205,11 +217,22 @@ const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
 /// anything was read). Damaged rows in an otherwise readable file are not errors: they
 /// are listed in [`RunData::rejected`].
 pub fn parse<R: BufRead>(
-    mut input: R,
+    input: R,
     format: Format,
     source_name: &str,
 ) -> Result<Vec<ParsedRun>, IngestError> {
-    parse_dyn(&mut input, format, source_name, true)
+    parse_with(input, format, source_name, &RunLimits::default())
+}
+
+/// [`parse`] holding every sample to `limits`: a sample outside them is a rejected row
+/// with its line (see [`RunLimits`]).
+pub fn parse_with<R: BufRead>(
+    mut input: R,
+    format: Format,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    parse_dyn(&mut input, format, source_name, true, limits)
 }
 
 fn parse_dyn(
@@ -217,6 +240,7 @@ fn parse_dyn(
     format: Format,
     source_name: &str,
     may_be_gzip: bool,
+    limits: &RunLimits,
 ) -> Result<Vec<ParsedRun>, IngestError> {
     let io_err = |source: io::Error| IngestError::Io {
         source_name: source_name.to_owned(),
@@ -224,10 +248,30 @@ fn parse_dyn(
     };
     let mut prefix = read_prefix(input, SNIFF_BYTES).map_err(io_err)?;
     if may_be_gzip && prefix.starts_with(GZIP_MAGIC) {
-        let compressed = Cursor::new(prefix).chain(input);
-        let mut gz =
-            BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(compressed));
-        return parse_dyn(&mut gz, format, source_name, false);
+        let compressed_read = Rc::new(Cell::new(0u64));
+        let tripped = Rc::new(Cell::new(None));
+        let compressed = CountingBufRead {
+            inner: Cursor::new(prefix).chain(input),
+            read: compressed_read.clone(),
+        };
+        let guard = DecompressionGuard {
+            inner: flate2::bufread::MultiGzDecoder::new(compressed),
+            compressed_read,
+            out: 0,
+            max_bytes: limits.max_input_bytes,
+            max_ratio: limits.max_gzip_ratio,
+            tripped: tripped.clone(),
+        };
+        let mut gz = BufReader::with_capacity(1 << 16, guard);
+        let parsed = parse_dyn(&mut gz, format, source_name, false, limits);
+        // Parsers keep what they read before a read error; a bomb must store nothing.
+        if let Some(message) = tripped.take() {
+            return Err(IngestError::TooLarge {
+                source_name: source_name.to_owned(),
+                message,
+            });
+        }
+        return parsed;
     }
     if prefix.starts_with(UTF8_BOM) {
         prefix.drain(..UTF8_BOM.len());
@@ -264,9 +308,15 @@ fn parse_dyn(
     let data = match format {
         Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Hey => return hey::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Oha => return oha::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Vegeta => return vegeta::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Hey => {
+            return hey::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::Oha => {
+            return oha::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::Vegeta => {
+            return vegeta::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
         Format::Autocannon => {
             return autocannon::parse(Cursor::new(prefix).chain(input), source_name);
         }
@@ -275,10 +325,18 @@ fn parse_dyn(
         }
         Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
         Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Taurus => return taurus::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Gatling => return gatling::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::K6Json => return k6_json::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::K6Csv => return k6_csv::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Taurus => {
+            return taurus::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::Gatling => {
+            return gatling::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::K6Json => {
+            return k6_json::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
+        Format::K6Csv => {
+            return k6_csv::parse(Cursor::new(prefix).chain(input), source_name, limits);
+        }
         Format::K6Summary => {
             return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
         }
@@ -287,10 +345,10 @@ fn parse_dyn(
             let Some(layout) = jmeter_csv::detect(&prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
             };
-            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout).map_err(io_err)?
+            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout, limits).map_err(io_err)?
         }
         Format::JmeterXml | Format::Auto => {
-            jmeter_xml::parse(Cursor::new(prefix).chain(input)).map_err(io_err)?
+            jmeter_xml::parse(Cursor::new(prefix).chain(input), limits).map_err(io_err)?
         }
     };
     if data.labels.is_empty()
@@ -311,8 +369,117 @@ fn parse_dyn(
     }])
 }
 
+/// Why [`gunzip_limited`] gave up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GunzipError {
+    /// Past the byte limit or the ratio guard (the message says which): a 413.
+    TooLarge(String),
+    /// Not readable gzip.
+    Invalid(String),
+}
+
+/// Decompresses a gzip body held in memory (line-protocol writes) under the same guard as
+/// imports: at most `max_bytes` out, and no more than `max_ratio` times the compressed
+/// size once past [`GZIP_RATIO_FLOOR_BYTES`] (0: no ratio check).
+pub fn gunzip_limited(
+    compressed: &[u8],
+    max_bytes: u64,
+    max_ratio: u64,
+) -> Result<Vec<u8>, GunzipError> {
+    let compressed_read = Rc::new(Cell::new(0u64));
+    let tripped = Rc::new(Cell::new(None));
+    let mut guard = DecompressionGuard {
+        inner: flate2::bufread::MultiGzDecoder::new(CountingBufRead {
+            inner: compressed,
+            read: compressed_read.clone(),
+        }),
+        compressed_read,
+        out: 0,
+        max_bytes,
+        max_ratio,
+        tripped: tripped.clone(),
+    };
+    let mut out = Vec::new();
+    match guard.read_to_end(&mut out) {
+        Ok(_) => Ok(out),
+        Err(e) => Err(match tripped.take() {
+            Some(message) => GunzipError::TooLarge(message),
+            None => GunzipError::Invalid(e.to_string()),
+        }),
+    }
+}
+
+/// Counts the bytes consumed from a buffered reader.
+struct CountingBufRead<R> {
+    inner: R,
+    read: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for CountingBufRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountingBufRead<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.read.set(self.read.get() + amount as u64);
+        self.inner.consume(amount);
+    }
+}
+
+/// Stops a decompressed stream past `max_bytes`, or once it is past
+/// [`GZIP_RATIO_FLOOR_BYTES`] and more than `max_ratio` times the compressed bytes read;
+/// says why in `tripped` (the error a parser sees may be turned into a rejected row).
+struct DecompressionGuard<R> {
+    inner: R,
+    compressed_read: Rc<Cell<u64>>,
+    out: u64,
+    max_bytes: u64,
+    max_ratio: u64,
+    tripped: Rc<Cell<Option<String>>>,
+}
+
+impl<R: Read> Read for DecompressionGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.out += n as u64;
+        let compressed = self.compressed_read.get().max(1);
+        let why = if self.out > self.max_bytes {
+            Some(format!(
+                "larger than the import limit of {} bytes once decompressed; nothing was stored (raise max_import_bytes in harrier.toml)",
+                self.max_bytes
+            ))
+        } else if self.max_ratio > 0
+            && self.out > GZIP_RATIO_FLOOR_BYTES
+            && self.out / compressed > self.max_ratio
+        {
+            Some(format!(
+                "gzip input expands more than {} times ({} bytes from {compressed}): refused as a decompression bomb; nothing was stored (limits.max_gzip_ratio in harrier.toml)",
+                self.max_ratio, self.out
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some(message) => {
+                let err = io::Error::new(io::ErrorKind::InvalidData, message.clone());
+                self.tripped.set(Some(message));
+                Err(err)
+            }
+            None => Ok(n),
+        }
+    }
+}
+
 /// The formats `Format::Auto` recognises, for [`IngestError::UnknownFormat`].
-const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), Gatling simulation.log text or binary (gatling), k6 --out json / --out csv / summary export (k6-json, k6-csv, k6-summary), Locust stats CSV, stats history CSV or --json (locust), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
+const SUPPORTED: &str = "JMeter JTL CSV with or without header (jmeter-csv), JMeter JTL XML (jmeter-xml), ApacheBench text output (ab), Gatling simulation.log text or binary (gatling), k6 --out json / --out csv / summary export (k6-json, k6-csv, k6-summary), Locust stats CSV, stats history CSV or --json (locust), wrk / wrk2 text (wrk), hey text or CSV (hey), oha JSON, text or CSV (oha), vegeta results JSON lines or JSON report (vegeta), autocannon JSON (autocannon), Artillery 2.x JSON report (artillery), siege log or summary (siege), SoapUI LoadTest statistics (soapui), Taurus kpi.jtl (taurus); each may be gzip-compressed";
 
 /// Reads up to `limit` bytes (fewer only at end of input).
 fn read_prefix(input: &mut dyn BufRead, limit: usize) -> io::Result<Vec<u8>> {
@@ -342,11 +509,12 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     if trimmed.starts_with(b"<?xml") || trimmed.starts_with(b"<testResults") {
         return Some(Format::JmeterXml);
     }
-    if hey::looks_like(prefix) {
-        return Some(Format::Hey);
-    }
+    // oha before hey: oha's text report has hey's layout plus "Success rate:".
     if oha::looks_like(prefix) {
         return Some(Format::Oha);
+    }
+    if hey::looks_like(prefix) {
+        return Some(Format::Hey);
     }
     if vegeta::looks_like(prefix) {
         return Some(Format::Vegeta);
@@ -372,10 +540,10 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     if jmeter_csv::detect(prefix).is_some() {
         return Some(Format::JmeterCsv);
     }
-    // ab writes its banner first, but a nohup.out may start with a line of the shell's.
+    // ab writes its banner first, but console output (a nohup.out) may hold any number of
+    // other lines before it: look through the whole prefix.
     let ab = prefix
         .split(|&b| b == b'\n')
-        .take(50)
         .any(|line| line.starts_with(b"This is ApacheBench") || line.starts_with(b"Benchmarking "));
     ab.then_some(Format::Ab)
 }

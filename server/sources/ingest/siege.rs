@@ -24,35 +24,56 @@ use std::io::BufRead;
 use serde_json::{Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, error_pct, invalid, num, one_label_run, parse_json, read_text, s_to_ms,
-    uint,
+    ALL_REQUESTS_LABEL, ERROR_RULE, error_pct, invalid, num, one_label_run, parse_json, read_text,
+    s_to_ms, uint,
 };
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{RejectedRow, Stats};
 
 const MB: f64 = 1_048_576.0;
 
-/// True when `prefix` is a siege log (its header) or a siege JSON summary.
+/// True when `prefix` is a siege log (its header) or holds a siege JSON summary, also
+/// inside console output (any lines before it: siege's banner, a first-run notice, shell
+/// prompts; and after it: the "LOG FILE:" notice).
 pub fn looks_like(prefix: &[u8]) -> bool {
     let t = prefix.trim_ascii_start();
     if t.starts_with(b"Date & Time,") && t.windows(6).any(|w| w == b"Trans,") {
         return true;
     }
-    let compact: Vec<u8> = t
-        .iter()
-        .take(256)
-        .copied()
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
-    compact.starts_with(br#"{"transactions":"#)
+    summary_offset(prefix).is_some()
+}
+
+/// The byte offset of the first line that opens a siege JSON summary (`{` and then,
+/// whitespace aside, `"transactions":`).
+fn summary_offset(text: &[u8]) -> Option<usize> {
+    let mut pos = 0;
+    for line in text.split(|&b| b == b'\n') {
+        let t = line.trim_ascii_start();
+        if t.starts_with(b"{") {
+            let offset = pos + (line.len() - t.len());
+            let compact: Vec<u8> = text[offset..]
+                .iter()
+                .take(256)
+                .copied()
+                .filter(|b| !b.is_ascii_whitespace())
+                .collect();
+            if compact.starts_with(br#"{"transactions":"#) {
+                return Some(offset);
+            }
+        }
+        pos += line.len() + 1;
+    }
+    None
 }
 
 /// Reads a siege log (one run per row) or a siege JSON summary (one run).
 pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
     let text = read_text(input, source_name, "siege log or summary")?;
     let start = text.trim_start();
-    if start.starts_with('{') {
-        return parse_summary(&text, source_name);
+    if !start.starts_with("Date & Time,")
+        && let Some(offset) = summary_offset(text.as_bytes())
+    {
+        return parse_summary(&text[offset..], source_name);
     }
     if !start.starts_with("Date & Time,") {
         return Err(invalid(
@@ -111,6 +132,7 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             "logged_at_local_time": fields.first(),
             "row": header.iter().zip(&fields).map(|(h, v)| (h.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "count_rule": "Trans + Failed (siege: availability = Trans / (Trans + Failed))",
+            "errors_rule": format!("{ERROR_RULE}: Failed (siege fails socket errors and responses >= 400)"),
             "units": "seconds, MB (1 MB = 1 048 576 bytes), rounded to 2 decimals by siege",
         });
         runs.push(one_label_run(
@@ -171,6 +193,12 @@ fn parse_summary(text: &str, source_name: &str) -> Result<Vec<ParsedRun>, Ingest
     reported.insert(
         "count_rule".into(),
         json!("transactions + failed_transactions (siege: availability = transactions / (transactions + failed))"),
+    );
+    reported.insert(
+        "errors_rule".into(),
+        json!(format!(
+            "{ERROR_RULE}: failed_transactions (siege fails socket errors and responses >= 400)"
+        )),
     );
     reported.insert(
         "units".into(),

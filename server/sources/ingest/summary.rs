@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, Read};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{LabelStats, RunBuilder, RunData, Stats};
@@ -65,6 +65,33 @@ pub fn invalid(source_name: &str, line: u64, message: impl Into<String>) -> Inge
         line,
         message: message.into(),
     }
+}
+
+/// harrier's one error rule for tools without a per-request success flag (hey, oha, wrk,
+/// vegeta, autocannon, siege, Artillery, ab), stored beside their figures: DESIGN.md
+/// "Numbers must be true". It matches k6's default `expected_response` (200–399), ab's
+/// "Non-2xx" and wrk's "Non-2xx or 3xx".
+pub const ERROR_RULE: &str = "transport errors (no response) + responses with HTTP status >= 400";
+
+/// [`ERROR_RULE`] for one response: `true` when `code` is 0 (vegeta's and k6's "no
+/// response") or an HTTP status ≥ 400.
+pub fn is_error_status(code: u16) -> bool {
+    code == 0 || code >= 400
+}
+
+/// [`ERROR_RULE`] for a status code as a tool printed it (`"500"`, `" 200 "`): a code
+/// that is not a number is a failed request (no HTTP status came back).
+pub fn is_error_status_text(code: &str) -> bool {
+    code.trim().parse::<u16>().map_or(true, is_error_status)
+}
+
+/// Σ of the counts in a `{"code": count}` map whose code [`is_error_status_text`].
+pub fn error_responses(codes: &Map<String, Value>) -> u64 {
+    codes
+        .iter()
+        .filter(|(code, _)| is_error_status_text(code))
+        .filter_map(|(_, n)| uint(Some(n)))
+        .sum()
 }
 
 /// errors / count × 100; `None` when count is 0.

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::summary::invalid;
 use super::{IngestError, ParsedRun, jmeter_csv};
+use crate::domain::runs::RunLimits;
 
 const LOCUST_HEADER: &[u8] = b"allThreads,timeStamp,label,method,";
 
@@ -25,7 +26,11 @@ pub fn looks_like(prefix: &[u8]) -> bool {
 }
 
 /// Reads a Taurus `kpi.jtl` (any executor).
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let head = input
         .fill_buf()
         .map_err(|source| IngestError::Io {
@@ -45,7 +50,7 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
     } else {
         "jmeter"
     };
-    let mut data = jmeter_csv::parse(input, &layout).map_err(|source| IngestError::Io {
+    let mut data = jmeter_csv::parse(input, &layout, limits).map_err(|source| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
     })?;

@@ -7,8 +7,10 @@
 //! **Results** (`vegeta encode --to json`, one object per line: `attack, seq, code,
 //! timestamp, latency, bytes_out, bytes_in, error, body[, method, url, headers]`): each
 //! line is a [`Sample`]. start = `timestamp` (RFC 3339 with ns and a zone → epoch ms,
-//! truncated); elapsed = `latency` (ns) rounded half up to whole ms; success = vegeta's own
-//! rule, `200 ≤ code < 400` (code 0 = transport error: no response); response code =
+//! truncated); elapsed = `latency` (ns) rounded half up to whole ms; success = harrier's
+//! one rule for tools without a per-request success flag ([`ERROR_RULE`]): code 0
+//! (transport error: no response) or ≥ 400 fails (vegeta's own success ratio also fails
+//! the 1xx codes, which no final response carries); response code =
 //! `code`, message = `error` (vegeta sets it for transport errors and for codes outside
 //! 2xx/3xx); bytes = `bytes_in` / `bytes_out`; label = the URL's path when the line has
 //! `url` (vegeta ≥ 12.8), else [`ALL_REQUESTS_LABEL`]. Unlike wrk or hey, vegeta keeps
@@ -17,8 +19,8 @@
 //! them.
 //!
 //! **Report JSON** — mapping to [`Stats`], every figure "reported by vegeta": count =
-//! `requests`; errors = requests − Σ `status_codes` with 200 ≤ code < 400 (so error % =
-//! 100 − `success`·100); min/mean/max/p50/p90/p95/p99 = `latencies` (ns → ms; `min` and
+//! `requests`; errors = Σ `status_codes` with code 0 or ≥ 400, plus any requests the
+//! status table misses ([`ERROR_RULE`]); min/mean/max/p50/p90/p95/p99 = `latencies` (ns → ms; `min` and
 //! `90th` are missing in older versions); window = `duration` (the attack: earliest to
 //! latest request start); throughput = `rate` (requests / attack duration; vegeta's
 //! `throughput` counts successes over attack + wait and is kept in `reported`); bytes =
@@ -31,11 +33,11 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, error_pct, invalid, ns_to_ms, num, one_label_run, parse_json, read_text,
-    uint, url_path, url_without_scheme,
+    ALL_REQUESTS_LABEL, ERROR_RULE, error_pct, error_responses, invalid, is_error_status, ns_to_ms,
+    num, one_label_run, parse_json, read_text, uint, url_path, url_without_scheme,
 };
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{RunBuilder, Sample, Stats};
+use crate::domain::runs::{RunBuilder, RunLimits, Sample, Stats};
 
 /// vegeta's percentile rule, stored beside its report's latencies.
 pub const PERCENTILE_RULE: &str = "vegeta: estimated by a streaming quantile sketch over all results (errors included), not nearest rank";
@@ -79,7 +81,11 @@ fn is_gob(prefix: &[u8]) -> bool {
 }
 
 /// Reads vegeta results (JSON lines) or a vegeta JSON report.
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let head = input.fill_buf().map_err(|source| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
@@ -93,7 +99,7 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
         ));
     }
     if is_results_line(head.trim_ascii_start()) {
-        return parse_results(input, source_name);
+        return parse_results(input, source_name, limits);
     }
     parse_report(input, source_name)
 }
@@ -109,13 +115,9 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
             "not a vegeta JSON report: expected \"latencies\" and \"requests\"",
         ));
     };
-    let ok: u64 = v["status_codes"].as_object().map_or(0, |m| {
-        m.iter()
-            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| (200..400).contains(&c)))
-            .filter_map(|(_, n)| uint(Some(n)))
-            .sum()
-    });
-    let errors = requests.saturating_sub(ok);
+    let codes = v["status_codes"].as_object();
+    let listed: u64 = codes.map_or(0, |m| m.values().filter_map(|n| uint(Some(n))).sum());
+    let errors = (codes.map_or(0, error_responses) + requests.saturating_sub(listed)).min(requests);
     let l = |k: &str| num(lat.get(k)).map(ns_to_ms);
     let stats = Stats {
         count: requests,
@@ -140,7 +142,9 @@ fn parse_report<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun
     reported.insert("percentile_rule".into(), json!(PERCENTILE_RULE));
     reported.insert(
         "errors_rule".into(),
-        json!("requests − responses with 200 ≤ code < 400 (vegeta's success rule)"),
+        json!(format!(
+            "{ERROR_RULE}: status_codes with code 0 or >= 400, + requests missing from status_codes"
+        )),
     );
     reported.insert(
         "units".into(),
@@ -178,8 +182,9 @@ struct ResultLine<'a> {
 fn parse_results<R: BufRead>(
     mut input: R,
     source_name: &str,
+    limits: &RunLimits,
 ) -> Result<Vec<ParsedRun>, IngestError> {
-    let mut builder = RunBuilder::new();
+    let mut builder = RunBuilder::with_limits(*limits);
     let mut codes: Map<String, Value> = Map::new();
     let mut name_hint = None;
     let mut buf = Vec::new();
@@ -225,19 +230,22 @@ fn parse_results<R: BufRead>(
         let code = r.code.to_string();
         let n = codes.entry(code.clone()).or_insert(json!(0));
         *n = json!(n.as_u64().unwrap_or(0) + 1);
-        let success = (200..400).contains(&r.code);
-        builder.push(&Sample {
-            label: label.as_deref().unwrap_or(ALL_REQUESTS_LABEL),
-            start_ms,
-            elapsed_ms: latency_ns.saturating_add(500_000) / 1_000_000,
-            success,
-            response_code: if success { "" } else { &code },
-            message: if success { "" } else { &r.error },
-            bytes_received: r.bytes_in,
-            bytes_sent: r.bytes_out,
-            active_users: None,
-            is_transaction: false,
-        });
+        let success = !is_error_status(r.code);
+        builder.push(
+            line,
+            &Sample {
+                label: label.as_deref().unwrap_or(ALL_REQUESTS_LABEL),
+                start_ms,
+                elapsed_ms: latency_ns.saturating_add(500_000) / 1_000_000,
+                success,
+                response_code: if success { "" } else { &code },
+                message: if success { "" } else { &r.error },
+                bytes_received: r.bytes_in,
+                bytes_sent: r.bytes_out,
+                active_users: None,
+                is_transaction: false,
+            },
+        );
     }
     if builder.samples() == 0 {
         let (l, why) = builder.first_rejected().map_or_else(
@@ -256,7 +264,7 @@ fn parse_results<R: BufRead>(
         "tool": "vegeta",
         "file": "vegeta encode --to json (one result per line)",
         "status_codes": codes,
-        "success_rule": "200 ≤ code < 400 (vegeta's own); code 0 = no response",
+        "errors_rule": ERROR_RULE,
         "elapsed_rule": "latency ns rounded half up to whole ms",
     });
     Ok(vec![ParsedRun {
@@ -282,7 +290,7 @@ mod tests {
             r#"{"attack":"","seq":3,"code":200,"times"#,
             "\n",
         );
-        let runs = parse(text.as_bytes(), "t").expect("parses");
+        let runs = parse(text.as_bytes(), "t", &RunLimits::default()).expect("parses");
         let d = &runs[0].data;
         assert_eq!(d.overall.count, 2);
         assert_eq!(d.overall.errors, 1);

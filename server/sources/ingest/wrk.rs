@@ -37,7 +37,9 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value, json};
 
-use super::summary::{error_pct, invalid, one_label_run, read_text, url_path, url_without_scheme};
+use super::summary::{
+    ERROR_RULE, error_pct, invalid, one_label_run, read_text, url_path, url_without_scheme,
+};
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::Stats;
 
@@ -46,9 +48,11 @@ pub const PERCENTILE_RULE: &str =
     "wrk: hdr_value_at_percentile on an HdrHistogram of µs values (3 significant digits)";
 
 /// True when `prefix` looks like a wrk or wrk2 text report: a line starting
-/// `Running ` and holding ` test @ ` within the first 50 lines.
+/// `Running ` and holding ` test @ ` anywhere in it (console output may hold other lines
+/// before the report).
 pub fn looks_like(prefix: &[u8]) -> bool {
-    prefix.split(|&b| b == b'\n').take(50).any(|line| {
+    // Anywhere in the prefix: console output may hold any lines before the report.
+    prefix.split(|&b| b == b'\n').any(|line| {
         let line = line.trim_ascii_start();
         line.starts_with(b"Running ") && line.windows(8).any(|w| w == b" test @ ")
     })
@@ -420,7 +424,7 @@ impl Report {
             })),
             "non_2xx_or_3xx_responses": self.non_2xx_3xx,
             "count_rule": "completed requests + socket errors (connect + read + write + timeout)",
-            "errors_rule": "socket errors + non-2xx/3xx responses",
+            "errors_rule": format!("{ERROR_RULE}: socket errors + \"Non-2xx or 3xx responses\" (wrk counts status > 399)"),
             "requests_per_sec": self.requests_per_sec,
             "transfer_per_sec": self.transfer_per_sec,
             "latency_used": if is_wrk2 {

@@ -105,7 +105,7 @@ impl SqliteStore {
         entries: &[GroupEntry],
         now_ms: i64,
     ) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for e in entries {
             sqlx::query(
                 "INSERT INTO alert_groups (channel, group_key, group_labels, created_at_ms,
@@ -217,7 +217,7 @@ impl SqliteStore {
         delivery: Option<&Delivery>,
         now_ms: i64,
     ) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         if let Some(d) = delivery {
             sqlx::query(
                 "INSERT INTO alert_group_deliveries (channel, group_key, at_ms, firing, resolved,
@@ -322,7 +322,7 @@ impl SqliteStore {
     /// the API meanwhile keeps its groups.
     pub async fn drop_groups_of_unknown_channels(&self, config: &[String]) -> Result<()> {
         let known = json(&config);
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for sql in [
             "DELETE FROM alert_group_alerts WHERE channel NOT IN (SELECT value FROM json_each(?))
                AND channel NOT IN (SELECT name FROM alert_channels)",

@@ -234,7 +234,7 @@ impl SqliteStore {
     /// Replaces rule `name` (which may be renamed to `rule.name`); its active alerts are
     /// dropped (they belong to the old condition). `false` when no such rule is in force.
     pub async fn update_alert_rule(&self, name: &str, rule: &Rule, now_ms: i64) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         // A deleted built-in may hold the new name; it gives way.
         sqlx::query(
             "DELETE FROM alert_rules WHERE name = ? AND name <> ? AND deleted_at_ms IS NOT NULL",
@@ -286,7 +286,7 @@ impl SqliteStore {
     /// Deletes rule `name` and its active alerts (a built-in rule is marked deleted so it
     /// is not seeded again). `false` when no such rule is in force.
     pub async fn delete_alert_rule(&self, name: &str, now_ms: i64) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let marked = sqlx::query(
             "UPDATE alert_rules SET deleted_at_ms = ?
              WHERE name = ? AND origin = 'builtin' AND deleted_at_ms IS NULL",
@@ -320,7 +320,7 @@ impl SqliteStore {
         config: &[Rule],
         now_ms: i64,
     ) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for r in builtin {
             sqlx::query(
                 "INSERT INTO alert_rules (name, body, origin, created_at_ms, updated_at_ms)
@@ -416,7 +416,7 @@ impl SqliteStore {
         transitions: &[Transition],
         now_ms: i64,
     ) -> Result<Vec<i64>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for chunk in rules.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Sqlite>::new("DELETE FROM alerts WHERE rule IN (");
             let mut sep = q.separated(", ");

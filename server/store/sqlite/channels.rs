@@ -92,7 +92,7 @@ impl SqliteStore {
     /// with it (so a rename neither re-sends nor forgets what was sent). `false` when no
     /// channel `name` is stored, or when another stored channel is called `c.name`.
     pub async fn update_channel(&self, name: &str, c: &ChannelSpec, now_ms: i64) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         if c.name != name {
             let taken: Option<i64> =
                 sqlx::query_scalar("SELECT 1 FROM alert_channels WHERE name = ?")

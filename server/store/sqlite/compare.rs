@@ -71,8 +71,8 @@ impl SqliteStore {
     /// Stores (or replaces) bootstrap draws of a run's scopes, one `(label_ord, blob)`
     /// each, in one transaction: for runs stored before draws were kept.
     pub async fn put_run_draws(&self, id: i64, draws: &[(i64, Vec<u8>)]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        super::runs::insert_draws(&mut tx, id, draws).await?;
+        let mut tx = self.begin_write().await?;
+        super::runs::insert_draws(&mut tx.tx, id, draws).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -249,18 +249,21 @@ mod tests {
         let store = SqliteStore::from_pool(pool).await.unwrap();
         let mut b = RunBuilder::new();
         for i in 0..300i64 {
-            b.push(&Sample {
-                label: if i % 2 == 0 { "A" } else { "B" },
-                start_ms: 1_700_000_000_000 + i * 100,
-                elapsed_ms: 10 + (i % 7) as u64,
-                success: true,
-                response_code: "200",
-                message: "",
-                bytes_received: 1,
-                bytes_sent: 1,
-                active_users: None,
-                is_transaction: false,
-            });
+            b.push(
+                1,
+                &Sample {
+                    label: if i % 2 == 0 { "A" } else { "B" },
+                    start_ms: 1_700_000_000_000 + i * 100,
+                    elapsed_ms: 10 + (i % 7) as u64,
+                    success: true,
+                    response_code: "200",
+                    message: "",
+                    bytes_received: 1,
+                    bytes_sent: 1,
+                    active_users: None,
+                    is_transaction: false,
+                },
+            );
         }
         let data = b.finish();
         let id = store

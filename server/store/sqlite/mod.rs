@@ -28,6 +28,39 @@ pub struct SqliteStore {
     pool: SqlitePool,
     /// Recent route intervals held for the alert evaluator.
     recent: std::sync::Arc<recent::Recent>,
+    /// Held by every write transaction of this process: SQLite lets one writer in at a
+    /// time, and writers that meet in SQLite wait at most the busy time-out (then fail
+    /// with "database is locked"); queued here they wait their turn however long the
+    /// transaction ahead takes (a big import), in arrival order.
+    writer: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A write transaction and this process's writer turn, held together (see
+/// [`SqliteStore::begin_write`]).
+pub(super) struct WriteTx {
+    pub tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = sqlx::SqliteConnection;
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
+    }
+}
+
+impl WriteTx {
+    /// Commits; the writer turn is given up after the commit.
+    pub async fn commit(self) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
 }
 
 impl SqliteStore {
@@ -74,11 +107,34 @@ impl SqliteStore {
 
     /// Wraps an existing pool and applies the migrations (used by `#[sqlx::test]`).
     pub async fn from_pool(pool: SqlitePool) -> Result<SqliteStore> {
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        // Two processes opening a new database at once both see no migration applied;
+        // the second's CREATE TABLE then fails. Run again: it finds them applied.
+        let mut tries = 0;
+        loop {
+            match sqlx::migrate!("./migrations").run(&pool).await {
+                Ok(()) => break,
+                Err(e) if tries < 3 => {
+                    tries += 1;
+                    tracing::debug!(error = %e, "migrating the database failed; trying again");
+                    tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         Ok(SqliteStore {
             pool,
             recent: Default::default(),
+            writer: Default::default(),
         })
+    }
+
+    /// Begins a write transaction (`BEGIN IMMEDIATE`: the write lock is taken at once, so
+    /// a transaction that reads first never fails upgrading) after this process's writer
+    /// turn.
+    pub(super) async fn begin_write(&self) -> Result<WriteTx> {
+        let turn = self.writer.clone().lock_owned().await;
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(WriteTx { tx, _turn: turn })
     }
 
     /// The underlying pool.

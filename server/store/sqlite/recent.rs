@@ -644,7 +644,7 @@ impl SqliteStore {
         let lookback = longest.max(LAST_LOOKBACK_MS);
         let keep_from = now_ms - longest - SLACK_MS;
         let buckets = needs.iter().any(|n| n.buckets);
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let targets: Vec<(i64, String, String, String, Option<bool>)> =
             sqlx::query_as("SELECT id, name, url, labels, up FROM targets")
                 .fetch_all(&mut *tx)

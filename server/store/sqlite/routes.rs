@@ -29,6 +29,8 @@ pub const ROLLUPS_MS: [i64; 3] = [MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
 pub struct TargetSpec {
     pub name: String,
+    /// Used in full; serialized masked (see [`crate::domain::secrets::mask_url`]).
+    #[serde(serialize_with = "crate::domain::secrets::serialize_masked_url")]
     pub url: String,
     /// `prometheus` or `jolokia`.
     #[serde(default = "default_kind")]
@@ -57,6 +59,9 @@ fn default_timeout_s() -> f64 {
 pub struct TargetRow {
     pub id: i64,
     pub name: String,
+    /// Used in full for scraping; serialized masked (answers and live events never carry
+    /// credentials, see [`crate::domain::secrets::mask_url`]).
+    #[serde(serialize_with = "crate::domain::secrets::serialize_masked_url")]
     pub url: String,
     pub kind: String,
     pub interval_s: f64,
@@ -99,9 +104,11 @@ struct TargetDb {
 /// `host:port` of a URL (the instance when no `instance` label is set).
 pub fn url_instance(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?', '#'])
-        .next()
-        .unwrap_or(rest)
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    // Never the credentials: `user:pass@host:port` → `host:port`.
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
         .to_string()
 }
 
@@ -556,7 +563,7 @@ impl SqliteStore {
         status: &ScrapeStatus,
         routes: &[RouteWrite],
     ) -> Result<Vec<i64>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "UPDATE targets SET up = ?, last_scrape_ms = ?, last_duration_ms = ?,
                last_samples = ?, last_error = ? WHERE id = ?",
@@ -984,7 +991,7 @@ impl SqliteStore {
         if figures.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let levels = [0, MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
         let rows: Vec<(i64, i64, &(String, String, f64))> = figures
             .iter()

@@ -80,6 +80,8 @@ pub struct RunDetail {
     pub ended_at_ms: Option<i64>,
     pub imported_at_ms: i64,
     pub rejected_rows: i64,
+    /// Distinct labels beyond the label limit, counted under "(other labels)" (0: none).
+    pub folded_labels: i64,
     pub notes: Option<String>,
     pub tags: BTreeMap<String, String>,
     /// Figures the tool reported beyond the statistics (ab's failure breakdown, …).
@@ -163,6 +165,7 @@ struct RunRow {
     ended_at_ms: Option<i64>,
     imported_at_ms: i64,
     rejected_rows: i64,
+    folded_labels: i64,
     notes: Option<String>,
     reported: String,
     failed_rule: Option<String>,
@@ -261,11 +264,11 @@ impl SqliteStore {
             .iter()
             .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
             .collect();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let mut ids = Vec::with_capacity(runs.len());
         for ((run, data), draws) in runs.iter().zip(&draws) {
-            let id = insert_run_tx(&mut tx, run, data).await?;
-            insert_draws(&mut tx, id, draws).await?;
+            let id = insert_run_tx(&mut tx.tx, run, data).await?;
+            insert_draws(&mut tx.tx, id, draws).await?;
             ids.push(id);
         }
         tx.commit().await?;
@@ -301,7 +304,7 @@ impl SqliteStore {
     pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>> {
         let Some(run): Option<RunRow> = sqlx::query_as(
             "SELECT id, name, scenario, tool, source, status, summary_only, started_at_ms,
-                    ended_at_ms, imported_at_ms, rejected_rows, notes, reported,
+                    ended_at_ms, imported_at_ms, rejected_rows, folded_labels, notes, reported,
                     failed_rule, failed_at_ms, failed_value
              FROM runs WHERE id = ?",
         )
@@ -364,6 +367,7 @@ impl SqliteStore {
             ended_at_ms: run.ended_at_ms,
             imported_at_ms: run.imported_at_ms,
             rejected_rows: run.rejected_rows,
+            folded_labels: run.folded_labels,
             notes: run.notes,
             tags: tags.into_iter().collect(),
             reported: serde_json::from_str(&run.reported).unwrap_or(serde_json::Value::Null),
@@ -432,17 +436,29 @@ impl SqliteStore {
         }))
     }
 
-    /// Every scope's distribution of a run, in scope order (0 = run total).
-    pub async fn run_distributions(&self, id: i64) -> Result<Vec<Distribution>> {
-        let rows: Vec<(Option<Vec<u8>>,)> = sqlx::query_as(
-            "SELECT distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+    /// Every scope's distribution of a run, in scope order (0 = run total), with the
+    /// distribution of its failed samples (`None`: not stored — a summary-only run or one
+    /// imported before harrier kept it).
+    pub async fn run_distributions(
+        &self,
+        id: i64,
+    ) -> Result<Vec<(Distribution, Option<Distribution>)>> {
+        // (distribution, failed_distribution), each possibly NULL.
+        type Blobs = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let rows: Vec<Blobs> = sqlx::query_as(
+            "SELECT distribution, failed_distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
         )
         .bind(id)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
             .into_iter()
-            .map(|(b,)| b.and_then(|b| Distribution::decode(&b)).unwrap_or_default())
+            .map(|(b, f)| {
+                (
+                    b.and_then(|b| Distribution::decode(&b)).unwrap_or_default(),
+                    f.and_then(|f| Distribution::decode(&f)),
+                )
+            })
             .collect())
     }
 
@@ -549,8 +565,8 @@ impl SqliteStore {
     }
 
     pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
-        let mut tx = self.pool.begin().await?;
-        let id = insert_run_tx(&mut tx, run, &RunData::default()).await?;
+        let mut tx = self.begin_write().await?;
+        let id = insert_run_tx(&mut tx.tx, run, &RunData::default()).await?;
         sqlx::query("UPDATE runs SET status = 'live', started_at_ms = NULL WHERE id = ?")
             .bind(id)
             .execute(&mut *tx)
@@ -577,10 +593,10 @@ impl SqliteStore {
         } else {
             Vec::new()
         };
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let found = sqlx::query(
             "UPDATE runs SET status = ?, summary_only = ?, started_at_ms = ?, ended_at_ms = ?,
-                             rejected_rows = ?, reported = ?,
+                             rejected_rows = ?, folded_labels = ?, reported = ?,
                              tool = COALESCE(?, tool), source = COALESCE(?, source)
              WHERE id = ?",
         )
@@ -589,6 +605,7 @@ impl SqliteStore {
         .bind(clock_time(data.overall.first_start_ms))
         .bind(clock_time(data.overall.last_end_ms))
         .bind(to_i64(data.rejected_rows))
+        .bind(to_i64(data.folded_labels))
         .bind(data.reported.to_string())
         .bind(tool_source.map(|t| t.0))
         .bind(tool_source.map(|t| t.1))
@@ -609,8 +626,8 @@ impl SqliteStore {
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
-        insert_aggregates(&mut tx, id, data).await?;
-        insert_draws(&mut tx, id, &draws).await?;
+        insert_aggregates(&mut tx.tx, id, data).await?;
+        insert_draws(&mut tx.tx, id, &draws).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -629,7 +646,7 @@ impl SqliteStore {
     /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
     /// replaces the whole set). `false` if there is no such run.
     pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let found = sqlx::query(
             "UPDATE runs SET name = COALESCE(?, name),
                              scenario = CASE WHEN ? THEN ? ELSE scenario END,
@@ -689,8 +706,8 @@ async fn insert_run_tx(
 ) -> Result<i64> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO runs (name, scenario, tool, source, summary_only, started_at_ms, ended_at_ms,
-                           imported_at_ms, rejected_rows, reported)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                           imported_at_ms, rejected_rows, folded_labels, reported)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(&run.name)
     .bind(&run.scenario)
@@ -701,6 +718,7 @@ async fn insert_run_tx(
     .bind(clock_time(data.overall.last_end_ms))
     .bind(run.imported_at_ms)
     .bind(to_i64(data.rejected_rows))
+    .bind(to_i64(data.folded_labels))
     .bind(data.reported.to_string())
     .fetch_one(&mut **tx)
     .await?;
@@ -760,11 +778,18 @@ async fn insert_aggregates(
             .filter(|d| !d.is_empty())
             .map(|d| d.encode())
     };
+    // An empty blob (not NULL) when the scope had no failure: "none", not "unknown".
+    let failed_blob = |ord: i64| {
+        data.failed_distributions
+            .get(ord as usize)
+            .map(|d| d.encode())
+    };
     for chunk in scopes.chunks(chunk_rows(20)) {
         let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
             "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
              mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
-             window_ms, throughput_rps, bytes_received, bytes_sent, distribution) ",
+             window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
+             failed_distribution) ",
         );
         qb.push_values(chunk, |mut b, (ord, label, l)| {
             let s = &l.stats;
@@ -787,7 +812,8 @@ async fn insert_aggregates(
                 .push_bind(s.throughput_rps)
                 .push_bind(to_i64(s.bytes_received))
                 .push_bind(to_i64(s.bytes_sent))
-                .push_bind(blob(*ord));
+                .push_bind(blob(*ord))
+                .push_bind(failed_blob(*ord));
         });
         qb.build().execute(&mut **tx).await?;
     }
