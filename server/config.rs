@@ -64,6 +64,113 @@ pub enum Command {
     /// Alert rule tools.
     #[command(subcommand)]
     Rules(RulesCommand),
+    /// Generate load (open model): `harrier load run URL --rate 500`.
+    #[command(subcommand)]
+    Load(LoadCommand),
+}
+
+/// `harrier load …`.
+#[derive(Debug, Subcommand)]
+pub enum LoadCommand {
+    /// Send HTTP/1.1 requests to URL on an arrival schedule (open model) and store the run.
+    ///
+    /// Requests start when the schedule says, not when an earlier response returns: each is
+    /// timed from its intended start (latency, corrected for coordinated omission), and
+    /// service time (actual send → response) and dispatch delay (intended → actual send)
+    /// are shown beside it. One line per second, a summary at the end; the run is stored
+    /// in the local database (tool `harrier`) like an import. Ctrl-C stops early and keeps
+    /// what was measured. Only loopback and private addresses unless --allow-public-target.
+    ///
+    /// Schedules: `--rate 500` (constant), `--rate 100..2000 --over 2m` (ramp),
+    /// `--steps 100,200,400 --step-duration 30s`; `--poisson` for exponential gaps. For
+    /// comparison with the tools users know, `--users 10 --think 100ms` runs the closed
+    /// model instead (each user waits for its response; labelled as such, not corrected).
+    // Boxed: the flags are many, and clap's command enum should stay small.
+    Run(Box<LoadRunArgs>),
+}
+
+/// `harrier load run`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadRunArgs {
+    /// The URL to load (http://; only loopback and private addresses by default).
+    pub url: String,
+    /// Requests per second: `500`, or a ramp `100..2000` (with --over).
+    #[arg(long, conflicts_with_all = ["steps", "users"])]
+    pub rate: Option<String>,
+    /// How long a ramp takes from its first rate to its last (`2m`, `90s`).
+    #[arg(long, requires = "rate")]
+    pub over: Option<String>,
+    /// Rates held one after the other, requests per second: `100,200,400`.
+    #[arg(long, conflicts_with = "users")]
+    pub steps: Option<String>,
+    /// Closed model: this many users, each sending its next request only after the
+    /// response to its last (and --think); timed from the actual send, labelled as such.
+    #[arg(long)]
+    pub users: Option<u32>,
+    /// Closed model: pause between a response and the user's next request.
+    #[arg(long, requires = "users", default_value = "0ms")]
+    pub think: String,
+    /// How long each of --steps is held.
+    #[arg(long, default_value = "30s")]
+    pub step_duration: String,
+    /// Poisson arrivals (exponential gaps at the schedule's rate) instead of even spacing.
+    #[arg(long)]
+    pub poisson: bool,
+    /// Seed of the Poisson gaps (the same seed, the same arrivals).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How long requests are scheduled [default: the ramp's --over, all --steps, else 10s].
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Connections open at most; a request that finds them all busy waits for one (counted,
+    /// and the run is labelled generator-limited).
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: u32,
+    /// Worker threads (one current-thread runtime each, sharing the schedule).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// HTTP method.
+    #[arg(long, short = 'X', default_value = "GET")]
+    pub method: String,
+    /// A header sent with every request, `Name: value`; repeatable.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Send this file as every request's body.
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// Longest a request may take (from its actual send to the last byte of the response).
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+    /// Statuses that count as success: `200-399`, `200,201`, `200-299,404`.
+    #[arg(long, default_value = "200-399")]
+    pub expect_status: String,
+    /// A response must contain this text, else it is a body error.
+    #[arg(long, value_name = "TEXT")]
+    pub expect_body_contains: Option<String>,
+    /// Dispatch delay p99 above which the run is labelled generator-limited.
+    #[arg(long, default_value = "2ms")]
+    pub dispatch_limit: String,
+    /// Allow a target that is neither loopback nor private.
+    #[arg(long)]
+    pub allow_public_target: bool,
+    /// Run name [default: label and schedule].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Scenario the run belongs to [default: method and URL].
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// A tag such as build=123; repeatable.
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+    /// SQLite database file to store the run in [default: db in harrier.toml, else ./harrier.db].
+    #[arg(long, env = "HARRIER_DB", conflicts_with = "no_store")]
+    pub db: Option<PathBuf>,
+    /// Do not store the run (print only).
+    #[arg(long)]
+    pub no_store: bool,
+    /// Print the summary only, not a line per second.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `harrier rules …`.

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use harrier::cli::{compare as cli_compare, import, rules, runs, serve};
+use harrier::cli::{compare as cli_compare, import, load, rules, runs, serve};
 use harrier::config::{Cli, Command, RulesCommand, ServeArgs};
 use tracing_subscriber::EnvFilter;
 
@@ -42,6 +42,7 @@ fn main() -> ExitCode {
                 .await
                 .or_else(|e| cli_error("seed", e)),
             Command::Rules(RulesCommand::Test { files }) => Ok(rules::test_rules(&files)),
+            Command::Load(command) => load::load(command).await,
         }
     });
     match result {

@@ -1,5 +1,5 @@
 //! Client commands: `serve`, `import`, `runs`, `compare`, `check`, `baseline`, `seed`,
-//! `rules test`. Each prints for people and returns the process exit code; `main` only
+//! `rules test`, `load run`. Each prints for people and returns the process exit code; `main` only
 //! parses the command line and dispatches here.
 
 /// `println!` for the commands' output: when the reader has gone away (`harrier runs |
@@ -12,6 +12,7 @@ macro_rules! outln {
 
 pub mod compare;
 pub mod import;
+pub mod load;
 pub mod rules;
 pub mod runs;
 pub mod serve;

@@ -2,8 +2,9 @@
 //!
 //! Types and statistics of runs ([`runs`]), route metrics arithmetic ([`routes`]), run
 //! comparison ([`compare`]), the alert rule model and state machine ([`alerts`]), and the
-//! number and unit formatting shared by the console, the CLI and exports ([`format`]), and
-//! how URLs holding credentials are shown ([`secrets`]).
+//! number and unit formatting shared by the console, the CLI and exports ([`format`]), the
+//! load generator's schedules and figures ([`load`]), and how URLs holding credentials are
+//! shown ([`secrets`]).
 //!
 //! Must not import axum, sqlx, reqwest or anything of the layers above (sources, store,
 //! services, views, http); must not read the clock, files or the network.
@@ -11,6 +12,7 @@
 pub mod alerts;
 pub mod compare;
 pub mod format;
+pub mod load;
 pub mod routes;
 pub mod runs;
 pub mod secrets;

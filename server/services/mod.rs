@@ -4,6 +4,7 @@
 //! - [`comparisons`]: comparisons of stored runs, baselines, checks and trends;
 //! - [`scrape`]: the scrape loops (one task per target) and retention pruning;
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
+//! - [`load`]: `harrier load run`: the load generator's ticks merged, reported and stored;
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`alerts`]: the alert engine (evaluator loop, notifier to channels).
 //!
@@ -14,4 +15,5 @@ pub mod comparisons;
 pub mod import;
 pub mod live;
 pub mod live_runs;
+pub mod load;
 pub mod scrape;

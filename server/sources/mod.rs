@@ -4,10 +4,13 @@
 //!   the InfluxDB line protocol → runs, with format sniffing;
 //! - [`scrape`]: Prometheus/OpenMetrics exposition text and Jolokia JSON → route
 //!   observations (the parsers and presets; the scrape loops are a service);
-//! - [`seed`]: `harrier-seed` JSON (published figures) → summary-only runs.
+//! - [`seed`]: `harrier-seed` JSON (published figures) → summary-only runs;
+//! - [`load`]: the load generator's engine, whose samples are requests it sends itself
+//!   (HTTP/1.1 on an arrival schedule) → per-second ticks.
 //!
-//! Pure readers: no database, no HTTP serving, no live hub. They import only the domain.
+//! Readers: no database, no HTTP serving, no live hub. They import only the domain.
 
 pub mod ingest;
+pub mod load;
 pub mod scrape;
 pub mod seed;

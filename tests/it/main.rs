@@ -13,6 +13,7 @@ mod layers;
 mod limits;
 mod live;
 mod live_runs;
+mod load;
 mod readme;
 mod report;
 mod routes;
