@@ -63,9 +63,14 @@ impl WriteTx {
     }
 }
 
-/// SQLite's `SQLITE_BUSY` ("database is locked").
-fn is_busy(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(d) if d.code().as_deref() == Some("5"))
+/// An error of opening a new file while another process opens it too: `SQLITE_BUSY`
+/// ("database is locked") or a migration that ran into the other's.
+fn is_open_race(e: &StoreError) -> bool {
+    match e {
+        StoreError::Db(sqlx::Error::Database(d)) => d.code().as_deref() == Some("5"),
+        StoreError::Migrate(_) => true,
+        _ => false,
+    }
 }
 
 impl SqliteStore {
@@ -84,25 +89,34 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .pragma("mmap_size", "268435456")
             .pragma("cache_size", "-16384");
-        // A new file's first connection switches it to WAL, which needs the file to
-        // itself: another process opening it at that instant gets "database is locked"
-        // at once (the busy time-out does not cover it). Try again shortly.
+        // Two processes opening a new file at once: the first connection's switch to WAL
+        // needs the file to itself, so the other gets "database is locked" at once (the
+        // busy time-out does not cover it); and both may see no migration applied, so the
+        // second's CREATE TABLE fails. Either way, close everything and open again: by
+        // then the other has finished.
         let mut tries = 0u64;
-        let pool = loop {
-            match SqlitePoolOptions::new()
-                .max_connections(8)
-                .connect_with(options.clone())
-                .await
-            {
-                Ok(pool) => break pool,
-                Err(e) if tries < 5 && is_busy(&e) => {
+        loop {
+            let attempt = async {
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(8)
+                    .connect_with(options.clone())
+                    .await?;
+                if let Err(e) = sqlx::migrate!("./migrations").run(&pool).await {
+                    pool.close().await;
+                    return Err(StoreError::from(e));
+                }
+                Ok(pool)
+            };
+            match attempt.await {
+                Ok(pool) => return Ok(SqliteStore::wrap(pool)),
+                Err(e) if tries < 5 && is_open_race(&e) => {
                     tries += 1;
+                    tracing::debug!(error = %e, "opening the database raced another process; trying again");
                     tokio::time::sleep(Duration::from_millis(100 * tries)).await;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
-        };
-        SqliteStore::from_pool(pool).await
+        }
     }
 
     /// Opens an existing database file (for commands that only read); a missing file is
@@ -126,25 +140,16 @@ impl SqliteStore {
 
     /// Wraps an existing pool and applies the migrations (used by `#[sqlx::test]`).
     pub async fn from_pool(pool: SqlitePool) -> Result<SqliteStore> {
-        // Two processes opening a new database at once both see no migration applied;
-        // the second's CREATE TABLE then fails. Run again: it finds them applied.
-        let mut tries = 0;
-        loop {
-            match sqlx::migrate!("./migrations").run(&pool).await {
-                Ok(()) => break,
-                Err(e) if tries < 5 => {
-                    tries += 1;
-                    tracing::debug!(error = %e, "migrating the database failed; trying again");
-                    tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(SqliteStore {
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(SqliteStore::wrap(pool))
+    }
+
+    fn wrap(pool: SqlitePool) -> SqliteStore {
+        SqliteStore {
             pool,
             recent: Default::default(),
             writer: Default::default(),
-        })
+        }
     }
 
     /// Begins a write transaction (`BEGIN IMMEDIATE`: the write lock is taken at once, so
