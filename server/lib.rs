@@ -3,20 +3,20 @@
 //! Layers, one folder each; imports point down only (README "Architecture"):
 //!
 //! ```text
-//! main ─► cli ─► app ─► http (api/, console/) ─► state
+//! main ─► cli ─► app ─► http (api/, console/, conn) ─► state
 //!                          │
 //!                          ▼
 //!                 services ─► views ─► store ─► sources ─► domain
 //! ```
 //!
-//! - [`domain`]: runs, routes, comparison, alert rules and state machine, number formatting;
-//!   pure (no axum, SQL or I/O);
+//! - [`domain`]: runs, routes, comparison, alert rules and state machine, load schedules,
+//!   number formatting; pure (no axum, SQL or I/O);
 //! - [`sources`]: readers of outside input (result files, line protocol, exposition text,
-//!   Jolokia JSON, seed files) into domain types;
+//!   Jolokia JSON, seed files) into domain types, and the load generator's HTTP engine;
 //! - [`store`]: the only layer with SQL, one backend-neutral [`store::Store`];
 //! - [`views`]: read models shared by the API and the console;
 //! - [`services`]: import pipeline, comparisons, scrape loops, live runs, live hub, alert
-//!   engine;
+//!   engine, load runs;
 //! - [`http`]: the JSON API ([`http::api`]) and the console pages ([`http::console`]);
 //! - [`state`]: what every request handler gets; [`app`]: router and serve loop;
 //! - [`cli`]: the client commands;
