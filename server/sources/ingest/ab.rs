@@ -20,7 +20,10 @@
 //! [`RunData::reported`]. One label per run: the Document Path.
 //!
 //! A file may hold several reports one after another (a shell loop's `nohup.out`): each
-//! becomes its own run, in order, named `host:port/path`.
+//! becomes its own run, in order, named `host:port/path`. A line that is only a time stamp
+//! before a report (`date; ab …`: `date`'s output, ISO 8601, or `date +%s`, see
+//! [`super::timestamp::parse_date_line_ms`]) is that run's start, and its end is the start
+//! plus `Time taken for tests`; without one the run has no start time.
 //!
 //! A report cut off before its final figures (ab killed, a truncated copy) still imports
 //! with what it printed, and says so: the run gets a rejected row at the line where the
@@ -43,6 +46,9 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
     let mut reports: Vec<Report> = Vec::new();
     let mut raw = Vec::new();
     let mut line_no = 0u64;
+    // The last time-stamp line (`date` in a shell loop) not yet given to a report: the
+    // start of the next report.
+    let mut stamp: Option<i64> = None;
     loop {
         raw.clear();
         let n = input
@@ -57,11 +63,17 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
         line_no += 1;
         let line = String::from_utf8_lossy(&raw);
         let line = line.trim_end_matches(['\n', '\r']);
+        if let Some(ms) = super::timestamp::parse_date_line_ms(line) {
+            stamp = Some(ms);
+            continue;
+        }
         let starts_report = line.starts_with("This is ApacheBench")
             || (line.starts_with("Benchmarking ")
                 && reports.last().is_none_or(|r| r.benchmarking_seen));
         if starts_report {
-            reports.push(Report::new(line_no));
+            let mut report = Report::new(line_no);
+            report.started_ms = stamp.take();
+            reports.push(report);
         }
         if let Some(r) = reports.last_mut() {
             r.read_line(line);
@@ -154,6 +166,9 @@ pub fn parse_breakdown(line: &str) -> Option<[u64; 4]> {
 #[derive(Debug, Default)]
 struct Report {
     line: u64,
+    /// When the report's run started: the time-stamp line just before it (`date; ab …`),
+    /// if any. Without one the run has no start time (never the import time).
+    started_ms: Option<i64>,
     /// The last line read into this report (where a cut-off report stops).
     last_line: u64,
     /// The percentage table's header was read.
@@ -364,8 +379,8 @@ impl Report {
             p90_ms: self.percentile(90),
             p95_ms: self.percentile(95),
             p99_ms: self.percentile(99),
-            first_start_ms: None,
-            last_end_ms: None,
+            first_start_ms: self.started_ms,
+            last_end_ms: self.started_ms.zip(window_ms).map(|(s, w)| s + w),
             window_ms,
             throughput_rps: self.requests_per_second,
             bytes_received: self.total_transferred.unwrap_or(0),
@@ -458,6 +473,28 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_loop_gives_each_report_the_date_line_before_it() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ab/");
+        let slow = std::fs::read_to_string(format!("{dir}slow_stdout.txt")).unwrap();
+        let error = std::fs::read_to_string(format!("{dir}error_stdout.txt")).unwrap();
+        // `while :; do date; ab …; sleep 60; done >> nohup.out`, two hosts.
+        let text = format!(
+            "$ nohup ./loop.sh &\nMon Dec  1 15:01:40 UTC 2025\n{slow}\nMon Dec  1 16:02:40 CET 2025\n{error}\n"
+        );
+        let runs = parse(text.as_bytes(), "nohup.out").unwrap();
+        assert_eq!(runs.len(), 2);
+        let t0 = 1_764_601_300_000;
+        let s0 = &runs[0].data.overall;
+        assert_eq!(s0.first_start_ms, Some(t0));
+        assert_eq!(s0.last_end_ms, Some(t0 + s0.window_ms.unwrap()));
+        assert_eq!(runs[1].data.overall.first_start_ms, Some(t0 + 60_000));
+        // Without a date line the times stay unknown.
+        let bare = parse(slow.as_bytes(), "slow.txt").unwrap();
+        assert_eq!(bare[0].data.overall.first_start_ms, None);
+        assert_eq!(bare[0].data.overall.last_end_ms, None);
+    }
 
     #[test]
     fn headline_errors_leave_length_failures_out() {

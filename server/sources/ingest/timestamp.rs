@@ -136,6 +136,74 @@ pub fn parse_datetime_ms(b: &[u8]) -> Option<i64> {
     Some(secs * 1000 + i64::from(millis))
 }
 
+/// A line that is only a time stamp, as a shell loop prints between tool runs
+/// (`date; ab …`) → epoch ms. Accepted:
+/// - ISO 8601 / RFC 3339 (`date -Is`, `date --rfc-3339=seconds`), see [`parse_datetime_ms`];
+/// - epoch seconds (`date +%s`), 10 digits, optionally with a fraction;
+/// - `date`'s default output in the C locale, `Tue Dec  1 15:01:40 UTC 2026`, when its zone
+///   is `UTC`/`GMT`, a numeric offset (`+0100`), or one of the common abbreviations with a
+///   single meaning (CET, CEST, EET, EEST, WET, WEST, BST, EST, EDT, CST, CDT, MST, MDT,
+///   PST, PDT, JST, AEST, AEDT); an abbreviation outside that list gives `None` rather
+///   than a time off by hours.
+pub fn parse_date_line_ms(line: &str) -> Option<i64> {
+    let t = line.trim();
+    if t.is_empty() || t.len() > 64 {
+        return None;
+    }
+    if let Some(ms) = parse_datetime_ms(t.as_bytes()) {
+        return Some(ms);
+    }
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if int.len() == 10
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        let s: i64 = int.parse().ok()?;
+        let ms = frac
+            .bytes()
+            .chain(std::iter::repeat(b'0'))
+            .take(3)
+            .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+        return Some(s * 1000 + ms);
+    }
+    // Tue Dec  1 15:01:40 UTC 2026
+    let f: Vec<&str> = t.split_whitespace().collect();
+    let [_, month, day, time, zone, year] = f.as_slice() else {
+        return None;
+    };
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| m == month)? as u32 + 1;
+    let day: u32 = day.parse().ok()?;
+    let year: i64 = year.parse().ok()?;
+    let offset_s: i64 = match *zone {
+        "UTC" | "GMT" | "Z" | "WET" => 0,
+        "CET" | "WEST" | "BST" => 3600,
+        "CEST" | "EET" => 7200,
+        "EEST" => 3 * 3600,
+        "EST" => -5 * 3600,
+        "EDT" | "CDT" => -5 * 3600 + if *zone == "EDT" { 3600 } else { 0 },
+        "CST" => -6 * 3600,
+        "MST" => -7 * 3600,
+        "MDT" => -6 * 3600,
+        "PST" => -8 * 3600,
+        "PDT" => -7 * 3600,
+        "JST" => 9 * 3600,
+        "AEST" => 10 * 3600,
+        "AEDT" => 11 * 3600,
+        z if (z.starts_with('+') || z.starts_with('-')) && z.len() == 5 => {
+            let h: i64 = z[1..3].parse().ok()?;
+            let m: i64 = z[3..5].parse().ok()?;
+            let s = h * 3600 + m * 60;
+            if z.starts_with('-') { -s } else { s }
+        }
+        _ => return None,
+    };
+    let iso = format!("{year:04}-{month:02}-{day:02} {time}");
+    Some(parse_datetime_ms(iso.as_bytes())? - offset_s * 1000)
+}
+
 struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
@@ -184,6 +252,24 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn date_lines_of_a_shell_loop() {
+        use super::parse_date_line_ms as d;
+        let t = 1_764_601_300_000; // 2025-12-01 15:01:40 UTC
+        assert_eq!(d("Mon Dec  1 15:01:40 UTC 2025"), Some(t));
+        assert_eq!(d("Mon Dec  1 16:01:40 CET 2025"), Some(t));
+        assert_eq!(d("Mon Dec  1 10:01:40 EST 2025"), Some(t));
+        assert_eq!(d("Mon Dec  1 09:01:40 CST 2025"), Some(t));
+        assert_eq!(d("Mon Dec  1 17:01:40 +0200 2025"), Some(t));
+        assert_eq!(d("2025-12-01T16:01:40+01:00"), Some(t));
+        assert_eq!(d("1764601300"), Some(t));
+        assert_eq!(d("1764601300.25"), Some(t + 250));
+        assert_eq!(d("Mon Dec  1 15:01:40 IST 2025"), None, "ambiguous zone");
+        assert_eq!(d("Benchmarking 127.0.0.1 (be patient)"), None);
+        assert_eq!(d("Complete requests:      300"), None);
+        assert_eq!(d("300"), None);
+    }
+
     use super::*;
 
     #[test]
