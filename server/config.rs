@@ -300,7 +300,9 @@ pub struct ImportArgs {
     /// Run name [default: the file name; for ab, host and path].
     #[arg(long)]
     pub name: Option<String>,
-    /// Scenario the run belongs to (runs of one scenario are compared).
+    /// Scenario the run belongs to (runs of one scenario are compared). A file of reports
+    /// against several targets (an ab loop over two URLs) gets one scenario per target:
+    /// `SCENARIO · host:port/path`.
     #[arg(long)]
     pub scenario: Option<String>,
     /// A tag such as build=123 or env=staging; repeatable.

@@ -264,6 +264,11 @@ async fn store_runs(
     }
     let now = crate::now_ms();
     let several = runs.len() > 1;
+    // A loop against several targets (an ab `nohup.out` over two hosts): with one
+    // `--scenario`, each target gets its own scenario, so trends compare like with like.
+    let targets: std::collections::BTreeSet<&str> =
+        runs.iter().filter_map(|r| r.name_hint.as_deref()).collect();
+    let per_target = targets.len() > 1;
     let stem = file_stem(&req.source);
     let new_runs: Vec<NewRun> = runs
         .iter()
@@ -276,7 +281,13 @@ async fn store_runs(
             };
             NewRun {
                 name,
-                scenario: Some(req.scenario.clone().unwrap_or(content_name)),
+                scenario: Some(match &req.scenario {
+                    Some(s) if per_target && run.name_hint.is_some() => {
+                        format!("{s} · {content_name}")
+                    }
+                    Some(s) => s.clone(),
+                    None => content_name,
+                }),
                 tool: run.tool.clone(),
                 source: Some(req.source.clone()),
                 tags: req.tags.clone(),

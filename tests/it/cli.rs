@@ -189,3 +189,43 @@ fn hey_and_ab_http_500s_are_errors_and_fail_the_gate() {
         assert!(text.contains("1 failed"), "{file}: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_loop_over_several_targets_gets_a_scenario_per_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/ab-loop.out");
+    let single = fixture("ab/slow_stdout.txt");
+    for file in [&example, &single] {
+        let (ok, _, err) = run(
+            dir.path(),
+            &[
+                "import",
+                "--db",
+                db.to_str().unwrap(),
+                "--scenario",
+                "nightly",
+                file.to_str().unwrap(),
+            ],
+        );
+        assert!(ok, "{err}");
+    }
+    let store = harrier::store::Store::open(&db).await.unwrap();
+    let mut scenarios: Vec<String> = store
+        .list_runs()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.scenario)
+        .collect();
+    scenarios.sort();
+    assert_eq!(
+        scenarios,
+        [
+            "nightly",
+            "nightly · 127.0.0.1:8099/error",
+            "nightly · 127.0.0.1:8099/slow"
+        ],
+        "the loop's two targets apart; a file of one target keeps the scenario as given"
+    );
+}
