@@ -56,6 +56,9 @@ use serde_json::{Map, Value, json};
 use super::{IngestError, ParsedRun};
 use crate::domain::runs::{Bucket, LabelStats, RunData, Stats};
 
+/// Latest timestamp of a stats-history row, unix seconds (2100-01-01).
+const MAX_TIMESTAMP_S: i64 = 4_102_444_800;
+
 /// One `_stats_history.csv` row's cumulative figures, for the per-second buckets.
 struct HistoryRow {
     ts_s: i64,
@@ -378,6 +381,15 @@ fn parse_csv<R: Read>(
                 rejected.push((line, "Timestamp is not a number of seconds".to_owned()));
                 continue;
             };
+            // Seconds since 1970 up to 2100: anything else is no clock time (and would
+            // overflow as ms).
+            if !(0..=MAX_TIMESTAMP_S).contains(&ts_s) {
+                rejected.push((
+                    line,
+                    format!("Timestamp {ts_s} is not a time between 1970 and 2100"),
+                ));
+                continue;
+            }
             let scope = (!total_row).then(|| endpoint_label(kind, name));
             let rows = history_rows.entry(scope).or_default();
             bucket_start_ms = Some(rows.last().map_or(ts_s - 1, |p| p.ts_s) * 1000);

@@ -114,7 +114,7 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             continue;
         };
         let (trans, failed) = (trans as u64, failed as u64);
-        let count = trans + failed;
+        let count = trans.saturating_add(failed);
         let stats = Stats {
             count,
             errors: failed,
