@@ -7,7 +7,7 @@ use crate::domain::alerts::eval::Phase;
 use crate::domain::alerts::rule::Labels;
 use crate::domain::alerts::silence::Muter;
 use crate::domain::alerts::{AlertView, ChannelView, LastDelivery};
-use crate::store::{Result, Store, subject_labels};
+use crate::store::{Result, Store};
 
 /// Every channel, by name: those of `config` (`harrier.toml`) and the stored ones (a
 /// stored one named like one of `config` is left out, as the dispatcher does), each with
@@ -73,13 +73,7 @@ pub async fn route_subject(store: &Store, id: i64) -> Result<Option<Labels>> {
     let Some(info) = store.route_infos(None, Some(id)).await?.into_iter().next() else {
         return Ok(None);
     };
-    let labels = subject_labels(
-        &info.service,
-        &info.instance(),
-        &info.route,
-        &info.target_name,
-        &info.source,
-    );
+    let labels = info.subject_labels();
     Ok(Some(
         labels
             .into_iter()

@@ -22,13 +22,7 @@ use crate::store::{LiveRunWindow, RouteInfo, Store, WindowNeed};
 
 /// A route subject's labels: `service`, `instance`, `route`, `target`, `source`.
 pub fn route_labels(info: &RouteInfo) -> Labels {
-    crate::store::subject_labels(
-        &info.service,
-        &info.instance(),
-        &info.route,
-        &info.target_name,
-        &info.source,
-    )
+    info.subject_labels()
 }
 
 /// A rule's measure on one route's figures; `None` when the figure is missing (no

@@ -204,6 +204,18 @@ impl RouteInfo {
             .and_then(|l| l.get("instance").cloned())
             .unwrap_or_else(|| url_instance(&self.target_url))
     }
+
+    /// The labels alerts of this route carry (`service`, `instance`, `route`, `target`,
+    /// `source`; see [`subject_labels`]).
+    pub fn subject_labels(&self) -> BTreeMap<String, String> {
+        subject_labels(
+            &self.service,
+            &self.instance(),
+            &self.route,
+            &self.target_name,
+            &self.source,
+        )
+    }
 }
 
 /// One stored process figure: the scrape's value (`mean` = `max` = the reading) or a
@@ -334,6 +346,7 @@ fn windows_of(infos: &[RouteInfo], figures: HashMap<i64, Vec<Figures>>) -> Route
 
 impl From<&RouteInfo> for RouteSubject {
     fn from(i: &RouteInfo) -> Self {
+        // The instance once: it parses the target's labels, and the subject keeps it too.
         let instance = i.instance();
         RouteSubject {
             id: i.id,
