@@ -40,12 +40,12 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::summary::{
-    ALL_REQUESTS_LABEL, ERROR_RULE, HeaderedCsv, error_pct, error_responses, invalid,
-    is_error_status_text, num, one_label_run, parse_json, read_text, relative_times, s_to_ms,
+    ALL_REQUESTS_LABEL, ERROR_RULE, HeaderedCsv, error_pct, error_responses, invalid, num,
+    one_label_run, parse_json, push_status_sample, read_text, relative_times, s_to_ms,
     seconds_text_to_ms, uint,
 };
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{RunBuilder, RunLimits, Sample, Stats};
+use crate::domain::runs::{RunBuilder, RunLimits, Stats};
 
 /// oha's percentile rule, stored beside its percentile table.
 pub const PERCENTILE_RULE: &str =
@@ -405,29 +405,14 @@ fn parse_csv<R: BufRead>(
             },
         };
         let code = status.map(|i| String::from_utf8_lossy(record[i].trim_ascii()).into_owned());
-        if let Some(code) = &code {
-            let n = codes.entry(code.clone()).or_insert(json!(0));
-            *n = json!(n.as_u64().unwrap_or(0) + 1);
-        }
-        let success = code.as_deref().is_none_or(|c| !is_error_status_text(c));
-        builder.push(
+        push_status_sample(
+            &mut builder,
+            &mut codes,
             line,
-            &Sample {
-                label: ALL_REQUESTS_LABEL,
-                start_ms: start_ms as i64,
-                elapsed_ms,
-                success,
-                response_code: if success {
-                    ""
-                } else {
-                    code.as_deref().unwrap_or("")
-                },
-                message: "",
-                bytes_received,
-                bytes_sent: 0,
-                active_users: None,
-                is_transaction: false,
-            },
+            code.as_deref(),
+            start_ms as i64,
+            elapsed_ms,
+            bytes_received,
         );
     }
     if builder.samples() == 0 {

@@ -11,7 +11,7 @@ use std::io::{BufRead, Read};
 use serde_json::{Map, Value};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{LabelStats, RunBuilder, RunData, Stats};
+use crate::domain::runs::{LabelStats, RunBuilder, RunData, Sample, Stats};
 
 /// Summary files are a few KB; anything past this is not one (and is not buffered).
 pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
@@ -83,6 +83,40 @@ pub fn is_error_status(code: u16) -> bool {
 /// that is not a number is a failed request (no HTTP status came back).
 pub fn is_error_status_text(code: &str) -> bool {
     code.trim().parse::<u16>().map_or(true, is_error_status)
+}
+
+/// One request of a per-request CSV without a success flag (hey, oha): counted under its
+/// status `code` in `codes`, failed by [`ERROR_RULE`] (a request without a status column
+/// succeeds), pushed to `builder` as one sample of the single label.
+pub fn push_status_sample(
+    builder: &mut RunBuilder,
+    codes: &mut Map<String, Value>,
+    line: u64,
+    code: Option<&str>,
+    start_ms: i64,
+    elapsed_ms: u64,
+    bytes_received: u64,
+) {
+    if let Some(code) = code {
+        let n = codes.entry(code.to_string()).or_insert(Value::from(0u64));
+        *n = Value::from(n.as_u64().unwrap_or(0) + 1);
+    }
+    let success = code.is_none_or(|c| !is_error_status_text(c));
+    builder.push(
+        line,
+        &Sample {
+            label: ALL_REQUESTS_LABEL,
+            start_ms,
+            elapsed_ms,
+            success,
+            response_code: if success { "" } else { code.unwrap_or("") },
+            message: "",
+            bytes_received,
+            bytes_sent: 0,
+            active_users: None,
+            is_transaction: false,
+        },
+    );
 }
 
 /// Σ of the counts in a `{"code": count}` map whose code [`is_error_status_text`].
