@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what the build and the tests need (the OpenSSL headers
-# and pkg-config, for HTTPS to webhooks and targets; openssl, which makes the HTTPS test's
+# The whole test suite: installs what the tests need (openssl, which makes the HTTPS test's
 # certificates; Debian's chromium and chromium-driver for the browser tests; prometheus,
 # whose own /metrics the route scraper is tested against; prometheus-alertmanager, which
 # the alerts test sends to), then runs `cargo test`. `--install-only` stops after the
@@ -9,8 +8,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-{ command -v pkg-config >/dev/null 2>&1 && pkg-config --exists openssl; } || missing+=(libssl-dev)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
@@ -19,7 +16,7 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing ${missing[*]} (Debian packages, for the build and the browser, scrape and alerts tests)"
+  echo "installing ${missing[*]} (Debian packages, for the browser, HTTPS, scrape and alerts tests)"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

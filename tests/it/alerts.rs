@@ -2267,12 +2267,16 @@ class H(http.server.BaseHTTPRequestHandler):
         with open('got.jsonl', 'ab') as f:
             f.write(body + b'\n')
         self.send_response(200)
+        self.send_header('Content-Length', '2')
         self.end_headers()
         self.wfile.write(b'ok')
     def do_GET(self):
         body = b'http_server_requests_seconds_count{uri="/pay",status="200"} 7\n'
         self.send_response(200)
         self.send_header('Content-Type', 'text/plain; version=0.0.4')
+        # A length, as real exporters send: over TLS a body that ends only at a close
+        # without close_notify is refused as possibly truncated.
+        self.send_header('Content-Length', str(len(body)))
         self.end_headers()
         self.wfile.write(body)
     def log_message(self, *a):
