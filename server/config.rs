@@ -726,3 +726,37 @@ mod limits_tests {
         assert!(reversed.run_limits().unwrap_err().contains("before"));
     }
 }
+
+#[cfg(test)]
+mod targets_tests {
+    use super::FileConfig;
+
+    /// An unset scrape time-out is 10 s, or the interval when that is shorter (as
+    /// Prometheus does), so `interval_s = 1` alone is a valid target; a given one is kept.
+    #[test]
+    fn unset_timeout_follows_a_short_interval() {
+        let text = r#"
+            [[targets]]
+            name = "fast"
+            url = "http://127.0.0.1:9100/metrics"
+            interval_s = 1
+
+            [[targets]]
+            name = "default"
+            url = "http://127.0.0.1:9101/metrics"
+
+            [[targets]]
+            name = "given"
+            url = "http://127.0.0.1:9102/metrics"
+            interval_s = 30
+            timeout_s = 2.5
+        "#;
+        let file: FileConfig = toml::from_str(text).unwrap();
+        let t: Vec<(f64, f64)> = file
+            .targets
+            .iter()
+            .map(|t| (t.interval_s, t.timeout_s))
+            .collect();
+        assert_eq!(t, [(1.0, 1.0), (15.0, 10.0), (30.0, 2.5)]);
+    }
+}

@@ -469,6 +469,41 @@
     on('alert_firing', (msg) => { alertToast(msg); refreshBadge(); });
     on('alert_resolved', (msg) => { alertToast(msg); refreshBadge(); });
     on('resync', refreshBadge);
+    initOverviewNow();
+  }
+
+  /**
+   * The overview's "Alerts" and "In trouble" panels are server-rendered; on an alert
+   * event, a resync, and every 15 s while the tab is visible, the page is refetched and
+   * the two panels' contents swapped in place (their size may change; nothing above them
+   * moves).
+   */
+  function initOverviewNow() {
+    const ids = ['#overview-alerts', '#overview-trouble'];
+    if (!$(ids[0])) return;
+    let timer = null;
+    let busy = false;
+    async function refresh() {
+      if (busy) return;
+      busy = true;
+      try {
+        const res = await fetch(location.pathname + location.search, { headers: { Accept: 'text/html' } });
+        if (!res.ok) return;
+        const next = new DOMParser().parseFromString(await res.text(), 'text/html');
+        for (const sel of ids) {
+          const cur = $(sel);
+          const fresh = $(sel, next);
+          if (cur && fresh) cur.replaceChildren(...Array.from(fresh.childNodes).map((n) => doc.adoptNode(n)));
+        }
+      } catch (_) { /* the next event or tick tries again */ } finally {
+        busy = false;
+      }
+    }
+    const soon = () => { clearTimeout(timer); timer = setTimeout(refresh, 300); };
+    on('alert_firing', soon);
+    on('alert_resolved', soon);
+    on('resync', soon);
+    setInterval(() => { if (doc.visibilityState === 'visible') refresh(); }, 15000);
   }
 
   // ── 5. runs tables ────────────────────────────────────────────────────

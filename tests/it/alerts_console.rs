@@ -1288,3 +1288,91 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
     );
     client.close().await.unwrap();
 }
+
+/// The overview shows the real state: the alerts firing and pending (silenced ones
+/// marked), routes with failed exchanges in the last minute (the worst first), scrape
+/// targets down with their error — and an empty state naming what to do when there is
+/// none of it.
+#[tokio::test]
+async fn overview_shows_alerts_failing_routes_and_targets_down() {
+    let empty = spawn_app().await;
+    let html = empty.get("/console").await.html();
+    let alerts = select_texts(&html, "#overview-alerts-empty").join(" ");
+    assert!(alerts.contains("No alert rules"), "{alerts}");
+    let trouble = select_texts(&html, "#trouble-empty").join(" ");
+    assert!(trouble.contains("No scrape targets"), "{trouble}");
+    assert!(!html.html().contains("coming"), "no placeholder panel");
+
+    let t0 = harrier::now_ms() - 120_000;
+    let app = firing_app(t0).await;
+    let target = app.state.store.list_targets().await.unwrap()[0].id;
+    let now = harrier::now_ms();
+    scrape(
+        &app,
+        target,
+        now - 1_000,
+        &[
+            write("/checkout", interval(100.0, 30.0)),
+            write("/checkin", interval(100.0, 0.0)),
+            write("/refund", interval(100.0, 5.0)),
+        ],
+    )
+    .await;
+    let down = app
+        .state
+        .store
+        .upsert_target(
+            &harrier::store::TargetSpec {
+                name: "billing".into(),
+                url: "http://127.0.0.1:9/metrics".into(),
+                kind: "prometheus".into(),
+                interval_s: 15.0,
+                timeout_s: 5.0,
+                labels: Default::default(),
+            },
+            "api",
+            now,
+        )
+        .await
+        .unwrap();
+    app.state
+        .store
+        .record_scrape(
+            down.id,
+            &harrier::store::ScrapeStatus {
+                at_ms: now,
+                up: false,
+                duration_ms: 1.0,
+                samples: 0,
+                error: Some("connection refused".into()),
+            },
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let html = app.get("/console").await.html();
+    let cells = select_texts(&html, "#overview-alerts-table tbody tr td");
+    assert_eq!(
+        cells[..3],
+        ["page", "firing", "CheckoutErrors"],
+        "{cells:?}"
+    );
+    assert!(cells[3].starts_with("/checkout"), "{}", cells[3]);
+    assert_eq!(cells[4], "30.00 %");
+    let failing = select_texts(&html, "#failing-routes tbody tr td");
+    assert_eq!(
+        failing.len(),
+        8,
+        "two failing routes, /checkin has none: {failing:?}"
+    );
+    assert!(failing[0].starts_with("/checkout"), "{failing:?}");
+    assert_eq!(failing[2], "30.00", "the unit is in the column head");
+    assert!(failing[4].starts_with("/refund"), "{failing:?}");
+    assert_eq!(failing[6], "5.00");
+    let down = select_texts(&html, "#targets-down li").join(" ");
+    assert!(
+        down.contains("billing") && down.contains("connection refused"),
+        "{down}"
+    );
+}

@@ -220,7 +220,7 @@ pub struct SubjectView {
 }
 
 /// Route ids by their identity labels (`service`, `instance`, `route`).
-type RouteIndex = HashMap<(String, String, String), i64>;
+pub type RouteIndex = HashMap<(String, String, String), i64>;
 
 fn subject_of(labels: &Labels, routes: &RouteIndex) -> SubjectView {
     let get = |k: &str| labels.get(k).cloned().unwrap_or_default();
@@ -515,43 +515,29 @@ pub struct AlertsPage {
     pub channel_kinds: &'static [&'static str],
 }
 
-#[derive(Deserialize)]
-pub struct AlertsQuery {
-    range: Option<String>,
+/// The active alerts as rows, firing first, the most severe first, then the oldest;
+/// at most `limit` rows are built.
+pub struct ActiveAlerts {
+    pub rows: Vec<AlertRow>,
+    pub firing_count: usize,
+    pub pending_count: usize,
+    /// Active alerts beyond `limit`, not built.
+    pub left_out: usize,
 }
 
-/// `GET /console/alerts?range=1h|6h|24h|7d` (default 24h; anything else is refused).
-pub async fn page(
-    State(state): State<AppState>,
-    Query(q): Query<AlertsQuery>,
-) -> Result<AlertsPage, PageError> {
-    let (range_key, range_label, range_ms) = match q.range.as_deref().filter(|s| !s.is_empty()) {
-        None => RANGES[2],
-        Some(k) => *RANGES.iter().find(|r| r.0 == k).ok_or_else(|| {
-            crate::error::Error::BadRequest(format!(
-                "range must be one of 1h, 6h, 24h, 7d; got {k:?}"
-            ))
-        })?,
-    };
-    let now = crate::now_ms();
-    let rules = state.store.list_alert_rules().await?;
-    let alerts = state.store.list_alerts().await?;
-    let routes: RouteIndex = state
-        .store
-        .route_infos(None, None)
-        .await?
-        .into_iter()
-        .map(|i| {
-            let l = crate::services::alerts::evaluator::route_labels(&i);
-            let get = |k: &str| l.get(k).cloned().unwrap_or_default();
-            ((get("service"), get("instance"), get("route")), i.id)
-        })
-        .collect();
-    let rule_of = |name: &str| rules.iter().find(|r| r.rule.name == name).map(|r| &r.rule);
-    let muter = Muter::new(&state.store.active_silences(now).await?, now);
-
-    // firing first, the most severe first, then the oldest; only the rows shown are built
+/// Rows of the active `alerts` under `rules`, their subjects linked through `routes`,
+/// their silences from `muter`, ages measured at `now` (unix ms).
+pub fn active_rows(
+    alerts: &[crate::domain::alerts::eval::Alert],
+    rules: &[StoredRule],
+    routes: &RouteIndex,
+    muter: &Muter,
+    now: i64,
+    limit: usize,
+) -> ActiveAlerts {
     use crate::domain::alerts::eval::Phase;
+    let rule_of = |name: &str| rules.iter().find(|r| r.rule.name == name).map(|r| &r.rule);
+    // firing first, the most severe first, then the oldest; only the rows shown are built
     let since_of = |a: &crate::domain::alerts::eval::Alert| {
         if a.state == Phase::Firing {
             a.fired_at_ms.unwrap_or(a.active_since_ms)
@@ -575,21 +561,21 @@ pub async fn page(
     order.sort_unstable();
     let firing_count = alerts.iter().filter(|a| a.state == Phase::Firing).count();
     let pending_count = alerts.len() - firing_count;
-    let alerts_left_out = alerts.len().saturating_sub(ALERTS_SHOWN);
-    let firing: Vec<AlertRow> = order
+    let left_out = alerts.len().saturating_sub(limit);
+    let rows: Vec<AlertRow> = order
         .iter()
-        .take(ALERTS_SHOWN)
+        .take(limit)
         .map(|&(.., i)| &alerts[i])
         .map(|a| {
             let rule = rule_of(&a.rule);
-            let view = crate::domain::alerts::AlertView::new(a, rule, &muter);
+            let view = crate::domain::alerts::AlertView::new(a, rule, muter);
             let since_ms = since_of(a);
             AlertRow {
                 rule: a.rule.clone(),
                 sev_class: severity_class(&view.severity),
                 severity: view.severity.clone(),
                 state: view.state.clone(),
-                subject: subject_of(&a.labels, &routes),
+                subject: subject_of(&a.labels, routes),
                 value: rule.map_or_else(
                     || {
                         a.value
@@ -614,6 +600,60 @@ pub async fn page(
             }
         })
         .collect();
+    ActiveAlerts {
+        rows,
+        firing_count,
+        pending_count,
+        left_out,
+    }
+}
+
+/// Every route's (service, instance, route) labels → its id, to link alert subjects.
+pub async fn route_index(state: &AppState) -> Result<RouteIndex, PageError> {
+    Ok(state
+        .store
+        .route_infos(None, None)
+        .await?
+        .into_iter()
+        .map(|i| {
+            let l = crate::services::alerts::evaluator::route_labels(&i);
+            let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+            ((get("service"), get("instance"), get("route")), i.id)
+        })
+        .collect())
+}
+
+#[derive(Deserialize)]
+pub struct AlertsQuery {
+    range: Option<String>,
+}
+
+/// `GET /console/alerts?range=1h|6h|24h|7d` (default 24h; anything else is refused).
+pub async fn page(
+    State(state): State<AppState>,
+    Query(q): Query<AlertsQuery>,
+) -> Result<AlertsPage, PageError> {
+    let (range_key, range_label, range_ms) = match q.range.as_deref().filter(|s| !s.is_empty()) {
+        None => RANGES[2],
+        Some(k) => *RANGES.iter().find(|r| r.0 == k).ok_or_else(|| {
+            crate::error::Error::BadRequest(format!(
+                "range must be one of 1h, 6h, 24h, 7d; got {k:?}"
+            ))
+        })?,
+    };
+    let now = crate::now_ms();
+    let rules = state.store.list_alert_rules().await?;
+    let alerts = state.store.list_alerts().await?;
+    let routes = route_index(&state).await?;
+    let rule_of = |name: &str| rules.iter().find(|r| r.rule.name == name).map(|r| &r.rule);
+    let muter = Muter::new(&state.store.active_silences(now).await?, now);
+
+    let ActiveAlerts {
+        rows: firing,
+        firing_count,
+        pending_count,
+        left_out: alerts_left_out,
+    } = active_rows(&alerts, &rules, &routes, &muter, now, ALERTS_SHOWN);
 
     let from = now - range_ms;
     let mut history = state
@@ -666,7 +706,7 @@ pub async fn page(
     let mut per_rule: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for a in &alerts {
         let e = per_rule.entry(a.rule.as_str()).or_default();
-        if a.state == Phase::Firing {
+        if a.state == crate::domain::alerts::eval::Phase::Firing {
             e.0 += 1;
         } else {
             e.1 += 1;

@@ -189,13 +189,27 @@ struct OverviewPage {
     /// Rows the live table keeps.
     limit: Option<usize>,
     routes: routes::RoutesSummary,
+    /// The active alerts, the first [`OVERVIEW_ALERTS`] of them built.
+    alerts: alerts::ActiveAlerts,
+    /// Alert rules in force.
+    rule_count: usize,
+    /// How often rules are evaluated ("15 s").
+    interval: String,
 }
 
 /// Recent runs shown on the overview (the live table keeps as many).
 const OVERVIEW_RUNS: usize = 10;
+/// Active alerts listed on the overview (the alerts page lists them all).
+const OVERVIEW_ALERTS: usize = 5;
 
 async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageError> {
     let all = state.store.list_runs().await?;
+    let now = crate::now_ms();
+    let rules = state.store.list_alert_rules().await?;
+    let active = state.store.list_alerts().await?;
+    let muter =
+        crate::domain::alerts::silence::Muter::new(&state.store.active_silences(now).await?, now);
+    let index = alerts::route_index(&state).await?;
     Ok(OverviewPage {
         nav: "overview",
         run_count: all.len(),
@@ -206,6 +220,9 @@ async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageErr
             .collect(),
         limit: Some(OVERVIEW_RUNS),
         routes: routes::summary(&state).await?,
+        alerts: alerts::active_rows(&active, &rules, &index, &muter, now, OVERVIEW_ALERTS),
+        rule_count: rules.len(),
+        interval: alerts::interval_text(state.config.alerts.evaluation_interval.ms()),
     })
 }
 

@@ -174,35 +174,95 @@ pub struct RoutesSummary {
     pub targets_down: usize,
     pub routes: usize,
     pub active: usize,
-    /// The busiest routes over the last minute.
+    /// The busiest routes over the last minute, harrier's own left out.
     pub top: Vec<RouteRowView>,
+    /// Routes with failed exchanges over the last minute, the highest error % first.
+    pub failing: Vec<RouteRowView>,
+    /// harrier's own routes (its self-scrape), not listed on the overview.
+    pub own: usize,
+    /// Scrape targets whose last scrape failed.
+    pub down: Vec<TargetDown>,
 }
+
+/// A scrape target whose last scrape failed, as the overview lists it.
+pub struct TargetDown {
+    pub name: String,
+    /// Its service's console page.
+    pub href: String,
+    /// The scrape error ("connection refused", "HTTP 500"…), shortened.
+    pub error: String,
+    /// When it was last scraped (absolute, local time).
+    pub at: String,
+}
+
+/// Routes listed in each overview table.
+const SUMMARY_ROWS: usize = 5;
 
 /// Routes summary for the overview page.
 pub async fn summary(state: &AppState) -> Result<RoutesSummary, PageError> {
     let now = crate::now_ms();
     let targets = state.store.list_targets().await?;
+    let own_targets: Vec<i64> = targets
+        .iter()
+        .filter(|t| t.origin == "builtin")
+        .map(|t| t.id)
+        .collect();
     let rows = crate::views::routes::route_rows(&state.store, None, MINUTE_MS, now).await?;
-    let mut busy: Vec<RouteRow> = rows
+    let own = rows
+        .iter()
+        .filter(|r| own_targets.contains(&r.target_id))
+        .count();
+    let theirs = || rows.iter().filter(|r| !own_targets.contains(&r.target_id));
+    let active = rows
         .iter()
         .filter(|r| r.throughput_per_s.is_some_and(|t| t > 0.0))
-        .cloned()
+        .count();
+    let mut busy: Vec<&RouteRow> = theirs()
+        .filter(|r| r.throughput_per_s.is_some_and(|t| t > 0.0))
         .collect();
     busy.sort_by(|a, b| {
         b.throughput_per_s
             .unwrap_or(0.0)
             .total_cmp(&a.throughput_per_s.unwrap_or(0.0))
     });
+    let mut failing: Vec<&RouteRow> = theirs()
+        .filter(|r| r.error_pct.is_some_and(|p| p > 0.0))
+        .collect();
+    failing.sort_by(|a, b| {
+        b.error_pct
+            .unwrap_or(0.0)
+            .total_cmp(&a.error_pct.unwrap_or(0.0))
+    });
     Ok(RoutesSummary {
         targets: targets.len(),
         targets_up: targets.iter().filter(|t| t.up == Some(true)).count(),
         targets_down: targets.iter().filter(|t| t.up == Some(false)).count(),
         routes: rows.len(),
-        active: busy.len(),
+        active,
         top: busy
             .into_iter()
-            .take(5)
-            .map(|r| RouteRowView::new(r, now, &[]))
+            .take(SUMMARY_ROWS)
+            .map(|r| RouteRowView::new(r.clone(), now, &[]))
+            .collect(),
+        failing: failing
+            .into_iter()
+            .take(SUMMARY_ROWS)
+            .map(|r| RouteRowView::new(r.clone(), now, &[]))
+            .collect(),
+        own,
+        down: targets
+            .iter()
+            .filter(|t| t.up == Some(false))
+            .map(|t| TargetDown {
+                name: t.name.clone(),
+                href: crate::views::services::service_url(&t.service),
+                error: t
+                    .last_error
+                    .as_deref()
+                    .map(|e| e.chars().take(120).collect())
+                    .unwrap_or_default(),
+                at: crate::domain::format::time(t.last_scrape_ms),
+            })
             .collect(),
     })
 }

@@ -26,32 +26,58 @@ pub const HOUR_MS: i64 = 3_600_000;
 pub const ROLLUPS_MS: [i64; 3] = [MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
 
 /// A target as configured (`harrier.toml` `[[targets]]` or `POST /api/v1/targets`).
+/// Defaults: `kind` prometheus, `interval_s` 15, `timeout_s` 10 or the interval when that
+/// is shorter (Prometheus's rule for an unset scrape timeout).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
+#[serde(from = "TargetSpecIn")]
 pub struct TargetSpec {
     pub name: String,
     /// Used in full; serialized masked (see [`crate::domain::secrets::mask_url`]).
     #[serde(serialize_with = "crate::domain::secrets::serialize_masked_url")]
     pub url: String,
     /// `prometheus` or `jolokia`.
-    #[serde(default = "default_kind")]
     pub kind: String,
-    #[serde(default = "default_interval_s")]
     pub interval_s: f64,
-    #[serde(default = "default_timeout_s")]
     pub timeout_s: f64,
     /// Extra labels; `service` names the service, `instance` the instance.
-    #[serde(default)]
     pub labels: BTreeMap<String, String>,
 }
+
+/// A [`TargetSpec`] as written, before its defaults are filled in.
+#[derive(serde::Deserialize)]
+struct TargetSpecIn {
+    name: String,
+    url: String,
+    #[serde(default = "default_kind")]
+    kind: String,
+    #[serde(default = "default_interval_s")]
+    interval_s: f64,
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+impl From<TargetSpecIn> for TargetSpec {
+    fn from(t: TargetSpecIn) -> TargetSpec {
+        TargetSpec {
+            timeout_s: t.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S.min(t.interval_s)),
+            name: t.name,
+            url: t.url,
+            kind: t.kind,
+            interval_s: t.interval_s,
+            labels: t.labels,
+        }
+    }
+}
+
+/// Scrape time-out when none is given and the interval is longer, s.
+const DEFAULT_TIMEOUT_S: f64 = 10.0;
 
 fn default_kind() -> String {
     "prometheus".into()
 }
 fn default_interval_s() -> f64 {
     15.0
-}
-fn default_timeout_s() -> f64 {
-    10.0
 }
 
 /// A stored target with its last scrape (`GET /api/v1/targets`).
