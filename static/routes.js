@@ -9,13 +9,15 @@
  *    page reads without JS). Cells: service · route(link) · state(.badge) · td.tput ·
  *    td.err · td.mean · td.p95 · td.max · td.inflight · td.since (data-value = last
  *    exchange ms) · td.spark (<svg><polyline>).
- *  section#routes-panel[data-limit][data-total]; form#route-form (q, service, state):
+ *  section#routes-panel[data-limit][data-total]; form#route-form (q, service, state,
+ *    window — 10s | 1m | 5m | 15m, the window of the figures):
  *    typing (debounced), select changes and header links (th[data-key] a.sort-link) and
  *    pager links (#routes-pager a[data-page]) fetch GET /api/v1/routes?…&offset&limit and
  *    replace the rows; the URL follows (history.replaceState). Sparklines of the page
  *    come in one GET /api/v1/routes/sparklines?ids=….
- *  harrier:routes_updated {target_id, routes:[RouteRow]} → only rows on screen are
- *    rewritten in place (no re-sort); their sparklines get the new point. A route id
+ *  harrier:routes_updated {target_id, routes:[RouteRow]} (1 min figures) → only rows on
+ *    screen are rewritten in place (no re-sort); their sparklines get the new point.
+ *    Under another window the page is fetched again with it instead. A route id
  *    never seen before, with room on the page, fetches the page again.
  *  harrier:target_status {target} → tr[data-target-id] of table#targets-table.
  *  harrier:target_removed {id}, harrier:resync → the page is fetched again.
@@ -125,6 +127,8 @@
       const input = $('#route-filter');
       const svc = $('#route-service');
       const stateSel = $('#route-state');
+      const winSel = $('#route-window');
+      const currentWindow = () => (winSel && winSel.value) || '1m';
       const summary = $('#routes-summary');
       const noneMatch = $('#routes-none-match');
       const params = new URLSearchParams(location.search);
@@ -144,6 +148,7 @@
         const p = new URLSearchParams();
         const q = input ? input.value.trim() : '';
         if (q) p.set('q', q);
+        if (currentWindow() !== '1m') p.set('window', currentWindow());
         if (svc && svc.value) p.set('service', svc.value);
         if (stateSel && stateSel.value) p.set('state', stateSel.value);
         if (v.sort !== 'service' || v.dir !== 'asc') { p.set('sort', v.sort); p.set('dir', v.dir); }
@@ -265,6 +270,16 @@
       let typing = 0;
       if (input) input.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => load({ offset: 0 }), 250); });
       for (const sel of [svc, stateSel]) if (sel) sel.addEventListener('change', () => load({ offset: 0 }));
+      if (winSel) {
+        winSel.addEventListener('change', () => {
+          const opt = winSel.selectedOptions[0];
+          const words = $('#window-words');
+          if (words && opt) words.textContent = opt.dataset.words || opt.textContent;
+          const json = $('#routes-json');
+          if (json) json.href = '/api/v1/routes?window=' + encodeURIComponent(currentWindow());
+          load();
+        });
+      }
       const apply = $('#route-apply');
       if (apply) apply.hidden = true;
 
@@ -275,6 +290,15 @@
       let refetch = 0;
       on('routes_updated', (msg) => {
         if (!msg || !Array.isArray(msg.routes)) return;
+        // the event carries 1 min figures: under another window the rows on screen are
+        // fetched again with it (at most once a second) rather than overwritten
+        if (currentWindow() !== '1m') {
+          if (msg.routes.some((r) => findRow(r.id))) {
+            clearTimeout(refetch);
+            refetch = setTimeout(() => load(), 1000);
+          }
+          return;
+        }
         let fresh = false;
         for (const r of msg.routes) {
           if (!seen.has(r.id)) { seen.add(r.id); fresh = true; }

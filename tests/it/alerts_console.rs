@@ -1376,3 +1376,66 @@ async fn overview_shows_alerts_failing_routes_and_targets_down() {
         "{down}"
     );
 }
+
+/// The routes page's window selector: the figures are over the chosen window (10 s
+/// follows a ramp: the latest scrape interval; 1 min averages the minute), the choice
+/// stays in the sort and pager links, and a window outside the offered ones is refused.
+#[tokio::test]
+async fn routes_page_figures_follow_the_chosen_window() {
+    let app = spawn_app().await;
+    let target = add_target(&app).await;
+    let now = harrier::now_ms();
+    // 15 s intervals: 150 exchanges (10/s) ending 40 s ago, 450 (30/s) ending 2 s ago
+    scrape(
+        &app,
+        target,
+        now - 40_000,
+        &[write("/ramp", interval(150.0, 0.0))],
+    )
+    .await;
+    scrape(
+        &app,
+        target,
+        now - 2_000,
+        &[write("/ramp", interval(450.0, 0.0))],
+    )
+    .await;
+
+    let tput =
+        |html: &scraper::Html| select_texts(html, "#routes-table tbody tr td.tput")[0].clone();
+    let minute = app.get("/console/routes").await.html();
+    assert_eq!(
+        tput(&minute),
+        "20.0",
+        "600 exchanges over 30 s of intervals"
+    );
+    let sel = scraper::Selector::parse("#route-window option[selected]").unwrap();
+    let picked: Vec<_> = minute
+        .select(&sel)
+        .map(|o| o.value().attr("value"))
+        .collect();
+    assert_eq!(picked, [Some("1m")]);
+
+    let short = app.get("/console/routes?window=10s").await.html();
+    assert_eq!(tput(&short), "30.0", "the latest interval only");
+    let picked: Vec<_> = short
+        .select(&sel)
+        .map(|o| o.value().attr("value"))
+        .collect();
+    assert_eq!(picked, [Some("10s")]);
+    let subtitle = select_texts(&short, "#window-words").join("");
+    assert_eq!(subtitle, "the last 10 s");
+    let sort = scraper::Selector::parse("#routes-table thead th a.sort-link").unwrap();
+    let href = short
+        .select(&sort)
+        .next()
+        .unwrap()
+        .value()
+        .attr("href")
+        .unwrap();
+    assert!(href.contains("window=10s"), "{href}");
+
+    let bad = app.get("/console/routes?window=2h").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.text().contains("10s, 1m, 5m, 15m"), "{}", bad.text());
+}

@@ -295,7 +295,7 @@ const COLUMNS: [(&str, &str, &str, bool, &str); 10] = [
         "/s",
         "throughput_per_s",
         true,
-        "Δexchanges / Δt over the last minute; counter resets handled",
+        "Δexchanges / Δt over the window; counter resets handled",
     ),
     (
         "Error",
@@ -341,6 +341,12 @@ fn list_href(list: &RouteList, q: &str, sort: &str, desc: bool, offset: usize) -
         }
     };
     add("q", q);
+    if let Some(w) = WINDOWS
+        .iter()
+        .find(|w| w.3 == list.window_ms && w.0 != "1m")
+    {
+        add("window", w.0);
+    }
     add("service", list.service.as_deref().unwrap_or(""));
     add("state", list.state.as_deref().unwrap_or(""));
     if sort != "service" || desc {
@@ -406,6 +412,37 @@ struct RoutesPage {
     total: usize,
     all: usize,
     all_text: String,
+    /// The window of the figures, one of [`WINDOWS`] (its key).
+    window: &'static str,
+    /// The window in words ("the last minute").
+    window_words: &'static str,
+    windows: &'static [(&'static str, &'static str, &'static str, i64)],
+}
+
+/// The windows the routes page offers: key, label, words, length in ms. A short window
+/// follows a ramp closely (10 s shows the latest scrape interval when scrapes are further
+/// apart); a long one smooths it.
+pub const WINDOWS: [(&str, &str, &str, i64); 4] = [
+    ("10s", "10 s", "the last 10 s", 10_000),
+    ("1m", "1 min", "the last minute", MINUTE_MS),
+    ("5m", "5 min", "the last 5 min", 5 * MINUTE_MS),
+    ("15m", "15 min", "the last 15 min", 15 * MINUTE_MS),
+];
+
+/// The [`WINDOWS`] entry of a `?window=` value (`1m` when absent); 400 for another value.
+fn window_choice(
+    q: &RouteListQuery,
+) -> Result<&'static (&'static str, &'static str, &'static str, i64), PageError> {
+    let asked = q.window.as_deref().map(str::trim).filter(|w| !w.is_empty());
+    match asked {
+        None => Ok(&WINDOWS[1]),
+        Some(w) => WINDOWS.iter().find(|c| c.0 == w).ok_or_else(|| {
+            crate::error::Error::BadRequest(format!(
+                "window must be one of 10s, 1m, 5m, 15m; got {w:?}"
+            ))
+            .into()
+        }),
+    }
 }
 
 async fn routes_page(
@@ -413,7 +450,9 @@ async fn routes_page(
     axum::extract::Query(query): axum::extract::Query<RouteListQuery>,
 ) -> Result<RoutesPage, PageError> {
     let now = crate::now_ms();
-    let list = RouteList::parse(&query, true)?;
+    let window = window_choice(&query)?;
+    let mut list = RouteList::parse(&query, true)?;
+    list.window_ms = window.3;
     let limit = list.limit.unwrap_or(crate::views::routes::DEFAULT_LIMIT);
     let targets = state.store.list_targets().await?;
     let infos = state.store.route_infos(None, None).await?;
@@ -514,6 +553,9 @@ async fn routes_page(
         total,
         all: page.all,
         all_text: format::int(page.all as i64),
+        window: window.0,
+        window_words: window.2,
+        windows: &WINDOWS,
     })
 }
 
