@@ -149,6 +149,7 @@
         const q = input ? input.value.trim() : '';
         if (q) p.set('q', q);
         if (currentWindow() !== '1m') p.set('window', currentWindow());
+        if (panel && panel.dataset.own === 'show') p.set('own', 'show');
         if (svc && svc.value) p.set('service', svc.value);
         if (stateSel && stateSel.value) p.set('state', stateSel.value);
         if (v.sort !== 'service' || v.dir !== 'asc') { p.set('sort', v.sort); p.set('dir', v.dir); }
@@ -218,6 +219,7 @@
         Object.assign(view, over || {});
         const mine = ++seq;
         const p = query();
+        if (!p.has('own')) p.set('own', 'hide'); // the console's default; the API's is show
         p.set('offset', String(view.offset));
         p.set('limit', String(view.limit));
         panel.setAttribute('aria-busy', 'true');
@@ -233,9 +235,11 @@
           for (const r of body.routes) seen.add(r.id);
           view.total = body.total;
           if (count) count.textContent = fmt.int(body.all);
-          if (wrap) { wrap.hidden = body.all === 0; requestAnimationFrame(() => { wrap.style.minHeight = ''; }); }
-          if (empty) empty.hidden = body.all > 0;
-          if (noneMatch) noneMatch.hidden = !(body.all > 0 && body.total === 0);
+          // routes of the user's services (harrier's own may be hidden)
+          const theirs = body.all - (body.own_hidden || 0);
+          if (wrap) { wrap.hidden = theirs === 0; requestAnimationFrame(() => { wrap.style.minHeight = ''; }); }
+          if (empty) empty.hidden = theirs > 0;
+          if (noneMatch) noneMatch.hidden = !(theirs > 0 && body.total === 0);
           drawPager();
           history.replaceState(null, '', consoleHref());
           loadSparks(body.routes.map((r) => r.id));

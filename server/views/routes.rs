@@ -94,6 +94,9 @@ pub struct RouteListQuery {
     pub dir: Option<String>,
     pub offset: Option<String>,
     pub limit: Option<String>,
+    /// `show` (the API's default) or `hide` (the console's) harrier's own routes, those
+    /// of its self-scrape target.
+    pub own: Option<String>,
 }
 
 /// Fields the routes list sorts by; the first `TEXT_SORTS` need no figures.
@@ -130,6 +133,9 @@ pub struct RouteList {
     pub offset: usize,
     /// `None`: every matching row, no paging.
     pub limit: Option<usize>,
+    /// Leave out harrier's own routes (its self-scrape target's) unless a service is
+    /// chosen.
+    pub hide_own: bool,
 }
 
 impl RouteList {
@@ -183,7 +189,17 @@ impl RouteList {
             )));
         }
         let paged = paged || offset.is_some() || limit.is_some();
+        let hide_own = match text(&q.own).as_deref() {
+            None | Some("show") => false,
+            Some("hide") => true,
+            Some(o) => {
+                return Err(Error::BadRequest(format!(
+                    "own must be show or hide, got {o:?}"
+                )));
+            }
+        };
         Ok(RouteList {
+            hide_own,
             window_ms: window_ms(&WindowQuery {
                 window: q.window.clone(),
             })?,
@@ -212,6 +228,8 @@ pub struct RoutePage {
     pub total: usize,
     /// Every route.
     pub all: usize,
+    /// harrier's own routes left out ([`RouteList::hide_own`]).
+    pub own_hidden: usize,
     pub offset: usize,
     pub limit: usize,
     pub routes: Vec<RouteRow>,
@@ -245,8 +263,21 @@ pub async fn list_page(
     list: &RouteList,
     now_ms: i64,
 ) -> crate::store::Result<RoutePage> {
-    let infos = store.route_infos(None, None).await?;
+    let mut infos = store.route_infos(None, None).await?;
     let all = infos.len();
+    let mut own_hidden = 0;
+    if list.hide_own && list.service.is_none() {
+        let own: Vec<i64> = store
+            .list_targets()
+            .await?
+            .iter()
+            .filter(|t| t.origin == "builtin")
+            .map(|t| t.id)
+            .collect();
+        infos.retain(|i| !own.contains(&i.target_id));
+        own_hidden = all - infos.len();
+    }
+    let filtered_all = infos.len() == all;
     let mut keyed: Vec<(RouteInfo, String)> = infos
         .into_iter()
         .map(|i| {
@@ -262,7 +293,7 @@ pub async fn list_page(
                 })
         })
         .collect();
-    let filtered_all = keyed.len() == all;
+    let filtered_all = filtered_all && keyed.len() == all;
     let by_text = |a: &(RouteInfo, String), b: &(RouteInfo, String)| {
         (
             a.0.service.as_str(),
@@ -356,6 +387,7 @@ pub async fn list_page(
     Ok(RoutePage {
         total,
         all,
+        own_hidden,
         offset: list.offset,
         limit: list.limit.unwrap_or(total),
         routes: rows,

@@ -1435,6 +1435,53 @@ async fn routes_page_figures_follow_the_chosen_window() {
         .unwrap();
     assert!(href.contains("window=10s"), "{href}");
 
+    // harrier's own routes (its self-scrape target) are hidden unless asked for
+    let own = app
+        .state
+        .store
+        .upsert_target(
+            &harrier::store::TargetSpec {
+                name: "harrier".into(),
+                url: "http://127.0.0.1:7070/metrics".into(),
+                kind: "prometheus".into(),
+                interval_s: 10.0,
+                timeout_s: 5.0,
+                labels: [("service".to_string(), "harrier".to_string())].into(),
+            },
+            "builtin",
+            now,
+        )
+        .await
+        .unwrap();
+    let mut own_write = write("GET /metrics", interval(10.0, 0.0));
+    own_write.service = "harrier".into();
+    scrape(&app, own.id, now - 1_000, &[own_write]).await;
+    let routes = |html: &scraper::Html| select_texts(html, "#routes-table tbody tr td.route");
+    let hidden = app.get("/console/routes").await.html();
+    assert_eq!(routes(&hidden), ["/ramp"]);
+    let note = select_texts(&hidden, "#routes-own").join(" ");
+    assert!(
+        note.contains("harrier's own 1 route") && note.contains("Show them"),
+        "{note}"
+    );
+    let shown = app.get("/console/routes?own=show").await.html();
+    assert_eq!(routes(&shown), ["GET /metrics", "/ramp"]);
+    let api = app.get("/api/v1/routes?own=hide&limit=10").await.json();
+    assert_eq!(
+        (api["total"].as_i64(), api["own_hidden"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        app.get("/api/v1/routes")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "the API shows them by default"
+    );
+
     let bad = app.get("/console/routes?window=2h").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert!(bad.text().contains("10s, 1m, 5m, 15m"), "{}", bad.text());

@@ -7,8 +7,10 @@
 //!   `active`, `idle`, `down`, `stale`, `gone`, …), `sort` (a row field: `service`, `route`,
 //!   `instance`, `state`, `throughput_per_s`, `error_pct`, `mean_ms`, `p95_ms`, `max_ms`,
 //!   `inflight`, `last_exchange_ms`; default service then route), `dir` (`asc` | `desc`;
-//!   missing figures sort last either way). With `offset` and/or `limit` (1–1000, default
-//!   100) the answer is one page: `{"total": matching, "all": every route, "offset",
+//!   missing figures sort last either way), `own` (`show`, the default, or `hide`:
+//!   harrier's own routes, those of its self-scrape target, left out unless `service` is
+//!   given). With `offset` and/or `limit` (1–1000, default 100) the answer is one page:
+//!   `{"total": matching, "all": every route, "own_hidden": own routes left out, "offset",
 //!   "limit", "routes": [RouteRow…]}`; without them, every matching row as an array;
 //! - `GET /api/v1/routes/sparklines?ids=1,2,…` (up to 1000 ids) → `{"from_ms", "to_ms",
 //!   "step_ms", "routes": {"<id>": [[t_ms, exchanges_per_s], …]}}`: each route's throughput

@@ -349,6 +349,9 @@ fn list_href(list: &RouteList, q: &str, sort: &str, desc: bool, offset: usize) -
     }
     add("service", list.service.as_deref().unwrap_or(""));
     add("state", list.state.as_deref().unwrap_or(""));
+    if !list.hide_own {
+        add("own", "show");
+    }
     if sort != "service" || desc {
         add("sort", sort);
         add("dir", if desc { "desc" } else { "asc" });
@@ -417,6 +420,10 @@ struct RoutesPage {
     /// The window in words ("the last minute").
     window_words: &'static str,
     windows: &'static [(&'static str, &'static str, &'static str, i64)],
+    /// harrier's own routes left out of the table.
+    own_hidden: usize,
+    /// `?own=show`: they are listed.
+    own_shown: bool,
 }
 
 /// The windows the routes page offers: key, label, words, length in ms. A short window
@@ -453,6 +460,8 @@ async fn routes_page(
     let window = window_choice(&query)?;
     let mut list = RouteList::parse(&query, true)?;
     list.window_ms = window.3;
+    // harrier's own routes are hidden unless asked for (`?own=show`)
+    list.hide_own = query.own.as_deref() != Some("show");
     let limit = list.limit.unwrap_or(crate::views::routes::DEFAULT_LIMIT);
     let targets = state.store.list_targets().await?;
     let infos = state.store.route_infos(None, None).await?;
@@ -556,6 +565,8 @@ async fn routes_page(
         window: window.0,
         window_words: window.2,
         windows: &WINDOWS,
+        own_hidden: page.own_hidden,
+        own_shown: !list.hide_own,
     })
 }
 
