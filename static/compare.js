@@ -14,7 +14,8 @@
  *    the baseline's value dashed, regressions as red points, change points as
  *    vertical lines; button#baseline-unpin → DELETE /api/v1/scenarios/{name}/baseline.
  *  - Runs page: input.compare-pick checkboxes (added to rows that lack one, also
- *    rows the live table inserts) + form#compare-form → /console/compare?runs=a,b.
+ *    rows the live table inserts) + form#compare-form → /console/compare?order=reference&runs=a,b
+ *    (the server redirects with the reference first: the pinned baseline, else the oldest).
  *  - Run page: button#baseline-pin[data-scenario][data-run-id] → PUT the baseline.
  */
 (() => {
@@ -249,7 +250,8 @@
       e.preventDefault();
       const ids = picked();
       if (ids.length < 2) return;
-      location.assign('/console/compare?runs=' + ids.join(','));
+      // the server puts the reference first (the pinned baseline, else the oldest run)
+      location.assign('/console/compare?order=reference&runs=' + ids.join(','));
     });
     addBoxes();
   }

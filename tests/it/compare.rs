@@ -846,3 +846,48 @@ async fn runs_stored_before_draws_were_kept_still_compare() {
     assert_eq!(old_style, stored, "same figures, intervals and verdicts");
     assert_eq!(draws().await, 9, "the comparison stored the draws again");
 }
+
+/// The runs list's tick form sends its boxes in table order (newest first); the
+/// comparison it opens has its reference first: the oldest run, or the scenario's pinned
+/// baseline when that is among them. An explicit order is kept.
+#[tokio::test]
+async fn the_picked_reference_comes_first() {
+    let app = spawn_app().await;
+    let (base, again, slow) = three_runs(&app.state.store).await;
+    let r = app
+        .get(&format!(
+            "/console/compare?order=reference&runs={slow}&runs={again}&runs={base}"
+        ))
+        .await;
+    assert!(r.status.is_redirection(), "{}", r.status);
+    assert_eq!(
+        r.location.as_deref(),
+        Some(format!("/console/compare?runs={base},{again},{slow}").as_str()),
+        "the oldest first"
+    );
+    let pinned = send_json(
+        &app,
+        "PUT",
+        "/api/v1/scenarios/checkout/baseline",
+        serde_json::json!({"run_id": again}),
+    )
+    .await;
+    assert!(pinned.status.is_success(), "{}", pinned.text());
+    let r = app
+        .get(&format!("/console/compare?order=reference&runs={slow}&runs={base}&runs={again}&min_effect_pct=20"))
+        .await;
+    assert_eq!(
+        r.location.as_deref(),
+        Some(format!("/console/compare?runs={again},{base},{slow}&min_effect_pct=20").as_str()),
+        "the pinned baseline first, then the oldest"
+    );
+    let page = app
+        .get(&format!("/console/compare?runs={slow},{base}"))
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let heads = select_texts(&page.html(), "thead th.num");
+    assert!(
+        heads[0].starts_with(&format!("#{slow} ")) && heads[0].ends_with("reference"),
+        "an explicit order is kept: {heads:?}"
+    );
+}

@@ -40,6 +40,8 @@ pub async fn spawn_app_with(change: impl FnOnce(&mut Config)) -> TestApp {
 pub struct Reply {
     pub status: StatusCode,
     pub content_type: String,
+    /// The `Location` header, when there is one.
+    pub location: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -69,6 +71,11 @@ impl TestApp {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
+        let location = res
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let body = res
             .into_body()
             .collect()
@@ -79,6 +86,7 @@ impl TestApp {
         Reply {
             status,
             content_type,
+            location,
             body,
         }
     }

@@ -269,6 +269,56 @@ async fn resolve_against(state: &AppState, raw: &str) -> Result<Option<String>, 
     Ok(Some(format!("/console/compare?runs={other},{run}")))
 }
 
+/// `?runs=…&order=reference` (the runs list's tick form, whose boxes come in table order)
+/// → the same comparison with its reference first: the scenario's pinned baseline when
+/// it is among the runs, else the oldest run; the others oldest first. `None` without
+/// `order=reference`. An explicit `runs=a,b,c` keeps its order (the page's reference
+/// selector writes one).
+async fn reference_first(
+    state: &AppState,
+    raw: &str,
+    q: &CompareQuery,
+) -> Result<Option<String>, PageError> {
+    let asked =
+        form_urlencoded::parse(raw.as_bytes()).any(|(k, v)| k == "order" && v == "reference");
+    if !asked || q.ids.is_empty() {
+        return Ok(None);
+    }
+    let runs = state.store.list_runs().await?;
+    let mut picked: Vec<&crate::store::RunListItem> =
+        runs.iter().filter(|r| q.ids.contains(&r.id)).collect();
+    picked.sort_by_key(|r| (r.started_at_ms.unwrap_or(r.imported_at_ms), r.id));
+    let mut pinned = None;
+    for scenario in picked.iter().filter_map(|r| r.scenario.as_deref()) {
+        if let Some(b) = state.store.pinned_baseline(scenario).await? {
+            pinned = Some(b);
+            break;
+        }
+    }
+    if let Some(i) = pinned.and_then(|b| picked.iter().position(|r| r.id == b)) {
+        let b = picked.remove(i);
+        picked.insert(0, b);
+    }
+    // ids not found stay at the end, so the comparison names them in its 404
+    let mut ids: Vec<i64> = picked.iter().map(|r| r.id).collect();
+    ids.extend(
+        q.ids
+            .iter()
+            .filter(|id| !ids.contains(id))
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    let min_effect = if q.min_effect_pct == crate::domain::compare::DEFAULT_MIN_EFFECT_PCT {
+        String::new()
+    } else {
+        format!("&min_effect_pct={}", q.min_effect_pct)
+    };
+    Ok(Some(format!(
+        "/console/compare?runs={}{min_effect}",
+        ids_text(&ids)
+    )))
+}
+
 async fn compare_page(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
@@ -277,6 +327,9 @@ async fn compare_page(
         return Ok(Redirect::to(&to).into_response());
     }
     let q = CompareQuery::parse(raw.as_deref())?;
+    if let Some(to) = reference_first(&state, raw.as_deref().unwrap_or_default(), &q).await? {
+        return Ok(Redirect::to(&to).into_response());
+    }
     let c = comparisons::comparison(&state.store, &q.ids, &q.options()).await?;
     let ids: Vec<i64> = c.runs.iter().map(|r| r.id).collect();
     let min_effect = if q.min_effect_pct == crate::domain::compare::DEFAULT_MIN_EFFECT_PCT {
