@@ -582,8 +582,9 @@
       const old = findRow(run.id);
       if (old) old.remove();
       const tr = runRow(run);
+      // a run just imported goes first, whatever its start time (a file from last week
+      // would otherwise land out of sight); the next sort puts it in its place
       tbody.prepend(tr);
-      resort(table);
       trim();
       if (tr.isConnected) {
         tr.classList.add('row-new');

@@ -257,6 +257,21 @@ async fn upload_form_imports_a_file_and_sigterm_stops_the_server() {
         empty.is_displayed().await.unwrap(),
         "empty state shown before any run"
     );
+    // A run that started later than the file below: the upload still comes first.
+    let now = harrier::now_ms();
+    let recent = dir.path().join("recent.jtl");
+    std::fs::write(
+        &recent,
+        format!("timeStamp,elapsed,label,responseCode,success\n{now},12,Home,200,true\n"),
+    )
+    .unwrap();
+    let recent_id = cli_import(&base, &recent, "recent run");
+    wait()
+        .for_element(Locator::Css(&format!(
+            "#runs-table tbody tr[data-run-id=\"{recent_id}\"]"
+        )))
+        .await
+        .unwrap();
     let file = fixture_path("edge-cases/EC11/input.jtl");
     client
         .find(Locator::Css("#upload-form input[type=file]"))
@@ -292,6 +307,21 @@ async fn upload_form_imports_a_file_and_sigterm_stops_the_server() {
         )))
         .await
         .unwrap();
+    let first: String = client
+        .execute(
+            "return document.querySelector('#runs-table tbody tr').dataset.runId;",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        first,
+        id.to_string(),
+        "the uploaded run (started 2023) is first, above the one started today"
+    );
     let json: serde_json::Value = reqwest::get(format!("{base}/api/v1/runs/{id}"))
         .await
         .unwrap()
