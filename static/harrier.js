@@ -16,7 +16,7 @@
  *       rps(1234.52)      "1,234.5 req/s" (1 decimal)
  *       bytes(12900000)   "12.3 MB"  (1024-based like JMeter's KB/s: B, KB, MB, GB, TB; 1 decimal, B integer)
  *       duration(62*60e3) "1 h 02 min"; 200e3 → "3 min 20 s"; < 60 s → ms(v) ("850 ms", "12.35 s")
- *       ts(ms)            "2026-11-30 14:02:33" (browser local time)
+ *       ts(ms)            "2026-11-30 14:02:33 CET" (browser local time, zone named)
  *       time(ms)          "14:02:33"
  *     null / undefined / NaN / ±Infinity → "–" (U+2013). The server renders
  *     the same "–" inside <span class="num-null">.
@@ -156,6 +156,16 @@
   const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
   const pad2 = (n) => String(n).padStart(2, '0');
 
+  /** The browser's short name of its time zone at `d` ("UTC", "CET", "GMT+2"); '' if unknown. */
+  function zoneName(d) {
+    try {
+      const part = new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' }).formatToParts(d).find((p) => p.type === 'timeZoneName');
+      return part ? part.value : '';
+    } catch (_) {
+      return '';
+    }
+  }
+
   const fmt = {
     NULL: NULL_TEXT,
     /** Integer with thousands separators: 1234567 → "1,234,567". */
@@ -194,14 +204,24 @@
       const totalMin = Math.round(v / 60000);
       return nf(0, 0).format(Math.floor(totalMin / 60)) + ' h ' + pad2(totalMin % 60) + ' min';
     },
-    /** Local timestamp "2026-11-30 14:02:33". */
+    /**
+     * Local timestamp with the zone named, "2026-11-30 14:02:33 CET" — the one format of
+     * absolute times in the console (the server renders the same shape in UTC before
+     * this script runs; the API answers unix ms, titles give ISO 8601 UTC).
+     */
     ts(v) {
       if (!isNum(v)) return NULL_TEXT;
       const d = new Date(v);
       return d.getFullYear() + '-' + pad2(d.getMonth() + 1) + '-' + pad2(d.getDate()) + ' ' + fmt.time(v);
     },
-    /** Local time of day "14:02:33". */
+    /** Local time of day with the zone named, "14:02:33 CET". */
     time(v) {
+      if (!isNum(v)) return NULL_TEXT;
+      const zone = zoneName(new Date(v));
+      return fmt.clock(v) + (zone ? ' ' + zone : '');
+    },
+    /** Local time of day alone, "14:02:33": chart axis ticks (the hover names the zone). */
+    clock(v) {
       if (!isNum(v)) return NULL_TEXT;
       const d = new Date(v);
       return pad2(d.getHours()) + ':' + pad2(d.getMinutes()) + ':' + pad2(d.getSeconds());
@@ -821,7 +841,7 @@
 
   /** Local-time tick labels: HH:MM, or HH:MM:SS when ticks are < 1 min apart. */
   function timeTicks(u, splits, axisIdx, space, incr) {
-    return splits.map((v) => (incr < 60000 ? fmt.time(v) : fmt.time(v).slice(0, 5)));
+    return splits.map((v) => (incr < 60000 ? fmt.clock(v) : fmt.clock(v).slice(0, 5)));
   }
 
   function emptyBox(box, title, help, isError) {

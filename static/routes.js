@@ -445,7 +445,7 @@
         const grid = cssVar('--c-grid', '#eee');
         const font = '11.5px ' + cssVar('--font', 'sans-serif');
         const xAxis = { stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
-          values: (u, splits, ai, space, incr) => splits.map((v) => (incr >= 86400e3 ? fmt.ts(v).slice(5, 10) : incr < 60e3 ? fmt.time(v) : fmt.time(v).slice(0, 5))) };
+          values: (u, splits, ai, space, incr) => splits.map((v) => (incr >= 86400e3 ? fmt.ts(v).slice(5, 10) : incr < 60e3 ? fmt.clock(v) : fmt.clock(v).slice(0, 5))) };
         // Whole-number tick steps for counts (an inflight axis must not read 0, 1, 1).
         const WHOLE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5];
         const yAxis = (label, f, extra) => Object.assign({ stroke: axisColor, font, label, labelSize: 18, size: 60, grid: { stroke: grid, width: 1 }, ticks: { show: false }, values: (u, sp) => sp.map(f) }, extra || {});

@@ -191,8 +191,9 @@ pub struct TargetDown {
     pub href: String,
     /// The scrape error ("connection refused", "HTTP 500"…), shortened.
     pub error: String,
-    /// When it was last scraped (absolute, local time).
+    /// When it was last scraped (UTC; the page shows it in local time).
     pub at: String,
+    pub at_ms: Option<i64>,
 }
 
 /// Routes listed in each overview table.
@@ -262,6 +263,7 @@ pub async fn summary(state: &AppState) -> Result<RoutesSummary, PageError> {
                     .map(|e| e.chars().take(120).collect())
                     .unwrap_or_default(),
                 at: crate::domain::format::time(t.last_scrape_ms),
+                at_ms: t.last_scrape_ms,
             })
             .collect(),
     })
