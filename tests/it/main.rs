@@ -19,4 +19,5 @@ mod report;
 mod routes;
 mod secrets;
 mod server;
+mod site;
 mod store;
