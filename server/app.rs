@@ -130,6 +130,10 @@ pub async fn serve(
     let live_runs = tokio::spawn(state.live_runs.clone().run(token.clone()));
     let scraper_state = state.clone();
     let self_addr = listener.local_addr().ok();
+    if let Some(addr) = self_addr {
+        // Scrapes and notifications never reach this server's own API.
+        state.egress.add_own_addr(addr);
+    }
     tokio::spawn(async move {
         let s = scraper_state;
         if let Err(e) = s
@@ -186,6 +190,7 @@ pub async fn serve(
     };
     tokio::spawn(crate::services::alerts::notify::run(
         state.store.clone(),
+        state.egress.clone(),
         Arc::new(dispatch),
         alerts_wake,
         token.clone(),

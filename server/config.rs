@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::domain::access::{Protection, SitePolicy};
 use crate::domain::alerts::AlertsConfig;
+use crate::domain::egress::{EgressConfig, EgressPolicy};
 use crate::domain::runs::RunLimits;
 use crate::store::{Retention, TargetSpec};
 
@@ -360,6 +361,9 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// [alerts]                    # see alerts::AlertsConfig
 /// evaluation_interval = "15s"
 ///
+/// [egress]                    # see egress::EgressConfig
+/// deny = ["10.20.0.0/16"]
+///
 /// [limits]                    # see LimitsSection
 /// min_timestamp = "1990-01-01"
 /// max_timestamp = "2100-01-01"
@@ -380,6 +384,7 @@ pub struct FileConfig {
     pub alerts: Option<AlertsConfig>,
     pub server: Option<ServerSection>,
     pub limits: Option<LimitsSection>,
+    pub egress: Option<EgressConfig>,
 }
 
 /// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
@@ -546,6 +551,8 @@ pub struct Config {
     pub insecure_no_auth: bool,
     /// Hosts, origins and start-up check of the server (from `listen` and `public_url`).
     pub site: SitePolicy,
+    /// Where scrapes and notifications may go (`[egress]`).
+    pub egress: EgressPolicy,
 }
 
 impl Default for Config {
@@ -566,6 +573,7 @@ impl Default for Config {
             public_url: None,
             insecure_no_auth: false,
             site: SitePolicy::default(),
+            egress: EgressPolicy::default(),
         }
     }
 }
@@ -650,6 +658,8 @@ impl Config {
             public_url,
             insecure_no_auth: args.insecure_no_auth || server.insecure_no_auth.unwrap_or(false),
             site,
+            egress: EgressPolicy::from_config(&file.egress.unwrap_or_default())
+                .map_err(config_error)?,
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
             max_import_bytes: file.max_import_bytes.unwrap_or(defaults.max_import_bytes),
             apdex_t_ms: file

@@ -5,7 +5,8 @@
 //! number and unit formatting shared by the console, the CLI and exports ([`format`]), the
 //! load generator's schedules and figures ([`load`]), and how URLs holding credentials are
 //! shown ([`secrets`]), and which hosts and origins the server
-//! answers to ([`access`]).
+//! answers to ([`access`]), where it may send
+//! requests ([`egress`]).
 //!
 //! Must not import axum, sqlx, reqwest or anything of the layers above (sources, store,
 //! services, views, http); must not read the clock, files or the network.
@@ -13,6 +14,7 @@
 pub mod access;
 pub mod alerts;
 pub mod compare;
+pub mod egress;
 pub mod format;
 pub mod load;
 pub mod routes;

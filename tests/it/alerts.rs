@@ -394,7 +394,7 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
     let (base, got, idempotency) = receiver_full("/hook", 1).await;
     let url = format!("{base}/hook");
     let ctx = ctx(vec![quick("ops", &url)]);
-    let client = reqwest::Client::new();
+    let client = notify_client();
     let deliver = |now: i64| {
         let (client, ctx) = (&client, &ctx);
         async move { dispatch(store, client, ctx, now).await.map(|d| d.sent) }
@@ -794,7 +794,7 @@ async fn silenced_alerts_are_not_notified_until_the_silence_ends() {
     send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
     let (url, got) = receiver(0).await;
     let ctx = ctx(vec![quick("ops", &url)]);
-    let client = reqwest::Client::new();
+    let client = notify_client();
 
     // Silences are read at the real clock time, so the test runs on it too.
     let t0 = harrier::now_ms();
@@ -871,7 +871,7 @@ async fn alerts_are_grouped_with_alertmanager_timing() {
     let mut critical = quick("critical", &other_url);
     critical.matchers = vec!["severity=critical".into()];
     let ctx = ctx(vec![ops, critical]);
-    let client = reqwest::Client::new();
+    let client = notify_client();
     let sent = |at: i64| {
         let (client, ctx) = (&client, &ctx);
         async move { dispatch(store, client, ctx, at).await.unwrap().sent }
@@ -1056,7 +1056,7 @@ async fn a_real_alertmanager_receives_and_resolves_harriers_alerts() {
     // Fired half a minute ago, so that the clean figures below fill the whole window.
     let t = harrier::now_ms() - 30_000;
     tick(&app, target, t, &[("/checkout", true)]).await;
-    let d = dispatch(store, &client, &ctx, harrier::now_ms())
+    let d = dispatch(store, &notify_client(), &ctx, harrier::now_ms())
         .await
         .unwrap();
     assert_eq!(
@@ -1086,7 +1086,7 @@ async fn a_real_alertmanager_receives_and_resolves_harriers_alerts() {
     let t = harrier::now_ms();
     tick(&app, target, t, &[("/checkout", false)]).await;
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let d = dispatch(store, &client, &ctx, harrier::now_ms())
+    let d = dispatch(store, &notify_client(), &ctx, harrier::now_ms())
         .await
         .unwrap();
     assert_eq!(d.sent, 1, "{d:?}");
@@ -1555,7 +1555,7 @@ async fn alertmanager_channels_get_firing_alerts_every_minute() {
     send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
     let (base, got) = receiver_at("/api/v2/alerts", 0).await;
     let ctx = ctx(vec![ChannelSpec::new("am", "alertmanager", &base)]);
-    let client = reqwest::Client::new();
+    let client = notify_client();
     let sent = |at: i64| {
         let (client, ctx) = (&client, &ctx);
         async move { dispatch(store, client, ctx, at).await.unwrap().sent }
@@ -2003,7 +2003,7 @@ async fn stored_channels_survive_a_restart() {
     let file_channels = app.state.config.alerts.channels.clone();
     let sent = dispatch(
         store,
-        &reqwest::Client::new(),
+        &harrier::services::alerts::notify::client(&app.state.egress),
         &ctx(file_channels),
         t0 + 1_000,
     )
@@ -2411,7 +2411,7 @@ async fn deleting_a_firing_rule_resolves_its_alerts_for_the_receivers() {
     let mut ch = quick("ops", &url);
     ch.repeat_interval = Duration(60_000);
     let ctx = ctx(vec![ch]);
-    let client = reqwest::Client::new();
+    let client = notify_client();
     let t0 = 1_800_000_000_000;
     scrape(
         &app,
@@ -2464,4 +2464,11 @@ async fn deleting_a_firing_rule_resolves_its_alerts_for_the_receivers() {
         .map(|h| h["change"].as_str().unwrap())
         .collect();
     assert_eq!(changes, ["firing", "pending", "resolved"], "{history}");
+}
+
+/// The notification client under the default egress policy.
+fn notify_client() -> harrier::services::egress::Outbound {
+    harrier::services::alerts::notify::client(&harrier::services::egress::Egress::new(
+        Default::default(),
+    ))
 }

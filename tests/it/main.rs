@@ -8,6 +8,7 @@ mod alerts_console;
 mod browser;
 mod cli;
 mod compare;
+mod egress;
 mod http;
 mod layers;
 mod limits;

@@ -102,10 +102,9 @@ async fn scrape_errors_never_carry_the_credentials() {
             .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
             .await;
     });
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(5))
-        .build()
-        .unwrap();
+    let client = harrier::services::egress::Outbound::scrapes(
+        &harrier::services::egress::Egress::new(Default::default()),
+    );
     target.url = format!("http://scraper:hunter2@{addr}/metrics?token=s3cr3tT0ken");
     let err = harrier::services::scrape::scrape_once(&client, &target)
         .await

@@ -495,7 +495,7 @@ async fn test_channel(
         }
     };
     let delivery = notify::send_test(
-        &notify::client(),
+        &notify::client(&state.egress),
         &channel,
         &external_url(&state, &headers),
         crate::now_ms(),

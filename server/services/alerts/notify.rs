@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::alerts::channel::*;
 use crate::domain::alerts::rule::{Labels, Rule};
 use crate::domain::alerts::silence::{Compiled, Muter, all_match};
+use crate::services::egress::{Egress, Outbound};
 use crate::store::{Delivery, FlushResult, Group, GroupAlert, GroupEntry, Store};
 
 /// What the dispatcher needs besides the store: the channels of `harrier.toml`, harrier's
@@ -60,7 +61,7 @@ impl Dispatch {
 /// (group key `{}:{alertname="HarrierTest"}`; `status` the HTTP status when the channel
 /// answered, `error` the reason when it did not accept it); the caller stores it.
 pub async fn send_test(
-    client: &reqwest::Client,
+    client: &Outbound,
     ch: &ChannelSpec,
     external_url: &str,
     now_ms: i64,
@@ -120,13 +121,10 @@ pub async fn send_test(
     }
 }
 
-/// The HTTP client of the notifications: harrier's user agent, no default timeout (each
-/// channel sets its own).
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_default()
+/// The HTTP client of the notifications, under `egress`: harrier's user agent, no
+/// redirects, no default timeout (each channel sets its own).
+pub fn client(egress: &Egress) -> Outbound {
+    Outbound::notifications(egress)
 }
 
 /// What one dispatch pass did.
@@ -143,13 +141,17 @@ pub struct Dispatched {
 /// POSTs `body` to `url`, with `key` as its `Idempotency-Key` header when given (see
 /// [`notification_key`]).
 async fn post(
-    client: &reqwest::Client,
+    client: &Outbound,
     ch: &ChannelSpec,
     url: &str,
     body: &Value,
     key: Option<&str>,
 ) -> (Option<i64>, Option<String>) {
+    if let Err(refused) = client.check(url).await {
+        return (None, Some(format!("{}: {refused}", ch.name)));
+    }
     let mut req = client
+        .http()
         .post(url)
         .timeout(StdDuration::from_secs_f64(ch.timeout_s))
         .json(body);
@@ -203,7 +205,7 @@ fn send_error_text(ch: &ChannelSpec, e: reqwest::Error) -> String {
 /// Groups of channels that no longer exist in either place are dropped.
 pub async fn dispatch(
     store: &Store,
-    client: &reqwest::Client,
+    client: &Outbound,
     ctx: &Dispatch,
     now_ms: i64,
 ) -> crate::store::Result<Dispatched> {
@@ -344,7 +346,7 @@ fn retry_at(g: &Group, now_ms: i64, cap_ms: i64) -> i64 {
 
 #[expect(clippy::too_many_arguments)]
 async fn flush_group<'a>(
-    client: &reqwest::Client,
+    client: &Outbound,
     ctx: &Dispatch,
     ch: &ChannelSpec,
     g: &Group,
@@ -422,7 +424,7 @@ async fn flush_group<'a>(
 
 #[expect(clippy::too_many_arguments)]
 async fn push_alertmanager<'a>(
-    client: &reqwest::Client,
+    client: &Outbound,
     ctx: &Dispatch,
     ch: &ChannelSpec,
     g: &Group,
@@ -484,8 +486,14 @@ async fn push_alertmanager<'a>(
 
 /// Dispatches when the evaluator raises notices (`wake`) and at least every second (group
 /// timers, retries), until `shutdown`.
-pub async fn run(store: Store, ctx: Arc<Dispatch>, wake: Arc<Notify>, shutdown: CancellationToken) {
-    let client = client();
+pub async fn run(
+    store: Store,
+    egress: Egress,
+    ctx: Arc<Dispatch>,
+    wake: Arc<Notify>,
+    shutdown: CancellationToken,
+) {
+    let client = client(&egress);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
