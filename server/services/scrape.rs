@@ -79,7 +79,7 @@ pub fn self_target(addr: SocketAddr) -> TargetSpec {
     };
     TargetSpec {
         name: "harrier".into(),
-        url: format!("http://{host}:{}/metrics", addr.port()),
+        url: format!("http://{host}:{}/metrics", addr.port()).into(),
         kind: "prometheus".into(),
         interval_s: SELF_INTERVAL_S,
         timeout_s: SELF_TIMEOUT_S,
@@ -92,13 +92,13 @@ pub fn validate(spec: &TargetSpec) -> Result<(), String> {
     if spec.name.trim().is_empty() || spec.name.len() > 100 {
         return Err("name must be 1 to 100 characters".into());
     }
-    let rest = spec
-        .url
+    let url = spec.url.expose();
+    let rest = url
         .strip_prefix("http://")
-        .or_else(|| spec.url.strip_prefix("https://"));
+        .or_else(|| url.strip_prefix("https://"));
     if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
         return Err(format!(
-            "url must be http:// or https:// with a host, got {:?}",
+            "url must be http:// or https:// with a host, got \"{}\"",
             spec.url
         ));
     }
@@ -246,13 +246,15 @@ pub struct ScrapeOutcome {
 /// is the one exempt from the rule against harrier's own address).
 pub async fn scrape_once(client: &Outbound, target: &TargetRow) -> Result<ScrapeOutcome, String> {
     if target.origin != "builtin" {
-        client.check(&target.url).await?;
+        client.check(target.url.expose()).await?;
     }
     let client = client.http();
     let request = match target.kind.as_str() {
-        "jolokia" => client.post(&target.url).json(&jolokia::request_body()),
+        "jolokia" => client
+            .post(target.url.expose())
+            .json(&jolokia::request_body()),
         _ => client
-            .get(&target.url)
+            .get(target.url.expose())
             .header(reqwest::header::ACCEPT, ACCEPT_PROMETHEUS),
     };
     // Errors are shown and logged: never with the URL's credentials.
@@ -262,10 +264,7 @@ pub async fn scrape_once(client: &Outbound, target: &TargetRow) -> Result<Scrape
         .map_err(|e| describe(&e.without_url()))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(format!(
-            "HTTP {status} from {}",
-            crate::domain::secrets::mask_url(&target.url)
-        ));
+        return Err(format!("HTTP {status} from {}", target.url.masked()));
     }
     let mut body: Vec<u8> = Vec::new();
     while let Some(chunk) = response

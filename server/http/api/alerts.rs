@@ -374,7 +374,7 @@ fn parse_channel(
             Some(_) => false,
         };
         if keep {
-            obj.insert("url".into(), stored.url.clone().into());
+            obj.insert("url".into(), stored.url.expose().into());
         }
     }
     let bytes = serde_json::to_vec(&value).unwrap_or_default();
