@@ -3,7 +3,8 @@
 //! `serve(listener, state, shutdown)` is what `main` and the tests call (tests bind
 //! `127.0.0.1:0`). Each resource and page group owns its routes (`http::api::*`,
 //! `http::console`); they are merged here
-//! with the cross-cutting layers: request metrics, tracing, panic catching, body limits.
+//! with the cross-cutting layers: request metrics, the request checks and security headers
+//! (`http::guard`), tracing, panic catching, body limits.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ struct Assets;
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/", get(|| async { Redirect::to("/console") }))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
@@ -46,7 +47,8 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(crate::http::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .route_layer(middleware::from_fn(crate::telemetry::track_http))
+        .route_layer(middleware::from_fn(crate::telemetry::track_http));
+    crate::http::guard::protect(routes, &state.config.site)
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
@@ -128,6 +130,10 @@ pub async fn serve(
     let live_runs = tokio::spawn(state.live_runs.clone().run(token.clone()));
     let scraper_state = state.clone();
     let self_addr = listener.local_addr().ok();
+    if let Some(addr) = self_addr {
+        // Scrapes and notifications never reach this server's own API.
+        state.egress.add_own_addr(addr);
+    }
     tokio::spawn(async move {
         let s = scraper_state;
         if let Err(e) = s
@@ -184,6 +190,7 @@ pub async fn serve(
     };
     tokio::spawn(crate::services::alerts::notify::run(
         state.store.clone(),
+        state.egress.clone(),
         Arc::new(dispatch),
         alerts_wake,
         token.clone(),

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::domain::access::{Protection, SitePolicy};
 use crate::domain::alerts::AlertsConfig;
+use crate::domain::egress::{EgressConfig, EgressPolicy};
 use crate::domain::runs::RunLimits;
 use crate::store::{Retention, TargetSpec};
 
@@ -267,7 +269,8 @@ pub struct BaselineArgs {
 /// Where `serve` listens and keeps its data.
 #[derive(Debug, Default, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on [default: 127.0.0.1:7070; use 0.0.0.0:7070 to serve other machines].
+    /// Address to listen on [default: 127.0.0.1:7070; any non-loopback address, such as
+    /// 0.0.0.0:7070, also needs --insecure-no-auth].
     #[arg(long, env = "HARRIER_LISTEN")]
     pub listen: Option<SocketAddr>,
     /// SQLite database file, created if missing [default: ./harrier.db].
@@ -276,6 +279,15 @@ pub struct ServeArgs {
     /// Configuration file [default: ./harrier.toml when it exists].
     #[arg(long, env = "HARRIER_CONFIG")]
     pub config: Option<PathBuf>,
+    /// The address users open, when a reverse proxy serves harrier
+    /// (`https://harrier.example.com`): its host is accepted in the Host header and its
+    /// origin for websockets and changes [default: public_url under [server] in harrier.toml].
+    #[arg(long, env = "HARRIER_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Serve a non-loopback address (0.0.0.0, a LAN address) without any sign-in: anyone
+    /// who reaches it can read and change everything.
+    #[arg(long, env = "HARRIER_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
 }
 
 /// Which harrier a client command talks to: a running server or a database file.
@@ -350,6 +362,9 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// [alerts]                    # see alerts::AlertsConfig
 /// evaluation_interval = "15s"
 ///
+/// [egress]                    # see egress::EgressConfig
+/// deny = ["10.20.0.0/16"]
+///
 /// [limits]                    # see LimitsSection
 /// min_timestamp = "1990-01-01"
 /// max_timestamp = "2100-01-01"
@@ -370,6 +385,7 @@ pub struct FileConfig {
     pub alerts: Option<AlertsConfig>,
     pub server: Option<ServerSection>,
     pub limits: Option<LimitsSection>,
+    pub egress: Option<EgressConfig>,
 }
 
 /// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
@@ -470,6 +486,8 @@ pub struct ServerSection {
     /// Seconds `serve` waits for requests in flight after Ctrl-C or SIGTERM before it
     /// closes the connections left (default 10).
     pub shutdown_grace_s: Option<u64>,
+    /// Serve a non-loopback listen address without sign-in (as `--insecure-no-auth`).
+    pub insecure_no_auth: Option<bool>,
 }
 
 /// How the server treats connections (`[server]` in `harrier.toml`).
@@ -528,6 +546,14 @@ pub struct Config {
     pub run_limits: RunLimits,
     /// Routes kept per scrape target (`[limits] max_routes_per_target`).
     pub max_routes_per_target: usize,
+    /// The address users open behind a proxy (`--public-url`, `[server] public_url`).
+    pub public_url: Option<String>,
+    /// Serve a non-loopback address without sign-in (`--insecure-no-auth`).
+    pub insecure_no_auth: bool,
+    /// Hosts, origins and start-up check of the server (from `listen` and `public_url`).
+    pub site: SitePolicy,
+    /// Where scrapes and notifications may go (`[egress]`).
+    pub egress: EgressPolicy,
 }
 
 impl Default for Config {
@@ -545,6 +571,10 @@ impl Default for Config {
             connections: ConnectionLimits::default(),
             run_limits: RunLimits::default(),
             max_routes_per_target: DEFAULT_MAX_ROUTES_PER_TARGET,
+            public_url: None,
+            insecure_no_auth: false,
+            site: SitePolicy::default(),
+            egress: EgressPolicy::default(),
         }
     }
 }
@@ -588,10 +618,11 @@ impl Config {
         };
         let defaults = Config::default();
         let server = file.server.unwrap_or_default();
+        let public_url = args.public_url.clone().or(server.public_url);
         let mut alerts = file.alerts.unwrap_or_default();
         if alerts.external_url.is_none() {
-            alerts.external_url = server
-                .public_url
+            alerts.external_url = public_url
+                .as_ref()
                 .map(|u| u.trim_end_matches('/').to_string());
         }
         let conn_defaults = ConnectionLimits::default();
@@ -620,8 +651,16 @@ impl Config {
         alerts.validate().map_err(config_error)?;
         let limits = file.limits.unwrap_or_default();
         let run_limits = limits.run_limits().map_err(config_error)?;
+        let listen = args.listen.or(file.listen).unwrap_or(defaults.listen);
+        let site = SitePolicy::new(listen, public_url.as_deref())
+            .map_err(|e| config_error(e.to_string()))?;
         Ok(Config {
-            listen: args.listen.or(file.listen).unwrap_or(defaults.listen),
+            listen,
+            public_url,
+            insecure_no_auth: args.insecure_no_auth || server.insecure_no_auth.unwrap_or(false),
+            site,
+            egress: EgressPolicy::from_config(&file.egress.unwrap_or_default())
+                .map_err(config_error)?,
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
             max_import_bytes: file.max_import_bytes.unwrap_or(defaults.max_import_bytes),
             apdex_t_ms: file
@@ -648,6 +687,16 @@ impl Config {
                 None => DEFAULT_MAX_ROUTES_PER_TARGET,
             },
         })
+    }
+}
+
+impl Config {
+    /// What protects this server when it serves other machines (see
+    /// [`crate::domain::access::exposure_check`], which `serve` calls before it binds).
+    pub fn protection(&self) -> Protection {
+        Protection {
+            insecure_no_auth: self.insecure_no_auth,
+        }
     }
 }
 

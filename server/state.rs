@@ -7,6 +7,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::services::egress::Egress;
 use crate::services::live::Hub;
 use crate::services::live_runs::LiveRuns;
 use crate::store::Store;
@@ -19,7 +20,8 @@ use crate::store::Store;
 /// - `config`: resolved settings;
 /// - `live_runs`: runs being streamed in (InfluxDB line protocol);
 /// - `shutdown`: cancelled when the server stops (websocket loops end on it);
-/// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them).
+/// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them);
+/// - `egress`: where outbound requests may go.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
@@ -30,6 +32,9 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The scrape loops (started by [`serve`]).
     pub scraper: crate::services::scrape::Scraper,
+    /// The egress policy in force for scrapes and notifications (`[egress]`; `serve`
+    /// adds the listen address).
+    pub egress: Egress,
 }
 
 impl AppState {
@@ -37,6 +42,7 @@ impl AppState {
     pub fn new(store: Store, config: Config) -> AppState {
         let hub = Hub::new();
         let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
+        let egress = Egress::new(config.egress.clone());
         AppState {
             live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
             store,
@@ -44,7 +50,8 @@ impl AppState {
             metrics: crate::telemetry::install(),
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
-            scraper: crate::services::scrape::Scraper::new(),
+            scraper: crate::services::scrape::Scraper::new(&egress),
+            egress,
         }
     }
 }

@@ -11,6 +11,13 @@ use crate::store::Store;
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = Config::resolve(&args)?;
+    // The one start-up gate of a server other machines can reach (sign-in settings will
+    // satisfy it too, once they exist).
+    if let Err(message) = crate::domain::access::exposure_check(config.listen, config.protection())
+    {
+        eprintln!("harrier serve: {message}");
+        return Ok(ExitCode::from(2));
+    }
     // Before anything is read or changed: a second serve on this file stops here.
     let _lock = crate::store::lock_for_serving(&config.db)?;
     let store = Store::open(&config.db)

@@ -5,8 +5,19 @@
 //! as one, `https://…@host`) and the values of secret-looking query parameters
 //! (`?token=…`) are replaced by [`MASK`]. The URL is stored and used in full; only what
 //! is shown is masked. Must not do I/O.
+//!
+//! [`Secret`] carries such a value through the program: its `Debug`, `Display` and
+//! `Serialize` show it masked (so a log line, an error, an answer, a websocket frame or an
+//! export built from it cannot hold it), and only [`Secret::expose`] gives it whole — to
+//! the HTTP client that uses it and the store that keeps it. How much is shown is the
+//! type's: [`Credentials`] (a target URL: only its credentials hidden) or [`OriginOnly`]
+//! (a webhook, Slack or Alertmanager URL, whose path often is the token: only
+//! `scheme://host[:port]/…` shown).
 
-use serde::Serializer;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// What stands for a hidden part of a URL.
 pub const MASK: &str = "…";
@@ -84,10 +95,130 @@ fn decode(name: &str) -> String {
         .map_or_else(|| name.to_string(), |(k, _)| k.into_owned())
 }
 
-/// Serializes a URL field masked (see [`mask_url`]): for `#[serde(serialize_with)]` on
-/// fields that answers and live events carry.
-pub fn serialize_masked_url<S: Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&mask_url(url))
+/// How a [`Secret`] is shown.
+pub trait Mask {
+    /// `value` as it may be shown.
+    fn mask(value: &str) -> String;
+}
+
+/// Shows a URL with its credentials and secret query values masked ([`mask_url`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credentials;
+
+impl Mask for Credentials {
+    fn mask(value: &str) -> String {
+        mask_url(value)
+    }
+}
+
+/// Shows only a URL's scheme, host and port (`https://hooks.slack.com/…`); text that is
+/// not such a URL as [`MASK`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OriginOnly;
+
+impl Mask for OriginOnly {
+    fn mask(value: &str) -> String {
+        match url::Url::parse(value) {
+            Ok(u) if u.host_str().is_some() => {
+                let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+                let rest = if u.path() == "/" && u.query().is_none() && u.username().is_empty() {
+                    ""
+                } else {
+                    MASK
+                };
+                format!(
+                    "{}://{}{port}/{rest}",
+                    u.scheme(),
+                    u.host_str().unwrap_or_default()
+                )
+            }
+            _ if value.is_empty() => String::new(),
+            _ => MASK.to_string(),
+        }
+    }
+}
+
+/// A secret text (a URL holding credentials or a token), shown masked by `M` everywhere
+/// it is formatted or serialized; [`Secret::expose`] is the one way to the whole value.
+/// Deserializes from a plain string. Equal when the whole values are.
+pub struct Secret<M: Mask> {
+    value: String,
+    mask: PhantomData<M>,
+}
+
+impl<M: Mask> Secret<M> {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret {
+            value: value.into(),
+            mask: PhantomData,
+        }
+    }
+
+    /// The whole value: for the client that sends to it and the store that keeps it.
+    pub fn expose(&self) -> &str {
+        &self.value
+    }
+
+    /// The value as it may be shown.
+    pub fn masked(&self) -> String {
+        M::mask(&self.value)
+    }
+
+    /// Whether the shown form hides anything (a value equal to its shown form is no
+    /// secret, e.g. `http://127.0.0.1:9100/metrics`).
+    pub fn hides_something(&self) -> bool {
+        self.masked() != self.value
+    }
+}
+
+impl<M: Mask> Clone for Secret<M> {
+    fn clone(&self) -> Self {
+        Secret::new(self.value.clone())
+    }
+}
+
+impl<M: Mask> PartialEq for Secret<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl<M: Mask> Eq for Secret<M> {}
+
+impl<M: Mask> fmt::Debug for Secret<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({:?})", self.masked())
+    }
+}
+
+impl<M: Mask> fmt::Display for Secret<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.masked())
+    }
+}
+
+impl<M: Mask> Serialize for Secret<M> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.masked())
+    }
+}
+
+impl<'de, M: Mask> Deserialize<'de> for Secret<M> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Secret::new)
+    }
+}
+
+impl<M: Mask> From<&str> for Secret<M> {
+    fn from(s: &str) -> Self {
+        Secret::new(s)
+    }
+}
+
+impl<M: Mask> From<String> for Secret<M> {
+    fn from(s: String) -> Self {
+        Secret::new(s)
+    }
 }
 
 #[cfg(test)]
@@ -116,5 +247,41 @@ mod tests {
         assert_eq!(mask_url(plain), plain);
         assert_eq!(mask_url("not a url"), "not a url");
         assert_eq!(mask_url("user:pw@nohost"), MASK);
+    }
+
+    #[test]
+    fn a_secret_is_masked_wherever_it_is_formatted() {
+        let hook: Secret<OriginOnly> =
+            serde_json::from_str("\"https://hooks.slack.com/services/T0/B0/Xy7Zcanary\"").unwrap();
+        assert_eq!(
+            hook.expose(),
+            "https://hooks.slack.com/services/T0/B0/Xy7Zcanary"
+        );
+        for shown in [
+            format!("{hook}"),
+            format!("{hook:?}"),
+            format!("{:#?}", Some(&hook)),
+            serde_json::to_string(&hook).unwrap(),
+            serde_json::json!({ "url": hook }).to_string(),
+        ] {
+            assert!(!shown.contains("canary"), "{shown}");
+            assert!(shown.contains("https://hooks.slack.com/…"), "{shown}");
+        }
+        assert!(hook.hides_something());
+        let am: Secret<OriginOnly> = Secret::new("http://127.0.0.1:9093");
+        assert_eq!(am.masked(), "http://127.0.0.1:9093/");
+        assert_eq!(
+            OriginOnly::mask("http://ops:pw@10.0.0.5:81/"),
+            "http://10.0.0.5:81/…"
+        );
+        assert_eq!(OriginOnly::mask("garbage canary"), MASK);
+        let target: Secret<Credentials> = Secret::new("http://u:canary@h:9/metrics?x=1");
+        assert_eq!(
+            format!("{target:?}"),
+            "Secret(\"http://u:…@h:9/metrics?x=1\")"
+        );
+        assert_eq!(target, Secret::new("http://u:canary@h:9/metrics?x=1"));
+        let plain: Secret<Credentials> = Secret::new("http://127.0.0.1:9100/metrics");
+        assert!(!plain.hides_something());
     }
 }

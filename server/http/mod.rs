@@ -8,4 +8,5 @@ pub mod api;
 pub mod conn;
 pub mod console;
 pub mod error;
+pub mod guard;
 pub mod params;

@@ -2,6 +2,7 @@
 //!
 //! - [`import`]: the import pipeline (file → parser → one store transaction per file);
 //! - [`comparisons`]: comparisons of stored runs, baselines, checks and trends;
+//! - [`egress`]: the outbound HTTP clients under the egress policy;
 //! - [`scrape`]: the scrape loops (one task per target) and retention pruning;
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`load`]: `harrier load run`: the load generator's ticks merged, reported and stored;
@@ -12,6 +13,7 @@
 
 pub mod alerts;
 pub mod comparisons;
+pub mod egress;
 pub mod import;
 pub mod live;
 pub mod live_runs;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::routes::{Interval, Observation, RouteRow};
+use crate::services::egress::{Egress, Outbound};
 use crate::services::live::{Event, Hub};
 use crate::sources::scrape::process::{self, ProcessReading};
 use crate::sources::scrape::{exposition, jolokia, presets};
@@ -58,15 +59,9 @@ pub struct Scraper {
 }
 
 struct Inner {
-    client: reqwest::Client,
+    client: Outbound,
     running: Mutex<Option<Running>>,
     tasks: Mutex<HashMap<i64, CancellationToken>>,
-}
-
-impl Default for Scraper {
-    fn default() -> Self {
-        Scraper::new()
-    }
 }
 
 /// The built-in target for a server listening on `addr`.
@@ -84,7 +79,7 @@ pub fn self_target(addr: SocketAddr) -> TargetSpec {
     };
     TargetSpec {
         name: "harrier".into(),
-        url: format!("http://{host}:{}/metrics", addr.port()),
+        url: format!("http://{host}:{}/metrics", addr.port()).into(),
         kind: "prometheus".into(),
         interval_s: SELF_INTERVAL_S,
         timeout_s: SELF_TIMEOUT_S,
@@ -97,13 +92,13 @@ pub fn validate(spec: &TargetSpec) -> Result<(), String> {
     if spec.name.trim().is_empty() || spec.name.len() > 100 {
         return Err("name must be 1 to 100 characters".into());
     }
-    let rest = spec
-        .url
+    let url = spec.url.expose();
+    let rest = url
         .strip_prefix("http://")
-        .or_else(|| spec.url.strip_prefix("https://"));
+        .or_else(|| url.strip_prefix("https://"));
     if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
         return Err(format!(
-            "url must be http:// or https:// with a host, got {:?}",
+            "url must be http:// or https:// with a host, got \"{}\"",
             spec.url
         ));
     }
@@ -129,13 +124,9 @@ pub fn validate(spec: &TargetSpec) -> Result<(), String> {
 }
 
 impl Scraper {
-    pub fn new() -> Scraper {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .pool_max_idle_per_host(2)
-            .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
+    /// Idle scrape loops whose requests go out under `egress`.
+    pub fn new(egress: &Egress) -> Scraper {
+        let client = Outbound::scrapes(egress);
         Scraper {
             inner: Arc::new(Inner {
                 client,
@@ -250,15 +241,20 @@ pub struct ScrapeOutcome {
     pub samples: usize,
 }
 
-/// Reads `target` once (no timeout here: the caller bounds it).
-pub async fn scrape_once(
-    client: &reqwest::Client,
-    target: &TargetRow,
-) -> Result<ScrapeOutcome, String> {
+/// Reads `target` once (no timeout here: the caller bounds it). A target the egress
+/// policy refuses is an error saying why (the built-in target, harrier's own `/metrics`,
+/// is the one exempt from the rule against harrier's own address).
+pub async fn scrape_once(client: &Outbound, target: &TargetRow) -> Result<ScrapeOutcome, String> {
+    if target.origin != "builtin" {
+        client.check(target.url.expose()).await?;
+    }
+    let client = client.http();
     let request = match target.kind.as_str() {
-        "jolokia" => client.post(&target.url).json(&jolokia::request_body()),
+        "jolokia" => client
+            .post(target.url.expose())
+            .json(&jolokia::request_body()),
         _ => client
-            .get(&target.url)
+            .get(target.url.expose())
             .header(reqwest::header::ACCEPT, ACCEPT_PROMETHEUS),
     };
     // Errors are shown and logged: never with the URL's credentials.
@@ -268,10 +264,7 @@ pub async fn scrape_once(
         .map_err(|e| describe(&e.without_url()))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(format!(
-            "HTTP {status} from {}",
-            crate::domain::secrets::mask_url(&target.url)
-        ));
+        return Err(format!("HTTP {status} from {}", target.url.masked()));
     }
     let mut body: Vec<u8> = Vec::new();
     while let Some(chunk) = response
@@ -330,7 +323,7 @@ fn key(o: &Observation) -> RouteKey {
 
 /// One target's loop: scrape on its interval until cancelled.
 async fn target_loop(
-    client: reqwest::Client,
+    client: Outbound,
     running: Running,
     target: TargetRow,
     token: CancellationToken,

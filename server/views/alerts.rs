@@ -17,6 +17,7 @@ pub async fn channel_views(store: &Store, config: &[ChannelSpec]) -> Result<Vec<
         .iter()
         .map(|c| ChannelView {
             channel: c.masked(),
+            secret_set: c.url.hides_something(),
             origin: "config",
             updated_at_ms: None,
             last_delivery: None,
@@ -28,6 +29,7 @@ pub async fn channel_views(store: &Store, config: &[ChannelSpec]) -> Result<Vec<
         }
         views.push(ChannelView {
             channel: s.channel.masked(),
+            secret_set: s.channel.url.hides_something(),
             origin: "api",
             updated_at_ms: Some(s.updated_at_ms),
             last_delivery: None,

@@ -143,7 +143,7 @@ pub async fn service_detail(store: &Store, name: &str) -> Result<Option<ServiceD
                 instance,
                 target_id: tid,
                 target: t.name.clone(),
-                target_url: crate::domain::secrets::mask_url(&t.url),
+                target_url: t.url.masked(),
                 last_scrape_ms: t.last_scrape_ms,
                 last_seen_ms: last_seen,
                 last_error: t.last_error.clone(),

@@ -1168,7 +1168,14 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
     );
     let stored = app.get("/api/v1/alert-channels/ops").await.json();
     assert_eq!(stored["origin"], "api");
-    assert_eq!(stored["channel"]["url"], hook_url);
+    // Shown write-only (scheme, host and port); stored and used whole.
+    assert_eq!(
+        stored["channel"]["url"],
+        format!("{}/…", hook_url.trim_end_matches("/hook"))
+    );
+    assert_eq!(stored["secret_set"], true);
+    let kept = app.state.store.get_channel("ops").await.unwrap().unwrap();
+    assert_eq!(kept.channel.url.expose(), hook_url);
     assert_eq!(stored["channel"]["matchers"], json!(["severity=page"]));
     assert_eq!(stored["channel"]["group_wait"], "10s");
     assert!(

@@ -48,7 +48,7 @@ pub(crate) fn start_harrier(db: &Path) -> (Proc, String) {
 }
 
 /// Imports `file` into the running server with the CLI; returns the new run's id.
-fn cli_import(base: &str, file: &Path, name: &str) -> i64 {
+pub(crate) fn cli_import(base: &str, file: &Path, name: &str) -> i64 {
     let out = Command::new(HARRIER)
         .args(["import", "--server", base, "--name", name])
         .arg(file)
@@ -121,7 +121,7 @@ pub(crate) async fn browser() -> (Proc, Client) {
     panic!("cannot start headless chromium through chromedriver: {last_err:?}");
 }
 
-fn fixture_path(rel: &str) -> PathBuf {
+pub(crate) fn fixture_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(rel)

@@ -5,9 +5,11 @@ mod helpers;
 
 mod alerts;
 mod alerts_console;
+mod attack;
 mod browser;
 mod cli;
 mod compare;
+mod egress;
 mod http;
 mod layers;
 mod limits;
@@ -19,4 +21,5 @@ mod report;
 mod routes;
 mod secrets;
 mod server;
+mod site;
 mod store;

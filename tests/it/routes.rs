@@ -691,7 +691,10 @@ async fn jolokia_target_reads_camel_routes() {
         .await
         .unwrap()
         .unwrap();
-    let out = harrier::services::scrape::scrape_once(&reqwest::Client::new(), &t)
+    let client = harrier::services::egress::Outbound::scrapes(
+        &harrier::services::egress::Egress::new(Default::default()),
+    );
+    let out = harrier::services::scrape::scrape_once(&client, &t)
         .await
         .unwrap();
     assert_eq!(out.samples, 45);

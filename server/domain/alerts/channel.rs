@@ -14,6 +14,8 @@
 //! Sending, on a schedule, is [`crate::services::alerts::notify`]'s.
 
 use serde::{Deserialize, Serialize};
+
+use crate::domain::secrets::{OriginOnly, Secret};
 use serde_json::{Value, json};
 
 use super::rule::{Duration, Labels, Rule, render};
@@ -91,7 +93,8 @@ pub struct ChannelSpec {
     pub name: String,
     #[serde(default = "default_kind")]
     pub kind: String,
-    pub url: String,
+    /// Used in full to send; shown (formatted, serialized) as `scheme://host[:port]/…`.
+    pub url: Secret<OriginOnly>,
     #[serde(default = "default_timeout_s")]
     pub timeout_s: f64,
     /// Alerts this channel gets: every matcher must match (none: every alert).
@@ -156,13 +159,13 @@ impl ChannelSpec {
                 ),
             );
         }
-        if self.url.contains(MASK) {
+        if self.url.expose().contains(MASK) {
             return err(
                 "url",
                 "is the masked URL shown by harrier; enter the full URL".into(),
             );
         }
-        match url::Url::parse(&self.url) {
+        match url::Url::parse(self.url.expose()) {
             Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
             _ => {
                 return err(
@@ -198,36 +201,24 @@ impl ChannelSpec {
         Ok(())
     }
 
-    /// The URL as answers and pages show it: a `slack` channel's URL is its secret, so
-    /// only the scheme and host are kept (`https://hooks.slack.com/…`); any other URL is
-    /// masked by [`crate::domain::secrets::mask_url`] (a password, a lone user name, the
-    /// values of `token`, `key`, `password`, `secret`… query parameters).
+    /// The URL as answers and pages show it: only its scheme, host and port
+    /// (`https://hooks.slack.com/…`): a Slack, Teams or Discord webhook's path is its
+    /// token, and any URL may hold credentials.
     pub fn masked_url(&self) -> String {
-        if self.kind != "slack" {
-            return crate::domain::secrets::mask_url(&self.url);
-        }
-        let Ok(u) = url::Url::parse(&self.url) else {
-            return MASK.to_string();
-        };
-        let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
-        format!(
-            "{}://{}{port}/{MASK}",
-            u.scheme(),
-            u.host_str().unwrap_or_default()
-        )
+        self.url.masked()
     }
 
     /// The channel as answers and pages show it (see [`ChannelSpec::masked_url`]).
     pub fn masked(&self) -> ChannelSpec {
         ChannelSpec {
-            url: self.masked_url(),
+            url: Secret::new(self.masked_url()),
             ..self.clone()
         }
     }
 
     /// The host (and port) the channel sends to: `hooks.slack.com`, `127.0.0.1:9093`.
     pub fn target_host(&self) -> String {
-        url::Url::parse(&self.url)
+        url::Url::parse(self.url.expose())
             .ok()
             .and_then(|u| {
                 let host = u.host_str()?.to_string();

@@ -175,6 +175,9 @@ pub fn alert_labels(rule_name: &str, subject: &Labels, rule: Option<&Rule>) -> L
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChannelView {
     pub channel: channel::ChannelSpec,
+    /// Whether the URL shown hides a part of the stored one (it is write-only: a PUT
+    /// without `url`, or with the masked one, keeps it).
+    pub secret_set: bool,
     /// `config` (`[[alerts.channels]]` of `harrier.toml`, read-only through the API) or
     /// `api`.
     pub origin: &'static str,

@@ -374,7 +374,7 @@ fn parse_channel(
             Some(_) => false,
         };
         if keep {
-            obj.insert("url".into(), stored.url.clone().into());
+            obj.insert("url".into(), stored.url.expose().into());
         }
     }
     let bytes = serde_json::to_vec(&value).unwrap_or_default();
@@ -495,7 +495,7 @@ async fn test_channel(
         }
     };
     let delivery = notify::send_test(
-        &notify::client(),
+        &notify::client(&state.egress),
         &channel,
         &external_url(&state, &headers),
         crate::now_ms(),

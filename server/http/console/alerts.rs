@@ -424,7 +424,7 @@ fn channel_row(v: &ChannelView, now_ms: i64) -> ChannelRow {
         name: c.name.clone(),
         kind: c.kind.clone(),
         target: c.target_host(),
-        url: c.url.clone(),
+        url: c.masked_url(),
         matchers: c.matchers.clone(),
         group_by: if !grouped {
             format::NONE.to_string()
@@ -1144,6 +1144,7 @@ mod tests {
         c.group_by = vec!["...".into()];
         let view = ChannelView {
             channel: c.masked(),
+            secret_set: true,
             origin: "api",
             updated_at_ms: Some(0),
             last_delivery: Some(crate::domain::alerts::LastDelivery {

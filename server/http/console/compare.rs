@@ -35,7 +35,8 @@ pub struct RunHead {
     pub url: String,
     pub tool_name: String,
     pub summary_only: bool,
-    pub color: &'static str,
+    /// Index of its colour in `render::COLORS` (CSS class `swatch-N`).
+    pub swatch: usize,
     pub started: String,
     pub started_ms: Option<i64>,
 }
@@ -224,7 +225,7 @@ fn run_heads(c: &Comparison) -> Vec<RunHead> {
             url: r.url.clone(),
             tool_name: tool_name(&r.tool),
             summary_only: r.summary_only,
-            color: COLORS[i % COLORS.len()],
+            swatch: i % COLORS.len(),
             started: format::time(r.started_at_ms.or(Some(r.imported_at_ms))),
             started_ms: r.started_at_ms,
         })
@@ -399,6 +400,13 @@ async fn compare_export(
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8".to_string()),
             (header::CONTENT_DISPOSITION, file),
+            // Opened from disk or inline it is a document of inline CSS and SVG only:
+            // no script, no connection, no frame may run from it.
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
+                    .to_string(),
+            ),
         ],
         html,
     )

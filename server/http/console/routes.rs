@@ -5,7 +5,6 @@
 //! Reads only. Rows carry raw values in `data-value` so the page sorts and so live updates
 //! (`routes_updated`, `target_status`) can replace them in place.
 
-use crate::domain::secrets::mask_url;
 use std::collections::BTreeMap;
 
 use askama::Template;
@@ -138,9 +137,9 @@ pub struct TargetView {
 }
 
 impl From<TargetRow> for TargetView {
-    /// The target as the page shows it: its URL's credentials masked.
-    fn from(mut t: TargetRow) -> Self {
-        t.url = mask_url(&t.url);
+    /// The target as the page shows it: its URL's credentials masked (the URL is a
+    /// [`crate::domain::secrets::Secret`]: it renders masked).
+    fn from(t: TargetRow) -> Self {
         let (status, status_class) = match t.up {
             Some(true) => ("up", "ok"),
             Some(false) => ("down", "err"),
@@ -685,11 +684,8 @@ async fn route_page(
             .collect(),
         view: RouteRowView::new(row, now, &[]),
         kpis,
-        // Shown, never used: its credentials masked.
-        target: target.map(|mut t| {
-            t.url = mask_url(&t.url);
-            t
-        }),
+        // Shown, never used: its URL renders with the credentials masked.
+        target,
         // `<` escaped so the island can never close its <script> element early.
         data_json: data.to_string().replace('<', "\\u003c"),
     })

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::alerts::channel::*;
 use crate::domain::alerts::rule::{Labels, Rule};
 use crate::domain::alerts::silence::{Compiled, Muter, all_match};
+use crate::services::egress::{Egress, Outbound};
 use crate::store::{Delivery, FlushResult, Group, GroupAlert, GroupEntry, Store};
 
 /// What the dispatcher needs besides the store: the channels of `harrier.toml`, harrier's
@@ -60,7 +61,7 @@ impl Dispatch {
 /// (group key `{}:{alertname="HarrierTest"}`; `status` the HTTP status when the channel
 /// answered, `error` the reason when it did not accept it); the caller stores it.
 pub async fn send_test(
-    client: &reqwest::Client,
+    client: &Outbound,
     ch: &ChannelSpec,
     external_url: &str,
     now_ms: i64,
@@ -96,17 +97,17 @@ pub async fn send_test(
     let alerts = [alert];
     let (status, error) = match ch.kind.as_str() {
         "alertmanager" => {
-            let url = format!("{}/api/v2/alerts", ch.url.trim_end_matches('/'));
+            let url = format!("{}/api/v2/alerts", ch.url.expose().trim_end_matches('/'));
             let body = alertmanager_payload(&alerts, now_ms + TEST_ENDS_AFTER_MS);
             post(client, ch, &url, &body, None).await
         }
         "slack" => {
             let body = slack_payload(&group_labels, &alerts, external_url);
-            post(client, ch, &ch.url, &body, None).await
+            post(client, ch, ch.url.expose(), &body, None).await
         }
         _ => {
             let body = webhook_payload(&ch.name, &group_key, &group_labels, &alerts, external_url);
-            post(client, ch, &ch.url, &body, None).await
+            post(client, ch, ch.url.expose(), &body, None).await
         }
     };
     Delivery {
@@ -120,13 +121,10 @@ pub async fn send_test(
     }
 }
 
-/// The HTTP client of the notifications: harrier's user agent, no default timeout (each
-/// channel sets its own).
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_default()
+/// The HTTP client of the notifications, under `egress`: harrier's user agent, no
+/// redirects, no default timeout (each channel sets its own).
+pub fn client(egress: &Egress) -> Outbound {
+    Outbound::notifications(egress)
 }
 
 /// What one dispatch pass did.
@@ -143,13 +141,17 @@ pub struct Dispatched {
 /// POSTs `body` to `url`, with `key` as its `Idempotency-Key` header when given (see
 /// [`notification_key`]).
 async fn post(
-    client: &reqwest::Client,
+    client: &Outbound,
     ch: &ChannelSpec,
     url: &str,
     body: &Value,
     key: Option<&str>,
 ) -> (Option<i64>, Option<String>) {
+    if let Err(refused) = client.check(url).await {
+        return (None, Some(format!("{}: {refused}", ch.name)));
+    }
     let mut req = client
+        .http()
         .post(url)
         .timeout(StdDuration::from_secs_f64(ch.timeout_s))
         .json(body);
@@ -180,7 +182,7 @@ async fn post(
 /// where [`ChannelSpec::masked_url`] hides part of it (a Slack URL, a password): the
 /// delivery log is shown to everyone.
 fn send_error_text(ch: &ChannelSpec, e: reqwest::Error) -> String {
-    let e = if ch.masked_url() != ch.url {
+    let e = if ch.url.hides_something() {
         e.without_url()
     } else {
         e
@@ -203,7 +205,7 @@ fn send_error_text(ch: &ChannelSpec, e: reqwest::Error) -> String {
 /// Groups of channels that no longer exist in either place are dropped.
 pub async fn dispatch(
     store: &Store,
-    client: &reqwest::Client,
+    client: &Outbound,
     ctx: &Dispatch,
     now_ms: i64,
 ) -> crate::store::Result<Dispatched> {
@@ -344,7 +346,7 @@ fn retry_at(g: &Group, now_ms: i64, cap_ms: i64) -> i64 {
 
 #[expect(clippy::too_many_arguments)]
 async fn flush_group<'a>(
-    client: &reqwest::Client,
+    client: &Outbound,
     ctx: &Dispatch,
     ch: &ChannelSpec,
     g: &Group,
@@ -400,7 +402,7 @@ async fn flush_group<'a>(
         )
     };
     let key = notification_key(&ch.name, &g.group_key, g.notified_at_ms, &firing, &resolved);
-    let (status, error) = post(client, ch, &ch.url, &body, Some(&key)).await;
+    let (status, error) = post(client, ch, ch.url.expose(), &body, Some(&key)).await;
     let delivery = Delivery {
         channel: ch.name.clone(),
         group_key: g.group_key.clone(),
@@ -422,7 +424,7 @@ async fn flush_group<'a>(
 
 #[expect(clippy::too_many_arguments)]
 async fn push_alertmanager<'a>(
-    client: &reqwest::Client,
+    client: &Outbound,
     ctx: &Dispatch,
     ch: &ChannelSpec,
     g: &Group,
@@ -461,7 +463,7 @@ async fn push_alertmanager<'a>(
     }
     let ends = now_ms + 4 * ctx.evaluation_interval_ms.max(60_000);
     let body = alertmanager_payload(&send, ends);
-    let url = format!("{}/api/v2/alerts", ch.url.trim_end_matches('/'));
+    let url = format!("{}/api/v2/alerts", ch.url.expose().trim_end_matches('/'));
     let (status, error) = post(client, ch, &url, &body, None).await;
     let delivery = Delivery {
         channel: ch.name.clone(),
@@ -484,8 +486,14 @@ async fn push_alertmanager<'a>(
 
 /// Dispatches when the evaluator raises notices (`wake`) and at least every second (group
 /// timers, retries), until `shutdown`.
-pub async fn run(store: Store, ctx: Arc<Dispatch>, wake: Arc<Notify>, shutdown: CancellationToken) {
-    let client = client();
+pub async fn run(
+    store: Store,
+    egress: Egress,
+    ctx: Arc<Dispatch>,
+    wake: Arc<Notify>,
+    shutdown: CancellationToken,
+) {
+    let client = client(&egress);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -743,22 +751,29 @@ mod tests {
     }
 
     #[test]
-    fn slack_urls_are_masked_to_scheme_and_host() {
+    fn channel_urls_are_masked_to_scheme_and_host() {
         let slack = ChannelSpec::new(
             "ops",
             "slack",
             "https://hooks.slack.com/services/T000/B000/XXXXXXXX",
         );
         assert_eq!(slack.masked_url(), "https://hooks.slack.com/…");
-        assert_eq!(slack.masked().url, "https://hooks.slack.com/…");
+        assert_eq!(slack.masked().url.expose(), "https://hooks.slack.com/…");
         assert_eq!(slack.target_host(), "hooks.slack.com");
         let local = ChannelSpec::new("t", "slack", "http://127.0.0.1:8080/services/T/B/X");
         assert_eq!(local.masked_url(), "http://127.0.0.1:8080/…");
         assert_eq!(local.target_host(), "127.0.0.1:8080");
+        // A webhook's path may be its token too (Teams, Discord, Mattermost).
         let hook = ChannelSpec::new("h", "webhook", "http://10.0.0.5:9095/hook?x=1");
-        assert_eq!(hook.masked_url(), hook.url, "only slack URLs are secrets");
+        assert_eq!(hook.masked_url(), "http://10.0.0.5:9095/…");
         let basic = ChannelSpec::new("b", "webhook", "http://ops:s3cret@10.0.0.5/hook");
-        assert_eq!(basic.masked_url(), "http://ops:…@10.0.0.5/hook");
+        assert_eq!(basic.masked_url(), "http://10.0.0.5/…");
+        let am = ChannelSpec::new("a", "alertmanager", "http://127.0.0.1:9093");
+        assert_eq!(am.masked_url(), "http://127.0.0.1:9093/");
+        assert!(
+            !format!("{basic:?}").contains("s3cret"),
+            "Debug masks the URL"
+        );
         let mut masked = slack.masked();
         assert_eq!(
             masked.validate().unwrap_err().field,

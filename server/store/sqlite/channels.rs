@@ -42,8 +42,11 @@ impl ChannelRow {
     }
 }
 
+/// The stored JSON: the channel with its URL whole (serializing a channel masks the URL).
 fn body(c: &ChannelSpec) -> String {
-    serde_json::to_string(c).unwrap_or_else(|_| "{}".into())
+    let mut v = serde_json::to_value(c).unwrap_or_else(|_| serde_json::json!({}));
+    v["url"] = c.url.expose().into();
+    v.to_string()
 }
 
 impl SqliteStore {

@@ -13,6 +13,7 @@ use sqlx::{FromRow, QueryBuilder, Sqlite};
 use super::SqliteStore;
 use super::recent::{RouteSubject, RouteWindows, subject_labels};
 use crate::domain::routes::{Figures, Interval, merge_buckets};
+use crate::domain::secrets::{Credentials, Secret};
 use crate::store::Result;
 
 /// Rows per multi-row statement (≤ 12 bound values each, well under SQLite's limit).
@@ -32,9 +33,8 @@ pub const ROLLUPS_MS: [i64; 3] = [MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
 #[serde(from = "TargetSpecIn")]
 pub struct TargetSpec {
     pub name: String,
-    /// Used in full; serialized masked (see [`crate::domain::secrets::mask_url`]).
-    #[serde(serialize_with = "crate::domain::secrets::serialize_masked_url")]
-    pub url: String,
+    /// Used in full; formatted and serialized masked (see [`crate::domain::secrets::mask_url`]).
+    pub url: Secret<Credentials>,
     /// `prometheus` or `jolokia`.
     pub kind: String,
     pub interval_s: f64,
@@ -85,10 +85,11 @@ fn default_interval_s() -> f64 {
 pub struct TargetRow {
     pub id: i64,
     pub name: String,
-    /// Used in full for scraping; serialized masked (answers and live events never carry
-    /// credentials, see [`crate::domain::secrets::mask_url`]).
-    #[serde(serialize_with = "crate::domain::secrets::serialize_masked_url")]
-    pub url: String,
+    /// Used in full for scraping; formatted and serialized masked (answers and live
+    /// events never carry credentials, see [`crate::domain::secrets::mask_url`]).
+    pub url: Secret<Credentials>,
+    /// Whether the URL shown hides a part of the stored one (credentials, a token).
+    pub secret_set: bool,
     pub kind: String,
     pub interval_s: f64,
     pub timeout_s: f64,
@@ -152,7 +153,8 @@ impl From<TargetDb> for TargetRow {
                 .unwrap_or_else(|| t.name.clone()),
             id: t.id,
             name: t.name,
-            url: t.url,
+            secret_set: Secret::<Credentials>::new(t.url.as_str()).hides_something(),
+            url: Secret::new(t.url),
             kind: t.kind,
             interval_s: t.interval_s,
             timeout_s: t.timeout_s,
@@ -497,7 +499,7 @@ impl SqliteStore {
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
         )
         .bind(&spec.name)
-        .bind(&spec.url)
+        .bind(spec.url.expose())
         .bind(&spec.kind)
         .bind(spec.interval_s)
         .bind(spec.timeout_s)
@@ -530,7 +532,7 @@ impl SqliteStore {
              RETURNING id",
         )
         .bind(&spec.name)
-        .bind(&spec.url)
+        .bind(spec.url.expose())
         .bind(&spec.kind)
         .bind(spec.interval_s)
         .bind(spec.timeout_s)
