@@ -728,6 +728,24 @@ impl Store {
         dispatch!(self, db => db.replace_run_data(id, data, status, tool_source).await)
     }
 
+    /// Stores a live run's changes since the previous call, in one transaction: `changes`
+    /// holds the run's statistics, error groups and rejected rows in full (they replace
+    /// the stored ones) and only the buckets that changed (upserted by label and second,
+    /// the others stay). Sets the run's status (`live` or `complete`); `draws` (the
+    /// bootstrap draws of the whole run, see [`Store::insert_runs`]) replace the stored
+    /// ones when given. `false` if there is no such run.
+    ///
+    /// Cost follows the run's labels and the changed seconds, never its length.
+    pub async fn store_live_changes(
+        &self,
+        id: i64,
+        changes: &RunData,
+        status: &str,
+        draws: Option<&[(i64, Vec<u8>)]>,
+    ) -> Result<bool> {
+        dispatch!(self, db => db.store_live_changes(id, changes, status, draws).await)
+    }
+
     /// Marks runs left `live` by a previous process (it stopped before they ended) as
     /// complete; returns how many.
     pub async fn close_stale_live_runs(&self) -> Result<u64> {

@@ -333,13 +333,43 @@ impl RunBuilder {
     /// first-seen time.
     pub fn finish(mut self) -> RunData {
         self.buckets.close_all();
-        let mut buckets: Vec<(u32, Bucket)> = self
-            .buckets
-            .closed
+        let closed = std::mem::take(&mut self.buckets.closed);
+        let buckets = closed
             .into_iter()
             .map(|((scope, _), b)| (scope, b))
             .collect();
-        let labels = self.labels;
+        self.run_data(buckets)
+    }
+
+    /// Keeps note of the buckets that change from now on, for
+    /// [`take_changes`](Self::take_changes). A live run calls it once, before its first
+    /// sample; an import never does (the notes would cost memory for nothing).
+    pub fn track_changes(&mut self) {
+        self.buckets.tracking = true;
+    }
+
+    /// The run's aggregates as [`finish`](Self::finish) would give them now, except that
+    /// `buckets` holds only the buckets that changed since the previous call (all of them
+    /// at the first call, or after [`mark_all_changed`](Self::mark_all_changed)), in their
+    /// current state. Open buckets stay open. Cost: the labels' statistics, error groups
+    /// and the changed buckets — never the run's whole length.
+    ///
+    /// Upserting each call's buckets by (label, start) into what the previous calls gave
+    /// yields exactly `finish()`'s buckets. Needs [`track_changes`](Self::track_changes).
+    pub fn take_changes(&mut self) -> RunData {
+        let buckets = self.buckets.take_changes();
+        self.run_data(buckets)
+    }
+
+    /// Makes the next [`take_changes`](Self::take_changes) return every bucket (after a
+    /// failed store of the previous changes).
+    pub fn mark_all_changed(&mut self) {
+        self.buckets.all_changed = true;
+    }
+
+    /// Everything but the buckets from the accumulators, with `buckets` named and sorted.
+    fn run_data(&self, mut buckets: Vec<(u32, Bucket)>) -> RunData {
+        let labels = &self.labels;
         let name = |scope: u32| (scope > 0).then(|| labels[scope as usize - 1].name.as_str());
         buckets.sort_unstable_by(|(sa, a), (sb, b)| {
             name(*sa).cmp(&name(*sb)).then(a.start_ms.cmp(&b.start_ms))
@@ -352,10 +382,10 @@ impl RunBuilder {
             })
             .collect();
         let mut overall = StatsAcc::new();
-        for l in &labels {
+        for l in labels {
             overall.merge(&l.requests);
         }
-        let mut errors = self.error_groups;
+        let mut errors = self.error_groups.clone();
         errors.sort_by(|a, b| {
             b.count
                 .cmp(&a.count)
@@ -373,7 +403,7 @@ impl RunBuilder {
             buckets,
             errors,
             rejected_rows: self.rejected_rows,
-            rejected: self.rejected,
+            rejected: self.rejected.clone(),
             summary_only: false,
             reported: serde_json::Value::Null,
             folded_labels: self.folded.len() as u64,
@@ -394,6 +424,12 @@ struct BucketWindow {
     slots: VecDeque<Vec<Option<Box<OpenBucket>>>>,
     open_count: usize,
     closed: HashMap<(u32, i64), Bucket, FxBuild>,
+    /// Whether changes are noted (see [`RunBuilder::track_changes`]).
+    tracking: bool,
+    /// Finalized buckets changed since the last [`Self::take_changes`] (when tracking).
+    changed_closed: std::collections::HashSet<(u32, i64), FxBuild>,
+    /// The next [`Self::take_changes`] returns every bucket.
+    all_changed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -404,6 +440,8 @@ struct OpenBucket {
     min_ms: u64,
     max_ms: u64,
     active_users: Option<u32>,
+    /// Samples arrived since the bucket was last handed out by `take_changes`.
+    changed: bool,
     // u32 counts: one second of one label never holds 2³² samples; halves the memory.
     hist: Histogram<u32>,
 }
@@ -417,6 +455,7 @@ impl OpenBucket {
             min_ms: u64::MAX,
             max_ms: 0,
             active_users: None,
+            changed: false,
             hist: new_histogram(),
         }
     }
@@ -424,6 +463,7 @@ impl OpenBucket {
     #[inline]
     fn push(&mut self, s: &Sample<'_>) {
         self.count += 1;
+        self.changed = true;
         self.errors += u64::from(!s.success);
         self.sum_ms = self.sum_ms.saturating_add(s.elapsed_ms);
         self.min_ms = self.min_ms.min(s.elapsed_ms);
@@ -431,6 +471,21 @@ impl OpenBucket {
         self.active_users = self.active_users.max(s.active_users);
         // Auto-resizing histograms accept every value up to i64::MAX / 2 ms.
         let _ = self.hist.record(s.elapsed_ms);
+    }
+
+    /// The bucket as it stands, serialized; the open one is left as it is.
+    fn to_bucket(&self, start_ms: i64) -> Bucket {
+        Bucket {
+            label: None,
+            start_ms,
+            count: self.count,
+            errors: self.errors,
+            sum_ms: self.sum_ms,
+            min_ms: self.min_ms,
+            max_ms: self.max_ms,
+            active_users: self.active_users,
+            histogram: serialize_histogram(&self.hist),
+        }
     }
 
     fn finish(self, start_ms: i64) -> Bucket {
@@ -456,7 +511,42 @@ impl BucketWindow {
             slots: VecDeque::new(),
             open_count: 0,
             closed: HashMap::default(),
+            tracking: false,
+            changed_closed: std::collections::HashSet::default(),
+            all_changed: false,
         }
+    }
+
+    /// The buckets changed since the last call (see [`RunBuilder::take_changes`]), by scope.
+    fn take_changes(&mut self) -> Vec<(u32, Bucket)> {
+        let mut out = Vec::new();
+        let all = std::mem::take(&mut self.all_changed);
+        if all {
+            self.changed_closed.clear();
+            out.extend(
+                self.closed
+                    .iter()
+                    .map(|(&(scope, _), b)| (scope, b.clone())),
+            );
+        } else {
+            for key in self.changed_closed.drain() {
+                if let Some(b) = self.closed.get(&key) {
+                    out.push((key.0, b.clone()));
+                }
+            }
+        }
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let sec = self.base_sec + i as i64;
+            for (scope, cell) in slot.iter_mut().enumerate() {
+                if let Some(b) = cell
+                    && (b.changed || all)
+                {
+                    b.changed = false;
+                    out.push((scope as u32, b.to_bucket(sec * 1000)));
+                }
+            }
+        }
+        out
     }
 
     /// Counts `s` in its label's bucket (scope `label_scope`) and, when `in_run`, in the
@@ -510,6 +600,9 @@ impl BucketWindow {
         for (scope, bucket) in slot.into_iter().enumerate() {
             if let Some(b) = bucket {
                 self.open_count -= 1;
+                if self.tracking && b.changed {
+                    self.changed_closed.insert((scope as u32, sec));
+                }
                 self.closed
                     .insert((scope as u32, sec), b.finish(sec * 1000));
             }
@@ -526,6 +619,9 @@ impl BucketWindow {
     /// A sample for a second that is no longer open: update its finalized bucket.
     #[cold]
     fn push_late(&mut self, scope: u32, sec: i64, s: &Sample<'_>) {
+        if self.tracking {
+            self.changed_closed.insert((scope, sec));
+        }
         match self.closed.get_mut(&(scope, sec)) {
             Some(b) => {
                 b.count += 1;
@@ -664,5 +760,64 @@ mod tests {
         assert_eq!(run.rejected[999].line, 1000);
         assert_eq!(run.overall.count, 0);
         assert_eq!(run.overall.error_pct, None);
+    }
+    #[test]
+    fn changes_upserted_in_turn_equal_the_finished_run() {
+        use std::collections::BTreeMap;
+        let mut live = RunBuilder::with_open_window_s(5);
+        live.track_changes();
+        let mut file = RunBuilder::with_open_window_s(5);
+        let mut stored: BTreeMap<(Option<String>, i64), Bucket> = BTreeMap::new();
+        let labels = ["a", "b", "c"];
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let mut takes = 0;
+        for i in 0..5000i64 {
+            // Mostly in order, some late by up to 20 s (beyond the open window).
+            let late = if next() % 10 == 0 {
+                (next() % 20_000) as i64
+            } else {
+                0
+            };
+            let start = 1_700_000_000_000 + i * 37 - late;
+            let s = sample(
+                labels[(next() % 3) as usize],
+                start,
+                next() % 900,
+                next() % 7 != 0,
+            );
+            live.push(i as u64 + 1, &s);
+            file.push(i as u64 + 1, &s);
+            if next() % 50 == 0 {
+                takes += 1;
+                let d = live.take_changes();
+                assert!(
+                    d.buckets.len() < 2 * 4 * 30,
+                    "{} buckets in one change",
+                    d.buckets.len()
+                );
+                for b in d.buckets {
+                    stored.insert((b.label.clone(), b.start_ms), b);
+                }
+            }
+        }
+        let last = live.take_changes();
+        for b in last.buckets.iter().cloned() {
+            stored.insert((b.label.clone(), b.start_ms), b);
+        }
+        let want = file.finish();
+        assert!(takes > 50);
+        assert_eq!(stored.into_values().collect::<Vec<_>>(), want.buckets);
+        assert_eq!(last.overall, want.overall);
+        assert_eq!(last.labels, want.labels);
+        assert_eq!(last.errors, want.errors);
+        assert_eq!(live.take_changes().buckets, Vec::<Bucket>::new());
+        live.mark_all_changed();
+        assert_eq!(live.take_changes().buckets.len(), want.buckets.len());
     }
 }

@@ -632,6 +632,55 @@ impl SqliteStore {
         Ok(true)
     }
 
+    /// Stores a live run's newest changes (see [`crate::store::Store::store_live_changes`]).
+    pub async fn store_live_changes(
+        &self,
+        id: i64,
+        changes: &RunData,
+        status: &str,
+        draws: Option<&[(i64, Vec<u8>)]>,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET status = ?, started_at_ms = ?, ended_at_ms = ?, rejected_rows = ?,
+                             folded_labels = ?, reported = ?
+             WHERE id = ?",
+        )
+        .bind(status)
+        .bind(clock_time(changes.overall.first_start_ms))
+        .bind(clock_time(changes.overall.last_end_ms))
+        .bind(to_i64(changes.rejected_rows))
+        .bind(to_i64(changes.folded_labels))
+        .bind(changes.reported.to_string())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !found {
+            return Ok(false);
+        }
+        // Statistics, error groups and rejected rows are bounded by the run's limits
+        // (labels, error groups, details kept): rewritten whole. Buckets are upserted.
+        for sql in [
+            "DELETE FROM run_stats WHERE run_id = ?",
+            "DELETE FROM run_errors WHERE run_id = ?",
+            "DELETE FROM run_rejected WHERE run_id = ?",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        write_aggregates(&mut tx.tx, id, changes, "INSERT OR REPLACE").await?;
+        if let Some(draws) = draws {
+            sqlx::query("DELETE FROM run_resamples WHERE run_id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            insert_draws(&mut tx.tx, id, draws).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// Marks runs left `live` by a previous process (it stopped before they ended) as
     /// complete; returns how many.
     pub async fn close_stale_live_runs(&self) -> Result<u64> {
@@ -758,6 +807,17 @@ async fn insert_aggregates(
     id: i64,
     data: &RunData,
 ) -> Result<()> {
+    write_aggregates(tx, id, data, "INSERT").await
+}
+
+/// [`insert_aggregates`] with buckets written by `bucket_verb` (`INSERT`, or
+/// `INSERT OR REPLACE` to upsert a live run's changed seconds).
+async fn write_aggregates(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    data: &RunData,
+    bucket_verb: &str,
+) -> Result<()> {
     // Scopes: 0 = run total, then labels in order.
     let overall = LabelStats {
         label: String::new(),
@@ -833,10 +893,10 @@ async fn insert_aggregates(
         })
         .collect();
     for chunk in buckets.chunks(chunk_rows(10)) {
-        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-            "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
-             max_ms, active_users, histogram) ",
-        );
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(format!(
+            "{bucket_verb} INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms,
+             min_ms, max_ms, active_users, histogram) "
+        ));
         qb.push_values(chunk, |mut b, (ord, bucket)| {
             b.push_bind(id)
                 .push_bind(*ord)
