@@ -20,9 +20,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::intervals::IntervalRun;
-use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample};
+use crate::domain::runs::{RunBuilder, RunChanges, RunLimits, Sample};
 use crate::services::live::{Event, Hub};
 use crate::sources::ingest::influx::{
     self, Classified, LivePoint, Precision, Sender, WriteSummary,
@@ -56,6 +55,8 @@ struct OpenRun {
     dirty: bool,
     /// Changes taken for the store since the last announcement.
     announce: bool,
+    /// Changes taken whose store failed, oldest first: stored before newer ones.
+    unstored: Vec<RunChanges>,
     ended: bool,
     /// Results (requests or intervals) arrived: only then is the run stored; gauges alone
     /// (k6 `vus` before the first request) wait here.
@@ -83,6 +84,7 @@ impl OpenRun {
             last_point: Instant::now(),
             dirty: false,
             announce: false,
+            unstored: Vec::new(),
             ended: false,
             has_results: false,
         }
@@ -165,33 +167,17 @@ impl OpenRun {
         }
     }
 
-    /// The run's statistics with the buckets changed since the previous call (see
-    /// [`RunBuilder::take_changes`]).
-    fn take_changes(&mut self) -> RunData {
+    /// The run's changes to store, oldest first: those whose store failed, then the
+    /// changes since the previous call (see [`RunBuilder::take_changes`]).
+    fn take_changes(&mut self) -> Vec<RunChanges> {
         self.dirty = false;
         self.announce = true;
-        match &mut self.acc {
+        let mut out = std::mem::take(&mut self.unstored);
+        out.push(match &mut self.acc {
             Acc::Samples { builder, .. } => builder.take_changes(),
             Acc::Intervals(r) => r.take_changes(),
-        }
-    }
-
-    /// The next [`Self::take_changes`] hands out every bucket again (its previous changes
-    /// were not stored).
-    fn mark_all_changed(&mut self) {
-        self.dirty = true;
-        match &mut self.acc {
-            Acc::Samples { builder, .. } => builder.mark_all_changed(),
-            Acc::Intervals(r) => r.mark_all_changed(),
-        }
-    }
-
-    /// The whole run (consumes it).
-    fn finish(self) -> RunData {
-        match self.acc {
-            Acc::Samples { builder, .. } => builder.finish(),
-            Acc::Intervals(r) => r.snapshot(),
-        }
+        });
+        out
     }
 }
 
@@ -309,30 +295,39 @@ impl LiveRuns {
     /// this returns, every point taken before the call is committed.
     async fn store_changes(&self) -> Result<(), StoreError> {
         let _turn = self.storing.lock().await;
-        let pending: Vec<((Sender, String), i64, RunData)> = {
+        let pending: Vec<((Sender, String), i64, Vec<RunChanges>)> = {
             let mut runs = self.runs.lock().await;
             runs.iter_mut()
-                .filter(|(_, r)| r.dirty)
+                .filter(|(_, r)| r.dirty && r.id.is_some())
                 .filter_map(|(key, r)| Some((key.clone(), r.id?, r.take_changes())))
                 .collect()
         };
-        for (i, (_, id, changes)) in pending.iter().enumerate() {
-            if let Err(e) = self
-                .store
-                .store_live_changes(*id, changes, "live", None)
-                .await
-            {
-                // Not stored: hand every bucket out again next time.
-                let mut runs = self.runs.lock().await;
-                for (key, _, _) in &pending[i..] {
-                    if let Some(r) = runs.get_mut(key) {
-                        r.mark_all_changed();
+        let mut failed: Option<StoreError> = None;
+        for (key, id, changes) in pending {
+            let mut left = changes.into_iter();
+            if failed.is_none() {
+                for c in left.by_ref() {
+                    if let Err(e) = self.store.store_live_changes(id, &c, "live").await {
+                        failed = Some(e);
+                        // Kept, oldest first, for the next store.
+                        let mut back = vec![c];
+                        back.extend(left.by_ref());
+                        left = back.into_iter();
+                        break;
                     }
                 }
-                return Err(e);
+            }
+            let back: Vec<RunChanges> = left.collect();
+            if !back.is_empty() {
+                let mut runs = self.runs.lock().await;
+                if let Some(r) = runs.get_mut(&key) {
+                    r.dirty = true;
+                    let newer = std::mem::replace(&mut r.unstored, back);
+                    r.unstored.extend(newer);
+                }
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// Ends the live run `id` now; `false` if it is not live.
@@ -384,58 +379,38 @@ impl LiveRuns {
                     }
                 }
             }
-            for (id, _, changes) in &closing {
-                if let Err(e) = self
-                    .store
-                    .store_live_changes(*id, changes, "live", None)
-                    .await
-                {
-                    tracing::error!(run = id, error = %e, "storing a live run's last changes failed");
+            let mut done = Vec::new();
+            for (id, run, changes) in closing {
+                // The last changes complete the run (earlier ones are a failed store's).
+                let n = changes.len();
+                let mut ok = true;
+                for (i, c) in changes.iter().enumerate() {
+                    let status = if i + 1 == n { "complete" } else { "live" };
+                    if let Err(e) = self.store.store_live_changes(id, c, status).await {
+                        tracing::error!(run = id, error = %e, "storing a live run's last changes failed");
+                        ok = false;
+                    }
+                }
+                if ok {
+                    done.push((id, run));
                 }
             }
-            (closing, announce)
+            (done, announce)
         };
         for id in announce {
             if let Ok(Some(item)) = self.store.run_list_item(id).await {
                 self.hub.publish(&Event::RunUpdated { run: item });
             }
         }
-        for (id, run, mut changes) in closing {
-            self.complete(id, run, &mut changes).await;
-        }
-    }
-
-    /// Marks a closed run complete with its bootstrap draws, computed off the async
-    /// threads from the whole run (once, at its end).
-    async fn complete(&self, id: i64, run: OpenRun, changes: &mut RunData) {
-        let draws = tokio::task::spawn_blocking(move || {
-            let data = run.finish();
-            let samples = data.overall.count;
-            (stored::precompute(&data, DEFAULT_RESAMPLES), samples)
-        })
-        .await;
-        let Ok((draws, samples)) = draws else {
-            tracing::error!(run = id, "computing a live run's bootstrap draws failed");
-            return;
-        };
-        // Its buckets are stored already: only the status, statistics and draws change.
-        changes.buckets.clear();
-        let stored = {
-            let _turn = self.storing.lock().await;
-            self.store
-                .store_live_changes(id, changes, "complete", Some(&draws))
-                .await
-        };
-        match stored {
-            Ok(_) => {
-                if let Ok(Some(item)) = self.store.run_list_item(id).await {
-                    self.hub.publish(&Event::RunUpdated { run: item });
-                }
-                tracing::info!(run = id, samples, "live run complete");
+        for (id, run) in closing {
+            let samples = match &run.acc {
+                Acc::Samples { builder, .. } => builder.samples(),
+                Acc::Intervals(r) => r.samples(),
+            };
+            if let Ok(Some(item)) = self.store.run_list_item(id).await {
+                self.hub.publish(&Event::RunUpdated { run: item });
             }
-            Err(e) => {
-                tracing::error!(run = id, error = %e, "storing a live run's completion failed")
-            }
+            tracing::info!(run = id, samples, "live run complete");
         }
     }
 

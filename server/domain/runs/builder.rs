@@ -46,6 +46,18 @@ pub const MAX_REJECTED_DETAILS: usize = 1_000;
 pub const ERROR_GROUP_OVERFLOW_MESSAGE: &str =
     "(other errors: the run has more than 10000 distinct label/code/message groups)";
 
+/// A live run's changes since the previous [`RunBuilder::take_changes`].
+#[derive(Debug, Clone, Default)]
+pub struct RunChanges {
+    /// The run's statistics, labels, error groups and rejected rows in full; `buckets`
+    /// holds the changed buckets in their whole current state (they replace stored ones).
+    pub data: RunData,
+    /// Samples that arrived for seconds handed out and forgotten earlier: each bucket
+    /// holds only the new samples and is *added* to the stored bucket of its label and
+    /// second (or stored as it is when there is none).
+    pub added: Vec<Bucket>,
+}
+
 /// Builds [`RunData`] from a stream of samples in bounded memory.
 ///
 /// Push every accepted sample with [`push`](Self::push) and every damaged row with
@@ -342,29 +354,34 @@ impl RunBuilder {
     }
 
     /// Keeps note of the buckets that change from now on, for
-    /// [`take_changes`](Self::take_changes). A live run calls it once, before its first
-    /// sample; an import never does (the notes would cost memory for nothing).
+    /// [`take_changes`](Self::take_changes), and forgets buckets once handed out and
+    /// finalized, so memory stays flat however long the run. A live run calls it once,
+    /// before its first sample; after it [`finish`](Self::finish) holds only the buckets
+    /// not yet handed out.
     pub fn track_changes(&mut self) {
         self.buckets.tracking = true;
     }
 
-    /// The run's aggregates as [`finish`](Self::finish) would give them now, except that
-    /// `buckets` holds only the buckets that changed since the previous call (all of them
-    /// at the first call, or after [`mark_all_changed`](Self::mark_all_changed)), in their
-    /// current state. Open buckets stay open. Cost: the labels' statistics, error groups
-    /// and the changed buckets — never the run's whole length.
+    /// The run's aggregates as they stand, with only the buckets that changed since the
+    /// previous call (see [`RunChanges`]). Open buckets stay open; finalized buckets are
+    /// forgotten once handed out. Cost: the labels' statistics, error groups and the
+    /// changed buckets — never the run's whole length.
     ///
-    /// Upserting each call's buckets by (label, start) into what the previous calls gave
-    /// yields exactly `finish()`'s buckets. Needs [`track_changes`](Self::track_changes).
-    pub fn take_changes(&mut self) -> RunData {
-        let buckets = self.buckets.take_changes();
-        self.run_data(buckets)
-    }
-
-    /// Makes the next [`take_changes`](Self::take_changes) return every bucket (after a
-    /// failed store of the previous changes).
-    pub fn mark_all_changed(&mut self) {
-        self.buckets.all_changed = true;
+    /// Storing each call's `data.buckets` by (label, start), replacing, and adding its
+    /// `added` buckets to the stored ones, yields exactly `finish()`'s buckets of a
+    /// builder that did not track. Needs [`track_changes`](Self::track_changes).
+    pub fn take_changes(&mut self) -> RunChanges {
+        let (buckets, added) = self.buckets.take_changes();
+        let data = self.run_data(buckets);
+        let labels = &self.labels;
+        let added = added
+            .into_iter()
+            .map(|(scope, mut b)| {
+                b.label = (scope > 0).then(|| labels[scope as usize - 1].name.clone());
+                b
+            })
+            .collect();
+        RunChanges { data, added }
     }
 
     /// Everything but the buckets from the accumulators, with `buckets` named and sorted.
@@ -426,10 +443,9 @@ struct BucketWindow {
     closed: HashMap<(u32, i64), Bucket, FxBuild>,
     /// Whether changes are noted (see [`RunBuilder::track_changes`]).
     tracking: bool,
-    /// Finalized buckets changed since the last [`Self::take_changes`] (when tracking).
-    changed_closed: std::collections::HashSet<(u32, i64), FxBuild>,
-    /// The next [`Self::take_changes`] returns every bucket.
-    all_changed: bool,
+    /// When tracking: samples for seconds already handed out and forgotten, to be added
+    /// to the stored buckets (see [`RunChanges::added`]).
+    added: HashMap<(u32, i64), Bucket, FxBuild>,
 }
 
 #[derive(Debug, Clone)]
@@ -512,41 +528,38 @@ impl BucketWindow {
             open_count: 0,
             closed: HashMap::default(),
             tracking: false,
-            changed_closed: std::collections::HashSet::default(),
-            all_changed: false,
+            added: HashMap::default(),
         }
     }
 
-    /// The buckets changed since the last call (see [`RunBuilder::take_changes`]), by scope.
-    fn take_changes(&mut self) -> Vec<(u32, Bucket)> {
-        let mut out = Vec::new();
-        let all = std::mem::take(&mut self.all_changed);
-        if all {
-            self.changed_closed.clear();
-            out.extend(
-                self.closed
-                    .iter()
-                    .map(|(&(scope, _), b)| (scope, b.clone())),
-            );
-        } else {
-            for key in self.changed_closed.drain() {
-                if let Some(b) = self.closed.get(&key) {
-                    out.push((key.0, b.clone()));
-                }
-            }
-        }
+    /// The buckets changed since the last call (see [`RunBuilder::take_changes`]), by
+    /// scope: whole ones (finalized ones are forgotten) and added ones.
+    #[expect(clippy::type_complexity, reason = "two lists of (scope, bucket)")]
+    fn take_changes(&mut self) -> (Vec<(u32, Bucket)>, Vec<(u32, Bucket)>) {
+        let mut whole: Vec<(u32, Bucket)> = self
+            .closed
+            .drain()
+            .map(|((scope, _), b)| (scope, b))
+            .collect();
         for (i, slot) in self.slots.iter_mut().enumerate() {
             let sec = self.base_sec + i as i64;
             for (scope, cell) in slot.iter_mut().enumerate() {
                 if let Some(b) = cell
-                    && (b.changed || all)
+                    && b.changed
                 {
                     b.changed = false;
-                    out.push((scope as u32, b.to_bucket(sec * 1000)));
+                    whole.push((scope as u32, b.to_bucket(sec * 1000)));
                 }
             }
         }
-        out
+        let added = self
+            .added
+            .drain()
+            .map(|((scope, _), b)| (scope, b))
+            .collect();
+        self.closed.shrink_to(64);
+        self.added.shrink_to(64);
+        (whole, added)
     }
 
     /// Counts `s` in its label's bucket (scope `label_scope`) and, when `in_run`, in the
@@ -600,11 +613,12 @@ impl BucketWindow {
         for (scope, bucket) in slot.into_iter().enumerate() {
             if let Some(b) = bucket {
                 self.open_count -= 1;
-                if self.tracking && b.changed {
-                    self.changed_closed.insert((scope as u32, sec));
+                // Tracking: a bucket unchanged since it was handed out is stored as
+                // it is and forgotten.
+                if !self.tracking || b.changed {
+                    self.closed
+                        .insert((scope as u32, sec), b.finish(sec * 1000));
                 }
-                self.closed
-                    .insert((scope as u32, sec), b.finish(sec * 1000));
             }
         }
     }
@@ -619,10 +633,13 @@ impl BucketWindow {
     /// A sample for a second that is no longer open: update its finalized bucket.
     #[cold]
     fn push_late(&mut self, scope: u32, sec: i64, s: &Sample<'_>) {
-        if self.tracking {
-            self.changed_closed.insert((scope, sec));
-        }
-        match self.closed.get_mut(&(scope, sec)) {
+        let known = self.closed.contains_key(&(scope, sec));
+        let map = if self.tracking && !known {
+            &mut self.added
+        } else {
+            &mut self.closed
+        };
+        match map.get_mut(&(scope, sec)) {
             Some(b) => {
                 b.count += 1;
                 b.errors += u64::from(!s.success);
@@ -639,7 +656,7 @@ impl BucketWindow {
             None => {
                 let mut b = OpenBucket::new();
                 b.push(s);
-                self.closed.insert((scope, sec), b.finish(sec * 1000));
+                map.insert((scope, sec), b.finish(sec * 1000));
             }
         }
     }
@@ -777,6 +794,21 @@ mod tests {
             seed >> 33
         };
         let mut takes = 0;
+        let mut added = 0;
+        let mut store = |stored: &mut BTreeMap<(Option<String>, i64), Bucket>, c: RunChanges| {
+            for b in c.data.buckets {
+                stored.insert((b.label.clone(), b.start_ms), b);
+            }
+            for b in c.added {
+                added += 1;
+                match stored.get_mut(&(b.label.clone(), b.start_ms)) {
+                    Some(s) => s.add(&b).unwrap(),
+                    None => {
+                        stored.insert((b.label.clone(), b.start_ms), b);
+                    }
+                }
+            }
+        };
         for i in 0..5000i64 {
             // Mostly in order, some late by up to 20 s (beyond the open window).
             let late = if next() % 10 == 0 {
@@ -795,29 +827,29 @@ mod tests {
             file.push(i as u64 + 1, &s);
             if next() % 50 == 0 {
                 takes += 1;
-                let d = live.take_changes();
-                assert!(
-                    d.buckets.len() < 2 * 4 * 30,
-                    "{} buckets in one change",
-                    d.buckets.len()
-                );
-                for b in d.buckets {
-                    stored.insert((b.label.clone(), b.start_ms), b);
-                }
+                let c = live.take_changes();
+                let n = c.data.buckets.len() + c.added.len();
+                assert!(n < 2 * 4 * 40, "{n} buckets in one change");
+                store(&mut stored, c);
+                // Memory: only the open window and what is not handed out yet.
+                assert!(live.finalized_buckets() == 0, "finalized buckets forgotten");
             }
         }
         let last = live.take_changes();
-        for b in last.buckets.iter().cloned() {
-            stored.insert((b.label.clone(), b.start_ms), b);
-        }
+        let (overall, labels_now, errors) = (
+            last.data.overall.clone(),
+            last.data.labels.clone(),
+            last.data.errors.clone(),
+        );
+        store(&mut stored, last);
         let want = file.finish();
         assert!(takes > 50);
+        assert!(added > 0, "late samples for forgotten seconds were added");
         assert_eq!(stored.into_values().collect::<Vec<_>>(), want.buckets);
-        assert_eq!(last.overall, want.overall);
-        assert_eq!(last.labels, want.labels);
-        assert_eq!(last.errors, want.errors);
-        assert_eq!(live.take_changes().buckets, Vec::<Bucket>::new());
-        live.mark_all_changed();
-        assert_eq!(live.take_changes().buckets.len(), want.buckets.len());
+        assert_eq!(overall, want.overall);
+        assert_eq!(labels_now, want.labels);
+        assert_eq!(errors, want.errors);
+        let none = live.take_changes();
+        assert!(none.data.buckets.is_empty() && none.added.is_empty());
     }
 }

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use super::builder::{ERROR_GROUP_OVERFLOW_MESSAGE, FxBuild, MAX_ERROR_GROUPS};
 use super::hdr::{new_histogram, serialize_histogram};
 use super::limits::{OTHER_LABELS, RunLimits, truncate_chars};
-use super::{Bucket, ErrorGroup, LabelStats, RunData, Stats};
+use super::{Bucket, ErrorGroup, LabelStats, RunChanges, RunData, Stats};
 
 /// JMeter's default send interval (`backend_influxdb.send_interval`), ms.
 pub const DEFAULT_INTERVAL_MS: i64 = 5_000;
@@ -260,21 +260,15 @@ impl IntervalRun {
 
     /// Like [`snapshot`](Self::snapshot), but `buckets` holds only the seconds changed
     /// since the previous call (every second at the first call), so its cost follows the
-    /// labels and the new seconds, never the run's length. Upserting each call's buckets
-    /// by (label, start) yields exactly `snapshot()`'s buckets.
-    pub fn take_changes(&mut self) -> RunData {
+    /// labels and the new seconds, never the run's length. Storing each call's buckets
+    /// by (label, start), replacing, yields exactly `snapshot()`'s buckets
+    /// ([`RunChanges::added`] stays empty).
+    pub fn take_changes(&mut self) -> RunChanges {
         let changed = std::mem::take(&mut self.changed);
-        self.build(Some(&changed))
-    }
-
-    /// Makes the next [`take_changes`](Self::take_changes) return every second.
-    pub fn mark_all_changed(&mut self) {
-        let all: BTreeSet<i64> = self
-            .labels
-            .iter()
-            .flat_map(|l| l.seconds.keys().copied())
-            .collect();
-        self.changed.extend(all);
+        RunChanges {
+            data: self.build(Some(&changed)),
+            added: Vec::new(),
+        }
     }
 
     /// The run, with the buckets of the seconds in `only` (all when `None`).
@@ -462,9 +456,10 @@ mod tests {
         use std::collections::BTreeMap;
         let mut r = IntervalRun::new();
         let mut stored: BTreeMap<(Option<String>, i64), Bucket> = BTreeMap::new();
-        let mut upsert = |d: RunData| {
-            let n = d.buckets.len();
-            for b in d.buckets {
+        let mut upsert = |c: RunChanges| {
+            assert!(c.added.is_empty());
+            let n = c.data.buckets.len();
+            for b in c.data.buckets {
                 stored.insert((b.label.clone(), b.start_ms), b);
             }
             n
@@ -498,6 +493,6 @@ mod tests {
         want.sort_by(|a, b| (&a.label, a.start_ms).cmp(&(&b.label, b.start_ms)));
         assert_eq!(want.len(), 3 * 400 * 5);
         assert_eq!(stored.into_values().collect::<Vec<_>>(), want);
-        assert!(r.take_changes().buckets.is_empty());
+        assert!(r.take_changes().data.buckets.is_empty());
     }
 }

@@ -8,7 +8,9 @@ use sqlx::{FromRow, QueryBuilder, Row, Sqlite, Transaction};
 use super::SqliteStore;
 use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::distribution::Distribution;
-use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunData, Stats};
+use crate::domain::runs::{
+    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData, Stats,
+};
 use crate::store::Result;
 
 /// SQLite allows 32,766 bound parameters per statement; rows per multi-row INSERT are sized
@@ -636,10 +638,10 @@ impl SqliteStore {
     pub async fn store_live_changes(
         &self,
         id: i64,
-        changes: &RunData,
+        changes: &RunChanges,
         status: &str,
-        draws: Option<&[(i64, Vec<u8>)]>,
     ) -> Result<bool> {
+        let data = &changes.data;
         let mut tx = self.begin_write().await?;
         let found = sqlx::query(
             "UPDATE runs SET status = ?, started_at_ms = ?, ended_at_ms = ?, rejected_rows = ?,
@@ -647,11 +649,11 @@ impl SqliteStore {
              WHERE id = ?",
         )
         .bind(status)
-        .bind(clock_time(changes.overall.first_start_ms))
-        .bind(clock_time(changes.overall.last_end_ms))
-        .bind(to_i64(changes.rejected_rows))
-        .bind(to_i64(changes.folded_labels))
-        .bind(changes.reported.to_string())
+        .bind(clock_time(data.overall.first_start_ms))
+        .bind(clock_time(data.overall.last_end_ms))
+        .bind(to_i64(data.rejected_rows))
+        .bind(to_i64(data.folded_labels))
+        .bind(data.reported.to_string())
         .bind(id)
         .execute(&mut *tx)
         .await?
@@ -669,13 +671,57 @@ impl SqliteStore {
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
-        write_aggregates(&mut tx.tx, id, changes, "INSERT OR REPLACE").await?;
-        if let Some(draws) = draws {
-            sqlx::query("DELETE FROM run_resamples WHERE run_id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            insert_draws(&mut tx.tx, id, draws).await?;
+        write_aggregates(&mut tx.tx, id, data, "INSERT OR REPLACE").await?;
+        // Late samples for seconds stored earlier: added to the stored bucket.
+        let ord_of: std::collections::HashMap<&str, i64> = data
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+            .collect();
+        for b in &changes.added {
+            let ord = match &b.label {
+                None => 0,
+                Some(l) => match ord_of.get(l.as_str()) {
+                    Some(ord) => *ord,
+                    None => continue,
+                },
+            };
+            let stored: Option<BucketRow> = sqlx::query_as(
+                "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
+                 FROM run_buckets WHERE run_id = ? AND label_ord = ? AND start_ms = ?",
+            )
+            .bind(id)
+            .bind(ord)
+            .bind(b.start_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let mut sum = b.clone();
+            if let Some(row) = stored {
+                let mut old = Bucket {
+                    label: b.label.clone(),
+                    start_ms: row.start_ms,
+                    count: row.count.max(0) as u64,
+                    errors: row.errors.max(0) as u64,
+                    sum_ms: row.sum_ms.max(0) as u64,
+                    min_ms: row.min_ms.max(0) as u64,
+                    max_ms: row.max_ms.max(0) as u64,
+                    active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
+                    histogram: row.histogram,
+                };
+                old.add(b).map_err(|e| {
+                    sqlx::Error::Protocol(format!(
+                        "run {id}: a stored bucket's histogram does not read: {e}"
+                    ))
+                })?;
+                sum = old;
+            }
+            let one = RunData {
+                labels: data.labels.clone(),
+                buckets: vec![sum],
+                ..RunData::default()
+            };
+            write_buckets(&mut tx.tx, id, &one, "INSERT OR REPLACE").await?;
         }
         tx.commit().await?;
         Ok(true)
@@ -878,6 +924,46 @@ async fn write_aggregates(
         qb.build().execute(&mut **tx).await?;
     }
 
+    write_buckets(tx, id, data, bucket_verb).await?;
+
+    for chunk in data.errors.chunks(chunk_rows(7)) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+            "INSERT INTO run_errors (run_id, label, response_code, message, count, first_seen_ms,
+             last_seen_ms) ",
+        );
+        qb.push_values(chunk, |mut b, e: &ErrorGroup| {
+            b.push_bind(id)
+                .push_bind(&e.label)
+                .push_bind(&e.response_code)
+                .push_bind(&e.message)
+                .push_bind(to_i64(e.count))
+                .push_bind(e.first_seen_ms)
+                .push_bind(e.last_seen_ms);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
+    for chunk in data.rejected.chunks(chunk_rows(3)) {
+        let mut qb: QueryBuilder<Sqlite> =
+            QueryBuilder::new("INSERT INTO run_rejected (run_id, line, reason) ");
+        qb.push_values(chunk, |mut b, r: &RejectedRow| {
+            b.push_bind(id)
+                .push_bind(to_i64(r.line))
+                .push_bind(&r.reason);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Writes `data.buckets` (label order from `data.labels`) with `verb` (`INSERT` or
+/// `INSERT OR REPLACE`).
+async fn write_buckets(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    data: &RunData,
+    bucket_verb: &str,
+) -> Result<()> {
     let ord_of: std::collections::HashMap<&str, i64> = data
         .labels
         .iter()
@@ -912,32 +998,5 @@ async fn write_aggregates(
         qb.build().execute(&mut **tx).await?;
     }
 
-    for chunk in data.errors.chunks(chunk_rows(7)) {
-        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-            "INSERT INTO run_errors (run_id, label, response_code, message, count, first_seen_ms,
-             last_seen_ms) ",
-        );
-        qb.push_values(chunk, |mut b, e: &ErrorGroup| {
-            b.push_bind(id)
-                .push_bind(&e.label)
-                .push_bind(&e.response_code)
-                .push_bind(&e.message)
-                .push_bind(to_i64(e.count))
-                .push_bind(e.first_seen_ms)
-                .push_bind(e.last_seen_ms);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
-
-    for chunk in data.rejected.chunks(chunk_rows(3)) {
-        let mut qb: QueryBuilder<Sqlite> =
-            QueryBuilder::new("INSERT INTO run_rejected (run_id, line, reason) ");
-        qb.push_values(chunk, |mut b, r: &RejectedRow| {
-            b.push_bind(id)
-                .push_bind(to_i64(r.line))
-                .push_bind(&r.reason);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
     Ok(())
 }
