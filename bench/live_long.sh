@@ -32,12 +32,12 @@ rm -f "$out"/live.db* "$out"/live.db.lock
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 HARRIER_LOG=warn "$bin" serve --listen "127.0.0.1:$port" --db "$out/live.db" > "$out/serve.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null || true' EXIT
+trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 
-python3 - "$port" "$pid" "$hours" "$labels" "$batch" "$max" "$name" <<'PY'
-import http.client, random, sys, time
-port, pid, hours, labels, batch, max_s, name = sys.argv[1:]
+python3 - "$port" "$pid" "$hours" "$labels" "$batch" "$max" "$name" "$out" <<'PY'
+import http.client, os, random, sys, time
+port, pid, hours, labels, batch, max_s, name, out = sys.argv[1:]
 pid, hours, labels, batch, max_s = int(pid), float(hours), int(labels), int(batch), float(max_s)
 random.seed(3)
 names = [f"GET\\ /api/endpoint/{i}" for i in range(labels)]
@@ -75,6 +75,10 @@ for s0 in range(0, seconds, batch):
     rss.append(rss_mib("VmRSS"))
     if time.monotonic() - start > max_s:
         break
+    st = os.statvfs(".")
+    if st.f_bavail * st.f_frsize < 2 << 30:
+        print("stopped: less than 2 GiB of disk left", file=sys.stderr)
+        break
 wall = time.monotonic() - start
 reached_h = (s0 + batch) / 3600
 tenth = max(1, len(lat) // 10)
@@ -82,9 +86,10 @@ def pct(xs, p):
     xs = sorted(xs); return xs[min(len(xs) - 1, int(len(xs) * p / 100 + 0.999) - 1)]
 first, last = lat[:tenth], lat[-tenth:]
 print()
-print("| binary | run time reached | labels | writes (points) | wall s | first tenth p50 / p99 / max ms | last tenth p50 / p99 / max ms | RSS after first tenth → end MiB | peak RSS MiB |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| binary | run time reached | labels | writes (points) | wall s | first tenth p50 / p99 / max ms | last tenth p50 / p99 / max ms | RSS after first tenth → end MiB | peak RSS MiB | database + WAL MiB |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+db_mib = sum(os.path.getsize(f"{out}/{f}") for f in os.listdir(out) if f.startswith("live.db")) / 2**20
 print(f"| {name} | {min(reached_h, hours):.1f} h of {hours:g} h | {labels} | {len(lat)} ({sent:,}) | {wall:.0f} | "
       f"{pct(first,50):.0f} / {pct(first,99):.0f} / {max(first):.0f} | {pct(last,50):.0f} / {pct(last,99):.0f} / {max(last):.0f} | "
-      f"{rss[tenth-1]:.0f} → {rss[-1]:.0f} | {rss_mib('VmHWM'):.0f} |")
+      f"{rss[tenth-1]:.0f} → {rss[-1]:.0f} | {rss_mib('VmHWM'):.0f} | {db_mib:.0f} |")
 PY
