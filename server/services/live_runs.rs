@@ -2,10 +2,16 @@
 //! from k6 and JMeter's Backend Listener, see [`crate::sources::ingest::influx`]).
 //!
 //! Owns the open runs. A run starts with its first point (stored at once with status
-//! `live`), is snapshotted into the store and announced over the websocket every second
-//! while points arrive, and closes (status `complete`) after an idle timeout, JMeter's
-//! "ended" event, or `POST /api/v1/runs/{id}/end`. Importing the run's result file with
-//! `replace` afterwards swaps the streamed aggregates for exact ones.
+//! `live`) and closes (status `complete`) after an idle timeout, JMeter's "ended" event,
+//! or `POST /api/v1/runs/{id}/end`. Importing the run's result file with `replace`
+//! afterwards swaps the streamed aggregates for exact ones.
+//!
+//! Acknowledged means stored: [`LiveRuns::write`] returns only once the points it took
+//! are committed to the store, so a 204 survives a crash of the process. What is stored
+//! is incremental: the run's statistics (bounded by its labels) and only the per-second
+//! buckets that changed since the previous store, never the run's whole length. Writes
+//! arriving while a store is under way are stored together by the next one (one
+//! transaction for many writes). Runs are announced over the websocket once a second.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,14 +21,14 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::runs::intervals::IntervalRun;
-use crate::domain::runs::{RunBuilder, RunData, RunLimits, Sample};
+use crate::domain::runs::{RunBuilder, RunChanges, RunLimits, Sample};
 use crate::services::live::{Event, Hub};
 use crate::sources::ingest::influx::{
     self, Classified, LivePoint, Precision, Sender, WriteSummary,
 };
 use crate::store::{NewRun, Store, StoreError};
 
-/// How often open runs are snapshotted and announced.
+/// How often open runs are announced and idle ones closed.
 const TICK: Duration = Duration::from_secs(1);
 
 /// What a run accumulates, by sender.
@@ -45,8 +51,12 @@ struct OpenRun {
     scenario: String,
     acc: Acc,
     last_point: Instant,
-    /// Points arrived since the last snapshot.
+    /// Points arrived since the run's changes were last taken for the store.
     dirty: bool,
+    /// Changes taken for the store since the last announcement.
+    announce: bool,
+    /// Changes taken whose store failed, oldest first: stored before newer ones.
+    unstored: Vec<RunChanges>,
     ended: bool,
     /// Results (requests or intervals) arrived: only then is the run stored; gauges alone
     /// (k6 `vus` before the first request) wait here.
@@ -56,10 +66,14 @@ struct OpenRun {
 impl OpenRun {
     fn new(sender: Sender, scenario: String, limits: &RunLimits) -> OpenRun {
         let acc = match sender {
-            Sender::K6 => Acc::Samples {
-                builder: Box::new(RunBuilder::with_limits(*limits)),
-                users: None,
-            },
+            Sender::K6 => {
+                let mut builder = Box::new(RunBuilder::with_limits(*limits));
+                builder.track_changes();
+                Acc::Samples {
+                    builder,
+                    users: None,
+                }
+            }
             Sender::JMeter => Acc::Intervals(Box::new(IntervalRun::with_limits(*limits))),
         };
         OpenRun {
@@ -69,6 +83,8 @@ impl OpenRun {
             acc,
             last_point: Instant::now(),
             dirty: false,
+            announce: false,
+            unstored: Vec::new(),
             ended: false,
             has_results: false,
         }
@@ -151,11 +167,17 @@ impl OpenRun {
         }
     }
 
-    fn snapshot(&self) -> RunData {
-        match &self.acc {
-            Acc::Samples { builder, .. } => (**builder).clone().finish(),
-            Acc::Intervals(r) => r.snapshot(),
-        }
+    /// The run's changes to store, oldest first: those whose store failed, then the
+    /// changes since the previous call (see [`RunBuilder::take_changes`]).
+    fn take_changes(&mut self) -> Vec<RunChanges> {
+        self.dirty = false;
+        self.announce = true;
+        let mut out = std::mem::take(&mut self.unstored);
+        out.push(match &mut self.acc {
+            Acc::Samples { builder, .. } => builder.take_changes(),
+            Acc::Intervals(r) => r.take_changes(),
+        });
+        out
     }
 }
 
@@ -163,6 +185,8 @@ impl OpenRun {
 #[derive(Clone)]
 pub struct LiveRuns {
     runs: Arc<Mutex<HashMap<(Sender, String), OpenRun>>>,
+    /// Held while changes are taken and stored, so stores happen in the order taken.
+    storing: Arc<Mutex<()>>,
     store: Store,
     hub: Hub,
     idle_timeout: Duration,
@@ -183,6 +207,7 @@ impl LiveRuns {
     pub fn new(store: Store, hub: Hub, idle_timeout: Duration, limits: RunLimits) -> LiveRuns {
         LiveRuns {
             runs: Arc::default(),
+            storing: Arc::default(),
             store,
             hub,
             idle_timeout,
@@ -191,8 +216,20 @@ impl LiveRuns {
     }
 
     /// Takes one write body (InfluxDB line protocol). `database` is the `db`/`bucket` it
-    /// was written to.
+    /// was written to. Returns once the points taken are committed to the store.
     pub async fn write(
+        &self,
+        body: &str,
+        precision: Precision,
+        database: &str,
+    ) -> Result<WriteOutcome, StoreError> {
+        let outcome = self.take_points(body, precision, database).await?;
+        self.store_changes().await?;
+        Ok(outcome)
+    }
+
+    /// Adds a write body's points to the open runs (creating the rows of new ones).
+    async fn take_points(
         &self,
         body: &str,
         precision: Precision,
@@ -253,13 +290,52 @@ impl LiveRuns {
         Ok(WriteOutcome { summary, run_ids })
     }
 
+    /// Stores the changes of every open run that received points since its changes were
+    /// last taken. Stores run one at a time, in the order their changes were taken: once
+    /// this returns, every point taken before the call is committed.
+    async fn store_changes(&self) -> Result<(), StoreError> {
+        let _turn = self.storing.lock().await;
+        let pending: Vec<((Sender, String), i64, Vec<RunChanges>)> = {
+            let mut runs = self.runs.lock().await;
+            runs.iter_mut()
+                .filter(|(_, r)| r.dirty && r.id.is_some())
+                .filter_map(|(key, r)| Some((key.clone(), r.id?, r.take_changes())))
+                .collect()
+        };
+        let mut failed: Option<StoreError> = None;
+        for (key, id, changes) in pending {
+            let mut left = changes.into_iter();
+            if failed.is_none() {
+                for c in left.by_ref() {
+                    if let Err(e) = self.store.store_live_changes(id, &c, "live").await {
+                        failed = Some(e);
+                        // Kept, oldest first, for the next store.
+                        let mut back = vec![c];
+                        back.extend(left.by_ref());
+                        left = back.into_iter();
+                        break;
+                    }
+                }
+            }
+            let back: Vec<RunChanges> = left.collect();
+            if !back.is_empty() {
+                let mut runs = self.runs.lock().await;
+                if let Some(r) = runs.get_mut(&key) {
+                    r.dirty = true;
+                    let newer = std::mem::replace(&mut r.unstored, back);
+                    r.unstored.extend(newer);
+                }
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
     /// Ends the live run `id` now; `false` if it is not live.
     pub async fn end(&self, id: i64) -> bool {
         let mut runs = self.runs.lock().await;
         match runs.values_mut().find(|r| r.id == Some(id)) {
             Some(run) => {
                 run.ended = true;
-                run.dirty = true;
                 true
             }
             None => false,
@@ -271,41 +347,70 @@ impl LiveRuns {
         self.runs.lock().await.values().any(|r| r.id == Some(id))
     }
 
-    /// Snapshots changed runs, closes idle or ended ones; called every second.
+    /// Announces runs stored since the last tick and closes idle or ended ones; called
+    /// every second.
     pub async fn tick(&self) {
-        let mut runs = self.runs.lock().await;
-        let mut closed = Vec::new();
-        for (key, run) in runs.iter_mut() {
-            let closing = run.ended || run.last_point.elapsed() >= self.idle_timeout;
-            let Some(id) = run.id else {
-                if closing {
-                    closed.push(key.clone()); // gauges that never led to results
-                }
-                continue;
-            };
-            if !run.dirty && !closing {
-                continue;
-            }
-            let data = run.snapshot();
-            let status = if closing { "complete" } else { "live" };
-            match self.store.replace_run_data(id, &data, status, None).await {
-                Ok(_) => {
-                    run.dirty = false;
-                    if let Ok(Some(item)) = self.store.run_list_item(id).await {
-                        self.hub.publish(&Event::RunUpdated { run: item });
+        // Closing runs leave the map and have their last changes stored under the store
+        // turn, so a write that took points into them returns after they are committed.
+        let (closing, announce) = {
+            let _turn = self.storing.lock().await;
+            let (mut closing, mut announce) = (Vec::new(), Vec::new());
+            {
+                let mut runs = self.runs.lock().await;
+                let keys: Vec<(Sender, String)> = runs
+                    .iter()
+                    .filter(|(_, r)| r.ended || r.last_point.elapsed() >= self.idle_timeout)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for key in keys {
+                    if let Some(mut run) = runs.remove(&key)
+                        && let Some(id) = run.id
+                    {
+                        let changes = run.take_changes();
+                        closing.push((id, run, changes));
                     }
                 }
-                Err(e) => {
-                    tracing::error!(run = id, error = %e, "storing a live run's snapshot failed")
+                for r in runs.values_mut() {
+                    if r.announce
+                        && let Some(id) = r.id
+                    {
+                        r.announce = false;
+                        announce.push(id);
+                    }
                 }
             }
-            if closing {
-                tracing::info!(run = id, samples = data.overall.count, "live run complete");
-                closed.push(key.clone());
+            let mut done = Vec::new();
+            for (id, run, changes) in closing {
+                // The last changes complete the run (earlier ones are a failed store's).
+                let n = changes.len();
+                let mut ok = true;
+                for (i, c) in changes.iter().enumerate() {
+                    let status = if i + 1 == n { "complete" } else { "live" };
+                    if let Err(e) = self.store.store_live_changes(id, c, status).await {
+                        tracing::error!(run = id, error = %e, "storing a live run's last changes failed");
+                        ok = false;
+                    }
+                }
+                if ok {
+                    done.push((id, run));
+                }
+            }
+            (done, announce)
+        };
+        for id in announce {
+            if let Ok(Some(item)) = self.store.run_list_item(id).await {
+                self.hub.publish(&Event::RunUpdated { run: item });
             }
         }
-        for key in closed {
-            runs.remove(&key);
+        for (id, run) in closing {
+            let samples = match &run.acc {
+                Acc::Samples { builder, .. } => builder.samples(),
+                Acc::Intervals(r) => r.samples(),
+            };
+            if let Ok(Some(item)) = self.store.run_list_item(id).await {
+                self.hub.publish(&Event::RunUpdated { run: item });
+            }
+            tracing::info!(run = id, samples, "live run complete");
         }
     }
 

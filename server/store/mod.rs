@@ -32,8 +32,8 @@ use crate::domain::alerts::eval::{Alert, Transition};
 use crate::domain::alerts::rule::Rule;
 use crate::domain::alerts::silence::{Silence, SilenceSpec};
 use crate::domain::routes::Figures;
-use crate::domain::runs::RunData;
 use crate::domain::runs::distribution::Distribution;
+use crate::domain::runs::{RunChanges, RunData};
 
 /// Handle to harrier's database; cheap to clone. Its methods are the store's operations;
 /// each is answered by the backend the store was opened on.
@@ -726,6 +726,24 @@ impl Store {
         tool_source: Option<(&str, &str)>,
     ) -> Result<bool> {
         dispatch!(self, db => db.replace_run_data(id, data, status, tool_source).await)
+    }
+
+    /// Stores a live run's changes since the previous call, in one transaction: the run's
+    /// statistics, error groups and rejected rows replace the stored ones, the changed
+    /// buckets replace theirs (by label and second), and the `added` buckets are added to
+    /// the stored bucket of their label and second (see [`RunChanges`]). Sets the run's
+    /// status (`live` or `complete`). `false` if there is no such run.
+    ///
+    /// Cost follows the run's labels and the changed seconds, never its length. A run
+    /// completed this way has no bootstrap draws: the first comparison that needs them
+    /// draws them from the stored buckets and keeps them.
+    pub async fn store_live_changes(
+        &self,
+        id: i64,
+        changes: &RunChanges,
+        status: &str,
+    ) -> Result<bool> {
+        dispatch!(self, db => db.store_live_changes(id, changes, status).await)
     }
 
     /// Marks runs left `live` by a previous process (it stopped before they ended) as

@@ -257,3 +257,99 @@ async fn jmeter_backend_listener_intervals_and_replacing_with_the_jtl() {
         "no second run"
     );
 }
+
+/// A long k6 stream (2 h of timestamps, 3 labels, failures, points up to 90 s late) sent
+/// in 240 writes: each 204 comes after its points are stored (the run's count follows
+/// every write with no tick), and the completed run's figures equal an import of the
+/// same samples as a JTL file.
+#[tokio::test]
+async fn a_long_live_run_stored_write_by_write_equals_its_file_import() {
+    let app = spawn_app().await;
+    let labels = ["GET /a", "POST /b", "GET /c"];
+    let mut seed = 11u64;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    let t0 = 1_700_000_000_000i64;
+    let mut jtl = String::from("timeStamp,elapsed,label,responseCode,responseMessage,success\n");
+    let mut sent = 0u64;
+    for w in 0..240i64 {
+        let mut body = String::new();
+        for i in 0..40i64 {
+            let late = if next() % 8 == 0 {
+                (next() % 90_000) as i64
+            } else {
+                0
+            };
+            let end_ms = t0 + w * 30_000 + i * 700 - late;
+            let elapsed = 5 + next() % 400;
+            let label = labels[(next() % 3) as usize];
+            let ok = next() % 9 != 0;
+            let status = if ok { "200" } else { "503" };
+            body.push_str(&format!(
+                "http_req_duration,expected_response={ok},name={},status={status},testid=long value={elapsed} {}\n",
+                label.replace(' ', "\\ "),
+                end_ms * 1_000_000
+            ));
+            jtl.push_str(&format!(
+                "{},{elapsed},{label},{status},{status},{ok}\n",
+                end_ms - elapsed as i64
+            ));
+            sent += 1;
+        }
+        let req = axum::http::Request::post("/api/v2/write?bucket=k6&precision=ns")
+            .body(axum::body::Body::from(body))
+            .unwrap();
+        assert_eq!(
+            app.send(req).await.status,
+            axum::http::StatusCode::NO_CONTENT
+        );
+        if w % 60 == 0 || w == 239 {
+            let runs = app.get("/api/v1/runs").await.json();
+            assert_eq!(runs["runs"][0]["count"], sent, "stored when acknowledged");
+        }
+    }
+    let id = app.get("/api/v1/runs").await.json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    assert!(app.state.live_runs.end(id).await);
+    app.state.live_runs.tick().await;
+    let reply = app.import("name=file", jtl.into_bytes()).await;
+    assert_eq!(
+        reply.status,
+        axum::http::StatusCode::CREATED,
+        "{}",
+        reply.text()
+    );
+    let file_id = reply.json()["runs"][0]["id"]
+        .as_i64()
+        .or_else(|| reply.json()["id"].as_i64())
+        .unwrap_or_else(|| panic!("no run id in {}", reply.text()));
+
+    let live = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    let file = app.get(&format!("/api/v1/runs/{file_id}")).await.json();
+    assert_eq!(live["status"], "complete");
+    assert_eq!(live["overall"]["count"], sent);
+    assert_eq!(live["overall"], file["overall"]);
+    assert_eq!(live["labels"], file["labels"]);
+    for part in ["timeseries", "errors"] {
+        let a = app.get(&format!("/api/v1/runs/{id}/{part}")).await.json();
+        let b = app
+            .get(&format!("/api/v1/runs/{file_id}/{part}"))
+            .await
+            .json();
+        assert_eq!(a, b, "{part}");
+    }
+    let series = app
+        .get(&format!("/api/v1/runs/{id}/timeseries"))
+        .await
+        .json();
+    assert!(
+        series["count"].as_array().unwrap().len() > 1000,
+        "{} points in the series over 2 h",
+        series["count"].as_array().unwrap().len()
+    );
+}

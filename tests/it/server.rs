@@ -268,3 +268,82 @@ async fn concurrent_uploads_all_import() {
         .unwrap();
     assert_eq!(runs["runs"].as_array().unwrap().len(), 8);
 }
+
+/// `kill -9` while a k6-like writer streams: after a restart the run holds every point
+/// that was acknowledged with 204 (and none that was never sent).
+#[tokio::test]
+async fn points_acknowledged_before_a_kill_9_are_stored() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (mut first, base) = start(dir.path(), "self_scrape = false\n", None);
+    let acked = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let per_batch = 50u64;
+    let writer = {
+        let (acked, sent, stop, base) = (acked.clone(), sent.clone(), stop.clone(), base.clone());
+        tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(5))
+                .build()
+                .unwrap();
+            let t0_ms = 1_700_000_000_000i64;
+            let mut batch = 0i64;
+            while !stop.load(Ordering::SeqCst) {
+                let mut body = String::new();
+                for i in 0..per_batch as i64 {
+                    let end_ns = (t0_ms + batch * 1000 + i * 20) * 1_000_000;
+                    body.push_str(&format!(
+                        "http_req_duration,expected_response=true,name=GET\\ /p{},status=200,testid=crash value={} {end_ns}\n",
+                        i % 5,
+                        10 + i
+                    ));
+                }
+                // Both write endpoints, alternately.
+                let url = if batch % 2 == 0 {
+                    format!("{base}/write?db=k6&precision=ns")
+                } else {
+                    format!("{base}/api/v2/write?org=o&bucket=k6&precision=ns")
+                };
+                sent.fetch_add(per_batch, Ordering::SeqCst);
+                match client.post(url).body(body).send().await {
+                    Ok(r) if r.status() == 204 => {
+                        acked.fetch_add(per_batch, Ordering::SeqCst);
+                    }
+                    Ok(r) => panic!("write answered {}", r.status()),
+                    Err(_) => break, // the server is gone
+                }
+                batch += 1;
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while acked.load(Ordering::SeqCst) < 100 * per_batch {
+        assert!(Instant::now() < deadline, "writes too slow");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    first.0.kill().unwrap(); // SIGKILL, mid-stream
+    first.0.wait().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    writer.await.unwrap();
+    let (acked, sent) = (acked.load(Ordering::SeqCst), sent.load(Ordering::SeqCst));
+
+    let (_second, base) = start(dir.path(), "self_scrape = false\n", None);
+    let runs: serde_json::Value = reqwest::get(format!("{base}/api/v1/runs"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let runs = runs["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let count = runs[0]["count"].as_u64().unwrap();
+    assert!(
+        count >= acked && count <= sent,
+        "stored {count}, acknowledged {acked}, sent {sent}"
+    );
+    assert_eq!(count % per_batch, 0, "whole writes only: {count}");
+    assert_eq!(runs[0]["status"], "complete");
+}

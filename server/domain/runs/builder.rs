@@ -46,6 +46,18 @@ pub const MAX_REJECTED_DETAILS: usize = 1_000;
 pub const ERROR_GROUP_OVERFLOW_MESSAGE: &str =
     "(other errors: the run has more than 10000 distinct label/code/message groups)";
 
+/// A live run's changes since the previous [`RunBuilder::take_changes`].
+#[derive(Debug, Clone, Default)]
+pub struct RunChanges {
+    /// The run's statistics, labels, error groups and rejected rows in full; `buckets`
+    /// holds the changed buckets in their whole current state (they replace stored ones).
+    pub data: RunData,
+    /// Samples that arrived for seconds handed out and forgotten earlier: each bucket
+    /// holds only the new samples and is *added* to the stored bucket of its label and
+    /// second (or stored as it is when there is none).
+    pub added: Vec<Bucket>,
+}
+
 /// Builds [`RunData`] from a stream of samples in bounded memory.
 ///
 /// Push every accepted sample with [`push`](Self::push) and every damaged row with
@@ -333,13 +345,48 @@ impl RunBuilder {
     /// first-seen time.
     pub fn finish(mut self) -> RunData {
         self.buckets.close_all();
-        let mut buckets: Vec<(u32, Bucket)> = self
-            .buckets
-            .closed
+        let closed = std::mem::take(&mut self.buckets.closed);
+        let buckets = closed
             .into_iter()
             .map(|((scope, _), b)| (scope, b))
             .collect();
-        let labels = self.labels;
+        self.run_data(buckets)
+    }
+
+    /// Keeps note of the buckets that change from now on, for
+    /// [`take_changes`](Self::take_changes), and forgets buckets once handed out and
+    /// finalized, so memory stays flat however long the run. A live run calls it once,
+    /// before its first sample; after it [`finish`](Self::finish) holds only the buckets
+    /// not yet handed out.
+    pub fn track_changes(&mut self) {
+        self.buckets.tracking = true;
+    }
+
+    /// The run's aggregates as they stand, with only the buckets that changed since the
+    /// previous call (see [`RunChanges`]). Open buckets stay open; finalized buckets are
+    /// forgotten once handed out. Cost: the labels' statistics, error groups and the
+    /// changed buckets — never the run's whole length.
+    ///
+    /// Storing each call's `data.buckets` by (label, start), replacing, and adding its
+    /// `added` buckets to the stored ones, yields exactly `finish()`'s buckets of a
+    /// builder that did not track. Needs [`track_changes`](Self::track_changes).
+    pub fn take_changes(&mut self) -> RunChanges {
+        let (buckets, added) = self.buckets.take_changes();
+        let data = self.run_data(buckets);
+        let labels = &self.labels;
+        let added = added
+            .into_iter()
+            .map(|(scope, mut b)| {
+                b.label = (scope > 0).then(|| labels[scope as usize - 1].name.clone());
+                b
+            })
+            .collect();
+        RunChanges { data, added }
+    }
+
+    /// Everything but the buckets from the accumulators, with `buckets` named and sorted.
+    fn run_data(&self, mut buckets: Vec<(u32, Bucket)>) -> RunData {
+        let labels = &self.labels;
         let name = |scope: u32| (scope > 0).then(|| labels[scope as usize - 1].name.as_str());
         buckets.sort_unstable_by(|(sa, a), (sb, b)| {
             name(*sa).cmp(&name(*sb)).then(a.start_ms.cmp(&b.start_ms))
@@ -352,10 +399,10 @@ impl RunBuilder {
             })
             .collect();
         let mut overall = StatsAcc::new();
-        for l in &labels {
+        for l in labels {
             overall.merge(&l.requests);
         }
-        let mut errors = self.error_groups;
+        let mut errors = self.error_groups.clone();
         errors.sort_by(|a, b| {
             b.count
                 .cmp(&a.count)
@@ -373,7 +420,7 @@ impl RunBuilder {
             buckets,
             errors,
             rejected_rows: self.rejected_rows,
-            rejected: self.rejected,
+            rejected: self.rejected.clone(),
             summary_only: false,
             reported: serde_json::Value::Null,
             folded_labels: self.folded.len() as u64,
@@ -394,6 +441,11 @@ struct BucketWindow {
     slots: VecDeque<Vec<Option<Box<OpenBucket>>>>,
     open_count: usize,
     closed: HashMap<(u32, i64), Bucket, FxBuild>,
+    /// Whether changes are noted (see [`RunBuilder::track_changes`]).
+    tracking: bool,
+    /// When tracking: samples for seconds already handed out and forgotten, to be added
+    /// to the stored buckets (see [`RunChanges::added`]).
+    added: HashMap<(u32, i64), Bucket, FxBuild>,
 }
 
 #[derive(Debug, Clone)]
@@ -404,6 +456,8 @@ struct OpenBucket {
     min_ms: u64,
     max_ms: u64,
     active_users: Option<u32>,
+    /// Samples arrived since the bucket was last handed out by `take_changes`.
+    changed: bool,
     // u32 counts: one second of one label never holds 2³² samples; halves the memory.
     hist: Histogram<u32>,
 }
@@ -417,6 +471,7 @@ impl OpenBucket {
             min_ms: u64::MAX,
             max_ms: 0,
             active_users: None,
+            changed: false,
             hist: new_histogram(),
         }
     }
@@ -424,6 +479,7 @@ impl OpenBucket {
     #[inline]
     fn push(&mut self, s: &Sample<'_>) {
         self.count += 1;
+        self.changed = true;
         self.errors += u64::from(!s.success);
         self.sum_ms = self.sum_ms.saturating_add(s.elapsed_ms);
         self.min_ms = self.min_ms.min(s.elapsed_ms);
@@ -431,6 +487,21 @@ impl OpenBucket {
         self.active_users = self.active_users.max(s.active_users);
         // Auto-resizing histograms accept every value up to i64::MAX / 2 ms.
         let _ = self.hist.record(s.elapsed_ms);
+    }
+
+    /// The bucket as it stands, serialized; the open one is left as it is.
+    fn to_bucket(&self, start_ms: i64) -> Bucket {
+        Bucket {
+            label: None,
+            start_ms,
+            count: self.count,
+            errors: self.errors,
+            sum_ms: self.sum_ms,
+            min_ms: self.min_ms,
+            max_ms: self.max_ms,
+            active_users: self.active_users,
+            histogram: serialize_histogram(&self.hist),
+        }
     }
 
     fn finish(self, start_ms: i64) -> Bucket {
@@ -456,7 +527,39 @@ impl BucketWindow {
             slots: VecDeque::new(),
             open_count: 0,
             closed: HashMap::default(),
+            tracking: false,
+            added: HashMap::default(),
         }
+    }
+
+    /// The buckets changed since the last call (see [`RunBuilder::take_changes`]), by
+    /// scope: whole ones (finalized ones are forgotten) and added ones.
+    #[expect(clippy::type_complexity, reason = "two lists of (scope, bucket)")]
+    fn take_changes(&mut self) -> (Vec<(u32, Bucket)>, Vec<(u32, Bucket)>) {
+        let mut whole: Vec<(u32, Bucket)> = self
+            .closed
+            .drain()
+            .map(|((scope, _), b)| (scope, b))
+            .collect();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let sec = self.base_sec + i as i64;
+            for (scope, cell) in slot.iter_mut().enumerate() {
+                if let Some(b) = cell
+                    && b.changed
+                {
+                    b.changed = false;
+                    whole.push((scope as u32, b.to_bucket(sec * 1000)));
+                }
+            }
+        }
+        let added = self
+            .added
+            .drain()
+            .map(|((scope, _), b)| (scope, b))
+            .collect();
+        self.closed.shrink_to(64);
+        self.added.shrink_to(64);
+        (whole, added)
     }
 
     /// Counts `s` in its label's bucket (scope `label_scope`) and, when `in_run`, in the
@@ -510,8 +613,12 @@ impl BucketWindow {
         for (scope, bucket) in slot.into_iter().enumerate() {
             if let Some(b) = bucket {
                 self.open_count -= 1;
-                self.closed
-                    .insert((scope as u32, sec), b.finish(sec * 1000));
+                // Tracking: a bucket unchanged since it was handed out is stored as
+                // it is and forgotten.
+                if !self.tracking || b.changed {
+                    self.closed
+                        .insert((scope as u32, sec), b.finish(sec * 1000));
+                }
             }
         }
     }
@@ -526,7 +633,13 @@ impl BucketWindow {
     /// A sample for a second that is no longer open: update its finalized bucket.
     #[cold]
     fn push_late(&mut self, scope: u32, sec: i64, s: &Sample<'_>) {
-        match self.closed.get_mut(&(scope, sec)) {
+        let known = self.closed.contains_key(&(scope, sec));
+        let map = if self.tracking && !known {
+            &mut self.added
+        } else {
+            &mut self.closed
+        };
+        match map.get_mut(&(scope, sec)) {
             Some(b) => {
                 b.count += 1;
                 b.errors += u64::from(!s.success);
@@ -543,7 +656,7 @@ impl BucketWindow {
             None => {
                 let mut b = OpenBucket::new();
                 b.push(s);
-                self.closed.insert((scope, sec), b.finish(sec * 1000));
+                map.insert((scope, sec), b.finish(sec * 1000));
             }
         }
     }
@@ -664,5 +777,79 @@ mod tests {
         assert_eq!(run.rejected[999].line, 1000);
         assert_eq!(run.overall.count, 0);
         assert_eq!(run.overall.error_pct, None);
+    }
+    #[test]
+    fn changes_upserted_in_turn_equal_the_finished_run() {
+        use std::collections::BTreeMap;
+        let mut live = RunBuilder::with_open_window_s(5);
+        live.track_changes();
+        let mut file = RunBuilder::with_open_window_s(5);
+        let mut stored: BTreeMap<(Option<String>, i64), Bucket> = BTreeMap::new();
+        let labels = ["a", "b", "c"];
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let mut takes = 0;
+        let mut added = 0;
+        let mut store = |stored: &mut BTreeMap<(Option<String>, i64), Bucket>, c: RunChanges| {
+            for b in c.data.buckets {
+                stored.insert((b.label.clone(), b.start_ms), b);
+            }
+            for b in c.added {
+                added += 1;
+                match stored.get_mut(&(b.label.clone(), b.start_ms)) {
+                    Some(s) => s.add(&b).unwrap(),
+                    None => {
+                        stored.insert((b.label.clone(), b.start_ms), b);
+                    }
+                }
+            }
+        };
+        for i in 0..5000i64 {
+            // Mostly in order, some late by up to 20 s (beyond the open window).
+            let late = if next() % 10 == 0 {
+                (next() % 20_000) as i64
+            } else {
+                0
+            };
+            let start = 1_700_000_000_000 + i * 37 - late;
+            let s = sample(
+                labels[(next() % 3) as usize],
+                start,
+                next() % 900,
+                next() % 7 != 0,
+            );
+            live.push(i as u64 + 1, &s);
+            file.push(i as u64 + 1, &s);
+            if next() % 50 == 0 {
+                takes += 1;
+                let c = live.take_changes();
+                let n = c.data.buckets.len() + c.added.len();
+                assert!(n < 2 * 4 * 40, "{n} buckets in one change");
+                store(&mut stored, c);
+                // Memory: only the open window and what is not handed out yet.
+                assert!(live.finalized_buckets() == 0, "finalized buckets forgotten");
+            }
+        }
+        let last = live.take_changes();
+        let (overall, labels_now, errors) = (
+            last.data.overall.clone(),
+            last.data.labels.clone(),
+            last.data.errors.clone(),
+        );
+        store(&mut stored, last);
+        let want = file.finish();
+        assert!(takes > 50);
+        assert!(added > 0, "late samples for forgotten seconds were added");
+        assert_eq!(stored.into_values().collect::<Vec<_>>(), want.buckets);
+        assert_eq!(overall, want.overall);
+        assert_eq!(labels_now, want.labels);
+        assert_eq!(errors, want.errors);
+        let none = live.take_changes();
+        assert!(none.data.buckets.is_empty() && none.added.is_empty());
     }
 }

@@ -13,14 +13,14 @@
 //! and messages cut to their limits, at most [`MAX_ERROR_GROUPS`] error kinds (further
 //! kinds are counted in one overflow group).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use std::collections::{HashMap, HashSet};
 
 use super::builder::{ERROR_GROUP_OVERFLOW_MESSAGE, FxBuild, MAX_ERROR_GROUPS};
 use super::hdr::{new_histogram, serialize_histogram};
 use super::limits::{OTHER_LABELS, RunLimits, truncate_chars};
-use super::{Bucket, ErrorGroup, LabelStats, RunData, Stats};
+use super::{Bucket, ErrorGroup, LabelStats, RunChanges, RunData, Stats};
 
 /// JMeter's default send interval (`backend_influxdb.send_interval`), ms.
 pub const DEFAULT_INTERVAL_MS: i64 = 5_000;
@@ -80,6 +80,8 @@ pub struct IntervalRun {
     error_index: HashMap<(String, String, String), usize, FxBuild>,
     /// Second start (ms) → active users.
     users: BTreeMap<i64, u32>,
+    /// Seconds (start, ms) changed since the last [`IntervalRun::take_changes`].
+    changed: BTreeSet<i64>,
 }
 
 fn second_of(t_ms: i64) -> i64 {
@@ -174,6 +176,8 @@ impl IntervalRun {
                     .add(share, 0, mean_ms, min_ms, max_ms);
             }
         }
+        self.changed
+            .extend((0..secs).map(|i| second_of(start) + i as i64 * 1000));
     }
 
     /// Failed samples of a label in the interval ending at `t_ms` (spread like its count).
@@ -193,6 +197,7 @@ impl IntervalRun {
             .collect();
         if secs.is_empty() {
             l.seconds.entry(second_of(t_ms - 1)).or_default().errors += errors;
+            self.changed.insert(second_of(t_ms - 1));
             return;
         }
         let n = secs.len() as u64;
@@ -202,6 +207,7 @@ impl IntervalRun {
                 acc.errors += share;
             }
         }
+        self.changed.extend(secs);
     }
 
     /// A kind of error (response code and message) seen `count` times in an interval.
@@ -239,6 +245,7 @@ impl IntervalRun {
     /// Active users at `t_ms`.
     pub fn users(&mut self, t_ms: i64, users: u32) {
         self.users.insert(second_of(t_ms), users);
+        self.changed.insert(second_of(t_ms));
     }
 
     /// Samples received so far.
@@ -248,6 +255,24 @@ impl IntervalRun {
 
     /// The run as it stands.
     pub fn snapshot(&self) -> RunData {
+        self.build(None)
+    }
+
+    /// Like [`snapshot`](Self::snapshot), but `buckets` holds only the seconds changed
+    /// since the previous call (every second at the first call), so its cost follows the
+    /// labels and the new seconds, never the run's length. Storing each call's buckets
+    /// by (label, start), replacing, yields exactly `snapshot()`'s buckets
+    /// ([`RunChanges::added`] stays empty).
+    pub fn take_changes(&mut self) -> RunChanges {
+        let changed = std::mem::take(&mut self.changed);
+        RunChanges {
+            data: self.build(Some(&changed)),
+            added: Vec::new(),
+        }
+    }
+
+    /// The run, with the buckets of the seconds in `only` (all when `None`).
+    fn build(&self, only: Option<&BTreeSet<i64>>) -> RunData {
         let stats = |acc: &Acc, first: Option<i64>, last: Option<i64>| {
             let window_ms = first.zip(last).map(|(f, l)| l - f);
             Stats {
@@ -297,7 +322,11 @@ impl IntervalRun {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             };
-            for (s, acc) in &l.seconds {
+            let seconds: Box<dyn Iterator<Item = (&i64, &Acc)>> = match only {
+                None => Box::new(l.seconds.iter()),
+                Some(only) => Box::new(only.iter().filter_map(|s| l.seconds.get_key_value(s))),
+            };
+            for (s, acc) in seconds {
                 let o = overall_seconds.entry(*s).or_default();
                 o.add(
                     acc.count,
@@ -420,5 +449,50 @@ mod tests {
                 .active_users,
             Some(4)
         );
+    }
+
+    #[test]
+    fn changes_upserted_in_turn_equal_the_snapshot() {
+        use std::collections::BTreeMap;
+        let mut r = IntervalRun::new();
+        let mut stored: BTreeMap<(Option<String>, i64), Bucket> = BTreeMap::new();
+        let mut upsert = |c: RunChanges| {
+            assert!(c.added.is_empty());
+            let n = c.data.buckets.len();
+            for b in c.data.buckets {
+                stored.insert((b.label.clone(), b.start_ms), b);
+            }
+            n
+        };
+        for i in 1..=400i64 {
+            let t = 1_700_000_000_000 + i * 5_000;
+            for (j, label) in ["a", "b"].iter().enumerate() {
+                r.interval(
+                    label,
+                    t,
+                    10 + i as u64 % 7,
+                    40.0 + j as f64,
+                    5.0,
+                    90.0,
+                    100,
+                    10,
+                );
+                if i % 9 == 0 {
+                    r.interval_errors(label, t, 3);
+                }
+            }
+            r.users(t - 2_000, i as u32);
+            if i % 3 == 0 {
+                let n = upsert(r.take_changes());
+                // 3 intervals × 5 s × (2 labels + the run), never the whole run.
+                assert!(n <= 3 * 5 * 3 + 6, "{n} buckets in one change");
+            }
+        }
+        upsert(r.take_changes());
+        let mut want = r.snapshot().buckets;
+        want.sort_by(|a, b| (&a.label, a.start_ms).cmp(&(&b.label, b.start_ms)));
+        assert_eq!(want.len(), 3 * 400 * 5);
+        assert_eq!(stored.into_values().collect::<Vec<_>>(), want);
+        assert!(r.take_changes().data.buckets.is_empty());
     }
 }

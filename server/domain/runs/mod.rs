@@ -27,7 +27,7 @@ pub mod timeseries;
 
 pub use builder::{
     DEFAULT_OPEN_WINDOW_S, ERROR_GROUP_OVERFLOW_MESSAGE, MAX_ERROR_GROUPS, MAX_REJECTED_DETAILS,
-    RunBuilder,
+    RunBuilder, RunChanges,
 };
 pub use hdr::{HistogramSummary, merge_histograms, summarize_serialized};
 pub use limits::{RunLimits, SampleLimits};
@@ -131,6 +131,22 @@ impl Bucket {
     /// Mean elapsed in the bucket, ms (exact: `sum_ms / count`); `None` when empty.
     pub fn mean_ms(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum_ms as f64 / self.count as f64)
+    }
+
+    /// Adds `other`'s samples (a bucket of the same label and second) to this one.
+    /// Fails only when a histogram is not a valid serialization.
+    pub fn add(&mut self, other: &Bucket) -> Result<(), hdr::HistogramError> {
+        let merged = merge_histograms(&[&self.histogram, &other.histogram])?;
+        if let Some(h) = merged {
+            self.histogram = hdr::serialize_histogram(&h);
+        }
+        self.count += other.count;
+        self.errors += other.errors;
+        self.sum_ms = self.sum_ms.saturating_add(other.sum_ms);
+        self.min_ms = self.min_ms.min(other.min_ms);
+        self.max_ms = self.max_ms.max(other.max_ms);
+        self.active_users = self.active_users.max(other.active_users);
+        Ok(())
     }
 
     /// How much of the bucket's second the run's data covers, ms (0..=1000), given the

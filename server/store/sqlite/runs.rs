@@ -8,7 +8,9 @@ use sqlx::{FromRow, QueryBuilder, Row, Sqlite, Transaction};
 use super::SqliteStore;
 use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::distribution::Distribution;
-use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunData, Stats};
+use crate::domain::runs::{
+    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData, Stats,
+};
 use crate::store::Result;
 
 /// SQLite allows 32,766 bound parameters per statement; rows per multi-row INSERT are sized
@@ -632,6 +634,99 @@ impl SqliteStore {
         Ok(true)
     }
 
+    /// Stores a live run's newest changes (see [`crate::store::Store::store_live_changes`]).
+    pub async fn store_live_changes(
+        &self,
+        id: i64,
+        changes: &RunChanges,
+        status: &str,
+    ) -> Result<bool> {
+        let data = &changes.data;
+        let mut tx = self.begin_write().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET status = ?, started_at_ms = ?, ended_at_ms = ?, rejected_rows = ?,
+                             folded_labels = ?, reported = ?
+             WHERE id = ?",
+        )
+        .bind(status)
+        .bind(clock_time(data.overall.first_start_ms))
+        .bind(clock_time(data.overall.last_end_ms))
+        .bind(to_i64(data.rejected_rows))
+        .bind(to_i64(data.folded_labels))
+        .bind(data.reported.to_string())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !found {
+            return Ok(false);
+        }
+        // Statistics, error groups and rejected rows are bounded by the run's limits
+        // (labels, error groups, details kept): rewritten whole. Buckets are upserted.
+        for sql in [
+            "DELETE FROM run_stats WHERE run_id = ?",
+            "DELETE FROM run_errors WHERE run_id = ?",
+            "DELETE FROM run_rejected WHERE run_id = ?",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        write_aggregates(&mut tx.tx, id, data, "INSERT OR REPLACE").await?;
+        // Late samples for seconds stored earlier: added to the stored bucket.
+        let ord_of: std::collections::HashMap<&str, i64> = data
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+            .collect();
+        for b in &changes.added {
+            let ord = match &b.label {
+                None => 0,
+                Some(l) => match ord_of.get(l.as_str()) {
+                    Some(ord) => *ord,
+                    None => continue,
+                },
+            };
+            let stored: Option<BucketRow> = sqlx::query_as(
+                "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
+                 FROM run_buckets WHERE run_id = ? AND label_ord = ? AND start_ms = ?",
+            )
+            .bind(id)
+            .bind(ord)
+            .bind(b.start_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let mut sum = b.clone();
+            if let Some(row) = stored {
+                let mut old = Bucket {
+                    label: b.label.clone(),
+                    start_ms: row.start_ms,
+                    count: row.count.max(0) as u64,
+                    errors: row.errors.max(0) as u64,
+                    sum_ms: row.sum_ms.max(0) as u64,
+                    min_ms: row.min_ms.max(0) as u64,
+                    max_ms: row.max_ms.max(0) as u64,
+                    active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
+                    histogram: row.histogram,
+                };
+                old.add(b).map_err(|e| {
+                    sqlx::Error::Protocol(format!(
+                        "run {id}: a stored bucket's histogram does not read: {e}"
+                    ))
+                })?;
+                sum = old;
+            }
+            let one = RunData {
+                labels: data.labels.clone(),
+                buckets: vec![sum],
+                ..RunData::default()
+            };
+            write_buckets(&mut tx.tx, id, &one, "INSERT OR REPLACE").await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// Marks runs left `live` by a previous process (it stopped before they ended) as
     /// complete; returns how many.
     pub async fn close_stale_live_runs(&self) -> Result<u64> {
@@ -758,6 +853,17 @@ async fn insert_aggregates(
     id: i64,
     data: &RunData,
 ) -> Result<()> {
+    write_aggregates(tx, id, data, "INSERT").await
+}
+
+/// [`insert_aggregates`] with buckets written by `bucket_verb` (`INSERT`, or
+/// `INSERT OR REPLACE` to upsert a live run's changed seconds).
+async fn write_aggregates(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    data: &RunData,
+    bucket_verb: &str,
+) -> Result<()> {
     // Scopes: 0 = run total, then labels in order.
     let overall = LabelStats {
         label: String::new(),
@@ -818,39 +924,7 @@ async fn insert_aggregates(
         qb.build().execute(&mut **tx).await?;
     }
 
-    let ord_of: std::collections::HashMap<&str, i64> = data
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-        .collect();
-    let buckets: Vec<(i64, &Bucket)> = data
-        .buckets
-        .iter()
-        .filter_map(|b| match &b.label {
-            None => Some((0, b)),
-            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
-        })
-        .collect();
-    for chunk in buckets.chunks(chunk_rows(10)) {
-        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-            "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
-             max_ms, active_users, histogram) ",
-        );
-        qb.push_values(chunk, |mut b, (ord, bucket)| {
-            b.push_bind(id)
-                .push_bind(*ord)
-                .push_bind(bucket.start_ms)
-                .push_bind(to_i64(bucket.count))
-                .push_bind(to_i64(bucket.errors))
-                .push_bind(to_i64(bucket.sum_ms))
-                .push_bind(to_i64(bucket.min_ms))
-                .push_bind(to_i64(bucket.max_ms))
-                .push_bind(bucket.active_users.map(i64::from))
-                .push_bind(&bucket.histogram);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
+    write_buckets(tx, id, data, bucket_verb).await?;
 
     for chunk in data.errors.chunks(chunk_rows(7)) {
         let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
@@ -879,5 +953,50 @@ async fn insert_aggregates(
         });
         qb.build().execute(&mut **tx).await?;
     }
+    Ok(())
+}
+
+/// Writes `data.buckets` (label order from `data.labels`) with `verb` (`INSERT` or
+/// `INSERT OR REPLACE`).
+async fn write_buckets(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    data: &RunData,
+    bucket_verb: &str,
+) -> Result<()> {
+    let ord_of: std::collections::HashMap<&str, i64> = data
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+        .collect();
+    let buckets: Vec<(i64, &Bucket)> = data
+        .buckets
+        .iter()
+        .filter_map(|b| match &b.label {
+            None => Some((0, b)),
+            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
+        })
+        .collect();
+    for chunk in buckets.chunks(chunk_rows(10)) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(format!(
+            "{bucket_verb} INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms,
+             min_ms, max_ms, active_users, histogram) "
+        ));
+        qb.push_values(chunk, |mut b, (ord, bucket)| {
+            b.push_bind(id)
+                .push_bind(*ord)
+                .push_bind(bucket.start_ms)
+                .push_bind(to_i64(bucket.count))
+                .push_bind(to_i64(bucket.errors))
+                .push_bind(to_i64(bucket.sum_ms))
+                .push_bind(to_i64(bucket.min_ms))
+                .push_bind(to_i64(bucket.max_ms))
+                .push_bind(bucket.active_users.map(i64::from))
+                .push_bind(&bucket.histogram);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
     Ok(())
 }
