@@ -110,12 +110,14 @@ fn request(
             }),
             max_connections,
             threads: 1,
+            control: None,
         },
         allow_public_target: false,
         dispatch_limit_us: 250_000,
         name: None,
         scenario: Some("load-test".into()),
         tags: vec![("build".into(), "1".into())],
+        abort_on: None,
     }
 }
 

@@ -1,0 +1,873 @@
+//! The saturation search of `harrier load find`: at how many requests per second does the
+//! service fall over?
+//!
+//! Owns [`Slo`] (`--slo "p99<200ms,errors<1%"`), [`SearchPlan`], [`Search`] (the state
+//! machine: which rate to offer next, how long, and each step's verdict from its
+//! per-second lines) and [`SearchOutcome`] (the answer: the terminal's statement and the
+//! run's `capacity` JSON). Must not read the clock, sleep or send: `services::load` drives
+//! the engine at the rates this module asks for and feeds back the seconds it measured.
+//!
+//! The search:
+//! 1. **Probe**: a low rate (`--start-rate`) for one step; its p95 and service time are the
+//!    baseline. A failing probe is repeated at half the rate.
+//! 2. **Expansion**: the rate doubles (up to `--max-rate`) until a step fails.
+//! 3. **Bisection**: between the highest passing rate `lo` (below the lowest failing one)
+//!    and the lowest failing rate `hi`, the midpoint, until `(hi − lo) / lo ≤ tolerance`.
+//! 4. **Confirmation**: `lo` once more over a longer window; if it fails, it becomes `hi`
+//!    and the bisection goes on (three confirmations at most).
+//!
+//! Each step starts with [`WARMUP_S`] second(s) that are not judged (connections open, the
+//! rate settles); the rest is its steady part. A step **fails** when its steady part
+//! (checked in this order):
+//! - **timeouts**: a request timed out;
+//! - **plateau**: completed fewer requests than offered (by more than
+//!   [`PLATEAU_SHORTFALL`] and 2 requests), or a queue builds — latency p50 or requests in
+//!   flight grow every second of the step, ending 1.5 × higher (and 1 ms or 2 requests);
+//! - **errors**: error % above the SLO's, else above the capacity rule's 1 %;
+//! - **latency**: with `--slo`, a percentile above its limit; without, the capacity rule
+//!   imported runs use ([`capacity::latency_breaches`]): p95 above twice the probe's p95.
+//!   Without an SLO both figures are taken without the step's worst second
+//!   ([`capacity::level_figures`], as for an imported run's levels); a baseline p95 below
+//!   1 ms counts as 1 ms (the resolution imported runs have).
+//!
+//! A step whose generator could not keep the schedule (dispatch delay p99 above the limit
+//! while no request waited for a connection, or requests waiting for connections while the
+//! service time stayed flat) is **generator-limited**: it is repeated once, then the
+//! search ends saying what the generator could not drive — never that the service fell
+//! over. A step is cut short after `fail_after_s` failing steady seconds in a row.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::record::new_us_histogram;
+use super::summary::SecondLine;
+use crate::domain::format;
+use crate::domain::runs::capacity;
+use crate::domain::runs::hdr::histogram_percentile;
+
+/// Seconds at the start of each step that are not judged.
+pub const WARMUP_S: u32 = 1;
+/// A steady part that completes fewer than (1 − this) × the offered requests has plateaued.
+pub const PLATEAU_SHORTFALL: f64 = 0.03;
+/// Most confirmations of the last passing rate.
+const MAX_CONFIRMATIONS: usize = 3;
+/// A generator-limited step is run again this many times before the search gives up.
+const GENERATOR_RETRIES: usize = 1;
+/// A baseline p95 below this counts as this, µs.
+const MIN_BASELINE_US: u64 = 1_000;
+
+/// One latency limit of an SLO: `p99<200ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyLimit {
+    /// The percentile, 0 < p < 100.
+    pub percentile: f64,
+    /// The limit, µs.
+    pub limit_us: u64,
+}
+
+/// A service level objective: every latency limit kept and the error % below its limit.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Slo {
+    pub latency: Vec<LatencyLimit>,
+    /// Error % a step must stay below (the capacity rule's 1 % when not given).
+    pub max_error_pct: Option<f64>,
+}
+
+fn percentile_name(p: f64) -> String {
+    let s = format!("{p}");
+    format!("p{}", s.strip_suffix(".0").unwrap_or(&s))
+}
+
+fn us_text(us: u64) -> String {
+    format::ms(Some(us as f64 / 1000.0))
+}
+
+impl Slo {
+    /// Parses `p99<200ms,errors<1%` (terms `pNN<DURATION` and `errors<N%`, comma-separated).
+    ///
+    /// # Errors
+    /// A message naming the term that is not understood.
+    pub fn parse(s: &str) -> Result<Slo, String> {
+        let mut slo = Slo::default();
+        for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let bad = || {
+                format!(
+                    "--slo term {term:?}: expected e.g. p99<200ms or errors<1% (comma-separated)"
+                )
+            };
+            let (what, limit) = term.split_once('<').ok_or_else(bad)?;
+            let (what, limit) = (what.trim().to_ascii_lowercase(), limit.trim());
+            if what == "errors" || what == "error" {
+                let pct: f64 = limit
+                    .strip_suffix('%')
+                    .ok_or_else(bad)?
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad())?;
+                if !(0.0..=100.0).contains(&pct) {
+                    return Err(bad());
+                }
+                slo.max_error_pct = Some(pct);
+            } else if let Some(p) = what.strip_prefix('p') {
+                let percentile: f64 = p.parse().map_err(|_| bad())?;
+                if !(percentile > 0.0 && percentile < 100.0) {
+                    return Err(bad());
+                }
+                let ms = format::parse_duration_ms(limit).ok_or_else(bad)?;
+                slo.latency.push(LatencyLimit {
+                    percentile,
+                    limit_us: (ms as u64).saturating_mul(1000),
+                });
+            } else {
+                return Err(bad());
+            }
+        }
+        if slo.latency.is_empty() && slo.max_error_pct.is_none() {
+            return Err(format!(
+                "--slo {s:?}: no term; expected e.g. p99<200ms,errors<1%"
+            ));
+        }
+        Ok(slo)
+    }
+
+    /// For people: "p99 < 200 ms, errors < 1 %".
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .latency
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} < {}",
+                    percentile_name(l.percentile),
+                    us_text(l.limit_us)
+                )
+            })
+            .collect();
+        if let Some(e) = self.max_error_pct {
+            parts.push(format!("errors < {e} %"));
+        }
+        parts.join(", ")
+    }
+}
+
+/// What the search is asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchPlan {
+    /// The user's objective; `None`: the capacity rule imported runs use.
+    pub slo: Option<Slo>,
+    /// Relative width of the final bracket, `(hi − lo) / lo` (0.05: 5 %).
+    pub tolerance: f64,
+    /// Rate of the probe, req/s.
+    pub start_rate: f64,
+    /// Highest rate offered, req/s.
+    pub max_rate: f64,
+    /// Seconds per step, the warm-up included.
+    pub step_s: u32,
+    /// Seconds of the confirmation, the warm-up included.
+    pub confirm_s: u32,
+    /// A step ends early after this many failing steady seconds in a row.
+    pub fail_after_s: u32,
+    /// Dispatch delay p99 above which a step is generator-limited, µs.
+    pub dispatch_limit_us: u64,
+}
+
+/// Which part of the search a step belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Probe,
+    Expand,
+    Bisect,
+    Confirm,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Probe => "probe",
+            Phase::Expand => "expand",
+            Phase::Bisect => "bisect",
+            Phase::Confirm => "confirm",
+        }
+    }
+}
+
+/// The next step: offer `rate_per_s` for `seconds`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepPlan {
+    pub phase: Phase,
+    pub rate_per_s: f64,
+    pub seconds: u32,
+}
+
+/// A step's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The generator could not keep the schedule: says nothing about the service.
+    GeneratorLimited,
+    /// Stopped (Ctrl-C, `--max-duration`, `--abort-on`) before it could be judged.
+    Stopped,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::GeneratorLimited => "generator-limited",
+            Verdict::Stopped => "stopped",
+        }
+    }
+}
+
+/// One step as measured and judged (`capacity.steps[]` in the run's JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    pub phase: Phase,
+    /// The rate offered, req/s.
+    pub offered_rps: f64,
+    /// Requests completed (any response or error) per steady second, req/s.
+    pub achieved_rps: Option<f64>,
+    /// First second of the step, from the run's start.
+    pub first_second: u32,
+    /// Steady seconds judged.
+    pub seconds: u32,
+    /// Ended early: failing seconds, or stopped.
+    pub cut_short: bool,
+    /// Latency (intended start → response) of the steady part, ms (HDR, ≤ 0.1 %).
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Errors of the steady part, % of completed.
+    pub error_pct: Option<f64>,
+    pub timeouts: u64,
+    /// Requests in flight by Little's law: achieved rate × mean latency.
+    pub in_flight: Option<f64>,
+    /// Dispatch delay p99 of the steady part, ms.
+    pub dispatch_p99_ms: Option<f64>,
+    pub verdict: Verdict,
+    /// The limit a failing step broke: `p99` (or the SLO's percentile), `p95` (capacity
+    /// rule), `errors`, `plateau`, `timeouts`.
+    pub limited_by: Option<String>,
+    /// Why, for people.
+    pub reason: String,
+}
+
+impl StepResult {
+    /// One terminal line: "expand   800 req/s  achieved 412.0 req/s  p99 1.20 s  errors 0 %  FAIL (plateau: …)".
+    pub fn render(&self) -> String {
+        let verdict = match (self.verdict, &self.limited_by) {
+            (Verdict::Pass, _) => "pass".to_string(),
+            (Verdict::Fail, Some(l)) => format!("FAIL ({l}: {})", self.reason),
+            (v, _) => format!("{} ({})", v.name().to_uppercase(), self.reason),
+        };
+        format!(
+            "{:<8} {:>9}  achieved {:>12}  p99 {:>9}  errors {:>7}  in flight {:>6}  {}{verdict}",
+            self.phase.name(),
+            rate_text(self.offered_rps),
+            format::rps(self.achieved_rps),
+            format::ms(self.p99_ms),
+            format::pct(self.error_pct),
+            self.in_flight
+                .map_or_else(|| format::NONE.to_string(), |n| format::float(n, 1)),
+            if self.cut_short { "cut short · " } else { "" },
+        )
+    }
+}
+
+/// "412 req/s" (whole above 100, one decimal below).
+pub fn rate_text(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{} req/s", format::float(r, 0))
+    } else {
+        format!("{} req/s", format::float(r, 1))
+    }
+}
+
+/// The answer (`capacity` in the run's JSON, `kind: "search"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchOutcome {
+    /// Always `"search"` (an imported run's `capacity` has no `kind`).
+    pub kind: String,
+    /// X: the lowest rate that failed, req/s.
+    pub falls_over_rps: Option<f64>,
+    /// What X broke: `p99` (or the SLO's percentile), `p95`, `errors`, `plateau`,
+    /// `timeouts`.
+    pub limited_by: Option<String>,
+    /// Y: the highest passing rate below X (confirmed when `confirmed`), req/s.
+    pub sustains_rps: Option<f64>,
+    /// The throughput achieved at Y, req/s (the capacity, as `throughput_rps` of an imported
+    /// run's knee).
+    pub throughput_rps: Option<f64>,
+    /// Latency p99 at Y, ms.
+    pub p99_ms: Option<f64>,
+    /// Requests in flight at Y (Little's law), rounded.
+    pub in_flight_at_knee: Option<u64>,
+    /// Y passed its longer confirmation step.
+    pub confirmed: bool,
+    /// `(X − Y) / Y ≤ tolerance` and Y confirmed.
+    pub complete: bool,
+    pub tolerance: f64,
+    /// What a step was judged by, for people.
+    pub rule: String,
+    /// Why the search ended before its answer (Ctrl-C, `--max-duration`, `--abort-on`,
+    /// `--max-rate`, generator-limited), or `None`.
+    pub ended_by: Option<String>,
+    /// One sentence: "falls over at 412 req/s (limited by plateau); sustains 400 req/s with
+    /// p99 11.2 ms (confirmed over 20 s); 4 requests in flight at the knee".
+    pub statement: String,
+    pub steps: Vec<StepResult>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Baseline {
+    p95_us: u64,
+    service_p50_us: u64,
+}
+
+#[derive(Debug)]
+struct Current {
+    plan: StepPlan,
+    first_second: u32,
+    lines: Vec<SecondLine>,
+    failing_in_a_row: u32,
+}
+
+/// The search state machine (see the module docs). Drive it: [`Search::next_step`], then
+/// the step's seconds to [`Search::on_second`] until it returns true, then
+/// [`Search::finish_step`]; again until `next_step` returns `None`; then
+/// [`Search::outcome`].
+#[derive(Debug)]
+pub struct Search {
+    plan: SearchPlan,
+    steps: Vec<StepResult>,
+    current: Option<Current>,
+    baseline: Option<Baseline>,
+    ended_by: Option<String>,
+    done: bool,
+}
+
+impl Search {
+    pub fn new(plan: SearchPlan) -> Search {
+        Search {
+            plan,
+            steps: Vec::new(),
+            current: None,
+            baseline: None,
+            ended_by: None,
+            done: false,
+        }
+    }
+
+    /// The steps judged so far.
+    pub fn steps(&self) -> &[StepResult] {
+        &self.steps
+    }
+
+    /// The lowest failing rate.
+    fn hi(&self) -> Option<&StepResult> {
+        self.steps
+            .iter()
+            .filter(|s| s.verdict == Verdict::Fail)
+            .min_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps))
+    }
+
+    /// The highest passing rate below the lowest failing one (a confirmation preferred to
+    /// another step at the same rate).
+    fn lo(&self) -> Option<&StepResult> {
+        let hi = self.hi().map_or(f64::INFINITY, |h| h.offered_rps);
+        self.steps
+            .iter()
+            .filter(|s| s.verdict == Verdict::Pass && s.offered_rps < hi)
+            .max_by(|a, b| {
+                a.offered_rps
+                    .total_cmp(&b.offered_rps)
+                    .then((a.phase == Phase::Confirm).cmp(&(b.phase == Phase::Confirm)))
+            })
+    }
+
+    /// The next step, starting at `first_second` (seconds from the run's start), or `None`
+    /// when the search is over.
+    pub fn next_step(&mut self, first_second: u32) -> Option<StepPlan> {
+        if self.done || self.ended_by.is_some() {
+            return None;
+        }
+        let plan = self.decide();
+        match plan {
+            Some(p) => {
+                self.current = Some(Current {
+                    plan: p,
+                    first_second,
+                    lines: Vec::new(),
+                    failing_in_a_row: 0,
+                });
+            }
+            None => self.done = true,
+        }
+        plan
+    }
+
+    fn step(&self, phase: Phase, rate_per_s: f64) -> StepPlan {
+        StepPlan {
+            phase,
+            rate_per_s,
+            seconds: if phase == Phase::Confirm {
+                self.plan.confirm_s
+            } else {
+                self.plan.step_s
+            }
+            .max(WARMUP_S + 1),
+        }
+    }
+
+    fn decide(&mut self) -> Option<StepPlan> {
+        let Some(last) = self.steps.last() else {
+            return Some(self.step(Phase::Probe, self.plan.start_rate));
+        };
+        if last.verdict == Verdict::GeneratorLimited {
+            let tries = self
+                .steps
+                .iter()
+                .rev()
+                .take_while(|s| {
+                    s.verdict == Verdict::GeneratorLimited && s.offered_rps == last.offered_rps
+                })
+                .count();
+            if tries <= GENERATOR_RETRIES {
+                return Some(self.step(last.phase, last.offered_rps));
+            }
+            self.ended_by = Some(format!(
+                "the generator could not drive {}: {}",
+                rate_text(last.offered_rps),
+                last.reason
+            ));
+            return None;
+        }
+        let (lo, hi) = (
+            self.lo().map(|s| s.offered_rps),
+            self.hi().map(|s| s.offered_rps),
+        );
+        match (lo, hi) {
+            (None, None) => Some(self.step(Phase::Probe, self.plan.start_rate)),
+            (None, Some(h)) => {
+                let next = h / 2.0;
+                if next < 1.0 {
+                    self.ended_by = Some(format!("it fails even at {}", rate_text(h)));
+                    return None;
+                }
+                Some(self.step(Phase::Probe, next))
+            }
+            (Some(l), None) => {
+                if l >= self.plan.max_rate {
+                    self.ended_by = Some(format!(
+                        "it did not fall over up to --max-rate {}",
+                        rate_text(self.plan.max_rate)
+                    ));
+                    return None;
+                }
+                Some(self.step(Phase::Expand, (l * 2.0).min(self.plan.max_rate)))
+            }
+            (Some(l), Some(h)) => {
+                if (h - l) / l > self.plan.tolerance {
+                    return Some(self.step(Phase::Bisect, (l + h) / 2.0));
+                }
+                let confirmed = self
+                    .lo()
+                    .is_some_and(|s| s.phase == Phase::Confirm && s.verdict == Verdict::Pass);
+                if confirmed {
+                    return None;
+                }
+                let tried = self
+                    .steps
+                    .iter()
+                    .filter(|s| s.phase == Phase::Confirm)
+                    .count();
+                if tried >= MAX_CONFIRMATIONS {
+                    self.ended_by = Some(format!(
+                        "{MAX_CONFIRMATIONS} confirmations failed: the service does not hold a rate for long"
+                    ));
+                    return None;
+                }
+                Some(self.step(Phase::Confirm, l))
+            }
+        }
+    }
+
+    fn limits(&self) -> (f64, Option<u64>) {
+        let error_limit = self
+            .plan
+            .slo
+            .as_ref()
+            .and_then(|s| s.max_error_pct)
+            .unwrap_or(capacity::ERROR_PCT_LIMIT);
+        let p95_limit = self
+            .baseline
+            .map(|b| (capacity::P95_FACTOR * b.p95_us.max(MIN_BASELINE_US) as f64) as u64);
+        (error_limit, p95_limit)
+    }
+
+    /// Whether one steady second breaks a limit (for cutting a step short).
+    fn second_fails(&self, line: &SecondLine) -> bool {
+        let (error_limit, p95_limit) = self.limits();
+        if line.errors.timeout > 0 {
+            return true;
+        }
+        if (line.completed as f64) < line.offered as f64 * (1.0 - PLATEAU_SHORTFALL) - 2.0 {
+            return true;
+        }
+        if line.completed > 0
+            && line.errors.total() as f64 * 100.0 / line.completed as f64 > error_limit
+        {
+            return true;
+        }
+        let pct = |p: f64| histogram_percentile(&line.latency_us, p);
+        match &self.plan.slo {
+            Some(slo) if !slo.latency.is_empty() => slo
+                .latency
+                .iter()
+                .any(|l| pct(l.percentile).is_some_and(|v| v > l.limit_us)),
+            _ => p95_limit.is_some_and(|limit| pct(95.0).is_some_and(|v| v > limit)),
+        }
+    }
+
+    /// A second of the run. Seconds before the current step are ignored. Returns true when
+    /// the step is over: all its seconds seen, or cut short.
+    pub fn on_second(&mut self, line: &SecondLine) -> bool {
+        let fails = self.second_fails(line);
+        let fail_after = self.plan.fail_after_s.max(1);
+        let Some(cur) = self.current.as_mut() else {
+            return false;
+        };
+        if line.second < cur.first_second {
+            return false;
+        }
+        cur.lines.push(line.clone());
+        if cur.lines.len() as u32 > WARMUP_S {
+            cur.failing_in_a_row = if fails { cur.failing_in_a_row + 1 } else { 0 };
+        }
+        cur.failing_in_a_row >= fail_after || cur.lines.len() as u32 >= cur.plan.seconds
+    }
+
+    /// Judges the current step on the seconds it was given; `None` without one.
+    pub fn finish_step(&mut self) -> Option<&StepResult> {
+        let cur = self.current.take()?;
+        let result = self.judge(&cur, false);
+        if cur.plan.phase == Phase::Probe
+            && result.verdict == Verdict::Pass
+            && self.baseline.is_none()
+        {
+            let steady = &cur.lines[(WARMUP_S as usize).min(cur.lines.len())..];
+            let mut service = new_us_histogram();
+            for l in steady {
+                let _ = service.add(&l.service_us);
+            }
+            let level = level_of(steady);
+            self.baseline = Some(Baseline {
+                p95_us: level.p95.unwrap_or(0),
+                service_p50_us: histogram_percentile(&service, 50.0).unwrap_or(0),
+            });
+        }
+        self.steps.push(result);
+        self.steps.last()
+    }
+
+    /// Ends the search early (`reason`: "stopped (Ctrl-C)", "--max-duration 5m reached");
+    /// the current step, if any, is kept with the verdict `stopped`.
+    pub fn stop(&mut self, reason: &str) {
+        if self.ended_by.is_none() && !self.done {
+            self.ended_by = Some(reason.to_string());
+        }
+        if let Some(cur) = self.current.take() {
+            let result = self.judge(&cur, true);
+            self.steps.push(result);
+        }
+    }
+
+    /// True while a step is under way.
+    pub fn in_step(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn judge(&self, cur: &Current, stopped: bool) -> StepResult {
+        let steady = &cur.lines[(WARMUP_S as usize).min(cur.lines.len())..];
+        let n = steady.len() as u32;
+        let mut latency = new_us_histogram();
+        let mut service = new_us_histogram();
+        let mut dispatch = new_us_histogram();
+        let (mut offered, mut completed, mut errors, mut timeouts, mut waited) = (0, 0, 0, 0, 0);
+        for l in steady {
+            let _ = latency.add(&l.latency_us);
+            let _ = service.add(&l.service_us);
+            let _ = dispatch.add(&l.dispatch_us);
+            offered += l.offered;
+            completed += l.completed;
+            errors += l.errors.total();
+            timeouts += l.errors.timeout;
+            waited += l.waited_for_connection;
+        }
+        let pct = |h: &Histogram<u64>, p: f64| histogram_percentile(h, p);
+        let ms = |v: Option<u64>| v.map(|v| v as f64 / 1000.0);
+        let achieved = (n > 0).then(|| completed as f64 / f64::from(n));
+        let mean_latency_s = (!latency.is_empty()).then(|| latency.mean() / 1e6);
+        let mut result = StepResult {
+            phase: cur.plan.phase,
+            offered_rps: cur.plan.rate_per_s,
+            achieved_rps: achieved,
+            first_second: cur.first_second,
+            seconds: n,
+            cut_short: (cur.lines.len() as u32) < cur.plan.seconds,
+            p50_ms: ms(pct(&latency, 50.0)),
+            p95_ms: ms(pct(&latency, 95.0)),
+            p99_ms: ms(pct(&latency, 99.0)),
+            error_pct: (completed > 0).then(|| errors as f64 * 100.0 / completed as f64),
+            timeouts,
+            in_flight: achieved.zip(mean_latency_s).map(|(x, r)| x * r),
+            dispatch_p99_ms: ms(pct(&dispatch, 99.0)),
+            verdict: Verdict::Pass,
+            limited_by: None,
+            reason: String::new(),
+        };
+        let fail = |r: &mut StepResult, what: &str, why: String| {
+            r.verdict = Verdict::Fail;
+            r.limited_by = Some(what.to_string());
+            r.reason = why;
+        };
+        if stopped || n == 0 {
+            result.verdict = Verdict::Stopped;
+            result.reason = if n == 0 {
+                "no steady second measured".into()
+            } else {
+                "the search was stopped during this step".into()
+            };
+            return result;
+        }
+        // The generator first: a step it could not drive says nothing about the service.
+        let dispatch_p99 = pct(&dispatch, 99.0).unwrap_or(0);
+        let service_p50 = pct(&service, 50.0).unwrap_or(0);
+        if waited == 0 && dispatch_p99 > self.plan.dispatch_limit_us {
+            result.verdict = Verdict::GeneratorLimited;
+            result.reason = format!(
+                "dispatch delay p99 {} above {}",
+                us_text(dispatch_p99),
+                us_text(self.plan.dispatch_limit_us)
+            );
+            return result;
+        }
+        if waited > 0
+            && let Some(b) = self.baseline
+            && service_p50 as f64 <= 1.5 * b.service_p50_us as f64 + 1000.0
+        {
+            result.verdict = Verdict::GeneratorLimited;
+            result.reason = format!(
+                "{waited} requests waited for a connection while the service time stayed flat (p50 {}): raise --max-connections",
+                us_text(service_p50)
+            );
+            return result;
+        }
+        let (error_limit, p95_limit) = self.limits();
+        if timeouts > 0 {
+            fail(
+                &mut result,
+                "timeouts",
+                format!("{timeouts} requests timed out"),
+            );
+            return result;
+        }
+        if (completed as f64) < offered as f64 * (1.0 - PLATEAU_SHORTFALL) - 2.0 {
+            fail(
+                &mut result,
+                "plateau",
+                format!(
+                    "achieved {} of {} offered",
+                    format::rps(achieved),
+                    format::rps(Some(offered as f64 / f64::from(n)))
+                ),
+            );
+            return result;
+        }
+        let p50s: Vec<f64> = steady
+            .iter()
+            .map(|l| pct(&l.latency_us, 50.0).unwrap_or(0) as f64)
+            .collect();
+        let in_flight: Vec<f64> = steady.iter().map(|l| f64::from(l.in_flight_end)).collect();
+        if grows(&p50s, 1000.0) {
+            fail(
+                &mut result,
+                "plateau",
+                format!(
+                    "a queue builds: latency p50 {} → {} through the step",
+                    us_text(p50s[0] as u64),
+                    us_text(p50s[p50s.len() - 1] as u64)
+                ),
+            );
+            return result;
+        }
+        if grows(&in_flight, 2.0) {
+            fail(
+                &mut result,
+                "plateau",
+                format!(
+                    "a queue builds: {} → {} requests in flight through the step",
+                    in_flight[0],
+                    in_flight[in_flight.len() - 1]
+                ),
+            );
+            return result;
+        }
+        let level = level_of(steady);
+        let error_pct = match &self.plan.slo {
+            Some(_) => result.error_pct,
+            None => level.error_pct,
+        };
+        if let Some(e) = error_pct
+            && e > error_limit
+        {
+            fail(
+                &mut result,
+                "errors",
+                format!(
+                    "{} errors, limit {}",
+                    format::pct(Some(e)),
+                    format::pct(Some(error_limit))
+                ),
+            );
+            return result;
+        }
+        match &self.plan.slo {
+            Some(slo) if !slo.latency.is_empty() => {
+                for l in &slo.latency {
+                    if let Some(v) = pct(&latency, l.percentile)
+                        && v > l.limit_us
+                    {
+                        let name = percentile_name(l.percentile);
+                        fail(
+                            &mut result,
+                            &name,
+                            format!("{name} {} above {}", us_text(v), us_text(l.limit_us)),
+                        );
+                        return result;
+                    }
+                }
+            }
+            _ => {
+                if let (Some(limit), Some(p95), Some(b)) = (p95_limit, level.p95, self.baseline)
+                    && capacity::latency_breaches(b.p95_us.max(MIN_BASELINE_US) as f64, p95 as f64)
+                {
+                    fail(
+                        &mut result,
+                        "p95",
+                        format!(
+                            "p95 {} above twice the probe's ({})",
+                            us_text(p95),
+                            us_text(limit)
+                        ),
+                    );
+                    return result;
+                }
+            }
+        }
+        result
+    }
+
+    /// What the rule judges by, for people.
+    pub fn rule(&self) -> String {
+        match &self.plan.slo {
+            Some(slo) => format!(
+                "SLO {}; no timeouts; achieved ≥ {:.0} % of offered; no queue building",
+                slo.describe(),
+                (1.0 - PLATEAU_SHORTFALL) * 100.0
+            ),
+            None => format!(
+                "capacity rule of imported runs: p95 ≤ {} × the probe's, errors ≤ {} % (each without the step's worst second); no timeouts; achieved ≥ {:.0} % of offered; no queue building",
+                capacity::P95_FACTOR,
+                capacity::ERROR_PCT_LIMIT,
+                (1.0 - PLATEAU_SHORTFALL) * 100.0
+            ),
+        }
+    }
+
+    /// The answer from the steps judged so far.
+    pub fn outcome(&self) -> SearchOutcome {
+        let hi = self.hi();
+        let lo = self.lo();
+        let confirmed = lo.is_some_and(|s| s.phase == Phase::Confirm);
+        let complete = confirmed
+            && match (lo, hi) {
+                (Some(l), Some(h)) => {
+                    (h.offered_rps - l.offered_rps) / l.offered_rps <= self.plan.tolerance + 1e-9
+                }
+                _ => false,
+            };
+        let in_flight = lo.and_then(|s| s.in_flight).map(|n| n.round() as u64);
+        let mut parts = Vec::new();
+        match hi {
+            Some(h) => parts.push(format!(
+                "falls over at {} (limited by {})",
+                rate_text(h.offered_rps),
+                h.limited_by.as_deref().unwrap_or("?")
+            )),
+            None => parts.push(match lo {
+                Some(l) => format!("did not fall over up to {}", rate_text(l.offered_rps)),
+                None => "no answer".to_string(),
+            }),
+        }
+        if let Some(l) = lo {
+            parts.push(format!(
+                "sustains {} with p99 {}{}",
+                rate_text(l.offered_rps),
+                format::ms(l.p99_ms),
+                if confirmed {
+                    format!(" (confirmed over {} s)", l.seconds + WARMUP_S)
+                } else {
+                    " (not confirmed)".to_string()
+                }
+            ));
+        }
+        if let Some(n) = in_flight {
+            parts.push(format!(
+                "{n} {} in flight at the knee",
+                if n == 1 { "request" } else { "requests" }
+            ));
+        }
+        let mut statement = parts.join("; ");
+        if let Some(why) = &self.ended_by {
+            statement.push_str(&format!(" — search ended early: {why}"));
+        }
+        SearchOutcome {
+            kind: "search".into(),
+            falls_over_rps: hi.map(|h| h.offered_rps),
+            limited_by: hi.and_then(|h| h.limited_by.clone()),
+            sustains_rps: lo.map(|l| l.offered_rps),
+            throughput_rps: lo.and_then(|l| l.achieved_rps),
+            p99_ms: lo.and_then(|l| l.p99_ms),
+            in_flight_at_knee: in_flight,
+            confirmed,
+            complete,
+            tolerance: self.plan.tolerance,
+            rule: self.rule(),
+            ended_by: self.ended_by.clone(),
+            statement,
+            steps: self.steps.clone(),
+        }
+    }
+}
+
+fn level_of(steady: &[SecondLine]) -> capacity::LevelFigures {
+    let seconds: Vec<(u64, u64, &Histogram<u64>)> = steady
+        .iter()
+        .map(|l| (l.completed, l.errors.total(), &l.latency_us))
+        .collect();
+    capacity::level_figures(&seconds)
+}
+
+/// Whether `v` rises every second of at least three and ends 1.5 × higher and `min_rise`
+/// above where it began: a queue building, not noise.
+fn grows(v: &[f64], min_rise: f64) -> bool {
+    v.len() >= 3
+        && v.windows(2).all(|w| w[1] > w[0])
+        && v[v.len() - 1] >= 1.5 * v[0]
+        && v[v.len() - 1] - v[0] >= min_rise
+}
