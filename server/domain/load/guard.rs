@@ -133,3 +133,69 @@ impl AbortWatch {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::load::record::{ErrorCounts, new_us_histogram};
+
+    fn line(second: u32, completed: u64, errors: u64, latency_us: u64) -> SecondLine {
+        let mut h = new_us_histogram();
+        h.record_n(latency_us, completed).unwrap();
+        SecondLine {
+            second,
+            offered: completed,
+            picked: completed,
+            completed,
+            errors: ErrorCounts {
+                status: errors,
+                ..ErrorCounts::default()
+            },
+            latency: None,
+            service: None,
+            dispatch: None,
+            connections_max: 0,
+            in_flight_max: 0,
+            in_flight_end: 0,
+            waited_for_connection: 0,
+            latency_us: h.clone(),
+            service_us: h.clone(),
+            dispatch_us: h,
+        }
+    }
+
+    #[test]
+    fn trips_only_after_the_limit_held_every_second() {
+        let rule = AbortRule::parse("errors>50% for 3s").unwrap();
+        assert_eq!(
+            (rule.measure.clone(), rule.for_s),
+            (AbortMeasure::ErrorPct(50.0), 3)
+        );
+        let mut w = AbortWatch::new(rule);
+        assert_eq!(w.observe(&line(0, 100, 60, 1000)), None);
+        assert_eq!(w.observe(&line(1, 100, 60, 1000)), None);
+        // A good second (and a second with nothing completed) resets the count.
+        assert_eq!(w.observe(&line(2, 100, 50, 1000)), None);
+        assert_eq!(w.observe(&line(3, 0, 0, 1000)), None);
+        assert_eq!(w.observe(&line(4, 100, 51, 1000)), None);
+        assert_eq!(w.observe(&line(5, 100, 99, 1000)), None);
+        let why = w.observe(&line(6, 10, 10, 1000)).unwrap();
+        assert_eq!(
+            why,
+            "--abort-on \"errors>50% for 3s\" held for 3 s (to second 7)"
+        );
+
+        let mut w = AbortWatch::new(AbortRule::parse("p99>2s").unwrap());
+        assert_eq!(w.observe(&line(0, 10, 0, 1_900_000)), None);
+        assert!(w.observe(&line(1, 10, 0, 2_100_000)).is_some());
+        for bad in [
+            "errors>50",
+            "errors>50% for ever",
+            "p99<2s",
+            "cpu>50%",
+            "errors>100%",
+        ] {
+            assert!(AbortRule::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -871,3 +871,249 @@ fn grows(v: &[f64], min_rise: f64) -> bool {
         && v[v.len() - 1] >= 1.5 * v[0]
         && v[v.len() - 1] - v[0] >= min_rise
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::load::record::ErrorCounts;
+
+    /// A simulated service: below `capacity` every request takes `latency_us`; above it the
+    /// excess queues (completions stay at the capacity, latency grows each second).
+    struct Simulated {
+        capacity: f64,
+        latency_us: u64,
+        /// Latency added per req/s offered (an SLO breaks before capacity), µs.
+        slope_us: f64,
+        /// Dispatch delay of every request, µs.
+        dispatch_us: u64,
+    }
+
+    impl Simulated {
+        fn second(&self, second: u32, rate: f64, into_step: u32) -> SecondLine {
+            let offered = rate.round() as u64;
+            let completed = (rate.min(self.capacity)).round() as u64;
+            let base = self.latency_us + (self.slope_us * rate) as u64;
+            let queue_us = if rate > self.capacity {
+                // The backlog after `into_step` seconds, drained at the capacity.
+                ((rate - self.capacity) * f64::from(into_step + 1) / self.capacity * 1e6) as u64
+            } else {
+                0
+            };
+            let mut latency = new_us_histogram();
+            let mut service = new_us_histogram();
+            let mut dispatch = new_us_histogram();
+            latency
+                .record_n(base + queue_us + self.dispatch_us, completed)
+                .unwrap();
+            service.record_n(base + queue_us, completed).unwrap();
+            dispatch.record_n(self.dispatch_us, completed).unwrap();
+            let in_flight = (rate.min(self.capacity) * (base + queue_us) as f64 / 1e6) as u32;
+            SecondLine {
+                second,
+                offered,
+                picked: completed,
+                completed,
+                errors: ErrorCounts::default(),
+                latency: None,
+                service: None,
+                dispatch: None,
+                connections_max: in_flight,
+                in_flight_max: in_flight,
+                in_flight_end: in_flight,
+                waited_for_connection: 0,
+                latency_us: latency,
+                service_us: service,
+                dispatch_us: dispatch,
+            }
+        }
+    }
+
+    fn plan() -> SearchPlan {
+        SearchPlan {
+            slo: None,
+            tolerance: 0.05,
+            start_rate: 20.0,
+            max_rate: 100_000.0,
+            step_s: 5,
+            confirm_s: 15,
+            fail_after_s: 2,
+            dispatch_limit_us: 2_000,
+        }
+    }
+
+    /// Drives a search against `svc`; returns the steps' (phase, rate) and the outcome.
+    fn drive(plan: SearchPlan, svc: &Simulated) -> (Vec<(Phase, f64)>, SearchOutcome) {
+        let mut search = Search::new(plan);
+        let mut second = 0;
+        let mut seen = Vec::new();
+        while let Some(step) = search.next_step(second) {
+            seen.push((step.phase, step.rate_per_s));
+            for i in 0..step.seconds {
+                let over = search.on_second(&svc.second(second, step.rate_per_s, i));
+                second += 1;
+                if over {
+                    break;
+                }
+            }
+            search.finish_step();
+            second += 1; // the cool-down
+            assert!(seen.len() < 60, "the search ends: {seen:?}");
+        }
+        (seen, search.outcome())
+    }
+
+    #[test]
+    fn expands_by_doubling_bisects_to_the_tolerance_and_confirms() {
+        let svc = Simulated {
+            capacity: 1000.0,
+            latency_us: 4_000,
+            slope_us: 0.0,
+            dispatch_us: 100,
+        };
+        let (steps, out) = drive(plan(), &svc);
+        let rates: Vec<f64> = steps.iter().map(|s| s.1).collect();
+        // Probe 20, then doubling until 1280 fails.
+        assert_eq!(steps[0], (Phase::Probe, 20.0));
+        assert_eq!(&rates[1..7], &[40.0, 80.0, 160.0, 320.0, 640.0, 1280.0]);
+        assert!(steps[1..7].iter().all(|s| s.0 == Phase::Expand));
+        // Bisection between 640 and 1280: each midpoint of the bracket left.
+        assert_eq!(steps[7], (Phase::Bisect, 960.0));
+        assert_eq!(steps[8], (Phase::Bisect, 1120.0));
+        assert_eq!(steps[9], (Phase::Bisect, 1040.0));
+        assert_eq!(steps[10], (Phase::Bisect, 1000.0));
+        // 960 passes, 1000 sits on capacity (passes), 1040 fails: 4 % ≤ 5 %, confirm 1000.
+        assert_eq!(*steps.last().unwrap(), (Phase::Confirm, 1000.0));
+        let (x, y) = (out.falls_over_rps.unwrap(), out.sustains_rps.unwrap());
+        assert!(y <= svc.capacity && svc.capacity < x, "{y} {x}");
+        assert!((x - y) / y <= 0.05);
+        assert!(out.confirmed && out.complete, "{out:?}");
+        assert_eq!(out.limited_by.as_deref(), Some("plateau"));
+        // 1000 req/s × 4.1 ms = 4.1 requests in flight.
+        assert_eq!(out.in_flight_at_knee, Some(4));
+        assert!(
+            out.statement.starts_with(
+                "falls over at 1,040 req/s (limited by plateau); sustains 1,000 req/s with p99 4.1 ms (confirmed over 15 s); 4 requests in flight at the knee"
+            ),
+            "{}",
+            out.statement
+        );
+        // The failing steps above capacity were cut short after 2 failing seconds.
+        let failed: Vec<&StepResult> = out
+            .steps
+            .iter()
+            .filter(|s| s.verdict == Verdict::Fail)
+            .collect();
+        assert!(
+            failed.iter().all(|s| s.cut_short && s.seconds == 2),
+            "{failed:?}"
+        );
+        // A wider tolerance stops sooner, with a wider bracket.
+        let (wide, out) = drive(
+            SearchPlan {
+                tolerance: 0.2,
+                ..plan()
+            },
+            &svc,
+        );
+        assert!(wide.len() < steps.len());
+        let (x, y) = (out.falls_over_rps.unwrap(), out.sustains_rps.unwrap());
+        assert!((x - y) / y <= 0.2 && (x - y) / y > 0.05, "{y} {x}");
+    }
+
+    #[test]
+    fn an_slo_breaks_before_capacity_and_names_its_percentile() {
+        // Latency 5 ms + 0.1 ms per req/s: p99 < 50 ms holds up to 450 req/s.
+        let svc = Simulated {
+            capacity: 5000.0,
+            latency_us: 5_000,
+            slope_us: 100.0,
+            dispatch_us: 100,
+        };
+        let mut p = plan();
+        p.slo = Some(Slo::parse("p99<50ms, errors<1%").unwrap());
+        let (_, out) = drive(p, &svc);
+        let (x, y) = (out.falls_over_rps.unwrap(), out.sustains_rps.unwrap());
+        assert!(y <= 450.0 && x > 450.0 && (x - y) / y <= 0.05, "{y} {x}");
+        assert_eq!(out.limited_by.as_deref(), Some("p99"));
+        assert!(
+            out.rule.starts_with("SLO p99 < 50 ms, errors < 1 %"),
+            "{}",
+            out.rule
+        );
+        // Without the SLO, the capacity rule: p95 above twice the probe's (5 + 2 ms → 14 ms
+        // is passed at 90 req/s).
+        let (_, out) = drive(plan(), &svc);
+        assert_eq!(out.limited_by.as_deref(), Some("p95"));
+        let x = out.falls_over_rps.unwrap();
+        assert!((90.0..=100.0).contains(&x), "{x}");
+    }
+
+    #[test]
+    fn a_late_generator_is_retried_then_named_never_the_service() {
+        let svc = Simulated {
+            capacity: 1000.0,
+            latency_us: 4_000,
+            slope_us: 0.0,
+            dispatch_us: 5_000,
+        };
+        let (steps, out) = drive(plan(), &svc);
+        assert_eq!(steps, [(Phase::Probe, 20.0), (Phase::Probe, 20.0)]);
+        assert_eq!(out.falls_over_rps, None);
+        assert!(
+            out.statement.contains(
+                "the generator could not drive 20.0 req/s: dispatch delay p99 5 ms above 2 ms"
+            ),
+            "{}",
+            out.statement
+        );
+    }
+
+    #[test]
+    fn max_rate_bounds_the_search() {
+        let svc = Simulated {
+            capacity: 1e9,
+            latency_us: 1_000,
+            slope_us: 0.0,
+            dispatch_us: 100,
+        };
+        let (steps, out) = drive(
+            SearchPlan {
+                max_rate: 100.0,
+                ..plan()
+            },
+            &svc,
+        );
+        assert_eq!(steps.last().unwrap().1, 100.0);
+        assert_eq!(out.falls_over_rps, None);
+        assert!(
+            out.statement
+                .starts_with("did not fall over up to 100 req/s"),
+            "{}",
+            out.statement
+        );
+    }
+
+    #[test]
+    fn slos_parse_and_refuse_what_they_cannot_judge() {
+        let s = Slo::parse("p99<200ms,errors<1%").unwrap();
+        assert_eq!(
+            s.latency,
+            [LatencyLimit {
+                percentile: 99.0,
+                limit_us: 200_000
+            }]
+        );
+        assert_eq!(s.max_error_pct, Some(1.0));
+        assert_eq!(Slo::parse("p99.9<1s").unwrap().describe(), "p99.9 < 1.00 s");
+        for bad in [
+            "",
+            "p99>200ms",
+            "p100<1s",
+            "errors<1",
+            "latency<5ms",
+            "p99<fast",
+        ] {
+            assert!(Slo::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
