@@ -16,6 +16,10 @@
 //! 4. **Confirmation**: `lo` once more over a longer window; if it fails, it becomes `hi`
 //!    and the bisection goes on (three confirmations at most).
 //!
+//! A failing expansion or bisection step is run once more before its rate counts as
+//! failing (one disturbance — a pause of the service, of the machine — must not halve
+//! the answer); a rate's verdict is that of its latest step.
+//!
 //! Each step starts with [`WARMUP_S`] second(s) that are not judged (connections open, the
 //! rate settles); the rest is its steady part. A step **fails** when its steady part
 //! (checked in this order):
@@ -367,26 +371,37 @@ impl Search {
         &self.steps
     }
 
+    /// Each rate's latest judged step (pass or fail): a rate's verdict is its last one.
+    fn latest_per_rate(&self) -> Vec<&StepResult> {
+        let mut out: Vec<&StepResult> = Vec::new();
+        for s in self
+            .steps
+            .iter()
+            .filter(|s| matches!(s.verdict, Verdict::Pass | Verdict::Fail))
+        {
+            match out.iter_mut().find(|o| o.offered_rps == s.offered_rps) {
+                Some(o) => *o = s,
+                None => out.push(s),
+            }
+        }
+        out
+    }
+
     /// The lowest failing rate.
     fn hi(&self) -> Option<&StepResult> {
-        self.steps
-            .iter()
+        self.latest_per_rate()
+            .into_iter()
             .filter(|s| s.verdict == Verdict::Fail)
             .min_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps))
     }
 
-    /// The highest passing rate below the lowest failing one (a confirmation preferred to
-    /// another step at the same rate).
+    /// The highest passing rate below the lowest failing one.
     fn lo(&self) -> Option<&StepResult> {
         let hi = self.hi().map_or(f64::INFINITY, |h| h.offered_rps);
-        self.steps
-            .iter()
+        self.latest_per_rate()
+            .into_iter()
             .filter(|s| s.verdict == Verdict::Pass && s.offered_rps < hi)
-            .max_by(|a, b| {
-                a.offered_rps
-                    .total_cmp(&b.offered_rps)
-                    .then((a.phase == Phase::Confirm).cmp(&(b.phase == Phase::Confirm)))
-            })
+            .max_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps))
     }
 
     /// The next step, starting at `first_second` (seconds from the run's start), or `None`
@@ -445,6 +460,16 @@ impl Search {
                 last.reason
             ));
             return None;
+        }
+        // A failure is believed when it happens twice: one disturbance (a pause of the
+        // service or the machine) must not halve the answer.
+        if last.verdict == Verdict::Fail && matches!(last.phase, Phase::Expand | Phase::Bisect) {
+            let before = self.steps.len().checked_sub(2).map(|i| &self.steps[i]);
+            let retried = before
+                .is_some_and(|b| b.verdict == Verdict::Fail && b.offered_rps == last.offered_rps);
+            if !retried {
+                return Some(self.step(last.phase, last.offered_rps));
+            }
         }
         let (lo, hi) = (
             self.lo().map(|s| s.offered_rps),
@@ -970,7 +995,17 @@ mod tests {
             slope_us: 0.0,
             dispatch_us: 100,
         };
-        let (steps, out) = drive(plan(), &svc);
+        let (all, out) = drive(plan(), &svc);
+        // Every failing expansion or bisection step is run twice, back to back.
+        let failing: Vec<f64> = out
+            .steps
+            .iter()
+            .filter(|s| s.verdict == Verdict::Fail)
+            .map(|s| s.offered_rps)
+            .collect();
+        assert_eq!(failing, [1280.0, 1280.0, 1120.0, 1120.0, 1040.0, 1040.0]);
+        let mut steps = all.clone();
+        steps.dedup();
         let rates: Vec<f64> = steps.iter().map(|s| s.1).collect();
         // Probe 20, then doubling until 1280 fails.
         assert_eq!(steps[0], (Phase::Probe, 20.0));
@@ -1015,7 +1050,7 @@ mod tests {
             },
             &svc,
         );
-        assert!(wide.len() < steps.len());
+        assert!(wide.len() < all.len());
         let (x, y) = (out.falls_over_rps.unwrap(), out.sustains_rps.unwrap());
         assert!((x - y) / y <= 0.2 && (x - y) / y > 0.05, "{y} {x}");
     }
