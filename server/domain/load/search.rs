@@ -12,7 +12,8 @@
 //!    baseline. A failing probe is repeated at half the rate.
 //! 2. **Expansion**: the rate doubles (up to `--max-rate`) until a step fails.
 //! 3. **Bisection**: between the highest passing rate `lo` (below the lowest failing one)
-//!    and the lowest failing rate `hi`, the midpoint, until `(hi − lo) / lo ≤ tolerance`.
+//!    and the lowest failing rate `hi`, the midpoint (whole req/s from 10 up), until
+//!    `(hi − lo) / lo ≤ tolerance`.
 //! 4. **Confirmation**: `lo` once more over a longer window; if it fails, it becomes `hi`
 //!    and the bisection goes on (three confirmations at most).
 //!
@@ -497,7 +498,14 @@ impl Search {
             }
             (Some(l), Some(h)) => {
                 if (h - l) / l > self.plan.tolerance {
-                    return Some(self.step(Phase::Bisect, (l + h) / 2.0));
+                    // Whole requests per second from 10 up (as people state rates).
+                    let mid = (l + h) / 2.0;
+                    let mid = if mid >= 10.0 && mid.round() > l && mid.round() < h {
+                        mid.round()
+                    } else {
+                        mid
+                    };
+                    return Some(self.step(Phase::Bisect, mid));
                 }
                 let confirmed = self
                     .lo()
