@@ -479,6 +479,14 @@ impl Search {
         match (lo, hi) {
             (None, None) => Some(self.step(Phase::Probe, self.plan.start_rate)),
             (None, Some(h)) => {
+                if let Some(failed) = self.hi().filter(|s| s.error_pct == Some(100.0)) {
+                    self.ended_by = Some(format!(
+                        "every request of the probe at {} failed: {}",
+                        rate_text(h),
+                        failed.reason
+                    ));
+                    return None;
+                }
                 let next = h / 2.0;
                 if next < 1.0 {
                     self.ended_by = Some(format!("it fails even at {}", rate_text(h)));
@@ -1106,6 +1114,50 @@ mod tests {
             out.statement.contains(
                 "the generator could not drive 20.0 req/s: dispatch delay p99 5 ms above 2 ms"
             ),
+            "{}",
+            out.statement
+        );
+    }
+
+    #[test]
+    fn a_probe_that_fails_is_halved_and_a_dead_target_ends_the_search() {
+        // Capacity 12 req/s: the probe at 20 plateaus, 10 passes, then the search goes on.
+        let svc = Simulated {
+            capacity: 12.0,
+            latency_us: 4_000,
+            slope_us: 0.0,
+            dispatch_us: 100,
+        };
+        let (steps, _) = drive(plan(), &svc);
+        assert_eq!(
+            &steps[..3],
+            &[
+                (Phase::Probe, 20.0),
+                (Phase::Probe, 10.0),
+                (Phase::Bisect, 15.0)
+            ]
+        );
+        // Every request an error (nothing listens): one probe, then the search says so.
+        let mut search = Search::new(plan());
+        let step = search.next_step(0).unwrap();
+        let mut line = svc.second(0, 20.0, 0);
+        line.completed = 20;
+        line.errors.connect = 20;
+        for i in 0..step.seconds {
+            line.second = i;
+            if search.on_second(&line) {
+                break;
+            }
+        }
+        assert_eq!(
+            search.finish_step().unwrap().limited_by.as_deref(),
+            Some("errors")
+        );
+        assert_eq!(search.next_step(5), None);
+        let out = search.outcome();
+        assert!(
+            out.statement
+                .contains("search ended early: every request of the probe at 20.0 req/s failed"),
             "{}",
             out.statement
         );
