@@ -18,7 +18,7 @@ use axum::extract::State;
 use axum::routing::get;
 use harrier::domain::load::search::{Phase, rate_text};
 use harrier::domain::load::{
-    AbortRule, ClosedModel, LoadSummary, RateProfile, Schedule, SearchPlan, Workload,
+    AbortRule, ClosedModel, LoadSummary, RateProfile, Schedule, SearchPlan, Verdict, Workload,
 };
 use harrier::services::load::{
     FindEvent, FindRequest, LoadOutcome, LoadRequest, find_capacity, run_load,
@@ -731,4 +731,55 @@ async fn abort_on_stops_a_run_early_and_keeps_what_was_measured() {
     assert!((90..=200).contains(&s.completed), "{}", show(s));
     assert_eq!(s.errors.status, s.completed);
     assert!(s.unsent > 0 || s.scheduled < 500, "{}", show(s));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_search_ends_cleanly_and_keeps_what_was_measured() {
+    // Ctrl-C (the token) 3.5 s in: the probe (2 s) is judged, the step under way is kept as
+    // stopped, and the run is stored with every request that completed.
+    let (url, pool) = pool_service(20, Duration::from_millis(50), 100).await;
+    let app = spawn_app().await;
+    let mut req = find_request(&url, 50.0);
+    req.plan.step_s = 2;
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        c.cancel();
+    });
+    let mut stopping = Vec::new();
+    let started = std::time::Instant::now();
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        find_capacity(Some(&app.state.store), req, cancel, |e| {
+            if let FindEvent::Stopping(why) = e {
+                stopping.push(why.to_string());
+            }
+        }),
+    )
+    .await
+    .expect("ends soon after the cancel")
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(stopping, ["stopped (Ctrl-C)"]);
+    let s = &out.search;
+    assert_eq!(s.ended_by.as_deref(), Some("stopped (Ctrl-C)"));
+    assert!(
+        s.statement
+            .ends_with("search ended early: stopped (Ctrl-C)"),
+        "{}",
+        s.statement
+    );
+    assert_eq!(s.steps[0].verdict, Verdict::Pass, "{:?}", s.steps);
+    assert!(!s.complete);
+    let served = pool.served.load(Ordering::SeqCst);
+    assert_eq!(out.summary.completed, served, "{}", show(&out.summary));
+    let run = out.run.expect("stored");
+    let json = app.get(&format!("/api/v1/runs/{}", run.id)).await.json();
+    assert_eq!(json["overall"]["count"].as_u64(), Some(served));
+    assert_eq!(json["capacity"]["ended_by"], "stopped (Ctrl-C)");
 }
