@@ -454,7 +454,7 @@ async fn errors_are_classified_connect_status_and_body() {
 /// Time is kept exactly (each worker's next free instant, not a timer per worker): a timer
 /// that fires late delays that response, never the next request's start, so the capacity
 /// is C on a busy machine too.
-struct Pool {
+pub(crate) struct Pool {
     state: std::sync::Mutex<PoolState>,
     service: Duration,
     queue: usize,
@@ -504,7 +504,11 @@ async fn pooled(State(p): State<Arc<Pool>>) -> axum::response::Response {
 }
 
 /// Starts a [`Pool`] service on 127.0.0.1:0; returns its URL and state.
-async fn pool_service(workers: usize, service: Duration, queue: usize) -> (String, Arc<Pool>) {
+pub(crate) async fn pool_service(
+    workers: usize,
+    service: Duration,
+    queue: usize,
+) -> (String, Arc<Pool>) {
     let now = tokio::time::Instant::now();
     let pool = Arc::new(Pool {
         state: std::sync::Mutex::new(PoolState {
