@@ -89,6 +89,17 @@ pub enum LoadCommand {
     /// model instead (each user waits for its response; labelled as such, not corrected).
     // Boxed: the flags are many, and clap's command enum should stay small.
     Run(Box<LoadRunArgs>),
+    /// Find the rate at which URL falls over: a saturation search with the open model.
+    ///
+    /// A low-rate probe (the baseline), then the rate doubles until a step fails, then
+    /// bisection to --tolerance, then the last passing rate held for --confirm-duration.
+    /// A step fails when its steady part breaks --slo (without one: the capacity rule
+    /// imported runs use), when fewer requests complete than are offered or a queue builds
+    /// (plateau), or on timeouts; failing steps are cut short, and each step is followed by
+    /// a cool-down until nothing is in flight. One line per step; the answer ("falls over
+    /// at X req/s (limited by …); sustains Y req/s with p99 …; N requests in flight at the
+    /// knee") at the end and in the stored run (its JSON's `capacity`, its page).
+    Find(Box<LoadFindArgs>),
 }
 
 /// `harrier load run`.
@@ -124,6 +135,16 @@ pub struct LoadRunArgs {
     /// How long requests are scheduled [default: the ramp's --over, all --steps, else 10s].
     #[arg(long)]
     pub duration: Option<String>,
+    #[command(flatten)]
+    pub request: LoadRequestArgs,
+    /// Print the summary only, not a line per second.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// What `harrier load run` and `load find` send, and where the run goes.
+#[derive(Debug, Clone, Args)]
+pub struct LoadRequestArgs {
     /// Connections open at most; a request that finds them all busy waits for one (counted,
     /// and the run is labelled generator-limited).
     #[arg(long, default_value_t = 512)]
@@ -170,9 +191,48 @@ pub struct LoadRunArgs {
     /// Do not store the run (print only).
     #[arg(long)]
     pub no_store: bool,
-    /// Print the summary only, not a line per second.
+    /// Stop early when this holds: "errors>50% for 5s", "p99>2s for 10s" (every second of
+    /// the duration in a row); what was measured is kept.
+    #[arg(long, value_name = "RULE")]
+    pub abort_on: Option<String>,
+}
+
+/// `harrier load find`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadFindArgs {
+    /// The URL to load (http://; only loopback and private addresses by default).
+    pub url: String,
+    /// The objective a step must keep: "p99<200ms,errors<1%" (terms pNN<DURATION and
+    /// errors<N%) [default: the capacity rule imported runs use: p95 at most twice the
+    /// probe's, errors at most 1 %].
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Stop bisecting when the bracket is this narrow, relative to the passing rate: `5%`.
+    #[arg(long, default_value = "5%")]
+    pub tolerance: String,
+    /// The probe's rate (the baseline), requests per second; expansion doubles from it.
+    #[arg(long, default_value = "20")]
+    pub start_rate: String,
+    /// Highest rate offered, requests per second.
+    #[arg(long, default_value = "100000")]
+    pub max_rate: String,
+    /// How long each step is held (its first second is not judged).
+    #[arg(long, default_value = "6s")]
+    pub step_duration: String,
+    /// How long the last passing rate is held to confirm it.
+    #[arg(long, default_value = "20s")]
+    pub confirm_duration: String,
+    /// A step ends early after this many failing seconds in a row.
+    #[arg(long, default_value = "3s")]
+    pub fail_after: String,
+    /// The search stops here at the latest, keeping what was measured.
+    #[arg(long, default_value = "10m")]
+    pub max_duration: String,
+    #[command(flatten)]
+    pub request: LoadRequestArgs,
+    /// Print every second too, not only each step.
     #[arg(long, short)]
-    pub quiet: bool,
+    pub verbose: bool,
 }
 
 /// `harrier rules …`.

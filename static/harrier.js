@@ -1464,6 +1464,85 @@
     return u;
   }
 
+  /**
+   * The saturation search of `harrier load find` in box: per step (x = step number),
+   * offered and achieved requests/s on the left axis, latency p99 on the right; failing
+   * steps' points drawn in the error colour. search = the run's `capacity` (kind "search").
+   */
+  function buildSearch(box, search) {
+    box.querySelectorAll('.uplot, .chart-empty').forEach((el) => el.remove());
+    const steps = (search && Array.isArray(search.steps)) ? search.steps : [];
+    if (!steps.length) {
+      emptyBox(box, 'No steps', 'The search stopped before its first step was judged.');
+      return null;
+    }
+    const axis = plainAxes();
+    const x = steps.map((st, i) => i + 1);
+    const offered = steps.map((st) => (isNum(st.offered_rps) ? st.offered_rps : null));
+    const achieved = steps.map((st) => (isNum(st.achieved_rps) ? st.achieved_rps : null));
+    const p99 = steps.map((st) => (isNum(st.p99_ms) ? st.p99_ms : null));
+    const errColor = cssVar('--c-errs', '#dc2626');
+    const line = (label, colorVar, scale, fmtFn, extra) => Object.assign({
+      label, scale, stroke: cssVar(colorVar, '#888'), width: 1.75,
+      points: { show: true, size: 5 },
+      value: (u, v, si, idx) => (idx === null || idx === undefined ? '' : fmtFn(v)),
+    }, extra || {});
+    const u = new uPlot({
+      width: Math.max(200, box.clientWidth),
+      height: Math.max(80, box.clientHeight - 30),
+      pxAlign: 0,
+      padding: [12, 8, 0, 0],
+      legend: { live: true },
+      cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 6 }, focus: { prox: 16 } },
+      focus: { alpha: 0.35 },
+      scales: {
+        x: { time: false, range: () => [0.5, steps.length + 0.5] },
+        rps: { range: (uu, min, max) => [0, max > 0 ? max * 1.1 : 10] },
+        ms: { range: (uu, min, max) => [0, max > 0 ? max * 1.1 : 10] },
+      },
+      series: [
+        {
+          label: 'Step',
+          value: (uu, v, si, idx) => (isNum(v) && idx !== null && idx !== undefined
+            ? v + ' \u00b7 ' + steps[idx].phase + ' \u00b7 ' + steps[idx].verdict : ''),
+        },
+        line('offered', '--c-max', 'rps', fmt.rps, { dash: [4, 3] }),
+        line('achieved', '--c-rps', 'rps', fmt.rps, {
+          points: {
+            show: true, size: 7,
+            fill: (uu, si) => cssVar('--c-rps', '#2563eb'),
+          },
+        }),
+        line('p99', '--c-p99', 'ms', fmt.ms, { width: 1.25 }),
+      ],
+      axes: [
+        axis('step', (v) => nf(0, 0).format(v), { incrs: INT_INCRS, space: 30, size: X_AXIS_SIZE }),
+        axis('requests / s', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'rps' }),
+        axis('p99 (ms)', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'ms', side: 1, grid: { show: false } }),
+      ],
+      hooks: {
+        draw: [(uu) => {
+          // a ring around each failing step's achieved point
+          const c = uu.ctx;
+          c.save();
+          c.strokeStyle = errColor;
+          c.lineWidth = 2 * (window.devicePixelRatio || 1);
+          steps.forEach((st, i) => {
+            if (st.verdict === 'pass' || !isNum(achieved[i])) return;
+            const cx = uu.valToPos(x[i], 'x', true);
+            const cy = uu.valToPos(achieved[i], 'rps', true);
+            c.beginPath();
+            c.arc(cx, cy, 6 * (window.devicePixelRatio || 1), 0, 2 * Math.PI);
+            c.stroke();
+          });
+          c.restore();
+        }],
+      },
+    }, [x, offered, achieved, p99], box);
+    fit(u, box);
+    return u;
+  }
+
   /** Size a chart to its box: full width, box height minus the legend. */
   function fit(u, box) {
     const legend = u.root.querySelector('.u-legend');
@@ -1490,8 +1569,9 @@
       percentiles: $('.chart[data-chart="percentiles"]'),
     };
     const usersBox = $('.chart[data-chart="vs-users"]');
+    const searchBox = $('.chart[data-chart="search"]');
     const seriesBoxes = Object.values(boxes).concat([usersBox]).filter(Boolean);
-    const allBoxes = seriesBoxes.concat(Object.values(distBoxes).filter(Boolean));
+    const allBoxes = seriesBoxes.concat(Object.values(distBoxes).filter(Boolean), searchBox ? [searchBox] : []);
     if (!allBoxes.length) return;
     let data = null;
     try { data = island ? JSON.parse(island.textContent) : null; } catch (err) {
@@ -1510,7 +1590,7 @@
     const hasDist = !!(distBoxes.distribution || distBoxes.percentiles);
     const state = {
       series: data.timeseries, label: '', charts: [], usersChart: null,
-      dist: null, distError: null, distLoading: hasDist, distCharts: [],
+      dist: null, distError: null, distLoading: hasDist, distCharts: [], searchChart: null,
     };
     // data.timeseries is the run's all-requests series: load vs. users takes each second's user level from it
     // alert periods of live-run rules for this run (static/alertmarks.js, when loaded)
@@ -1532,8 +1612,14 @@
         ? buildDistCharts(distBoxes, state.dist, Object.assign(ctx(), { error: state.distError, loading: state.distLoading }))
         : [];
     }
-    function draw() { drawSeries(); drawDist(); }
-    const allCharts = () => state.charts.concat(state.distCharts, state.usersChart ? [state.usersChart] : []);
+    /** The saturation search's steps (a run of `harrier load find`). */
+    function drawSearch() {
+      if (state.searchChart) state.searchChart.destroy();
+      state.searchChart = searchBox ? buildSearch(searchBox, data.search) : null;
+    }
+    function draw() { drawSeries(); drawDist(); drawSearch(); }
+    const allCharts = () => state.charts.concat(state.distCharts, state.usersChart ? [state.usersChart] : [],
+      state.searchChart ? [state.searchChart] : []);
     const withLabel = (base, label) => base + (label ? (base.includes('?') ? '&' : '?') + 'label=' + encodeURIComponent(label) : '');
 
     async function getJson(url) {

@@ -1,7 +1,9 @@
-//! `harrier load run URL`: the open-model load generator on the command line.
+//! `harrier load run URL` and `harrier load find URL`: the open-model load generator and
+//! its saturation search on the command line.
 //!
-//! Owns turning [`LoadRunArgs`] into a [`LoadRequest`] (schedule, request, limits), the
-//! Ctrl-C wiring, and printing: one line per second while it runs, the summary at the end,
+//! Owns turning [`LoadRunArgs`] / [`LoadFindArgs`] into a [`LoadRequest`] / [`FindRequest`]
+//! (schedule or search plan, request, limits), the Ctrl-C wiring, and printing: one line
+//! per second (per step for `find`) while it runs, the summary or the answer at the end,
 //! where the run was stored. The work is `services::load`.
 
 use std::io::Write;
@@ -12,10 +14,12 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use super::serve::open_hint;
-use crate::config::{Config, LoadCommand, LoadRunArgs};
+use crate::config::{Config, LoadCommand, LoadFindArgs, LoadRequestArgs, LoadRunArgs};
 use crate::domain::format::parse_duration_ms;
-use crate::domain::load::{ClosedModel, RateProfile, Schedule, Workload};
-use crate::services::load::{LoadRequest, run_load};
+use crate::domain::load::{
+    AbortRule, ClosedModel, RateProfile, Schedule, SearchPlan, Slo, Workload,
+};
+use crate::services::load::{FindEvent, FindRequest, LoadRequest, find_capacity, run_load};
 use crate::sources::load::{EngineSettings, RequestSpec, parse_status_ranges};
 use crate::store::Store;
 
@@ -23,6 +27,7 @@ use crate::store::Store;
 pub async fn load(command: LoadCommand) -> anyhow::Result<ExitCode> {
     match command {
         LoadCommand::Run(args) => run(*args).await,
+        LoadCommand::Find(args) => find(*args).await,
     }
 }
 
@@ -134,6 +139,15 @@ pub fn workload_of(args: &LoadRunArgs) -> Result<Workload, String> {
 /// The whole request the flags describe.
 pub fn request_of(args: &LoadRunArgs) -> anyhow::Result<LoadRequest> {
     let workload = workload_of(args).map_err(anyhow::Error::msg)?;
+    request_from(&args.url, workload, &args.request)
+}
+
+/// The request of `url` with `workload` and the shared flags.
+fn request_from(
+    url: &str,
+    workload: Workload,
+    args: &LoadRequestArgs,
+) -> anyhow::Result<LoadRequest> {
     let timeout_s = duration_s("--timeout", &args.timeout).map_err(anyhow::Error::msg)?;
     let dispatch_limit_s =
         duration_s("--dispatch-limit", &args.dispatch_limit).map_err(anyhow::Error::msg)?;
@@ -144,7 +158,7 @@ pub fn request_of(args: &LoadRunArgs) -> anyhow::Result<LoadRequest> {
         None => Vec::new(),
     };
     let mut spec = RequestSpec::new(
-        &args.url,
+        url,
         &args.method,
         &args.headers,
         body,
@@ -161,13 +175,168 @@ pub fn request_of(args: &LoadRunArgs) -> anyhow::Result<LoadRequest> {
             workload,
             max_connections: args.max_connections.max(1),
             threads: args.threads.max(1),
+            control: None,
         },
         allow_public_target: args.allow_public_target,
         dispatch_limit_us: (dispatch_limit_s * 1e6).round() as u64,
         name: args.name.clone(),
         scenario: args.scenario.clone(),
         tags: args.tags.clone(),
+        abort_on: args
+            .abort_on
+            .as_deref()
+            .map(AbortRule::parse)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
     })
+}
+
+fn percent(flag: &str, s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p / 100.0),
+        _ => Err(format!("{flag} {s:?}: expected a percentage, e.g. 5%")),
+    }
+}
+
+fn whole_seconds(flag: &str, s: &str) -> Result<u32, String> {
+    let d = duration_s(flag, s)?;
+    Ok(d.round().clamp(1.0, 86_400.0) as u32)
+}
+
+/// The search the flags describe.
+pub fn find_request_of(args: &LoadFindArgs) -> anyhow::Result<FindRequest> {
+    let err = anyhow::Error::msg;
+    let max_duration_s = duration_s("--max-duration", &args.max_duration).map_err(err)?;
+    let workload = Workload::Open(Schedule {
+        profile: RateProfile::Constant { rate_per_s: 0.0 },
+        duration_s: max_duration_s,
+        poisson: false,
+        seed: 1,
+    });
+    let load = request_from(&args.url, workload, &args.request)?;
+    let start_rate = rate("--start-rate", &args.start_rate).map_err(err)?;
+    let max_rate = rate("--max-rate", &args.max_rate).map_err(err)?;
+    if start_rate < 1.0 || max_rate < start_rate {
+        return Err(err(format!(
+            "--start-rate {start_rate} must be at least 1 and at most --max-rate {max_rate}"
+        )));
+    }
+    let plan = SearchPlan {
+        slo: args
+            .slo
+            .as_deref()
+            .map(Slo::parse)
+            .transpose()
+            .map_err(err)?,
+        tolerance: percent("--tolerance", &args.tolerance).map_err(err)?,
+        start_rate,
+        max_rate,
+        step_s: whole_seconds("--step-duration", &args.step_duration).map_err(err)?,
+        confirm_s: whole_seconds("--confirm-duration", &args.confirm_duration).map_err(err)?,
+        fail_after_s: whole_seconds("--fail-after", &args.fail_after).map_err(err)?,
+        dispatch_limit_us: load.dispatch_limit_us,
+    };
+    Ok(FindRequest {
+        load,
+        plan,
+        max_duration_s,
+    })
+}
+
+/// Ctrl-C cancels the token (once), saying what happens.
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nstopping: requests in flight finish, queued ones are not sent");
+            c.cancel();
+        }
+    });
+    cancel
+}
+
+async fn open_store(
+    db: Option<std::path::PathBuf>,
+    no_store: bool,
+) -> anyhow::Result<Option<(Store, std::path::PathBuf)>> {
+    if no_store {
+        return Ok(None);
+    }
+    let db = Config::client_db(db)?;
+    Ok(Some((
+        Store::open(&db).await.with_context(|| open_hint(&db))?,
+        db,
+    )))
+}
+
+async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
+    let req = match find_request_of(&args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("harrier load find: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let store = open_store(args.request.db.clone(), args.request.no_store).await?;
+    let cancel = cancel_on_ctrl_c();
+    println!(
+        "harrier load find: {} {} — probe {} req/s, doubling to --max-rate {} req/s, bisecting to {} %; steps of {} s (confirmation {} s), at most {} s; at most {} connections, timeout {}; Ctrl-C stops and keeps what was measured",
+        req.load.spec.method,
+        req.load.spec.url,
+        req.plan.start_rate,
+        req.plan.max_rate,
+        req.plan.tolerance * 100.0,
+        req.plan.step_s,
+        req.plan.confirm_s,
+        req.max_duration_s,
+        req.load.settings.max_connections,
+        args.request.timeout,
+    );
+    println!(
+        "judged by    {}",
+        crate::domain::load::Search::new(req.plan.clone()).rule()
+    );
+    let verbose = args.verbose;
+    let outcome = find_capacity(store.as_ref().map(|(s, _)| s), req, cancel, |event| {
+        match event {
+            FindEvent::Second(line) if verbose => println!("{}", line.render()),
+            FindEvent::Second(_) => return,
+            FindEvent::Step(step) => println!("step {:>6} s  {}", step.first_second, step.render()),
+            FindEvent::Stopping(why) => println!("stopping     {why}"),
+        }
+        let _ = std::io::stdout().flush();
+    })
+    .await;
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e @ crate::error::Error::BadRequest(_)) => {
+            eprintln!("harrier load find: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    print!("{}", outcome.summary.render());
+    println!("answer       {}", outcome.search.statement);
+    print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_stored(
+    run: Option<&crate::services::load::StoredLoadRun>,
+    db: Option<&std::path::PathBuf>,
+) {
+    match (run, db) {
+        (Some(run), Some(db)) => println!(
+            "stored       run {} \"{}\" in {} (tool harrier): `harrier serve` shows it at http://127.0.0.1:7070{}",
+            run.id,
+            run.name,
+            db.display(),
+            run.url
+        ),
+        (None, Some(_)) => println!("stored       nothing: no request completed"),
+        _ => {}
+    }
 }
 
 async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
@@ -178,29 +347,15 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let store = if args.no_store {
-        None
-    } else {
-        let db = Config::client_db(args.db.clone())?;
-        Some((Store::open(&db).await.with_context(|| open_hint(&db))?, db))
-    };
-    let cancel = CancellationToken::new();
-    {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nstopping: requests in flight finish, queued ones are not sent");
-                cancel.cancel();
-            }
-        });
-    }
+    let store = open_store(args.request.db.clone(), args.request.no_store).await?;
+    let cancel = cancel_on_ctrl_c();
     println!(
         "harrier load: {} {} — {}, at most {} connections, timeout {}; Ctrl-C stops and keeps what was measured",
         req.spec.method,
         req.spec.url,
         req.settings.workload.describe(),
         req.settings.max_connections,
-        args.timeout,
+        args.request.timeout,
     );
     let quiet = args.quiet;
     let outcome = run_load(store.as_ref().map(|(s, _)| s), req, cancel, |line| {
@@ -219,17 +374,10 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     print!("{}", outcome.summary.render());
-    match (&outcome.run, &store) {
-        (Some(run), Some((_, db))) => println!(
-            "stored       run {} \"{}\" in {} (tool harrier): `harrier serve` shows it at http://127.0.0.1:7070{}",
-            run.id,
-            run.name,
-            db.display(),
-            run.url
-        ),
-        (None, Some(_)) => println!("stored       nothing: no request completed"),
-        _ => {}
+    if let Some(why) = &outcome.aborted {
+        println!("aborted      {why}");
     }
+    print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,17 +1,28 @@
-//! `harrier load run`: drives the engine, merges its ticks, reports each second and stores
-//! the run.
+//! `harrier load run` and `harrier load find`: drive the engine, merge its ticks, report
+//! each second (and each search step) and store the run.
 //!
-//! Owns [`run_load`]: target check, the engine's start, the per-second lines (handed to a
-//! callback: the CLI prints them), and the run stored like an import (tool `harrier`, its
-//! per-second buckets and exact summary built by the run builder, the generator's own
-//! figures as `reported`). Must not print, parse command lines or know HTTP requests.
+//! Owns [`run_load`] (target check, the engine's start, the per-second lines handed to a
+//! callback: the CLI prints them, `--abort-on`, and the run stored like an import: tool
+//! `harrier`, its per-second buckets and exact summary built by the run builder, the
+//! generator's own figures as `reported`) and [`find_capacity`] (the saturation search:
+//! one engine and one connection set for every step, its rate set by
+//! [`crate::domain::load::Search`], a cool-down after each step until nothing is queued or
+//! in flight; the answer stored as the run's `reported.search`, which the run's JSON shows
+//! as `capacity`). Must not print, parse command lines or know HTTP requests.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::load::{LoadAccumulator, LoadSummary, RunPlan, SecondLine};
+use crate::domain::load::{
+    AbortRule, AbortWatch, LoadAccumulator, LoadSummary, RateProfile, RunPlan, Schedule, Search,
+    SearchOutcome, SearchPlan, SecondLine, StepResult, Workload,
+};
+use crate::domain::runs::RunData;
 use crate::error::{Error, Result};
-use crate::sources::load::{self, EngineSettings, LoadError, RequestSpec};
+use crate::sources::load::{self, EngineSettings, LoadError, RateControl, RequestSpec, Segment};
 use crate::store::{NewRun, Store};
 
 /// What the user asked for.
@@ -28,6 +39,8 @@ pub struct LoadRequest {
     /// Scenario [default: method and URL].
     pub scenario: Option<String>,
     pub tags: Vec<(String, String)>,
+    /// Stop early when this holds (`--abort-on "errors>50% for 5s"`).
+    pub abort_on: Option<AbortRule>,
 }
 
 /// The stored run.
@@ -45,6 +58,8 @@ pub struct LoadOutcome {
     pub summary: LoadSummary,
     /// `None` without a store, or when no request completed.
     pub run: Option<StoredLoadRun>,
+    /// Why the run stopped early by `--abort-on`, or `None`.
+    pub aborted: Option<String>,
 }
 
 impl From<LoadError> for Error {
@@ -81,22 +96,46 @@ pub async fn run_load(
         dispatch_limit_us: req.dispatch_limit_us,
         workers: req.settings.threads.max(1),
     });
-    let mut running = load::start(req.spec.clone(), addr, &req.settings, cancel)?;
+    let engine_cancel = cancel.child_token();
+    let mut running = load::start(req.spec.clone(), addr, &req.settings, engine_cancel.clone())?;
+    let mut watch = req.abort_on.clone().map(AbortWatch::new);
+    let mut aborted = None;
     while let Some(tick) = running.ticks.recv().await {
         for line in acc.push(tick) {
             on_second(&line);
+            if aborted.is_none()
+                && let Some(why) = watch.as_mut().and_then(|w| w.observe(&line))
+            {
+                aborted = Some(why);
+                engine_cancel.cancel();
+            }
         }
     }
     let (lines, data, summary) = acc.finish();
     for line in &lines {
         on_second(line);
     }
-    let run = match store {
+    let name = req
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{label} · {schedule}"));
+    let run = store_run(store, &req, name, &data).await?;
+    Ok(LoadOutcome {
+        summary,
+        run,
+        aborted,
+    })
+}
+
+/// Stores `data` as a run of tool `harrier` (when there is a store and a request completed).
+async fn store_run(
+    store: Option<&Store>,
+    req: &LoadRequest,
+    name: String,
+    data: &RunData,
+) -> Result<Option<StoredLoadRun>> {
+    Ok(match store {
         Some(store) if data.overall.count > 0 => {
-            let name = req
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("{label} · {schedule}"));
             let new = NewRun {
                 name: name.clone(),
                 scenario: Some(
@@ -109,7 +148,7 @@ pub async fn run_load(
                 tags: req.tags.clone(),
                 imported_at_ms: crate::now_ms(),
             };
-            let ids = store.insert_runs(&[(new, &data)]).await?;
+            let ids = store.insert_runs(&[(new, data)]).await?;
             metrics::counter!("harrier_runs_imported_total").increment(1);
             metrics::counter!("harrier_samples_imported_total").increment(data.overall.count);
             ids.first().map(|&id| StoredLoadRun {
@@ -119,6 +158,200 @@ pub async fn run_load(
             })
         }
         _ => None,
+    })
+}
+
+/// What `harrier load find` is asked to do.
+#[derive(Debug, Clone)]
+pub struct FindRequest {
+    /// The request, connections, threads, target check, naming and `--abort-on` (its
+    /// workload is replaced by the search's rates).
+    pub load: LoadRequest,
+    pub plan: SearchPlan,
+    /// The search stops here at the latest, s.
+    pub max_duration_s: f64,
+}
+
+/// What the search reports while it runs.
+#[derive(Debug)]
+pub enum FindEvent<'a> {
+    /// A second as every worker has handed it over.
+    Second(&'a SecondLine),
+    /// A step judged.
+    Step(&'a StepResult),
+    /// The search stops early: Ctrl-C, `--max-duration`, `--abort-on`.
+    Stopping(&'a str),
+}
+
+/// How a search ended.
+#[derive(Debug, Clone)]
+pub struct FindOutcome {
+    pub search: SearchOutcome,
+    /// The whole run (every step and cool-down) as `load run` summarises it.
+    pub summary: LoadSummary,
+    pub run: Option<StoredLoadRun>,
+}
+
+/// How often the search looks whether a cool-down has drained and whether to stop.
+const FIND_POLL: Duration = Duration::from_millis(20);
+
+fn segment_of(rate_per_s: f64, from_second: u32, seconds: u32) -> Segment {
+    Segment {
+        rate_per_s,
+        from_ns: u64::from(from_second) * 1_000_000_000,
+        until_ns: u64::from(from_second + seconds) * 1_000_000_000,
+        stop: false,
+    }
+}
+
+/// Runs the saturation search (see [`crate::domain::load::search`]): one engine, its rate
+/// set step by step; each step's seconds judged as they arrive; a step cut short after
+/// its failing seconds; a cool-down after each until nothing is queued or in flight; the
+/// next step from the next whole second. Ends when the search has its answer, at
+/// `max_duration_s`, on `cancel` (Ctrl-C) or when `--abort-on` holds, keeping what was
+/// measured. Stores the run (all steps, one run) with the answer in `reported.search`.
+pub async fn find_capacity(
+    store: Option<&Store>,
+    req: FindRequest,
+    cancel: CancellationToken,
+    mut on_event: impl FnMut(FindEvent<'_>),
+) -> Result<FindOutcome> {
+    let spec = req.load.spec.clone();
+    let allow = req.load.allow_public_target;
+    let addr = tokio::task::spawn_blocking(move || load::resolve_target(&spec, allow))
+        .await
+        .map_err(|e| Error::Internal(format!("resolving the target stopped: {e}")))??;
+    let label = req.load.spec.label();
+    let describe = format!(
+        "saturation search from {}, tolerance {} %",
+        crate::domain::load::search::rate_text(req.plan.start_rate),
+        req.plan.tolerance * 100.0
+    );
+    let threads = req.load.settings.threads.max(1);
+    let mut search = Search::new(req.plan.clone());
+    let first = search
+        .next_step(0)
+        .ok_or_else(|| Error::Internal("the search has no first step".into()))?;
+    let control: Arc<RateControl> =
+        RateControl::new(threads, segment_of(first.rate_per_s, 0, first.seconds));
+    let mut step_end = first.seconds;
+    let mut settings = req.load.settings.clone();
+    settings.threads = threads;
+    settings.workload = Workload::Open(Schedule {
+        profile: RateProfile::Constant { rate_per_s: 0.0 },
+        duration_s: req.max_duration_s,
+        poisson: false,
+        seed: 1,
+    });
+    settings.control = Some(control.clone());
+    let mut acc = LoadAccumulator::new(RunPlan {
+        label: label.clone(),
+        schedule: describe.clone(),
+        open: true,
+        duration_s: req.max_duration_s,
+        max_connections: settings.max_connections,
+        dispatch_limit_us: req.load.dispatch_limit_us,
+        workers: threads,
+    });
+    let engine_cancel = cancel.child_token();
+    let mut running = load::start(
+        req.load.spec.clone(),
+        addr,
+        &settings,
+        engine_cancel.clone(),
+    )?;
+    let t0 = running.t0;
+    let mut watch = req.load.abort_on.clone().map(AbortWatch::new);
+    let mut poll = tokio::time::interval(FIND_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut draining = false;
+    let mut stopped = false;
+    let stop_segment = Segment {
+        rate_per_s: 0.0,
+        from_ns: 0,
+        until_ns: 0,
+        stop: true,
     };
-    Ok(LoadOutcome { summary, run })
+    loop {
+        let mut stop_why: Option<String> = None;
+        tokio::select! {
+            tick = running.ticks.recv() => {
+                let Some(tick) = tick else { break };
+                for line in acc.push(tick) {
+                    on_event(FindEvent::Second(&line));
+                    if stopped || stop_why.is_some() {
+                        continue;
+                    }
+                    if let Some(why) = watch.as_mut().and_then(|w| w.observe(&line)) {
+                        stop_why = Some(why);
+                        continue;
+                    }
+                    if search.in_step() && search.on_second(&line) {
+                        let cut_short = line.second + 1 < step_end;
+                        if let Some(r) = search.finish_step() {
+                            on_event(FindEvent::Step(r));
+                        }
+                        if cut_short {
+                            let now_ns = t0.elapsed().as_nanos() as u64;
+                            control.set(Segment { rate_per_s: 0.0, from_ns: now_ns, until_ns: u64::MAX, stop: false });
+                        }
+                        draining = true;
+                    }
+                }
+            }
+            _ = poll.tick(), if !stopped => {
+                let now_s = t0.elapsed().as_secs_f64();
+                if cancel.is_cancelled() {
+                    stop_why = Some("stopped (Ctrl-C)".into());
+                } else if now_s >= req.max_duration_s {
+                    stop_why = Some(format!("--max-duration {} s reached", req.max_duration_s));
+                } else if draining && control.outstanding() == 0 {
+                    let from_second = now_s.floor() as u32 + 1;
+                    match search.next_step(from_second) {
+                        Some(step) => {
+                            control.set(segment_of(step.rate_per_s, from_second, step.seconds));
+                            step_end = from_second + step.seconds;
+                            draining = false;
+                        }
+                        None => {
+                            control.set(stop_segment);
+                            stopped = true;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(why) = stop_why
+            && !stopped
+        {
+            on_event(FindEvent::Stopping(&why));
+            search.stop(&why);
+            if let Some(r) = search.steps().last()
+                && r.verdict == crate::domain::load::Verdict::Stopped
+            {
+                on_event(FindEvent::Step(r));
+            }
+            control.set(stop_segment);
+            engine_cancel.cancel();
+            stopped = true;
+        }
+    }
+    acc.set_duration_s(t0.elapsed().as_secs_f64());
+    let (lines, mut data, summary) = acc.finish();
+    for line in &lines {
+        on_event(FindEvent::Second(line));
+    }
+    let outcome = search.outcome();
+    data.reported["search"] = serde_json::to_value(&outcome).unwrap_or_default();
+    let name = req
+        .load
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{label} · saturation search"));
+    let run = store_run(store, &req.load, name, &data).await?;
+    Ok(FindOutcome {
+        search: outcome,
+        summary,
+        run,
+    })
 }

@@ -2,6 +2,7 @@
 //! saturation), its over-time series and its response-time distribution, for the run
 //! page and `/api/v1/runs/{id}…`.
 
+use crate::domain::load::SearchOutcome;
 use crate::domain::runs::capacity::{self, Capacity};
 use crate::domain::runs::distribution::{Apdex, Distribution};
 use crate::domain::runs::timeseries::{self, BucketIn};
@@ -23,6 +24,9 @@ pub struct RunReport {
     pub apdex: Vec<Option<Apdex>>,
     /// A ramped run's saturation: knee, breaches and statement (`None`: no ramp).
     pub capacity: Option<Capacity>,
+    /// The answer of `harrier load find` (a run it stored, `reported.search`), which is
+    /// the run's `capacity` in its JSON.
+    pub search: Option<SearchOutcome>,
 }
 
 impl RunReport {
@@ -30,7 +34,10 @@ impl RunReport {
     /// on each label (`{t_ms, score, satisfied, tolerating, frustrated}` or `null`), and
     /// `capacity` ([`Capacity`]: `{knee, latency_breach, error_breach, statement, peak,
     /// users, throughput_rps, at_ms, limited_by, low_load_p95_ms}`, or `null` when the load
-    /// never ramped).
+    /// never ramped; for a run of `harrier load find`, its [`SearchOutcome`]: `{kind:
+    /// "search", falls_over_rps, limited_by, sustains_rps, throughput_rps, p99_ms,
+    /// in_flight_at_knee, confirmed, complete, tolerance, rule, ended_by, statement,
+    /// steps}`).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(&self.run).unwrap_or_default();
         let apdex = |i: usize| {
@@ -43,7 +50,10 @@ impl RunReport {
                 label["apdex"] = apdex(i + 1);
             }
         }
-        v["capacity"] = serde_json::to_value(&self.capacity).unwrap_or_default();
+        v["capacity"] = match &self.search {
+            Some(search) => serde_json::to_value(search).unwrap_or_default(),
+            None => serde_json::to_value(&self.capacity).unwrap_or_default(),
+        };
         v
     }
 }
@@ -87,11 +97,17 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         Vec::new()
     };
     let capacity = capacity::find_with_reported_p95(&bucket_ins(&rows), &reported_p95);
+    let search = if run.tool == "harrier" {
+        serde_json::from_value::<SearchOutcome>(run.reported["search"].clone()).ok()
+    } else {
+        None
+    };
     Ok(RunReport {
         run,
         apdex_t_ms: t,
         apdex,
         capacity,
+        search,
     })
 }
 

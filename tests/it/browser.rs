@@ -517,3 +517,70 @@ async fn a_live_run_updates_the_open_console() {
     );
     client.close().await.unwrap();
 }
+
+/// A `harrier load find` run's page: the answer, the step table and the offered/achieved
+/// chart drawn by the browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_run_page_shows_its_steps_and_chart() {
+    let (url, _pool) = crate::load::pool_service(20, Duration::from_millis(50), 100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("harrier.db");
+    let out = tokio::task::spawn_blocking({
+        let db = db.clone();
+        move || {
+            Command::new(HARRIER)
+                .args(["load", "find", &url, "--db"])
+                .arg(&db)
+                .args([
+                    "--start-rate",
+                    "50",
+                    "--step-duration",
+                    "2s",
+                    "--max-duration",
+                    "5s",
+                    "--dispatch-limit",
+                    "250ms",
+                ])
+                .output()
+                .expect("run harrier load find")
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let steps = stdout.lines().filter(|l| l.starts_with("step ")).count();
+    assert!(steps >= 2, "{stdout}");
+    let (_harrier, base) = start_harrier(&db);
+    let (_driver, client) = browser().await;
+    client
+        .goto(&format!("{base}/console/runs/1"))
+        .await
+        .unwrap();
+    let answer = text_of(&client, "#search-answer").await;
+    assert!(
+        answer.ends_with("search ended early: --max-duration 5 s reached."),
+        "{answer}"
+    );
+    client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(".chart[data-chart=\"search\"] canvas"))
+        .await
+        .expect("search chart drawn");
+    let drawn = client
+        .execute(
+            "const u = window.harrier.run.state.searchChart; return [u.data[0].length, u.data[1][0]];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(drawn[0].as_u64(), Some(steps as u64), "{drawn}");
+    assert_eq!(drawn[1].as_f64(), Some(50.0), "{drawn}");
+    let rows = client
+        .find_all(Locator::Css("#search-steps tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), steps);
+    client.close().await.unwrap();
+}

@@ -1,6 +1,7 @@
-//! `harrier load run` against a server the test starts on 127.0.0.1: a fixed pool of
-//! workers with a known service time (capacity = workers / service time), optionally one
-//! stall. Every run is bounded (a few seconds, a few hundred requests).
+//! `harrier load run` and `harrier load find` against a server the test starts on
+//! 127.0.0.1: a fixed pool of workers with a known service time (capacity = workers /
+//! service time), optionally one stall or a bounded queue. Every run is bounded (a few
+//! seconds, a few hundred requests; the search at most 110 s).
 //!
 //! The machine running these tests is shared (2 cores, other builds; at a load average of 10
 //! a sleeping thread waits tens of ms for a core, which the generator rightly reports as
@@ -15,8 +16,13 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use harrier::domain::load::{ClosedModel, LoadSummary, RateProfile, Schedule, Workload};
-use harrier::services::load::{LoadOutcome, LoadRequest, run_load};
+use harrier::domain::load::search::{Phase, rate_text};
+use harrier::domain::load::{
+    AbortRule, ClosedModel, LoadSummary, RateProfile, Schedule, SearchPlan, Verdict, Workload,
+};
+use harrier::services::load::{
+    FindEvent, FindRequest, LoadOutcome, LoadRequest, find_capacity, run_load,
+};
 use harrier::sources::load::{EngineSettings, RequestSpec};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -110,12 +116,14 @@ fn request(
             }),
             max_connections,
             threads: 1,
+            control: None,
         },
         allow_public_target: false,
         dispatch_limit_us: 250_000,
         name: None,
         scenario: Some("load-test".into()),
         tags: vec![("build".into(), "1".into())],
+        abort_on: None,
     }
 }
 
@@ -437,4 +445,345 @@ async fn errors_are_classified_connect_status_and_body() {
         "{}",
         show(s)
     );
+}
+
+/// A service of `workers` workers, each request `service` long, with at most `queue`
+/// requests waiting: a request that finds the queue full is answered 503 at once.
+/// Capacity C = workers / service.
+///
+/// Time is kept exactly (each worker's next free instant, not a timer per worker): a timer
+/// that fires late delays that response, never the next request's start, so the capacity
+/// is C on a busy machine too.
+pub(crate) struct Pool {
+    state: std::sync::Mutex<PoolState>,
+    service: Duration,
+    queue: usize,
+    served: AtomicU64,
+    refused: AtomicU64,
+}
+
+struct PoolState {
+    /// When each worker is next free.
+    free_at: std::collections::BinaryHeap<std::cmp::Reverse<tokio::time::Instant>>,
+    /// Start times of the requests waiting (ascending).
+    starts: std::collections::VecDeque<tokio::time::Instant>,
+}
+
+async fn pooled(State(p): State<Arc<Pool>>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let now = tokio::time::Instant::now();
+    let done = {
+        let mut st = p.state.lock().unwrap();
+        while st.starts.front().is_some_and(|s| *s <= now) {
+            st.starts.pop_front();
+        }
+        if st.starts.len() >= p.queue {
+            None
+        } else {
+            let std::cmp::Reverse(free) = st.free_at.pop().expect("workers > 0");
+            let start = free.max(now);
+            let done = start + p.service;
+            st.free_at.push(std::cmp::Reverse(done));
+            if start > now {
+                st.starts.push_back(start);
+            }
+            Some(done)
+        }
+    };
+    match done {
+        None => {
+            p.refused.fetch_add(1, Ordering::Relaxed);
+            (axum::http::StatusCode::SERVICE_UNAVAILABLE, "queue full").into_response()
+        }
+        Some(done) => {
+            tokio::time::sleep_until(done).await;
+            p.served.fetch_add(1, Ordering::Relaxed);
+            "ok: served".into_response()
+        }
+    }
+}
+
+/// Starts a [`Pool`] service on 127.0.0.1:0; returns its URL and state.
+pub(crate) async fn pool_service(
+    workers: usize,
+    service: Duration,
+    queue: usize,
+) -> (String, Arc<Pool>) {
+    let now = tokio::time::Instant::now();
+    let pool = Arc::new(Pool {
+        state: std::sync::Mutex::new(PoolState {
+            free_at: (0..workers).map(|_| std::cmp::Reverse(now)).collect(),
+            starts: std::collections::VecDeque::new(),
+        }),
+        service,
+        queue,
+        served: AtomicU64::new(0),
+        refused: AtomicU64::new(0),
+    });
+    let app = Router::new()
+        .route("/work", get(pooled))
+        .with_state(pool.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}/work"), pool)
+}
+
+fn find_request(url: &str, start_rate: f64) -> FindRequest {
+    let mut load = request(url, 1.0, 1.0, 512, 2000);
+    load.name = Some("find-400".into());
+    FindRequest {
+        load,
+        plan: SearchPlan {
+            slo: None,
+            tolerance: 0.05,
+            start_rate,
+            max_rate: 20_000.0,
+            step_s: 4,
+            confirm_s: 6,
+            fail_after_s: 2,
+            // The machine is shared (see the module docs).
+            dispatch_limit_us: 250_000,
+        },
+        max_duration_s: 110.0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_reports_the_capacity_of_a_worker_pool_within_ten_percent() {
+    // 20 workers of 50 ms: C = 400 req/s; 100 may wait, the rest are refused with 503.
+    // (A service time well above the tens of ms a busy shared machine adds to a response
+    // keeps the probe's p95, the capacity rule's reference, about the service.)
+    let (url, pool) = pool_service(20, Duration::from_millis(50), 100).await;
+    let app = spawn_app().await;
+    let started = std::time::Instant::now();
+    let mut steps = Vec::new();
+    let out = tokio::time::timeout(
+        Duration::from_secs(150),
+        find_capacity(
+            Some(&app.state.store),
+            find_request(&url, 150.0),
+            CancellationToken::new(),
+            |e| {
+                if let FindEvent::Step(s) = e {
+                    eprintln!("{}", s.render());
+                    steps.push(s.clone());
+                }
+            },
+        ),
+    )
+    .await
+    .expect("the search ends by itself")
+    .expect("the search starts");
+    let s = &out.search;
+    eprintln!("{} ({:.0} s)", s.statement, started.elapsed().as_secs_f64());
+    let x = s.falls_over_rps.expect("it falls over");
+    let y = s.sustains_rps.expect("a rate it sustains");
+    assert!(
+        (360.0..=440.0).contains(&x),
+        "X {x} not within 10 % of 400\n{}",
+        s.statement
+    );
+    assert!(y < x && (x - y) / y <= 0.05 + 1e-9, "{}", s.statement);
+    assert!(s.confirmed && s.complete, "{}", s.statement);
+    assert!(
+        matches!(s.limited_by.as_deref(), Some("plateau" | "errors" | "p95")),
+        "{:?}",
+        s.limited_by
+    );
+    // Probe, doubling from 150, then bisection and the confirmation last.
+    assert_eq!(steps[0].phase, Phase::Probe);
+    assert_eq!(steps[1].offered_rps, 300.0);
+    assert_eq!(steps.last().unwrap().phase, Phase::Confirm);
+    assert_eq!(steps.len(), s.steps.len());
+    // 20 workers busy at the knee (Little's law), give or take the timer's lateness.
+    let n = s.in_flight_at_knee.unwrap();
+    assert!((17..=30).contains(&n), "{n} in flight\n{}", s.statement);
+    assert!(s.statement.starts_with(&format!(
+        "falls over at {} (limited by {}); sustains {} with p99",
+        rate_text(x),
+        s.limited_by.as_deref().unwrap(),
+        rate_text(y)
+    )));
+    // Every request the generator completed reached the service (served or refused).
+    let seen = pool.served.load(Ordering::SeqCst) + pool.refused.load(Ordering::SeqCst);
+    assert_eq!(seen, out.summary.completed - out.summary.errors.timeout);
+
+    // Stored as one run: its JSON's capacity is the search, its page shows the steps.
+    let run = out.run.expect("stored");
+    let json = app.get(&format!("/api/v1/runs/{}", run.id)).await.json();
+    assert_eq!(json["capacity"]["kind"], "search");
+    assert_eq!(json["capacity"]["falls_over_rps"], x);
+    assert_eq!(json["capacity"]["statement"], s.statement.as_str());
+    assert_eq!(
+        json["capacity"]["steps"].as_array().unwrap().len(),
+        s.steps.len()
+    );
+    assert_eq!(
+        json["overall"]["count"].as_u64(),
+        Some(out.summary.completed)
+    );
+    let page = app.get(&format!("/console/runs/{}", run.id)).await;
+    let html = page.html();
+    let rows = crate::helpers::select_texts(&html, "#search-steps tbody tr");
+    assert_eq!(rows.len(), s.steps.len());
+    let answer = crate::helpers::select_texts(&html, "#search-answer");
+    assert!(answer[0].starts_with("Falls over at"), "{answer:?}");
+    assert!(page.text().contains(r#"data-chart="search""#));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_find_command_prints_steps_and_stops_at_max_duration_keeping_the_run() {
+    let (url, _pool) = pool_service(4, Duration::from_millis(10), 20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let harrier = env!("CARGO_BIN_EXE_harrier");
+    let run = |args: Vec<String>| {
+        let dir = dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(harrier)
+                .args(&args)
+                .current_dir(dir)
+                .env_remove("HARRIER_DB")
+                .env_remove("HARRIER_CONFIG")
+                .output()
+                .unwrap()
+        })
+    };
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["load", "find", url.as_str(), "--db", db.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let out = run(args(&[
+        "--start-rate",
+        "50",
+        "--step-duration",
+        "2s",
+        "--max-duration",
+        "5s",
+        "--dispatch-limit",
+        "250ms",
+        "--slo",
+        "p99<200ms,errors<1%",
+    ]))
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("judged by    SLO p99 < 200 ms, errors < 1 %"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("probe    50.0 req/s"), "{stdout}");
+    assert!(stdout.contains("pass"), "{stdout}");
+    assert!(
+        stdout.contains("stopping     --max-duration 5 s reached"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("answer       did not fall over up to"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("search ended early: --max-duration 5 s reached"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stored       run 1"), "{stdout}");
+
+    // Mistakes are usage errors (exit 2).
+    for bad in [
+        &["--slo", "p99>200ms"][..],
+        &["--tolerance", "0%"],
+        &["--abort-on", "errors>50"],
+        &["--start-rate", "0"],
+    ] {
+        let out = run(args(bad)).await.unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_on_stops_a_run_early_and_keeps_what_was_measured() {
+    // Every response is a status error: errors>50% for 2s ends a 10 s run after ~2 s.
+    let (url, _svc) = service(8, 1, None).await;
+    let mut req = request(&url, 50.0, 10.0, 8, 1000);
+    req.spec.expect_status = vec![(201, 201)];
+    req.abort_on = Some(AbortRule::parse("errors>50% for 2s").unwrap());
+    let started = std::time::Instant::now();
+    let out = run(req).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    let why = out.aborted.expect("aborted");
+    assert!(
+        why.starts_with("--abort-on \"errors>50% for 2s\" held for 2 s"),
+        "{why}"
+    );
+    let s = &out.summary;
+    assert!((90..=200).contains(&s.completed), "{}", show(s));
+    assert_eq!(s.errors.status, s.completed);
+    assert!(s.unsent > 0 || s.scheduled < 500, "{}", show(s));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_search_ends_cleanly_and_keeps_what_was_measured() {
+    // Ctrl-C (the token) 3.5 s in: the probe (2 s) is judged, the step under way is kept as
+    // stopped, and the run is stored with every request that completed.
+    let (url, pool) = pool_service(20, Duration::from_millis(50), 100).await;
+    let app = spawn_app().await;
+    let mut req = find_request(&url, 50.0);
+    req.plan.step_s = 2;
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        c.cancel();
+    });
+    let mut stopping = Vec::new();
+    let started = std::time::Instant::now();
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        find_capacity(Some(&app.state.store), req, cancel, |e| {
+            if let FindEvent::Stopping(why) = e {
+                stopping.push(why.to_string());
+            }
+        }),
+    )
+    .await
+    .expect("ends soon after the cancel")
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(stopping, ["stopped (Ctrl-C)"]);
+    let s = &out.search;
+    assert_eq!(s.ended_by.as_deref(), Some("stopped (Ctrl-C)"));
+    assert!(
+        s.statement
+            .ends_with("search ended early: stopped (Ctrl-C)"),
+        "{}",
+        s.statement
+    );
+    assert_eq!(s.steps[0].verdict, Verdict::Pass, "{:?}", s.steps);
+    assert!(!s.complete);
+    let served = pool.served.load(Ordering::SeqCst);
+    assert_eq!(out.summary.completed, served, "{}", show(&out.summary));
+    let run = out.run.expect("stored");
+    let json = app.get(&format!("/api/v1/runs/{}", run.id)).await.json();
+    assert_eq!(json["overall"]["count"].as_u64(), Some(served));
+    assert_eq!(json["capacity"]["ended_by"], "stopped (Ctrl-C)");
 }

@@ -228,6 +228,8 @@ pub struct Tick {
     pub connections_max: u32,
     /// Most requests in flight (picked, not done) at once in this second.
     pub in_flight_max: u32,
+    /// Requests in flight when the tick was handed over (the second's end).
+    pub in_flight_end: u32,
     /// Scheduled requests never sent because the run was stopped (Ctrl-C).
     pub unsent: u64,
     /// Sample groups recorded in this second (any start second).
@@ -252,6 +254,7 @@ impl Tick {
             connections_opened: 0,
             connections_max: 0,
             in_flight_max: 0,
+            in_flight_end: 0,
             unsent: 0,
             groups: Vec::new(),
         }
@@ -372,6 +375,7 @@ impl Recorder {
         tick.second = second;
         tick.last = last;
         tick.groups = self.groups.drain().collect();
+        tick.in_flight_end = self.in_flight;
         // Open connections and requests in flight carry over into the next second.
         self.tick.connections_max = self.connections_open;
         self.tick.in_flight_max = self.in_flight;

@@ -98,7 +98,15 @@ pub struct SecondLine {
     pub dispatch: Option<Percentiles>,
     pub connections_max: u32,
     pub in_flight_max: u32,
+    /// Requests in flight at the second's end.
+    pub in_flight_end: u32,
     pub waited_for_connection: u64,
+    /// The second's latency histogram (intended start → response), µs.
+    pub latency_us: Histogram<u64>,
+    /// The second's service-time histogram (actual send → response), µs.
+    pub service_us: Histogram<u64>,
+    /// The second's dispatch-delay histogram (intended start → actual send), µs.
+    pub dispatch_us: Histogram<u64>,
 }
 
 impl SecondLine {
@@ -475,6 +483,12 @@ impl LoadAccumulator {
         }
     }
 
+    /// Sets the run's duration (s) when it was not known in advance (a search ends when it
+    /// has its answer): the summary's offered rate is scheduled / this duration.
+    pub fn set_duration_s(&mut self, duration_s: f64) {
+        self.plan.duration_s = duration_s;
+    }
+
     /// Every second not yet emitted (workers that never handed theirs over included), then
     /// the stored run's data and the summary.
     pub fn finish(mut self) -> (Vec<SecondLine>, RunData, LoadSummary) {
@@ -539,6 +553,7 @@ fn merge_into(into: &mut Tick, t: &Tick, same_second: bool) {
         // upper bound: each worker's peak may fall at another moment of the second).
         into.connections_max += t.connections_max;
         into.in_flight_max += t.in_flight_max;
+        into.in_flight_end += t.in_flight_end;
     } else {
         into.connections_max = into.connections_max.max(t.connections_max);
         into.in_flight_max = into.in_flight_max.max(t.in_flight_max);
@@ -557,7 +572,11 @@ fn line_of(t: &Tick) -> SecondLine {
         dispatch: Percentiles::of(&t.dispatch_us),
         connections_max: t.connections_max,
         in_flight_max: t.in_flight_max,
+        in_flight_end: t.in_flight_end,
         waited_for_connection: t.waited_for_connection,
+        latency_us: t.latency_us.clone(),
+        service_us: t.service_us.clone(),
+        dispatch_us: t.dispatch_us.clone(),
     }
 }
 

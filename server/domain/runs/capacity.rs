@@ -44,9 +44,9 @@ const MIN_LEVEL_SAMPLES: u64 = 20;
 /// Most levels a smooth ramp is cut into.
 const MAX_LEVELS: u32 = 20;
 /// Error % above which errors breach.
-const ERROR_PCT_LIMIT: f64 = 1.0;
+pub const ERROR_PCT_LIMIT: f64 = 1.0;
 /// p95 above this multiple of the low-load p95 breaches.
-const P95_FACTOR: f64 = 2.0;
+pub const P95_FACTOR: f64 = 2.0;
 /// Seconds a breach (or the plateau past a knee) must span.
 const HOLD_S: u64 = 5;
 /// The load must rise this fraction past the knee for throughput to count as stopped.
@@ -151,6 +151,46 @@ struct Level {
 }
 
 impl Level {
+    fn empty(users: u32, first_ms: i64) -> Level {
+        Level {
+            users,
+            user_seconds: 0,
+            seconds: 0,
+            first_ms,
+            count: 0,
+            errors: 0,
+            hist: None,
+            worst_latency: None,
+            worst_errors: (0, 0),
+            reported_p95_ms: Vec::new(),
+        }
+    }
+
+    /// One more second of the level: its sample and error counts.
+    fn add_counts(&mut self, count: u64, errors: u64) {
+        self.seconds += 1;
+        self.count += count;
+        self.errors += errors;
+        if errors > self.worst_errors.1 {
+            self.worst_errors = (count, errors);
+        }
+    }
+
+    /// The latency histogram of the second last added.
+    fn add_histogram(&mut self, h: Histogram<u64>) {
+        if let Some(p95) = histogram_percentile(&h, 95.0)
+            && self.worst_latency.as_ref().is_none_or(|(w, _)| p95 > *w)
+        {
+            self.worst_latency = Some((p95, h.clone()));
+        }
+        match &mut self.hist {
+            Some(acc) => {
+                let _ = acc.add(&h);
+            }
+            None => self.hist = Some(h),
+        }
+    }
+
     fn throughput(&self) -> f64 {
         self.count as f64 / self.seconds as f64
     }
@@ -197,6 +237,41 @@ impl Level {
     }
 }
 
+/// A level's figures as the breaches judge them: p95 (in the histograms' unit) and error %,
+/// each without the level's worst second (all of it when it has one second).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LevelFigures {
+    pub p95: Option<u64>,
+    pub error_pct: Option<f64>,
+}
+
+/// [`LevelFigures`] of a level made of `seconds`: (samples, errors, latency histogram) per
+/// second. The same trimming as the levels of an imported run; `harrier load find` judges
+/// its steps with it, so both state capacity the same way.
+pub fn level_figures(seconds: &[(u64, u64, &Histogram<u64>)]) -> LevelFigures {
+    let mut level = Level::empty(0, 0);
+    for (count, errors, h) in seconds {
+        level.add_counts(*count, *errors);
+        if !h.is_empty() {
+            level.add_histogram((*h).clone());
+        }
+    }
+    LevelFigures {
+        p95: level.p95_trimmed(),
+        error_pct: level.error_pct_trimmed(),
+    }
+}
+
+/// The latency breach: `p95` passes [`P95_FACTOR`] × `low_load_p95` (same unit).
+pub fn latency_breaches(low_load_p95: f64, p95: f64) -> bool {
+    p95 > P95_FACTOR * low_load_p95
+}
+
+/// The error breach: `error_pct` passes [`ERROR_PCT_LIMIT`].
+pub fn errors_breach(error_pct: f64) -> bool {
+    error_pct > ERROR_PCT_LIMIT
+}
+
 /// Finds the knee and the breaches in a run's per-second buckets (run totals, sorted by
 /// start). `None` when the load never ramped: fewer than three levels with 20 samples.
 pub fn find(buckets: &[BucketIn<'_>]) -> Option<Capacity> {
@@ -230,7 +305,8 @@ pub fn find_with_reported_p95(
     let latency_breach = low_p95.and_then(|low| {
         let limit_ms = P95_FACTOR * low as f64;
         let i = first_holding(&levels, |l| {
-            l.p95_trimmed().is_some_and(|p| p as f64 > limit_ms)
+            l.p95_trimmed()
+                .is_some_and(|p| latency_breaches(low as f64, p as f64))
         })?;
         Some(LatencyBreach {
             users: levels[i].users,
@@ -240,7 +316,7 @@ pub fn find_with_reported_p95(
         })
     });
     let error_breach = first_holding(&levels, |l| {
-        l.error_pct_trimmed().is_some_and(|e| e > ERROR_PCT_LIMIT)
+        l.error_pct_trimmed().is_some_and(errors_breach)
     })
     .and_then(|i| {
         Some(ErrorBreach {
@@ -309,46 +385,20 @@ fn levels(buckets: &[BucketIn<'_>], reported: &[(i64, f64)]) -> Option<Vec<Level
         let i = match levels.iter().position(|l| l.users == key) {
             Some(i) => i,
             None => {
-                levels.push(Level {
-                    users: key,
-                    user_seconds: 0,
-                    seconds: 0,
-                    first_ms: b.start_ms,
-                    count: 0,
-                    errors: 0,
-                    hist: None,
-                    worst_latency: None,
-                    worst_errors: (0, 0),
-                    reported_p95_ms: Vec::new(),
-                });
+                levels.push(Level::empty(key, b.start_ms));
                 levels.len() - 1
             }
         };
         let level = &mut levels[i];
-        level.seconds += 1;
         level.user_seconds += u64::from(users);
-        level.count += b.count;
-        level.errors += b.errors;
         level.first_ms = level.first_ms.min(b.start_ms);
-        if b.errors > level.worst_errors.1 {
-            level.worst_errors = (b.count, b.errors);
-        }
+        level.add_counts(b.count, b.errors);
         if b.histogram.is_empty() {
             if let Ok(i) = reported.binary_search_by_key(&b.start_ms, |r| r.0) {
                 level.reported_p95_ms.push(reported[i].1);
             }
         } else if let Ok(h) = deserialize_histogram(b.histogram) {
-            if let Some(p95) = histogram_percentile(&h, 95.0)
-                && level.worst_latency.as_ref().is_none_or(|(w, _)| p95 > *w)
-            {
-                level.worst_latency = Some((p95, h.clone()));
-            }
-            match &mut level.hist {
-                Some(acc) => {
-                    let _ = acc.add(&h);
-                }
-                None => level.hist = Some(h),
-            }
+            level.add_histogram(h);
         }
     }
     levels.retain(|l| l.count >= MIN_LEVEL_SAMPLES);

@@ -564,6 +564,73 @@ fn capacity_text(c: &Capacity) -> CapacityView {
     }
 }
 
+/// The run page's saturation-search section (a run of `harrier load find`).
+pub struct SearchView {
+    pub headline: String,
+    pub rule: String,
+    /// The search fell over somewhere (a warning callout).
+    pub saturated: bool,
+    pub steps: Vec<SearchStepView>,
+}
+
+/// A row of the search's step table.
+pub struct SearchStepView {
+    pub n: usize,
+    pub phase: &'static str,
+    pub offered: String,
+    pub offered_raw: f64,
+    pub achieved: String,
+    pub p50: String,
+    pub p99: String,
+    pub errors: String,
+    pub in_flight: String,
+    pub verdict: &'static str,
+    /// The verdict is not a pass (shown as bad).
+    pub bad: bool,
+    pub reason: String,
+}
+
+fn search_view(s: &crate::domain::load::SearchOutcome) -> SearchView {
+    let mut headline = s.statement.clone();
+    if let Some(first) = headline.get(..1) {
+        headline.replace_range(..1, &first.to_uppercase());
+    }
+    SearchView {
+        headline,
+        rule: s.rule.clone(),
+        saturated: s.falls_over_rps.is_some(),
+        steps: s
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, st)| SearchStepView {
+                n: i + 1,
+                phase: st.phase.name(),
+                offered: crate::domain::load::search::rate_text(st.offered_rps),
+                offered_raw: st.offered_rps,
+                achieved: format::rps(st.achieved_rps),
+                p50: format::ms(st.p50_ms),
+                p99: format::ms(st.p99_ms),
+                errors: format::pct(st.error_pct),
+                in_flight: st
+                    .in_flight
+                    .map_or_else(|| format::NONE.to_string(), |n| format::float(n, 1)),
+                verdict: st.verdict.name(),
+                bad: st.verdict != crate::domain::load::Verdict::Pass,
+                reason: match (&st.limited_by, st.reason.is_empty()) {
+                    (_, true) => String::new(),
+                    (Some(l), false) => format!(
+                        "{l}: {}{}",
+                        st.reason,
+                        if st.cut_short { " (cut short)" } else { "" }
+                    ),
+                    (None, false) => st.reason.clone(),
+                },
+            })
+            .collect(),
+    }
+}
+
 /// A row of the errors table.
 pub struct ErrorView {
     pub row: ErrorRow,
@@ -614,6 +681,8 @@ struct RunPage {
     apdex_t_ms: u64,
     /// The saturation statement, when the run ramped and saturated.
     capacity: Option<CapacityView>,
+    /// The saturation search, for a run of `harrier load find`.
+    search: Option<SearchView>,
     /// Tags as "k=v, k=v" for the edit form.
     tags_text: String,
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
@@ -730,6 +799,7 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         apdex_t_ms,
         apdex,
         capacity,
+        search,
     } = report;
     let errors = state.store.run_errors(id).await?;
     let rejected = state.store.run_rejected(id).await?;
@@ -749,6 +819,7 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         "timeseries_url": format!("/api/v1/runs/{id}/timeseries"),
         "distribution_url": format!("/api/v1/runs/{id}/distribution"),
         "capacity": &capacity,
+        "search": &search,
     });
     // The section's count matches the run's: errors of transaction rows are listed but
     // not counted twice.
@@ -838,6 +909,7 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
         ),
         apdex_t_ms,
         capacity: capacity.as_ref().map(capacity_text),
+        search: search.as_ref().map(search_view),
         has_transactions: run.labels.iter().any(|l| l.is_transaction),
         labels: run.labels.iter().map(|l| l.label.clone()).collect(),
         bucket_hint,
@@ -865,7 +937,11 @@ async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Ru
             )
         }),
         rejected,
-        reported: reported_rows(&run.reported),
+        // A search's answer has its own section.
+        reported: reported_rows(&run.reported)
+            .into_iter()
+            .filter(|(k, _)| search.is_none() || !k.starts_with("search"))
+            .collect(),
         status_codes: status_code_rows(&run.reported),
         has_series: !series.t_ms.is_empty(),
         percentiles_reported_by: series.percentiles_reported_by.map(tool_name),

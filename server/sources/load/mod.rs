@@ -27,6 +27,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -35,7 +36,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -251,15 +252,77 @@ pub fn resolve_target(spec: &RequestSpec, allow_public: bool) -> Result<SocketAd
     Ok(addr)
 }
 
+/// A constant rate from `from_ns` to `until_ns` (ns from the run's start), set while the
+/// run goes: the saturation search drives the engine with these.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    /// Requests per second; 0 sends nothing.
+    pub rate_per_s: f64,
+    pub from_ns: u64,
+    /// No arrival at or after this (`u64::MAX`: none).
+    pub until_ns: u64,
+    /// The run is over: workers finish what they have and stop.
+    pub stop: bool,
+}
+
+impl Segment {
+    /// Arrival `k` of worker `worker` of `workers` (each takes every n-th arrival of the
+    /// segment's even spacing), ns from the run's start; `None` past the segment.
+    fn arrival(&self, k: u64, worker: usize, workers: usize) -> Option<u64> {
+        if self.stop || self.rate_per_s <= 0.0 {
+            return None;
+        }
+        let i = k as f64 * workers as f64 + worker as f64;
+        let t = self.from_ns as f64 + (i * 1e9 / self.rate_per_s).round();
+        (t < self.until_ns as f64).then_some(t as u64)
+    }
+}
+
+/// The rate of a running engine, changed by whoever drives it (instead of a fixed
+/// schedule), and what the workers still hold.
+#[derive(Debug)]
+pub struct RateControl {
+    segment: watch::Sender<Segment>,
+    /// Per worker: requests queued or in flight.
+    outstanding: Vec<AtomicU32>,
+}
+
+impl RateControl {
+    /// A control for `threads` workers, starting with `first`.
+    pub fn new(threads: usize, first: Segment) -> Arc<RateControl> {
+        Arc::new(RateControl {
+            segment: watch::Sender::new(first),
+            outstanding: (0..threads.max(1)).map(|_| AtomicU32::new(0)).collect(),
+        })
+    }
+
+    /// Replaces the current segment (workers switch at once; arrivals of the new segment
+    /// that are already due go out immediately).
+    pub fn set(&self, segment: Segment) {
+        self.segment.send_replace(segment);
+    }
+
+    /// Requests queued or in flight over all workers.
+    pub fn outstanding(&self) -> u64 {
+        self.outstanding
+            .iter()
+            .map(|a| u64::from(a.load(Ordering::Relaxed)))
+            .sum()
+    }
+}
+
 /// How the engine runs.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
+    /// The schedule (ignored for its rates when `control` is set: the control drives).
     pub workload: Workload,
     /// Connections open at most, over all workers (open model; the closed model opens one
     /// per user).
     pub max_connections: u32,
     /// Worker threads (each a current-thread runtime taking every n-th arrival).
     pub threads: usize,
+    /// Rates set while the run goes (open model only), instead of the schedule's.
+    pub control: Option<Arc<RateControl>>,
 }
 
 /// A running load: its ticks (the channel closes when every worker has finished).
@@ -267,6 +330,8 @@ pub struct Running {
     pub ticks: mpsc::UnboundedReceiver<Tick>,
     /// The run's start, unix epoch ms (the zero of every tick's times).
     pub run_start_unix_ms: i64,
+    /// The run's start on the monotonic clock (the zero of segments' ns).
+    pub t0: Instant,
 }
 
 /// Starts the workers. `cancel` stops the schedule early: requests in flight finish (or
@@ -277,7 +342,10 @@ pub fn start(
     settings: &EngineSettings,
     cancel: CancellationToken,
 ) -> Result<Running, LoadError> {
-    let threads = settings.threads.max(1);
+    let threads = match &settings.control {
+        Some(c) => c.outstanding.len(),
+        None => settings.threads.max(1),
+    };
     let max_connections = settings.max_connections.max(threads as u32);
     let (tx, rx) = mpsc::unbounded_channel();
     let spec = Arc::new(spec);
@@ -298,6 +366,7 @@ pub fn start(
             run_start_unix_ms,
             cancel: cancel.clone(),
             tx: tx.clone(),
+            control: settings.control.clone(),
         };
         std::thread::Builder::new()
             .name(format!("harrier-load-{worker}"))
@@ -307,6 +376,7 @@ pub fn start(
     Ok(Running {
         ticks: rx,
         run_start_unix_ms,
+        t0,
     })
 }
 
@@ -321,6 +391,7 @@ struct WorkerCtx {
     run_start_unix_ms: i64,
     cancel: CancellationToken,
     tx: mpsc::UnboundedSender<Tick>,
+    control: Option<Arc<RateControl>>,
 }
 
 fn worker_main(ctx: WorkerCtx) {
@@ -352,11 +423,23 @@ struct Shared {
     open: Cell<u32>,
     done: Cell<bool>,
     rec: RefCell<Recorder>,
+    /// Requests queued or in flight, published to the rate control (when there is one).
+    outstanding: Cell<u32>,
+    gauge: Option<(Arc<RateControl>, usize)>,
 }
 
 impl Shared {
     fn ns_since_start(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.t0).as_nanos() as u64
+    }
+
+    /// `delta` more (or fewer) requests queued or in flight.
+    fn outstanding_add(&self, delta: i64) {
+        let v = (i64::from(self.outstanding.get()) + delta).max(0) as u32;
+        self.outstanding.set(v);
+        if let Some((control, w)) = &self.gauge {
+            control.outstanding[*w].store(v, Ordering::Relaxed);
+        }
     }
 }
 
@@ -375,13 +458,16 @@ async fn run_worker(ctx: WorkerCtx) {
             ctx.run_start_unix_ms,
             ctx.spec.bytes_per_request(),
         )),
+        outstanding: Cell::new(0),
+        gauge: ctx.control.clone().map(|c| (c, ctx.worker)),
     });
     let last_sent = Rc::new(Cell::new(None::<u32>));
     let ticker =
         tokio::task::spawn_local(ticker(shared.clone(), ctx.tx.clone(), last_sent.clone()));
-    match &ctx.workload {
-        Workload::Open(schedule) => open_model(&ctx, &shared, schedule).await,
-        Workload::Closed(model) => closed_model(&ctx, &shared, model).await,
+    match (&ctx.workload, &ctx.control) {
+        (Workload::Open(_), Some(control)) => controlled(&ctx, &shared, control).await,
+        (Workload::Open(schedule), None) => open_model(&ctx, &shared, schedule).await,
+        (Workload::Closed(model), _) => closed_model(&ctx, &shared, model).await,
     }
     ticker.abort();
     let elapsed_s = Instant::now().saturating_duration_since(ctx.t0).as_secs() as u32;
@@ -428,6 +514,30 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
     }
 }
 
+/// An arrival is due: queue it and wake an idle connection, or open one.
+fn dispatch(
+    ctx: &WorkerCtx,
+    shared: &Rc<Shared>,
+    connections: &mut Vec<JoinHandle<()>>,
+    intended_ns: u64,
+) {
+    let (idle, open) = (shared.idle.get(), shared.open.get());
+    shared
+        .rec
+        .borrow_mut()
+        .scheduled(intended_ns, idle == 0 && open >= ctx.max_open);
+    shared.queue.borrow_mut().push_back(intended_ns);
+    shared.outstanding_add(1);
+    if idle > 0 {
+        shared.idle.set(idle - 1);
+        shared.wake.notify_one();
+    } else if open < ctx.max_open {
+        shared.open.set(open + 1);
+        shared.rec.borrow_mut().connection_opened();
+        connections.push(tokio::task::spawn_local(connection(shared.clone())));
+    }
+}
+
 /// The open model: arrivals on the schedule, handed to connections (see the module docs).
 async fn open_model(ctx: &WorkerCtx, shared: &Rc<Shared>, schedule: &Schedule) {
     let mut connections: Vec<JoinHandle<()>> = Vec::new();
@@ -443,21 +553,51 @@ async fn open_model(ctx: &WorkerCtx, shared: &Rc<Shared>, schedule: &Schedule) {
             cancelled = true;
             break;
         }
-        let (idle, open) = (shared.idle.get(), shared.open.get());
-        shared
-            .rec
-            .borrow_mut()
-            .scheduled(intended_ns, idle == 0 && open >= ctx.max_open);
-        shared.queue.borrow_mut().push_back(intended_ns);
-        if idle > 0 {
-            shared.idle.set(idle - 1);
-            shared.wake.notify_one();
-        } else if open < ctx.max_open {
-            shared.open.set(open + 1);
-            shared.rec.borrow_mut().connection_opened();
-            connections.push(tokio::task::spawn_local(connection(shared.clone())));
+        dispatch(ctx, shared, &mut connections, intended_ns);
+    }
+    wind_down(shared, connections, cancelled).await;
+}
+
+/// The open model at rates set while the run goes ([`RateControl`]): each segment's even
+/// arrivals, this worker taking every n-th, until the control says stop.
+async fn controlled(ctx: &WorkerCtx, shared: &Rc<Shared>, control: &RateControl) {
+    let mut rx = control.segment.subscribe();
+    let mut segment = *rx.borrow_and_update();
+    let mut k = 0u64;
+    let mut connections: Vec<JoinHandle<()>> = Vec::new();
+    let mut cancelled = false;
+    while !segment.stop {
+        let next = segment.arrival(k, ctx.worker, ctx.workers);
+        let sleep = async {
+            match next {
+                Some(ns) => tokio::time::sleep_until(ctx.t0 + Duration::from_nanos(ns)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => { cancelled = true; break; }
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                segment = *rx.borrow_and_update();
+                k = 0;
+            }
+            _ = sleep => {
+                if let Some(ns) = next {
+                    dispatch(ctx, shared, &mut connections, ns);
+                    k += 1;
+                }
+            }
         }
     }
+    wind_down(shared, connections, cancelled).await;
+}
+
+/// The schedule is over (or stopped): connections finish the queue (or it is dropped,
+/// counted as never sent, when `cancelled`), then end.
+async fn wind_down(shared: &Rc<Shared>, connections: Vec<JoinHandle<()>>, cancelled: bool) {
     shared.done.set(true);
     if cancelled {
         let unsent = {
@@ -467,6 +607,7 @@ async fn open_model(ctx: &WorkerCtx, shared: &Rc<Shared>, schedule: &Schedule) {
             n
         };
         shared.rec.borrow_mut().unsent(unsent);
+        shared.outstanding_add(-(unsent as i64));
     }
     shared.wake.notify_waiters();
     for c in connections {
@@ -557,6 +698,7 @@ async fn one_request(sh: &Shared, conn: &mut Option<Conn>, body: &mut Vec<u8>, i
         done_ns: sh.ns_since_start(done),
     };
     sh.rec.borrow_mut().record(&timing, outcome, status, bytes);
+    sh.outstanding_add(-1);
 }
 
 /// One request on `conn` (opened first when there is none or it was closed): its outcome,
