@@ -202,6 +202,16 @@ impl Store {
         Ok(Store::sqlite(sqlite::SqliteStore::from_pool(pool).await?))
     }
 
+    /// The PostgreSQL pool, for tests that must reach under the operations. `None` on
+    /// another backend.
+    #[doc(hidden)]
+    pub fn postgres_pool(&self) -> Option<&sqlx::PgPool> {
+        match &self.backend {
+            Backend::Postgres(db) => Some(db.pool()),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
     fn sqlite(db: sqlite::SqliteStore) -> Store {
         Store {
             backend: Backend::Sqlite(db),

@@ -94,6 +94,11 @@ impl PostgresStore {
         self.route_window_figures_sql(needs, now_ms).await
     }
 
+    /// The underlying pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// Checks that the database answers.
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
