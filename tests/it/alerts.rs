@@ -27,7 +27,7 @@ pub(crate) async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Val
     app.send(req).await
 }
 
-fn rule(name: &str) -> Value {
+pub(crate) fn rule(name: &str) -> Value {
     json!({
         "name": name,
         "subject": {"route": "/check*"},

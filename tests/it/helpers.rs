@@ -160,6 +160,17 @@ impl Drop for PgDatabase {
 /// SQLite `harrier.db` in a new temporary directory, or (`HARRIER_TEST_BACKEND=postgres`)
 /// a new database on `HARRIER_TEST_DATABASE_URL`, dropped with the [`TestDir`].
 pub async fn fresh_store() -> (Store, Config, TestDir) {
+    let server = on_postgres().then(|| {
+        pg_server_url().expect(
+            "HARRIER_TEST_BACKEND=postgres needs HARRIER_TEST_DATABASE_URL (scripts/test.sh sets both)",
+        )
+    });
+    fresh_store_on(server.as_deref()).await
+}
+
+/// [`fresh_store`] on SQLite (`None`) or on a new database of the PostgreSQL server at
+/// `postgres`, whatever `HARRIER_TEST_BACKEND` says.
+pub async fn fresh_store_on(postgres: Option<&str>) -> (Store, Config, TestDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("harrier.db");
     let mut config = Config {
@@ -167,10 +178,8 @@ pub async fn fresh_store() -> (Store, Config, TestDir) {
         ..Config::default()
     };
     let mut pg = None;
-    if on_postgres() {
-        let server = pg_server_url()
-            .expect("HARRIER_TEST_BACKEND=postgres needs HARRIER_TEST_DATABASE_URL (scripts/test.sh sets both)");
-        let database = PgDatabase::create(&server).await;
+    if let Some(server) = postgres {
+        let database = PgDatabase::create(server).await;
         config.database_url = Some(DatabaseUrl::Postgres(database.url.clone()));
         pg = Some(database);
     }
@@ -265,4 +274,140 @@ pub fn select_texts(html: &scraper::Html, selector: &str) -> Vec<String> {
     html.select(&sel)
         .map(|e| e.text().collect::<String>().trim().to_string())
         .collect()
+}
+
+/// A PostgreSQL server started for the tests in a temporary directory (Debian's
+/// `postgresql` package: `initdb`, `pg_ctl`), trust authentication on 127.0.0.1 and a free
+/// port; stopped and removed on drop. As root it runs as the `postgres` user (`initdb`
+/// refuses root).
+pub struct ThrowawayPostgres {
+    pub url: String,
+    bin: std::path::PathBuf,
+    data: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    as_root: bool,
+}
+
+impl ThrowawayPostgres {
+    /// The newest `/usr/lib/postgresql/*/bin` holding `initdb` and `pg_ctl`.
+    pub fn binaries() -> Option<std::path::PathBuf> {
+        let mut bins: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|b| b.join("initdb").exists() && b.join("pg_ctl").exists())
+            .collect();
+        bins.sort_by_key(|b| {
+            b.parent()
+                .and_then(|v| v.file_name())
+                .and_then(|v| v.to_str())
+                .and_then(|v| v.parse::<u32>().ok())
+                .unwrap_or(0)
+        });
+        bins.pop()
+    }
+
+    fn command(&self, program: &str) -> std::process::Command {
+        let program = self.bin.join(program);
+        if self.as_root {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            std::process::Command::new(program)
+        }
+    }
+
+    /// Starts one; `None` when the binaries are missing.
+    pub fn start() -> Option<ThrowawayPostgres> {
+        let bin = ThrowawayPostgres::binaries()?;
+        let dir = tempfile::Builder::new()
+            .prefix("harrier-pg-")
+            .tempdir()
+            .expect("temp dir")
+            .keep();
+        let as_root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        if as_root {
+            let ok = std::process::Command::new("chown")
+                .arg("postgres")
+                .arg(&dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "chown postgres {}", dir.display());
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let pg = ThrowawayPostgres {
+            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            bin,
+            data: dir.join("data"),
+            dir,
+            as_root,
+        };
+        let out = pg
+            .command("initdb")
+            .arg("-D")
+            .arg(&pg.data)
+            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+            .output()
+            .expect("run initdb");
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let options = format!(
+            "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            pg.dir.display()
+        );
+        let out = pg
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(&pg.data)
+            .arg("-l")
+            .arg(pg.dir.join("log"))
+            .args(["-o", &options, "-w", "-t", "30", "start"])
+            .output()
+            .expect("run pg_ctl");
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(pg)
+    }
+}
+
+impl Drop for ThrowawayPostgres {
+    fn drop(&mut self) {
+        let _ = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The PostgreSQL server for a test: `HARRIER_TEST_DATABASE_URL`, else one started for it
+/// (kept alive by the second value); `None`, with a notice, when there is neither.
+pub fn postgres_server(test: &str) -> Option<(String, Option<ThrowawayPostgres>)> {
+    if let Some(url) = pg_server_url() {
+        return Some((url, None));
+    }
+    match ThrowawayPostgres::start() {
+        Some(pg) => Some((pg.url.clone(), Some(pg))),
+        None => {
+            eprintln!(
+                "SKIPPED {test}: no PostgreSQL (set HARRIER_TEST_DATABASE_URL, or install Debian's postgresql; scripts/test.sh does both)"
+            );
+            None
+        }
+    }
 }

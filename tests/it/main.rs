@@ -5,6 +5,7 @@ mod helpers;
 
 mod alerts;
 mod alerts_console;
+mod backends;
 mod browser;
 mod cli;
 mod compare;
