@@ -2,8 +2,15 @@
 # The whole test suite: installs what the tests need (openssl, which makes the HTTPS test's
 # certificates; Debian's chromium and chromium-driver for the browser tests; prometheus,
 # whose own /metrics the route scraper is tested against; prometheus-alertmanager, which
-# the alerts test sends to), then runs `cargo test`. `--install-only` stops after the
-# install.
+# the alerts test sends to; postgresql, whose initdb and pg_ctl give the tests a throwaway
+# server), then runs `cargo test` twice: on SQLite, then the integration tests again on
+# PostgreSQL (HARRIER_TEST_BACKEND=postgres). `--install-only` stops after the install.
+#
+# PostgreSQL: a server started here in a temporary directory (trust authentication,
+# 127.0.0.1 on a free port, sockets in that directory), stopped and removed at exit, even
+# on failure; as root it runs as the `postgres` user (initdb refuses root). With
+# HARRIER_TEST_DATABASE_URL already set, that server is used instead (each test creates
+# and drops its own database there). HARRIER_TEST_BACKENDS=sqlite skips the second pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +20,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 [ -x /usr/bin/prometheus-alertmanager ] || missing+=(prometheus-alertmanager)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -24,11 +32,66 @@ fi
 [ "${1:-}" = "--install-only" ] && exit 0
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+pg_dir=""
+pg_ctl=()
+cleanup() {
+  if [ -n "$pg_dir" ]; then
+    "${pg_ctl[@]}" -D "$pg_dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$pg_dir"
+  fi
+  rm -f "$log"
+}
+trap cleanup EXIT
+
+# A throwaway PostgreSQL unless HARRIER_TEST_DATABASE_URL names one.
+start_postgres() {
+  local bin port as=() tries
+  bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  pg_dir=$(mktemp -d /tmp/harrier-test-pg.XXXXXX)
+  if [ "$(id -u)" -eq 0 ]; then
+    chown postgres "$pg_dir"
+    as=(runuser -u postgres --)
+  fi
+  pg_ctl=("${as[@]}" "$bin/pg_ctl")
+  "${as[@]}" "$bin/initdb" -D "$pg_dir/data" -A trust -U postgres -E UTF8 --no-sync >"$pg_dir/initdb.log" 2>&1 \
+    || { cat "$pg_dir/initdb.log"; return 1; }
+  for tries in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 40000))
+    if "${pg_ctl[@]}" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 30 \
+      -o "-h 127.0.0.1 -p $port -k $pg_dir -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+      start >/dev/null 2>&1; then
+      export HARRIER_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres"
+      echo "PostgreSQL for the tests: 127.0.0.1:$port (throwaway, in $pg_dir)"
+      return 0
+    fi
+  done
+  cat "$pg_dir/server.log"
+  return 1
+}
+if [ -z "${HARRIER_TEST_DATABASE_URL:-}" ]; then
+  start_postgres
+fi
+
 set +e
+start=$(date +%s)
 cargo test --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-set -e
+sqlite_s=$(($(date +%s) - start))
 # One closing line over every test binary.
-awk '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+summary() {
+  awk -v pass="$1" '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "tests (%s): %d passed, %d failed, %d skipped\n", pass, p, f, s }' "$log"
+}
+summary sqlite
+if [ "${HARRIER_TEST_BACKENDS:-sqlite postgres}" != "sqlite" ]; then
+  # The integration tests again, every store, HTTP, live, alerts, compare and browser test
+  # on PostgreSQL (the unit tests are SQLite's own).
+  start=$(date +%s)
+  HARRIER_TEST_BACKEND=postgres cargo test --locked --test it "$@" 2>&1 | tee "$log"
+  pg_status=${PIPESTATUS[0]}
+  postgres_s=$(($(date +%s) - start))
+  summary postgres
+  echo "passes: SQLite ${sqlite_s} s, PostgreSQL ${postgres_s} s"
+  [ "$status" -ne 0 ] || status=$pg_status
+fi
+set -e
 exit "$status"

@@ -13,7 +13,7 @@ use crate::domain::access::{Protection, SitePolicy};
 use crate::domain::alerts::AlertsConfig;
 use crate::domain::egress::{EgressConfig, EgressPolicy};
 use crate::domain::runs::RunLimits;
-use crate::store::{Retention, TargetSpec};
+use crate::store::{DatabaseUrl, Retention, TargetSpec};
 
 /// Default listen address: loopback only, unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
@@ -336,6 +336,10 @@ pub struct ServeArgs {
     /// SQLite database file, created if missing [default: ./harrier.db].
     #[arg(long, env = "HARRIER_DB")]
     pub db: Option<PathBuf>,
+    /// The database as a URL: `sqlite:PATH` or `postgres://user:password@host:port/database`
+    /// (the database must exist; harrier creates its tables). Wins over --db.
+    #[arg(long, env = "HARRIER_DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<DatabaseUrl>,
     /// Configuration file [default: ./harrier.toml when it exists].
     #[arg(long, env = "HARRIER_CONFIG")]
     pub config: Option<PathBuf>,
@@ -359,6 +363,22 @@ pub struct TargetArgs {
     /// SQLite database file [default: db in harrier.toml, else ./harrier.db].
     #[arg(long, env = "HARRIER_DB")]
     pub db: Option<PathBuf>,
+    /// The database as a URL: `sqlite:PATH` or `postgres://…` (wins over --db).
+    #[arg(
+        long,
+        env = "HARRIER_DATABASE_URL",
+        value_name = "URL",
+        conflicts_with = "server"
+    )]
+    pub database_url: Option<DatabaseUrl>,
+}
+
+impl TargetArgs {
+    /// The database this command opens: `--database-url`, else `--db`, else the
+    /// configuration file's (see [`Config::client_database`]).
+    pub fn database(&self) -> Result<DatabaseUrl, ConfigError> {
+        Config::client_database(self.db.clone(), self.database_url.clone())
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -399,7 +419,7 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 ///
 /// ```toml
 /// listen = "127.0.0.1:7070"
-/// db = "harrier.db"
+/// db = "harrier.db"          # or: database_url = "postgres://harrier@127.0.0.1:5432/harrier"
 /// max_import_bytes = 17179869184
 /// apdex_t_ms = 500
 /// live_idle_timeout_s = 30
@@ -435,6 +455,8 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     pub db: Option<PathBuf>,
+    /// `sqlite:PATH` or `postgres://…`; wins over `db`.
+    pub database_url: Option<DatabaseUrl>,
     pub max_import_bytes: Option<u64>,
     pub apdex_t_ms: Option<u64>,
     pub live_idle_timeout_s: Option<u64>,
@@ -585,7 +607,11 @@ pub const DEFAULT_APDEX_T_MS: u64 = 500;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
+    /// The SQLite file, when `database_url` is not set (see [`Config::database`]).
     pub db: PathBuf,
+    /// The database as a URL (`--database-url`, `HARRIER_DATABASE_URL`, `database_url`);
+    /// `None`: the SQLite file `db`.
+    pub database_url: Option<DatabaseUrl>,
     /// Largest accepted import body, bytes.
     pub max_import_bytes: u64,
     /// Apdex threshold T, ms (a request is satisfied at ≤ T, tolerating at ≤ 4T).
@@ -621,6 +647,7 @@ impl Default for Config {
         Config {
             listen: DEFAULT_LISTEN.parse().expect("valid default address"),
             db: PathBuf::from(DEFAULT_DB),
+            database_url: None,
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
             apdex_t_ms: DEFAULT_APDEX_T_MS,
             live_idle_timeout_s: DEFAULT_LIVE_IDLE_TIMEOUT_S,
@@ -656,6 +683,29 @@ impl Config {
             return Ok(db);
         }
         Ok(Config::client()?.db)
+    }
+
+    /// The database a client command uses: `--database-url` / `HARRIER_DATABASE_URL`, else
+    /// `--db` / `HARRIER_DB`, else the configuration file's `database_url` or `db`, else
+    /// `sqlite:harrier.db` — the database `harrier serve` would open from here.
+    pub fn client_database(
+        db: Option<PathBuf>,
+        url: Option<DatabaseUrl>,
+    ) -> Result<DatabaseUrl, ConfigError> {
+        if let Some(url) = url {
+            return Ok(url);
+        }
+        if let Some(db) = db {
+            return Ok(DatabaseUrl::Sqlite(db));
+        }
+        Ok(Config::client()?.database())
+    }
+
+    /// The database to open: `database_url` when set, else the SQLite file `db`.
+    pub fn database(&self) -> DatabaseUrl {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| DatabaseUrl::Sqlite(self.db.clone()))
     }
 
     /// The settings a client command reads (`HARRIER_CONFIG`, else `./harrier.toml`, else
@@ -721,6 +771,12 @@ impl Config {
             site,
             egress: EgressPolicy::from_config(&file.egress.unwrap_or_default())
                 .map_err(config_error)?,
+            // Flags and environment over the file; within each, the URL over the path.
+            database_url: match (&args.database_url, &args.db) {
+                (Some(url), _) => Some(url.clone()),
+                (None, Some(_)) => None,
+                (None, None) => file.database_url,
+            },
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
             max_import_bytes: file.max_import_bytes.unwrap_or(defaults.max_import_bytes),
             apdex_t_ms: file

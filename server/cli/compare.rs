@@ -11,7 +11,7 @@ use crate::domain::compare::gates::{self, Status};
 use crate::domain::compare::render::{self, Overlay};
 use crate::domain::compare::{Comparison, Options};
 use crate::services::comparisons::{self, BaselineSpec, CheckReport, CheckRequest};
-use crate::store::Store;
+use crate::store::{DatabaseUrl, Store};
 use anyhow::{Context, bail};
 
 /// Where runs are read: a database file or a running harrier.
@@ -29,21 +29,28 @@ async fn source(target: &TargetArgs) -> anyhow::Result<Source> {
     Ok(match &target.server {
         Some(s) => Source::Server(s.trim_end_matches('/').to_string()),
         None => {
-            let db = target
-                .db
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-            if !db.exists() {
+            let db = match &target.database_url {
+                Some(url) => url.clone(),
+                None => DatabaseUrl::Sqlite(
+                    target
+                        .db
+                        .clone()
+                        .unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
+                ),
+            };
+            if let DatabaseUrl::Sqlite(path) = &db
+                && !path.exists()
+            {
                 return Err(InputError(format!(
                     "no database at {} (import runs first, or pass --db or --server)",
-                    db.display()
+                    path.display()
                 ))
                 .into());
             }
             Source::Db(
-                Store::open(&db)
+                Store::connect(&db)
                     .await
-                    .with_context(|| format!("opening {}", db.display()))?,
+                    .with_context(|| format!("opening {}", db.shown()))?,
             )
         }
     })

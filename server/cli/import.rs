@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::serve::open_hint;
+use super::serve::database_hint;
 use crate::config::{Config, ImportArgs};
 use crate::services::import::{self, ImportRequest, Progress};
 use crate::sources::ingest::Format;
@@ -38,8 +38,12 @@ pub async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let store = match &args.target.server {
         Some(_) => None,
         None => {
-            let db = Config::client_db(args.target.db.clone())?;
-            Some(Store::open(&db).await.with_context(|| open_hint(&db))?)
+            let db = args.target.database()?;
+            Some(
+                Store::connect(&db)
+                    .await
+                    .with_context(|| database_hint(&db))?,
+            )
         }
     };
     for path in &args.files {

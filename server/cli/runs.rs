@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::import::server_base;
-use super::serve::open_hint;
-use crate::config::{Config, TargetArgs};
+use super::serve::database_hint;
+use crate::config::TargetArgs;
 use crate::store::Store;
 
 pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
@@ -21,10 +21,10 @@ pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
             json["runs"].as_array().cloned().unwrap_or_default()
         }
         None => {
-            let db = Config::client_db(args.db.clone())?;
-            let store = Store::open_existing(&db)
+            let db = args.database()?;
+            let store = Store::connect_existing(&db)
                 .await
-                .with_context(|| open_hint(&db))?;
+                .with_context(|| database_hint(&db))?;
             store
                 .list_runs()
                 .await?

@@ -7,7 +7,7 @@ use anyhow::Context;
 
 use crate::app::{self, AppState};
 use crate::config::{Config, ServeArgs};
-use crate::store::Store;
+use crate::store::{DatabaseUrl, Store};
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = Config::resolve(&args)?;
@@ -18,11 +18,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("harrier serve: {message}");
         return Ok(ExitCode::from(2));
     }
-    // Before anything is read or changed: a second serve on this file stops here.
-    let _lock = crate::store::lock_for_serving(&config.db)?;
-    let store = Store::open(&config.db)
+    let database = config.database();
+    // Before anything is read or changed: a second serve on this SQLite file stops here.
+    // (Several harrier processes may share one PostgreSQL database.)
+    let _lock = match &database {
+        DatabaseUrl::Sqlite(path) => Some(crate::store::lock_for_serving(path)?),
+        DatabaseUrl::Postgres(_) => None,
+    };
+    let store = Store::connect(&database)
         .await
-        .with_context(|| open_hint(&config.db))?;
+        .with_context(|| database_hint(&database))?;
     let stale = store.close_stale_live_runs().await?;
     if stale > 0 {
         tracing::warn!(
@@ -39,12 +44,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
     let addr = listener.local_addr()?;
-    let db = std::fs::canonicalize(&config.db).unwrap_or(config.db.clone());
-    tracing::info!(listen = %addr, db = %db.display(), "harrier serving");
-    outln!(
-        "harrier console: http://{addr}/console  (database {})",
-        db.display()
-    );
+    let shown = database.shown();
+    tracing::info!(listen = %addr, db = %shown, "harrier serving");
+    outln!("harrier console: http://{addr}/console  (database {shown})");
     let state = AppState::new(store, config);
     app::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("harrier stopped");
@@ -71,7 +73,18 @@ pub async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-/// The context of a database that fails to open: which file, and what usually helps.
+/// The context of a database that fails to open: which one, and what usually helps.
+pub fn database_hint(database: &DatabaseUrl) -> String {
+    match database {
+        DatabaseUrl::Sqlite(path) => open_hint(path),
+        DatabaseUrl::Postgres(_) => format!(
+            "cannot open the database {} (check that the server answers, that the database exists and that the user may create tables in it)",
+            database.shown()
+        ),
+    }
+}
+
+/// The context of a database file that fails to open: which file, and what usually helps.
 pub fn open_hint(db: &Path) -> String {
     format!(
         "cannot open the database {} (check that its folder exists and that you may write there)",

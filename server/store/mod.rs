@@ -4,26 +4,35 @@
 //! `route_rows`, `record_transition`, …), never SQL. Each backend is a folder (`sqlite/`)
 //! that implements those operations; must not know about HTTP, file formats or the console.
 
+mod alert_groups;
+mod alerts;
+mod channels;
+mod compare;
+mod postgres;
+mod recent;
+mod routes;
+mod runs;
+mod silences;
 mod sqlite;
 
 pub use crate::domain::alerts::channel::{Group, GroupAlert};
 pub use crate::domain::runs::NewRun;
-pub use sqlite::alert_groups::{Delivery, FlushResult, GroupEntry};
-pub use sqlite::alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
-pub use sqlite::channels::StoredChannel;
-pub use sqlite::compare::{CheckRow, PackedBuckets, ScenarioItem};
-pub use sqlite::recent::{MAX_WINDOW_MS, RouteSubject, RouteWindows, subject_labels};
-pub use sqlite::routes::{
+pub use alert_groups::{Delivery, FlushResult, GroupEntry};
+pub use alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
+pub use channels::StoredChannel;
+pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
+pub use recent::{MAX_WINDOW_MS, RouteSubject, RouteWindows, subject_labels};
+pub use routes::{
     HOUR_MS, IntervalScope, MINUTE_MS, ProcessPoint, ROLLUPS_MS, Retention, RouteInfo, RouteWrite,
     RunBand, ScrapeStatus, StoredInterval, TEN_MINUTES_MS, TargetRow, TargetSpec, WindowNeed,
     url_instance,
 };
-pub use sqlite::runs::{
+pub use runs::{
     BucketRow, ErrorRow, FailedBy, LiveRunWindow, RejectedRowRow, RunDetail, RunListItem, RunPatch,
 };
-pub use sqlite::silences::SILENCE_RETENTION_MS;
+pub use silences::SILENCE_RETENTION_MS;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sqlx::SqlitePool;
 
@@ -47,6 +56,7 @@ pub struct Store {
 #[derive(Debug, Clone)]
 enum Backend {
     Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PostgresStore),
 }
 
 /// Calls one operation on the store's backend: `dispatch!(self, db => db.op(args).await)`.
@@ -55,6 +65,7 @@ macro_rules! dispatch {
     ($store:ident, $db:ident => $call:expr) => {
         match &$store.backend {
             Backend::Sqlite($db) => $call,
+            Backend::Postgres($db) => $call,
         }
     };
 }
@@ -88,7 +99,84 @@ pub fn lock_for_serving(db: &Path) -> Result<ServeLock> {
     }
 }
 
+/// Where the store lives: `sqlite:PATH` (a file, created if missing) or
+/// `postgres://user:password@host:port/database` (an existing PostgreSQL database).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    /// Reads `sqlite:PATH` (also `sqlite://PATH`), `postgres://…` or `postgresql://…`;
+    /// `Err` says what is accepted.
+    pub fn parse(text: &str) -> std::result::Result<DatabaseUrl, String> {
+        let text = text.trim();
+        if let Some(rest) = text.strip_prefix("sqlite:") {
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            if path.is_empty() {
+                return Err("sqlite: needs a file path, e.g. sqlite:harrier.db".into());
+            }
+            return Ok(DatabaseUrl::Sqlite(PathBuf::from(path)));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(DatabaseUrl::Postgres(text.to_string()));
+        }
+        Err(format!(
+            "unsupported database URL {:?}: expected sqlite:PATH or postgres://user@host:port/database",
+            crate::domain::secrets::mask_url(text)
+        ))
+    }
+
+    /// The database as shown to people and in logs: the file path, or the URL with its
+    /// password masked.
+    pub fn shown(&self) -> String {
+        match self {
+            DatabaseUrl::Sqlite(path) => std::fs::canonicalize(path)
+                .unwrap_or_else(|_| path.clone())
+                .display()
+                .to_string(),
+            DatabaseUrl::Postgres(url) => crate::domain::secrets::mask_url(url),
+        }
+    }
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        DatabaseUrl::parse(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DatabaseUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        DatabaseUrl::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Store {
+    /// Opens the database at `url`, creating a missing SQLite file, and applies that
+    /// backend's migrations (`migrations/sqlite/` or `migrations/postgres/`). A PostgreSQL
+    /// database must exist; its tables are created on first open.
+    pub async fn connect(url: &DatabaseUrl) -> Result<Store> {
+        match url {
+            DatabaseUrl::Sqlite(path) => Store::open(path).await,
+            DatabaseUrl::Postgres(url) => Ok(Store {
+                backend: Backend::Postgres(postgres::PostgresStore::open(url).await?),
+            }),
+        }
+    }
+
+    /// As [`Store::connect`], but a missing SQLite file is [`StoreError::Missing`] (for
+    /// commands that only read).
+    pub async fn connect_existing(url: &DatabaseUrl) -> Result<Store> {
+        match url {
+            DatabaseUrl::Sqlite(path) => Store::open_existing(path).await,
+            other => Store::connect(other).await,
+        }
+    }
+
     /// Opens (creating if missing) the SQLite file at `path` in WAL mode and applies the
     /// migrations.
     pub async fn open(path: &Path) -> Result<Store> {
@@ -114,6 +202,16 @@ impl Store {
         Ok(Store::sqlite(sqlite::SqliteStore::from_pool(pool).await?))
     }
 
+    /// The PostgreSQL pool, for tests that must reach under the operations. `None` on
+    /// another backend.
+    #[doc(hidden)]
+    pub fn postgres_pool(&self) -> Option<&sqlx::PgPool> {
+        match &self.backend {
+            Backend::Postgres(db) => Some(db.pool()),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
     fn sqlite(db: sqlite::SqliteStore) -> Store {
         Store {
             backend: Backend::Sqlite(db),
@@ -126,6 +224,7 @@ impl Store {
     pub fn sqlite_pool(&self) -> Option<&SqlitePool> {
         match &self.backend {
             Backend::Sqlite(db) => Some(db.pool()),
+            Backend::Postgres(_) => None,
         }
     }
 

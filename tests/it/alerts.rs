@@ -27,7 +27,7 @@ pub(crate) async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Val
     app.send(req).await
 }
 
-fn rule(name: &str) -> Value {
+pub(crate) fn rule(name: &str) -> Value {
     json!({
         "name": name,
         "subject": {"route": "/check*"},
@@ -507,14 +507,13 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
 /// configured channel, with the rule and the channel from the configuration.
 #[tokio::test]
 async fn serve_evaluates_and_notifies_on_its_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("harrier.db");
-    let store = harrier::store::Store::open(&db).await.unwrap();
+    let (store, base, dir) = crate::helpers::fresh_store().await;
     let (url, got) = receiver(0).await;
     let mut r = rule("CheckoutErrors");
     r["for"] = json!("0s");
     let config = harrier::config::Config {
-        db,
+        db: base.db,
+        database_url: base.database_url,
         self_scrape: false,
         alerts: harrier::domain::alerts::AlertsConfig {
             evaluation_interval: harrier::domain::alerts::rule::Duration(1_000),
@@ -1290,12 +1289,14 @@ async fn window_figures_in_one_pass_equal_route_figures() {
             "/c keeps its last interval"
         );
     }
-    assert!(
+    // PostgreSQL holds no intervals in memory (another replica may write): always SQL.
+    assert_eq!(
         store
             .route_window_figures(&needs, now)
             .await
             .unwrap()
-            .from_memory
+            .from_memory,
+        !crate::helpers::on_postgres()
     );
 }
 
@@ -1340,9 +1341,8 @@ fn assert_figures_eq(
 /// newest data).
 #[tokio::test]
 async fn route_windows_from_memory_equal_sqlite() {
-    use harrier::store::{Retention, Store, WindowNeed};
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+    use harrier::store::{Retention, WindowNeed};
+    let (store, _, _dir) = crate::helpers::fresh_store().await;
     let spec = |name: &str, labels: &[(&str, &str)]| TargetSpec {
         name: name.into(),
         url: format!("http://{name}:9100/metrics").into(),
@@ -1416,6 +1416,8 @@ async fn route_windows_from_memory_equal_sqlite() {
         async move {
             let got = store.route_window_figures(&needs, now).await.unwrap();
             let want = store.route_window_figures_sql(&needs, now).await.unwrap();
+            // PostgreSQL holds no intervals in memory: every round reads the database.
+            let memory = memory && !crate::helpers::on_postgres();
             assert_eq!(got.from_memory, memory, "{what}: answered from memory");
             assert_eq!(got.routes, want.routes, "{what}: routes");
             assert_eq!(got.target_up, want.target_up, "{what}: targets up");
@@ -1962,16 +1964,23 @@ async fn stored_channels_survive_a_restart() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     let TestApp { state, _dir: dir } = app;
     let db = state.config.db.clone();
-    state.store.sqlite_pool().unwrap().close().await;
+    let database_url = state.config.database_url.clone();
+    if let Some(pool) = state.store.sqlite_pool() {
+        pool.close().await;
+    }
     drop(state);
 
-    // "restart": a new store and state over the same file
-    let store = harrier::store::Store::open(&db).await.unwrap();
+    // "restart": a new store and state over the same database
+    let database = database_url
+        .clone()
+        .unwrap_or(harrier::store::DatabaseUrl::Sqlite(db.clone()));
+    let store = harrier::store::Store::connect(&database).await.unwrap();
     let app = TestApp {
         state: harrier::app::AppState::new(
             store,
             harrier::config::Config {
                 db,
+                database_url,
                 alerts: harrier::domain::alerts::AlertsConfig {
                     // harrier.toml now has a channel of that name: the file's wins
                     channels: vec![quick("ops-eu", "http://127.0.0.1:9/file-hook")],

@@ -308,11 +308,10 @@ async fn serve(app: &TestApp) -> String {
 /// An app whose evaluator runs every second, with no built-in rules and the rule
 /// `CheckoutErrors` (fires at once, severity `page`) from the configuration.
 async fn live_app() -> TestApp {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("harrier.db");
-    let store = harrier::store::Store::open(&db).await.unwrap();
+    let (store, base, dir) = crate::helpers::fresh_store().await;
     let config = harrier::config::Config {
-        db,
+        db: base.db,
+        database_url: base.database_url,
         self_scrape: false,
         alerts: harrier::domain::alerts::AlertsConfig {
             evaluation_interval: harrier::domain::alerts::rule::Duration(1_000),

@@ -6,6 +6,7 @@ mod helpers;
 mod alerts;
 mod alerts_console;
 mod attack;
+mod backends;
 mod browser;
 mod cli;
 mod compare;

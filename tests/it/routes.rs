@@ -11,8 +11,7 @@ use axum::body::Body;
 use axum::http::Request;
 use harrier::app;
 use harrier::domain::routes::Interval;
-use harrier::store::{HOUR_MS, MINUTE_MS, Retention, RouteWrite, ScrapeStatus, Store, TargetSpec};
-use sqlx::SqlitePool;
+use harrier::store::{HOUR_MS, MINUTE_MS, Retention, RouteWrite, ScrapeStatus, TargetSpec};
 
 use crate::helpers::{assert_close, select_texts, spawn_app};
 
@@ -64,9 +63,9 @@ fn write(route: &str, iv: Option<Interval>) -> RouteWrite {
     }
 }
 
-#[sqlx::test(migrations = false)]
-async fn targets_round_trip_and_names_are_unique(pool: SqlitePool) {
-    let store = Store::from_pool(pool).await.unwrap();
+#[tokio::test]
+async fn targets_round_trip_and_names_are_unique() {
+    let (store, _, _db) = crate::helpers::fresh_store().await;
     let mut s = spec("orders", "http://127.0.0.1:9/metrics");
     s.labels.insert("service".into(), "order-service".into());
     let t = store
@@ -116,9 +115,9 @@ async fn targets_round_trip_and_names_are_unique(pool: SqlitePool) {
     assert!(!store.delete_target(t.id).await.unwrap());
 }
 
-#[sqlx::test(migrations = false)]
-async fn a_scrape_writes_routes_intervals_and_rollups(pool: SqlitePool) {
-    let store = Store::from_pool(pool).await.unwrap();
+#[tokio::test]
+async fn a_scrape_writes_routes_intervals_and_rollups() {
+    let (store, _, _db) = crate::helpers::fresh_store().await;
     let t = store
         .insert_target(&spec("orders", "http://h:1/metrics"), "api", 0)
         .await
@@ -241,23 +240,22 @@ async fn a_scrape_writes_routes_intervals_and_rollups(pool: SqlitePool) {
     assert!(store.route_infos(None, None).await.unwrap().is_empty());
 }
 
-#[sqlx::test(migrations = false)]
-async fn runs_overlapping_a_range(pool: SqlitePool) {
-    let store = Store::from_pool(pool.clone()).await.unwrap();
+#[tokio::test]
+async fn runs_overlapping_a_range() {
+    let (store, _, _db) = crate::helpers::fresh_store().await;
     for (name, start, end) in [
         ("before", 0, 900),
         ("inside", 1_500, 1_800),
         ("across", 1_900, 5_000),
     ] {
-        sqlx::query(
-            "INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms) VALUES (?, 'jmeter', 0, ?, ?)",
+        crate::helpers::exec_raw(
+            &store,
+            &format!(
+                "INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms) \
+                 VALUES ('{name}', 'jmeter', 0, {start}, {end})"
+            ),
         )
-        .bind(name)
-        .bind(start)
-        .bind(end)
-        .execute(&pool)
-        .await
-        .unwrap();
+        .await;
     }
     let runs = store.runs_overlapping(1_000, 2_000).await.unwrap();
     let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
@@ -386,12 +384,16 @@ async fn routes_api_gives_window_figures_and_series() {
             .unwrap();
     }
     // a run in the range, drawn as a band
-    sqlx::query("INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms) VALUES ('ramp', 'k6', 0, ?, ?)")
-        .bind(now - 20_000)
-        .bind(now - 10_000)
-        .execute(store.sqlite_pool().unwrap())
-        .await
-        .unwrap();
+    crate::helpers::exec_raw(
+        store,
+        &format!(
+            "INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms) \
+             VALUES ('ramp', 'k6', 0, {}, {})",
+            now - 20_000,
+            now - 10_000
+        ),
+    )
+    .await;
 
     let rows = app.get("/api/v1/routes?window=1m").await.json();
     let rows = rows.as_array().unwrap();

@@ -1,8 +1,9 @@
-//! Store functions on real SQLite databases (`#[sqlx::test]` gives each test its own).
+//! Store functions on a real database: a fresh SQLite file per test, or a fresh PostgreSQL
+//! database with `HARRIER_TEST_BACKEND=postgres` (see `helpers::fresh_store`).
 
+use crate::helpers::{fresh_store, scalar_raw, sqlite_only};
 use harrier::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
 use harrier::store::{NewRun, Store};
-use sqlx::SqlitePool;
 
 fn stats(count: u64, errors: u64, first: i64, last: i64) -> Stats {
     Stats {
@@ -89,9 +90,9 @@ fn new_run(name: &str) -> NewRun {
     }
 }
 
-#[sqlx::test(migrations = false)]
-async fn a_run_round_trips_with_every_figure(pool: SqlitePool) {
-    let store = Store::from_pool(pool).await.unwrap();
+#[tokio::test]
+async fn a_run_round_trips_with_every_figure() {
+    let (store, _, _db) = fresh_store().await;
     let data = sample_run(3);
     let id = store.insert_run(&new_run("r1"), &data).await.unwrap();
     let run = store.get_run(id).await.unwrap().expect("stored");
@@ -148,9 +149,9 @@ async fn a_run_round_trips_with_every_figure(pool: SqlitePool) {
 }
 
 /// Thousands of buckets go in multi-row statements (more rows than one statement may bind).
-#[sqlx::test(migrations = false)]
-async fn large_runs_insert_in_batches(pool: SqlitePool) {
-    let store = Store::from_pool(pool).await.unwrap();
+#[tokio::test]
+async fn large_runs_insert_in_batches() {
+    let (store, _, _db) = fresh_store().await;
     let id = store
         .insert_run(&new_run("big"), &sample_run(20_000))
         .await
@@ -162,9 +163,9 @@ async fn large_runs_insert_in_batches(pool: SqlitePool) {
 }
 
 /// Runs of one file land together or not at all.
-#[sqlx::test(migrations = false)]
-async fn a_failed_import_leaves_nothing_behind(pool: SqlitePool) {
-    let store = Store::from_pool(pool).await.unwrap();
+#[tokio::test]
+async fn a_failed_import_leaves_nothing_behind() {
+    let (store, _, _db) = fresh_store().await;
     let good = sample_run(2);
     let mut bad = sample_run(2);
     // Two buckets with the same (label, start) violate the primary key mid-transaction.
@@ -180,9 +181,9 @@ async fn a_failed_import_leaves_nothing_behind(pool: SqlitePool) {
     );
 }
 
-#[sqlx::test(migrations = false)]
-async fn deleting_a_run_removes_its_aggregates(pool: SqlitePool) {
-    let store = Store::from_pool(pool.clone()).await.unwrap();
+#[tokio::test]
+async fn deleting_a_run_removes_its_aggregates() {
+    let (store, _, _db) = fresh_store().await;
     let id = store
         .insert_run(&new_run("gone"), &sample_run(5))
         .await
@@ -197,17 +198,16 @@ async fn deleting_a_run_removes_its_aggregates(pool: SqlitePool) {
         "run_rejected",
         "run_tags",
     ] {
-        let n: i64 =
-            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
-                .fetch_one(&pool)
-                .await
-                .unwrap();
+        let n = scalar_raw(&store, &format!("SELECT COUNT(*) FROM {table}")).await;
         assert_eq!(n, 0, "{table} emptied by the cascade");
     }
 }
 
 #[tokio::test]
 async fn a_database_file_is_created_in_wal_mode() {
+    if sqlite_only("a SQLite file's journal mode") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sub.db");
     let store = Store::open(&path).await.unwrap();

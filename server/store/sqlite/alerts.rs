@@ -1,101 +1,11 @@
-//! Alert tables: rules (`alert_rules`), active alerts with their timers (`alerts`), the
-//! history of transitions (`alert_history`), and the notification outbox with its delivery
-//! outbox (`alert_notifications`), which the dispatcher (`alerts::notify`) takes into its
-//! notification groups (`store::alert_groups`).
-//!
-//! An evaluation round is saved in one transaction ([`SqliteStore::save_evaluation`]): the new
-//! states, their transitions and the notices they raise, so a restart resumes the `for`
-//! timers and neither loses nor re-sends a notification.
-
-use serde::Serialize;
-use sqlx::{FromRow, QueryBuilder, Sqlite};
+//! The SQLite side of [`crate::store::alerts`]: its operations on `SqliteStore`.
 
 use super::SqliteStore;
 use crate::domain::alerts::eval::{Alert, Phase, Transition};
-use crate::domain::alerts::rule::{Labels, Rule};
+use crate::domain::alerts::rule::Rule;
 use crate::store::Result;
-
-const BATCH_ROWS: usize = 500;
-
-/// A stored rule and where it came from (`builtin`, `config` or `api`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StoredRule {
-    #[serde(flatten)]
-    pub rule: Rule,
-    pub origin: String,
-    pub updated_at_ms: i64,
-}
-
-#[derive(FromRow)]
-struct RuleRow {
-    body: String,
-    origin: String,
-    updated_at_ms: i64,
-}
-
-impl RuleRow {
-    fn into_stored(self) -> Option<StoredRule> {
-        match serde_json::from_str::<Rule>(&self.body) {
-            Ok(rule) => Some(StoredRule {
-                rule,
-                origin: self.origin,
-                updated_at_ms: self.updated_at_ms,
-            }),
-            Err(e) => {
-                tracing::error!(error = %e, body = %self.body, "stored alert rule unreadable; skipped");
-                None
-            }
-        }
-    }
-}
-
-#[derive(FromRow)]
-struct AlertRow {
-    rule: String,
-    labels: String,
-    state: String,
-    value: Option<f64>,
-    active_since_ms: i64,
-    fired_at_ms: Option<i64>,
-    keep_firing_since_ms: Option<i64>,
-    last_eval_ms: i64,
-}
-
-/// One transition in the history (`GET /api/v1/alerts/history`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HistoryRow {
-    pub id: i64,
-    pub rule: String,
-    pub labels: Labels,
-    /// `pending`, `firing`, `resolved` or `inactive`.
-    pub change: String,
-    pub value: Option<f64>,
-    pub at_ms: i64,
-}
-
-#[derive(FromRow)]
-struct RawHistory {
-    id: i64,
-    rule: String,
-    labels: String,
-    change: String,
-    value: Option<f64>,
-    at_ms: i64,
-}
-
-/// Which history rows to read (`GET /api/v1/alerts/history`); every given part must hold.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HistoryFilter {
-    /// The rule's name, exactly.
-    pub rule: Option<String>,
-    /// Labels the alert must carry with exactly these values (`service`, `route`, …).
-    pub labels: Labels,
-    /// Transitions at or after this time, unix ms (see [`SqliteStore::alert_history_filtered`]).
-    pub from_ms: Option<i64>,
-    /// Transitions at or before this time, unix ms.
-    pub to_ms: Option<i64>,
-}
-
+use crate::store::alerts::*;
+use sqlx::{QueryBuilder, Sqlite};
 fn push_match(q: &mut QueryBuilder<Sqlite>, filter: &HistoryFilter) {
     if let Some(r) = &filter.rule {
         q.push(" AND rule = ").push_bind(r.clone());
@@ -108,47 +18,6 @@ fn push_match(q: &mut QueryBuilder<Sqlite>, filter: &HistoryFilter) {
             .push(") = ")
             .push_bind(value.clone());
     }
-}
-
-/// A notice to deliver: an episode fired or resolved.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Notification {
-    pub id: i64,
-    pub rule: String,
-    pub labels: Labels,
-    /// `firing` or `resolved`.
-    pub change: String,
-    pub value: Option<f64>,
-    pub started_at_ms: i64,
-    pub ended_at_ms: Option<i64>,
-    pub created_at_ms: i64,
-    pub attempts: i64,
-}
-
-#[derive(FromRow)]
-struct RawNotification {
-    id: i64,
-    rule: String,
-    labels: String,
-    change: String,
-    value: Option<f64>,
-    started_at_ms: i64,
-    ended_at_ms: Option<i64>,
-    created_at_ms: i64,
-    attempts: i64,
-}
-
-/// Labels as stored: a JSON object with sorted keys (the alert's identity).
-fn labels_json(l: &Labels) -> String {
-    serde_json::to_string(l).unwrap_or_else(|_| "{}".into())
-}
-
-fn labels_of(s: &str) -> Labels {
-    serde_json::from_str(s).unwrap_or_default()
-}
-
-fn rule_json(r: &Rule) -> String {
-    serde_json::to_string(r).unwrap_or_default()
 }
 
 /// Ends the active alerts of rules leaving force — `rule` (deleted or changed), or every

@@ -101,7 +101,7 @@ impl SqliteStore {
                     .max_connections(8)
                     .connect_with(options.clone())
                     .await?;
-                if let Err(e) = sqlx::migrate!("./migrations").run(&pool).await {
+                if let Err(e) = sqlx::migrate!("./migrations/sqlite").run(&pool).await {
                     pool.close().await;
                     return Err(StoreError::from(e));
                 }
@@ -140,7 +140,7 @@ impl SqliteStore {
 
     /// Wraps an existing pool and applies the migrations (used by `#[sqlx::test]`).
     pub async fn from_pool(pool: SqlitePool) -> Result<SqliteStore> {
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         Ok(SqliteStore::wrap(pool))
     }
 

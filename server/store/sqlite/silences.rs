@@ -1,44 +1,9 @@
-//! Silences (`silences`): stored with their matchers as JSON; expired ones are kept for
-//! [`SILENCE_RETENTION_MS`] after their end, then dropped when silences are listed.
-
-use sqlx::FromRow;
+//! The SQLite side of [`crate::store::silences`]: its operations on `SqliteStore`.
 
 use super::SqliteStore;
-use crate::domain::alerts::silence::{Matcher, Silence, SilenceSpec};
+use crate::domain::alerts::silence::{Silence, SilenceSpec};
 use crate::store::Result;
-
-/// Expired silences stay listed this long after their end: 7 days (as Alertmanager's
-/// `--data.retention` default of 120 h, rounded up to a week).
-pub const SILENCE_RETENTION_MS: i64 = 7 * 24 * 3_600_000;
-
-#[derive(FromRow)]
-struct SilenceRow {
-    id: i64,
-    matchers: String,
-    starts_at_ms: i64,
-    ends_at_ms: i64,
-    comment: String,
-    created_by: String,
-}
-
-impl SilenceRow {
-    fn into_silence(self, now_ms: i64) -> Silence {
-        let matchers: Vec<Matcher> = serde_json::from_str(&self.matchers).unwrap_or_else(|e| {
-            tracing::error!(silence = self.id, error = %e, "stored silence matchers unreadable");
-            Vec::new()
-        });
-        Silence {
-            id: self.id,
-            matchers,
-            starts_at_ms: self.starts_at_ms,
-            ends_at_ms: self.ends_at_ms,
-            comment: self.comment,
-            created_by: self.created_by,
-            state: Silence::state_at(self.starts_at_ms, self.ends_at_ms, now_ms),
-        }
-    }
-}
-
+use crate::store::silences::*;
 impl SqliteStore {
     /// Stores a checked silence; returns it as listed at `now_ms`.
     pub async fn insert_silence(&self, s: &SilenceSpec, now_ms: i64) -> Result<Silence> {
@@ -128,6 +93,7 @@ mod tests {
     use sqlx::SqlitePool;
 
     use super::*;
+    use crate::domain::alerts::silence::Matcher;
 
     fn spec(start: i64, end: i64) -> SilenceSpec {
         SilenceSpec {

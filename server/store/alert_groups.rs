@@ -1,0 +1,92 @@
+//! Notification groups (`alert_groups`, `alert_group_alerts`) and their delivery log
+//! (`alert_group_deliveries`): the state of the notification dispatcher (see
+//! `alerts::notify`), kept in SQLite so a restart neither re-sends nor loses a
+//! notification.
+//!
+//! The evaluator's outbox (`alert_notifications`) is taken into the groups in one
+//! transaction ([`SqliteStore::ingest_notices`]); each flush of a group is settled in one
+//! transaction ([`SqliteStore::settle_group`]).
+
+use crate::domain::alerts::rule::Labels;
+use serde::Serialize;
+use sqlx::FromRow;
+
+/// One alert entering a group: `ends_at_ms` is `None` when it fires, the resolution time
+/// when it resolves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupEntry {
+    pub channel: String,
+    pub group_key: String,
+    pub group_labels: Labels,
+    pub fingerprint: String,
+    pub rule: String,
+    /// With `alertname` and `severity`.
+    pub labels: Labels,
+    pub value: Option<f64>,
+    pub starts_at_ms: i64,
+    pub ends_at_ms: Option<i64>,
+    /// When a new group is first flushed (now + group_wait).
+    pub first_flush_ms: i64,
+    /// Flush the group at `first_flush_ms` even if it exists (alertmanager channels
+    /// push every change at once).
+    pub flush_now: bool,
+}
+
+#[derive(FromRow)]
+pub(crate) struct GroupRow {
+    pub(crate) channel: String,
+    pub(crate) group_key: String,
+    pub(crate) group_labels: String,
+    pub(crate) created_at_ms: i64,
+    pub(crate) next_flush_ms: i64,
+    pub(crate) notified_at_ms: Option<i64>,
+    pub(crate) notified_firing: String,
+    pub(crate) notified_resolved: String,
+    pub(crate) attempts: i64,
+}
+
+#[derive(FromRow)]
+pub(crate) struct GroupAlertRow {
+    pub(crate) fingerprint: String,
+    pub(crate) rule: String,
+    pub(crate) labels: String,
+    pub(crate) value: Option<f64>,
+    pub(crate) starts_at_ms: i64,
+    pub(crate) ends_at_ms: Option<i64>,
+    pub(crate) notified: bool,
+}
+
+/// How a flush ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlushResult {
+    /// Done (sent, or nothing needed sending): `notified` is the notification log entry
+    /// to record when a message went out (`(firing, resolved)` fingerprints);
+    /// `remove` the resolved alerts flushed; `pushed` the alerts an alertmanager channel
+    /// received while firing. Next flush at `next_flush_ms`.
+    Done {
+        notified: Option<(Vec<String>, Vec<String>)>,
+        remove: Vec<String>,
+        pushed: Vec<String>,
+        next_flush_ms: i64,
+    },
+    /// The channel refused or did not answer: retry at `next_flush_ms`.
+    Failed { error: String, next_flush_ms: i64 },
+}
+
+/// One attempt to deliver a group's notification to its channel.
+#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
+pub struct Delivery {
+    pub channel: String,
+    pub group_key: String,
+    pub at_ms: i64,
+    /// Alerts in the message, by status.
+    pub firing: i64,
+    pub resolved: i64,
+    /// The HTTP status, when the channel answered.
+    pub status: Option<i64>,
+    pub error: Option<String>,
+}
+
+pub(crate) fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}

@@ -1,0 +1,112 @@
+//! The PostgreSQL backend of the store: the connection pool, the migrations
+//! (`migrations/postgres/`, applied at open) and one file per table group, as the SQLite
+//! backend (`runs.rs`, `routes.rs`, `compare.rs`, `alerts.rs`, `channels.rs`, …) and with
+//! the same operations. Row types and pure helpers are shared with it (`store/*.rs`).
+//!
+//! Differences from SQLite: every write transaction is a plain `BEGIN` (PostgreSQL takes row
+//! locks, so there is no process-wide writer turn); upserts are `ON CONFLICT`; a multi-row
+//! upsert never names the same key twice (PostgreSQL refuses that), so rows are merged
+//! before they are sent; the alert evaluator reads its windows from the database every
+//! round (no in-memory copy of recent intervals, which another process writing the same
+//! database would make stale).
+//!
+//! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
+
+pub(super) mod alert_groups;
+pub(super) mod alerts;
+pub(super) mod channels;
+pub(super) mod compare;
+pub(super) mod routes;
+pub(super) mod runs;
+pub(super) mod silences;
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use crate::store::Result;
+
+/// Handle to a PostgreSQL database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+/// A write transaction (see [`PostgresStore::begin_write`]).
+pub(super) struct WriteTx {
+    pub tx: sqlx::Transaction<'static, sqlx::Postgres>,
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = sqlx::PgConnection;
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
+    }
+}
+
+impl WriteTx {
+    pub async fn commit(self) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/database`,
+    /// which must exist) and applies the migrations. Two processes migrating at once are
+    /// serialised by sqlx's advisory lock.
+    pub async fn open(url: &str) -> Result<PostgresStore> {
+        let options: PgConnectOptions = url.parse()?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(PostgresStore { pool })
+    }
+
+    /// Begins a write transaction. Unlike SQLite's, it holds no process-wide turn:
+    /// PostgreSQL locks the rows it writes, and concurrent transactions wait on them.
+    pub(super) async fn begin_write(&self) -> Result<WriteTx> {
+        Ok(WriteTx {
+            tx: self.pool.begin().await?,
+        })
+    }
+
+    /// The figures of every route over several windows ending at `now_ms`, for the alert
+    /// evaluator: always read from the database ([`PostgresStore::route_window_figures_sql`]).
+    pub async fn route_window_figures(
+        &self,
+        needs: &[crate::store::WindowNeed],
+        now_ms: i64,
+    ) -> Result<crate::store::RouteWindows> {
+        if needs.is_empty() {
+            return Ok(crate::store::RouteWindows::default());
+        }
+        self.route_window_figures_sql(needs, now_ms).await
+    }
+
+    /// The underlying pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// No route intervals are held in memory on PostgreSQL: always `None`.
+    pub fn recent_intervals_held(&self) -> Option<(usize, usize, usize)> {
+        None
+    }
+}

@@ -1,0 +1,789 @@
+//! The PostgreSQL side of [`crate::store::runs`]: its operations on `PostgresStore`.
+
+use super::PostgresStore;
+use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
+use crate::domain::runs::distribution::Distribution;
+use crate::domain::runs::{
+    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData,
+};
+use crate::store::Result;
+use crate::store::runs::*;
+use sqlx::{FromRow, Postgres, QueryBuilder, Row, Transaction};
+
+/// The runs-list SELECT (run row joined with its total), without WHERE/ORDER.
+macro_rules! list_sql {
+    () => {
+        "SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
+                s.window_ms AS duration_ms, r.imported_at_ms, s.count, s.errors,
+                CASE WHEN s.count > 0 THEN s.errors * 100.0::float8 / s.count END AS error_pct,
+                s.p95_ms, s.throughput_rps, r.rejected_rows
+         FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0"
+    };
+}
+
+impl PostgresStore {
+    /// Stores runs read from one file in ONE transaction: either every run lands or none.
+    /// Returns the new ids in order.
+    ///
+    /// Each run's bootstrap draws are computed here, before the transaction
+    /// (see [`crate::domain::compare::stored`]), and stored with it.
+    pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>> {
+        let draws: Vec<stored::RunBlobs> = runs
+            .iter()
+            .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
+            .collect();
+        let mut tx = self.begin_write().await?;
+        let mut ids = Vec::with_capacity(runs.len());
+        for ((run, data), draws) in runs.iter().zip(&draws) {
+            let id = insert_run_tx(&mut tx.tx, run, data).await?;
+            insert_draws(&mut tx.tx, id, draws).await?;
+            ids.push(id);
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    /// Stores one run in one transaction; returns its id.
+    pub async fn insert_run(&self, run: &NewRun, data: &RunData) -> Result<i64> {
+        Ok(self.insert_runs(&[(run.clone(), data)]).await?[0])
+    }
+
+    /// Every run, newest first.
+    pub async fn list_runs(&self) -> Result<Vec<RunListItem>> {
+        let rows = sqlx::query_as(concat!(
+            list_sql!(),
+            " ORDER BY COALESCE(r.started_at_ms, r.imported_at_ms) DESC, r.id DESC"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(with_urls(rows))
+    }
+
+    /// One run's list row, or `None` if there is no such run.
+    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListItem>> {
+        let rows = sqlx::query_as(concat!(list_sql!(), " WHERE r.id = $1"))
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(with_urls(rows).pop())
+    }
+
+    /// One run with its statistics, or `None` if there is no such run.
+    pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>> {
+        let Some(run): Option<RunRow> = sqlx::query_as(
+            "SELECT id, name, scenario, tool, source, status, summary_only, started_at_ms,
+                    ended_at_ms, imported_at_ms, rejected_rows, folded_labels, notes, reported,
+                    failed_rule, failed_at_ms, failed_value
+             FROM runs WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let stats: Vec<StatsRow> = sqlx::query_as(
+            "SELECT label_ord, label, is_transaction, count, errors, min_ms, mean_ms, max_ms,
+                        p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms, window_ms,
+                        throughput_rps, bytes_received, bytes_sent
+                 FROM run_stats WHERE run_id = $1 ORDER BY label_ord",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        let tags: Vec<(String, String)> =
+            sqlx::query_as("SELECT key, value FROM run_tags WHERE run_id = $1 ORDER BY key")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
+        let overall = stats
+            .iter()
+            .find(|s| s.label_ord == 0)
+            .map(StatsRow::stats)
+            .unwrap_or_default();
+        let labels = stats
+            .iter()
+            .filter(|s| s.label_ord > 0)
+            .map(|s| LabelStats {
+                label: s.label.clone().unwrap_or_default(),
+                is_transaction: s.is_transaction,
+                stats: s.stats(),
+            })
+            .collect();
+        let failed_by = match (run.failed_rule, run.failed_at_ms) {
+            (Some(rule), Some(at_ms)) => Some(FailedBy {
+                rule,
+                at_ms,
+                value: run.failed_value,
+            }),
+            _ => None,
+        };
+        Ok(Some(RunDetail {
+            status: if failed_by.is_some() {
+                "failed".into()
+            } else {
+                run.status
+            },
+            failed_by,
+            id: run.id,
+            name: run.name,
+            scenario: run.scenario,
+            tool: run.tool,
+            source: run.source,
+            summary_only: run.summary_only,
+            started_at_ms: run.started_at_ms,
+            ended_at_ms: run.ended_at_ms,
+            imported_at_ms: run.imported_at_ms,
+            rejected_rows: run.rejected_rows,
+            folded_labels: run.folded_labels,
+            notes: run.notes,
+            tags: tags.into_iter().collect(),
+            reported: serde_json::from_str(&run.reported).unwrap_or(serde_json::Value::Null),
+            overall,
+            labels,
+        }))
+    }
+
+    /// The per-second buckets of a run's label (`None`: the run total), by start time.
+    /// Returns `None` when the run has no such label.
+    pub async fn run_buckets(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Vec<BucketRow>>> {
+        let label_ord: Option<i64> = match label {
+            None => Some(0),
+            Some(label) => {
+                sqlx::query_scalar(
+                    "SELECT label_ord FROM run_stats WHERE run_id = $1 AND label = $2",
+                )
+                .bind(id)
+                .bind(label)
+                .fetch_optional(&self.pool)
+                .await?
+            }
+        };
+        let Some(label_ord) = label_ord else {
+            return Ok(None);
+        };
+        let rows = sqlx::query_as(
+            "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
+             FROM run_buckets WHERE run_id = $1 AND label_ord = $2 ORDER BY start_ms",
+        )
+        .bind(id)
+        .bind(label_ord)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(Some(rows))
+    }
+
+    /// The exact response-time distribution of a run's label (`None`: the run total);
+    /// `Ok(None)` when the run has no such label, an empty distribution when none was
+    /// stored (summary-only runs).
+    pub async fn run_distribution(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Distribution>> {
+        let row: Option<(Option<Vec<u8>>,)> = match label {
+            None => {
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = $1 AND label_ord = 0")
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+            Some(label) => {
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = $1 AND label_ord > 0 AND label = $2")
+                    .bind(id)
+                    .bind(label)
+                    .fetch_optional(&self.pool)
+                    .await?
+            }
+        };
+        Ok(row.map(|(blob,)| {
+            blob.and_then(|b| Distribution::decode(&b))
+                .unwrap_or_default()
+        }))
+    }
+
+    /// Every scope's distribution of a run, in scope order (0 = run total), with the
+    /// distribution of its failed samples (`None`: not stored — a summary-only run or one
+    /// imported before harrier kept it).
+    pub async fn run_distributions(
+        &self,
+        id: i64,
+    ) -> Result<Vec<(Distribution, Option<Distribution>)>> {
+        // (distribution, failed_distribution), each possibly NULL.
+        type Blobs = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let rows: Vec<Blobs> = sqlx::query_as(
+            "SELECT distribution, failed_distribution FROM run_stats WHERE run_id = $1 ORDER BY label_ord",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(b, f)| {
+                (
+                    b.and_then(|b| Distribution::decode(&b)).unwrap_or_default(),
+                    f.and_then(|f| Distribution::decode(&f)),
+                )
+            })
+            .collect())
+    }
+
+    /// A run's error groups, most frequent first.
+    pub async fn run_errors(&self, id: i64) -> Result<Vec<ErrorRow>> {
+        Ok(sqlx::query_as(
+            "SELECT label, response_code, message, count, first_seen_ms, last_seen_ms
+             FROM run_errors WHERE run_id = $1 ORDER BY count DESC, label",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The rows a run's import rejected (details of the first ones), by line.
+    pub async fn run_rejected(&self, id: i64) -> Result<Vec<RejectedRowRow>> {
+        Ok(
+            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = $1 ORDER BY line")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Creates a run that is still receiving data (`status = 'live'`), with no aggregates
+    /// yet; returns its id.
+    /// Marks run `id` failed by alert `rule` at `at_ms` with `value`; `false` when it was
+    /// already failed (the first failure stands) or does not exist.
+    pub async fn fail_run(
+        &self,
+        id: i64,
+        rule: &str,
+        at_ms: i64,
+        value: Option<f64>,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE runs SET failed_rule = $1, failed_at_ms = $2, failed_value = $3
+             WHERE id = $4 AND failed_rule IS NULL",
+        )
+        .bind(rule)
+        .bind(at_ms)
+        .bind(value.filter(|v| v.is_finite()))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The live runs (status `live`) with their run-total buckets starting in
+    /// [`now_ms` − `window_ms`, `now_ms`), summed; one query for all runs.
+    pub async fn live_run_windows(
+        &self,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<LiveRunWindow>> {
+        #[derive(FromRow)]
+        struct Row {
+            id: i64,
+            name: String,
+            scenario: Option<String>,
+            start_ms: Option<i64>,
+            count: Option<i64>,
+            errors: Option<i64>,
+            sum_ms: Option<i64>,
+            histogram: Option<Vec<u8>>,
+        }
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT r.id, r.name, r.scenario, b.start_ms, b.count, b.errors, b.sum_ms,
+                    b.histogram
+             FROM runs r
+             LEFT JOIN run_buckets b ON b.run_id = r.id AND b.label_ord = 0
+               AND b.start_ms >= $1 AND b.start_ms < $2
+             WHERE r.status = 'live'
+             ORDER BY r.id, b.start_ms",
+        )
+        .bind(now_ms - window_ms)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<LiveRunWindow> = Vec::new();
+        for r in rows {
+            if out.last().is_none_or(|w| w.id != r.id) {
+                out.push(LiveRunWindow {
+                    id: r.id,
+                    name: r.name.clone(),
+                    scenario: r.scenario.clone(),
+                    first_start_ms: None,
+                    count: 0,
+                    errors: 0,
+                    sum_ms: 0,
+                    histograms: Vec::new(),
+                });
+            }
+            let w = out.last_mut().expect("pushed above");
+            if let Some(start) = r.start_ms {
+                w.first_start_ms.get_or_insert(start);
+                w.count += r.count.unwrap_or(0);
+                w.errors += r.errors.unwrap_or(0);
+                w.sum_ms += r.sum_ms.unwrap_or(0);
+                w.histograms.extend(r.histogram);
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
+        let mut tx = self.begin_write().await?;
+        let id = insert_run_tx(&mut tx.tx, run, &RunData::default()).await?;
+        sqlx::query("UPDATE runs SET status = 'live', started_at_ms = NULL WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Replaces a run's aggregates (a live run's newest snapshot, or exact figures from
+    /// its result file) in one transaction, and sets its status (`live` or `complete`)
+    /// and, when given, its tool and source. `false` if there is no such run.
+    ///
+    /// A `complete` run gets its bootstrap draws (see [`PostgresStore::insert_runs`]); a `live`
+    /// one has none until it completes.
+    pub async fn replace_run_data(
+        &self,
+        id: i64,
+        data: &RunData,
+        status: &str,
+        tool_source: Option<(&str, &str)>,
+    ) -> Result<bool> {
+        let draws = if status == "complete" {
+            stored::precompute(data, DEFAULT_RESAMPLES)
+        } else {
+            Vec::new()
+        };
+        let mut tx = self.begin_write().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET status = $1, summary_only = $2, started_at_ms = $3, ended_at_ms = $4,
+                             rejected_rows = $5, folded_labels = $6, reported = $7,
+                             tool = COALESCE($8, tool), source = COALESCE($9, source)
+             WHERE id = $10",
+        )
+        .bind(status)
+        .bind(data.summary_only)
+        .bind(clock_time(data.overall.first_start_ms))
+        .bind(clock_time(data.overall.last_end_ms))
+        .bind(to_i64(data.rejected_rows))
+        .bind(to_i64(data.folded_labels))
+        .bind(data.reported.to_string())
+        .bind(tool_source.map(|t| t.0))
+        .bind(tool_source.map(|t| t.1))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !found {
+            return Ok(false);
+        }
+        for sql in [
+            "DELETE FROM run_stats WHERE run_id = $1",
+            "DELETE FROM run_buckets WHERE run_id = $1",
+            "DELETE FROM run_errors WHERE run_id = $1",
+            "DELETE FROM run_rejected WHERE run_id = $1",
+            "DELETE FROM run_resamples WHERE run_id = $1",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        insert_aggregates(&mut tx.tx, id, data, true).await?;
+        insert_draws(&mut tx.tx, id, &draws).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Stores a live run's newest changes (see [`crate::store::Store::store_live_changes`]):
+    /// statistics, error groups and rejected rows rewritten whole, the changed buckets
+    /// upserted, the `added` ones summed into the stored bucket of their second.
+    pub async fn store_live_changes(
+        &self,
+        id: i64,
+        changes: &RunChanges,
+        status: &str,
+    ) -> Result<bool> {
+        let data = &changes.data;
+        let mut tx = self.begin_write().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET status = $1, started_at_ms = $2, ended_at_ms = $3, rejected_rows = $4,
+                             folded_labels = $5, reported = $6
+             WHERE id = $7",
+        )
+        .bind(status)
+        .bind(clock_time(data.overall.first_start_ms))
+        .bind(clock_time(data.overall.last_end_ms))
+        .bind(to_i64(data.rejected_rows))
+        .bind(to_i64(data.folded_labels))
+        .bind(data.reported.to_string())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !found {
+            return Ok(false);
+        }
+        for sql in [
+            "DELETE FROM run_stats WHERE run_id = $1",
+            "DELETE FROM run_errors WHERE run_id = $1",
+            "DELETE FROM run_rejected WHERE run_id = $1",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        insert_aggregates(&mut tx.tx, id, data, false).await?;
+        let ord_of: std::collections::HashMap<&str, i64> = data
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+            .collect();
+        let ord = |b: &Bucket| match &b.label {
+            None => Some(0),
+            Some(l) => ord_of.get(l.as_str()).copied(),
+        };
+        for b in &data.buckets {
+            if let Some(o) = ord(b) {
+                upsert_bucket(&mut tx.tx, id, o, b).await?;
+            }
+        }
+        // Late samples for seconds stored earlier: added to the stored bucket.
+        for b in &changes.added {
+            let Some(o) = ord(b) else { continue };
+            let stored: Option<BucketRow> = sqlx::query_as(
+                "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
+                 FROM run_buckets WHERE run_id = $1 AND label_ord = $2 AND start_ms = $3
+                 FOR UPDATE",
+            )
+            .bind(id)
+            .bind(o)
+            .bind(b.start_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let mut sum = b.clone();
+            if let Some(row) = stored {
+                let mut old = Bucket {
+                    label: b.label.clone(),
+                    start_ms: row.start_ms,
+                    count: row.count.max(0) as u64,
+                    errors: row.errors.max(0) as u64,
+                    sum_ms: row.sum_ms.max(0) as u64,
+                    min_ms: row.min_ms.max(0) as u64,
+                    max_ms: row.max_ms.max(0) as u64,
+                    active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
+                    histogram: row.histogram,
+                };
+                old.add(b).map_err(|e| {
+                    sqlx::Error::Protocol(format!(
+                        "run {id}: a stored bucket's histogram does not read: {e}"
+                    ))
+                })?;
+                sum = old;
+            }
+            upsert_bucket(&mut tx.tx, id, o, &sum).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Marks runs left `live` by a previous process (it stopped before they ended) as
+    /// complete; returns how many.
+    pub async fn close_stale_live_runs(&self) -> Result<u64> {
+        Ok(
+            sqlx::query("UPDATE runs SET status = 'complete' WHERE status = 'live'")
+                .execute(&self.pool)
+                .await?
+                .rows_affected(),
+        )
+    }
+
+    /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
+    /// replaces the whole set). `false` if there is no such run.
+    pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let found = sqlx::query(
+            "UPDATE runs SET name = COALESCE($1, name),
+                             scenario = CASE WHEN $2::boolean THEN $3 ELSE scenario END,
+                             notes = CASE WHEN $4::boolean THEN $5 ELSE notes END
+             WHERE id = $6",
+        )
+        .bind(&patch.name)
+        .bind(patch.scenario.is_some())
+        .bind(patch.scenario.clone().flatten())
+        .bind(patch.notes.is_some())
+        .bind(patch.notes.clone().flatten())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if found && let Some(tags) = &patch.tags {
+            sqlx::query("DELETE FROM run_tags WHERE run_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            if !tags.is_empty() {
+                let mut qb: QueryBuilder<Postgres> =
+                    QueryBuilder::new("INSERT INTO run_tags (run_id, key, value) ");
+                qb.push_values(tags, |mut b, (k, v)| {
+                    b.push_bind(id).push_bind(k).push_bind(v);
+                });
+                qb.build().execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(found)
+    }
+
+    /// Deletes a run and everything stored for it; `false` if there was no such run.
+    pub async fn delete_run(&self, id: i64) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM runs WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Number of stored runs.
+    pub async fn count_runs(&self) -> Result<i64> {
+        Ok(sqlx::query("SELECT COUNT(*) FROM runs")
+            .fetch_one(&self.pool)
+            .await?
+            .get(0))
+    }
+}
+
+async fn insert_run_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    run: &NewRun,
+    data: &RunData,
+) -> Result<i64> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (name, scenario, tool, source, summary_only, started_at_ms, ended_at_ms,
+                           imported_at_ms, rejected_rows, folded_labels, reported)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+    )
+    .bind(&run.name)
+    .bind(&run.scenario)
+    .bind(&run.tool)
+    .bind(&run.source)
+    .bind(data.summary_only)
+    .bind(clock_time(data.overall.first_start_ms))
+    .bind(clock_time(data.overall.last_end_ms))
+    .bind(run.imported_at_ms)
+    .bind(to_i64(data.rejected_rows))
+    .bind(to_i64(data.folded_labels))
+    .bind(data.reported.to_string())
+    .fetch_one(&mut **tx)
+    .await?;
+
+    if !run.tags.is_empty() {
+        // The last value of a key wins, as SQLite's INSERT OR REPLACE gives it (one
+        // statement may not upsert the same key twice on PostgreSQL).
+        let tags: std::collections::BTreeMap<&str, &str> = run
+            .tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut qb: QueryBuilder<Postgres> =
+            QueryBuilder::new("INSERT INTO run_tags (run_id, key, value) ");
+        qb.push_values(&tags, |mut b, (k, v)| {
+            b.push_bind(id).push_bind(*k).push_bind(*v);
+        });
+        qb.push(" ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value");
+        qb.build().execute(&mut **tx).await?;
+    }
+    insert_aggregates(tx, id, data, true).await?;
+    Ok(id)
+}
+
+/// Writes a run's bootstrap draws, one `(label_ord, blob)` per scope (replacing any).
+pub(super) async fn insert_draws(
+    tx: &mut Transaction<'_, Postgres>,
+    id: i64,
+    draws: &[(i64, Vec<u8>)],
+) -> Result<()> {
+    for chunk in draws.chunks(chunk_rows(3)) {
+        let mut qb: QueryBuilder<Postgres> =
+            QueryBuilder::new("INSERT INTO run_resamples (run_id, label_ord, draws) ");
+        qb.push_values(chunk, |mut b, (ord, blob)| {
+            b.push_bind(id).push_bind(*ord).push_bind(blob);
+        });
+        qb.push(" ON CONFLICT (run_id, label_ord) DO UPDATE SET draws = excluded.draws");
+        qb.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Writes a run's statistics, buckets, error groups and rejected rows.
+/// Inserts a run's statistics, error groups, rejected rows and — with `with_buckets` —
+/// its per-second buckets.
+async fn insert_aggregates(
+    tx: &mut Transaction<'_, Postgres>,
+    id: i64,
+    data: &RunData,
+    with_buckets: bool,
+) -> Result<()> {
+    // Scopes: 0 = run total, then labels in order.
+    let overall = LabelStats {
+        label: String::new(),
+        is_transaction: false,
+        stats: data.overall.clone(),
+    };
+    let scopes: Vec<(i64, Option<&str>, &LabelStats)> = std::iter::once((0, None, &overall))
+        .chain(
+            data.labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (i as i64 + 1, Some(l.label.as_str()), l)),
+        )
+        .collect();
+    let blob = |ord: i64| {
+        data.distributions
+            .get(ord as usize)
+            .filter(|d| !d.is_empty())
+            .map(|d| d.encode())
+    };
+    // An empty blob (not NULL) when the scope had no failure: "none", not "unknown".
+    let failed_blob = |ord: i64| {
+        data.failed_distributions
+            .get(ord as usize)
+            .map(|d| d.encode())
+    };
+    for chunk in scopes.chunks(chunk_rows(20)) {
+        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
+            "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
+             mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
+             window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
+             failed_distribution) ",
+        );
+        qb.push_values(chunk, |mut b, (ord, label, l)| {
+            let s = &l.stats;
+            b.push_bind(id)
+                .push_bind(*ord)
+                .push_bind(*label)
+                .push_bind(l.is_transaction)
+                .push_bind(to_i64(s.count))
+                .push_bind(to_i64(s.errors))
+                .push_bind(s.min_ms)
+                .push_bind(s.mean_ms)
+                .push_bind(s.max_ms)
+                .push_bind(s.p50_ms)
+                .push_bind(s.p90_ms)
+                .push_bind(s.p95_ms)
+                .push_bind(s.p99_ms)
+                .push_bind(s.first_start_ms)
+                .push_bind(s.last_end_ms)
+                .push_bind(s.window_ms)
+                .push_bind(s.throughput_rps)
+                .push_bind(to_i64(s.bytes_received))
+                .push_bind(to_i64(s.bytes_sent))
+                .push_bind(blob(*ord))
+                .push_bind(failed_blob(*ord));
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
+    let ord_of: std::collections::HashMap<&str, i64> = data
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+        .collect();
+    let buckets: Vec<(i64, &Bucket)> = data
+        .buckets
+        .iter()
+        .filter(|_| with_buckets)
+        .filter_map(|b| match &b.label {
+            None => Some((0, b)),
+            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
+        })
+        .collect();
+    for chunk in buckets.chunks(chunk_rows(10)) {
+        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
+            "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
+             max_ms, active_users, histogram) ",
+        );
+        qb.push_values(chunk, |mut b, (ord, bucket)| {
+            b.push_bind(id)
+                .push_bind(*ord)
+                .push_bind(bucket.start_ms)
+                .push_bind(to_i64(bucket.count))
+                .push_bind(to_i64(bucket.errors))
+                .push_bind(to_i64(bucket.sum_ms))
+                .push_bind(to_i64(bucket.min_ms))
+                .push_bind(to_i64(bucket.max_ms))
+                .push_bind(bucket.active_users.map(i64::from))
+                .push_bind(&bucket.histogram);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
+    for chunk in data.errors.chunks(chunk_rows(7)) {
+        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
+            "INSERT INTO run_errors (run_id, label, response_code, message, count, first_seen_ms,
+             last_seen_ms) ",
+        );
+        qb.push_values(chunk, |mut b, e: &ErrorGroup| {
+            b.push_bind(id)
+                .push_bind(&e.label)
+                .push_bind(&e.response_code)
+                .push_bind(&e.message)
+                .push_bind(to_i64(e.count))
+                .push_bind(e.first_seen_ms)
+                .push_bind(e.last_seen_ms);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+
+    for chunk in data.rejected.chunks(chunk_rows(3)) {
+        let mut qb: QueryBuilder<Postgres> =
+            QueryBuilder::new("INSERT INTO run_rejected (run_id, line, reason) ");
+        qb.push_values(chunk, |mut b, r: &RejectedRow| {
+            b.push_bind(id)
+                .push_bind(to_i64(r.line))
+                .push_bind(&r.reason);
+        });
+        qb.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Writes one bucket of run `id`, replacing the stored one of its label and second.
+async fn upsert_bucket(
+    tx: &mut Transaction<'_, Postgres>,
+    id: i64,
+    ord: i64,
+    b: &Bucket,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
+                                  max_ms, active_users, histogram)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (run_id, label_ord, start_ms) DO UPDATE SET
+             count = EXCLUDED.count, errors = EXCLUDED.errors, sum_ms = EXCLUDED.sum_ms,
+             min_ms = EXCLUDED.min_ms, max_ms = EXCLUDED.max_ms,
+             active_users = EXCLUDED.active_users, histogram = EXCLUDED.histogram",
+    )
+    .bind(id)
+    .bind(ord)
+    .bind(b.start_ms)
+    .bind(to_i64(b.count))
+    .bind(to_i64(b.errors))
+    .bind(to_i64(b.sum_ms))
+    .bind(to_i64(b.min_ms))
+    .bind(to_i64(b.max_ms))
+    .bind(b.active_users.map(i64::from))
+    .bind(&b.histogram)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

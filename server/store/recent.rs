@@ -1,0 +1,64 @@
+//! What the alert evaluator reads of every route: the routes as alert subjects and their
+//! figures over several windows ending at one time ([`crate::store::Store::route_window_figures`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::routes::MINUTE_MS;
+use crate::domain::routes::Figures;
+
+/// The longest window answered from memory, ms.
+pub const MAX_WINDOW_MS: i64 = 15 * MINUTE_MS;
+/// A route with no interval in a window takes its last one from up to this far back (or
+/// the window, if longer); the same in both paths.
+pub(crate) const LAST_LOOKBACK_MS: i64 = 10 * MINUTE_MS;
+
+/// A route as an alert subject.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteSubject {
+    pub id: i64,
+    pub target_id: i64,
+    pub service: String,
+    pub route: String,
+    pub source: String,
+    /// The instance the route runs on (see [`super::RouteInfo::instance`]).
+    pub instance: String,
+    pub target_name: String,
+    /// Its labels as an alert subject: `service`, `instance`, `route`, `target`, `source`.
+    pub labels: Arc<BTreeMap<String, String>>,
+}
+
+/// The labels of a route subject.
+pub fn subject_labels(
+    service: &str,
+    instance: &str,
+    route: &str,
+    target: &str,
+    source: &str,
+) -> BTreeMap<String, String> {
+    [
+        ("service", service),
+        ("instance", instance),
+        ("route", route),
+        ("target", target),
+        ("source", source),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Every route's figures over several windows ending at one time
+/// ([`SqliteStore::route_window_figures`]).
+#[derive(Debug, Clone, Default)]
+pub struct RouteWindows {
+    /// Every route, by service, route, target name, instance.
+    pub routes: Arc<Vec<RouteSubject>>,
+    /// Whether each route's target answered its last scrape (`None`: not scraped yet), in
+    /// `routes` order.
+    pub target_up: Vec<Option<bool>>,
+    /// Per window (ms), one [`Figures`] per route in `routes` order.
+    pub figures: HashMap<i64, Vec<Figures>>,
+    /// Whether the intervals held in memory answered (else SQLite did).
+    pub from_memory: bool,
+}

@@ -1,0 +1,482 @@
+//! Route monitoring: `targets`, `routes`, `route_samples` (one row per route per scrape)
+//! and `route_rollups` (1 min, 10 min and 1 h sums), plus the runs that overlap a time range.
+//!
+//! A scrape is written in one transaction: the target's status, the routes it found
+//! (multi-row upsert), their interval rows (multi-row insert) and the rollup rows those
+//! intervals fall in (read, merged, replaced). Retention is [`SqliteStore::prune_routes`].
+
+use super::recent::{RouteSubject, RouteWindows, subject_labels};
+use crate::domain::routes::{Figures, Interval, merge_buckets};
+use crate::domain::secrets::{Credentials, Secret};
+use serde::Serialize;
+use sqlx::FromRow;
+use std::collections::{BTreeMap, HashMap};
+
+/// Rows per multi-row statement (≤ 12 bound values each, well under SQLite's limit).
+pub(crate) const BATCH_ROWS: usize = 500;
+
+/// The rollup resolutions, ms.
+pub const MINUTE_MS: i64 = 60_000;
+pub const TEN_MINUTES_MS: i64 = 600_000;
+pub const HOUR_MS: i64 = 3_600_000;
+/// The rollup resolutions written with every scrape.
+pub const ROLLUPS_MS: [i64; 3] = [MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
+
+/// A target as configured (`harrier.toml` `[[targets]]` or `POST /api/v1/targets`).
+/// Defaults: `kind` prometheus, `interval_s` 15, `timeout_s` 10 or the interval when that
+/// is shorter (Prometheus's rule for an unset scrape timeout).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
+#[serde(from = "TargetSpecIn")]
+pub struct TargetSpec {
+    pub name: String,
+    /// Used in full; formatted and serialized masked (see [`crate::domain::secrets::mask_url`]).
+    pub url: Secret<Credentials>,
+    /// `prometheus` or `jolokia`.
+    pub kind: String,
+    pub interval_s: f64,
+    pub timeout_s: f64,
+    /// Extra labels; `service` names the service, `instance` the instance.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A [`TargetSpec`] as written, before its defaults are filled in.
+#[derive(serde::Deserialize)]
+struct TargetSpecIn {
+    name: String,
+    url: Secret<Credentials>,
+    #[serde(default = "default_kind")]
+    kind: String,
+    #[serde(default = "default_interval_s")]
+    interval_s: f64,
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+impl From<TargetSpecIn> for TargetSpec {
+    fn from(t: TargetSpecIn) -> TargetSpec {
+        TargetSpec {
+            timeout_s: t.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S.min(t.interval_s)),
+            name: t.name,
+            url: t.url,
+            kind: t.kind,
+            interval_s: t.interval_s,
+            labels: t.labels,
+        }
+    }
+}
+
+/// Scrape time-out when none is given and the interval is longer, s.
+const DEFAULT_TIMEOUT_S: f64 = 10.0;
+
+fn default_kind() -> String {
+    "prometheus".into()
+}
+fn default_interval_s() -> f64 {
+    15.0
+}
+
+/// A stored target with its last scrape (`GET /api/v1/targets`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetRow {
+    pub id: i64,
+    pub name: String,
+    /// Used in full for scraping; formatted and serialized masked (answers and live
+    /// events never carry credentials, see [`crate::domain::secrets::mask_url`]).
+    pub url: Secret<Credentials>,
+    /// Whether the URL shown hides a part of the stored one (credentials, a token).
+    pub secret_set: bool,
+    pub kind: String,
+    pub interval_s: f64,
+    pub timeout_s: f64,
+    pub labels: BTreeMap<String, String>,
+    /// `api`, `config` or `builtin`.
+    pub origin: String,
+    pub created_at_ms: i64,
+    /// Last scrape answered; `null` before the first scrape.
+    pub up: Option<bool>,
+    pub last_scrape_ms: Option<i64>,
+    pub last_duration_ms: Option<f64>,
+    /// Samples (Jolokia: attribute values) in the last scrape.
+    pub samples: Option<i64>,
+    pub last_error: Option<String>,
+    /// The instance routes of this target are shown under.
+    pub instance: String,
+    /// The service name used when the series name none.
+    pub service: String,
+}
+
+#[derive(FromRow)]
+pub(crate) struct TargetDb {
+    pub(crate) id: i64,
+    pub(crate) name: String,
+    pub(crate) url: String,
+    pub(crate) kind: String,
+    pub(crate) interval_s: f64,
+    pub(crate) timeout_s: f64,
+    pub(crate) labels: String,
+    pub(crate) origin: String,
+    pub(crate) created_at_ms: i64,
+    pub(crate) up: Option<bool>,
+    pub(crate) last_scrape_ms: Option<i64>,
+    pub(crate) last_duration_ms: Option<f64>,
+    pub(crate) last_samples: Option<i64>,
+    pub(crate) last_error: Option<String>,
+}
+
+/// `host:port` of a URL (the instance when no `instance` label is set).
+pub fn url_instance(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    // Never the credentials: `user:pass@host:port` → `host:port`.
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+        .to_string()
+}
+
+impl From<TargetDb> for TargetRow {
+    fn from(t: TargetDb) -> Self {
+        let labels: BTreeMap<String, String> = serde_json::from_str(&t.labels).unwrap_or_default();
+        TargetRow {
+            instance: labels
+                .get("instance")
+                .cloned()
+                .unwrap_or_else(|| url_instance(&t.url)),
+            service: labels
+                .get("service")
+                .cloned()
+                .unwrap_or_else(|| t.name.clone()),
+            id: t.id,
+            name: t.name,
+            secret_set: Secret::<Credentials>::new(t.url.as_str()).hides_something(),
+            url: Secret::new(t.url),
+            kind: t.kind,
+            interval_s: t.interval_s,
+            timeout_s: t.timeout_s,
+            labels,
+            origin: t.origin,
+            created_at_ms: t.created_at_ms,
+            up: t.up,
+            last_scrape_ms: t.last_scrape_ms,
+            last_duration_ms: t.last_duration_ms,
+            samples: t.last_samples,
+            last_error: t.last_error,
+        }
+    }
+}
+
+pub(crate) const TARGET_COLUMNS: &str = "id, name, url, kind, interval_s, timeout_s, labels, origin, \
+     created_at_ms, up, last_scrape_ms, last_duration_ms, last_samples, last_error";
+
+/// The outcome of one scrape of a target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeStatus {
+    pub at_ms: i64,
+    pub up: bool,
+    pub duration_ms: f64,
+    pub samples: i64,
+    pub error: Option<String>,
+}
+
+/// One route found by a scrape, with its interval since the previous scrape (`None` on the
+/// first scrape that saw it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteWrite {
+    pub service: String,
+    pub route: String,
+    pub source: String,
+    pub state: Option<String>,
+    /// The source's own last-exchange time.
+    pub last_exchange_ms: Option<i64>,
+    pub interval: Option<Interval>,
+    /// The instance its series name; `""`: the target's own.
+    pub instance: String,
+}
+
+/// A stored route with what its target says (`routes` ⋈ `targets`).
+#[derive(Debug, Clone, PartialEq, FromRow)]
+pub struct RouteInfo {
+    pub id: i64,
+    pub target_id: i64,
+    pub service: String,
+    pub route: String,
+    pub source: String,
+    pub first_seen_ms: i64,
+    pub last_seen_ms: i64,
+    pub last_exchange_ms: Option<i64>,
+    pub state: Option<String>,
+    pub target_name: String,
+    pub target_url: String,
+    pub target_labels: String,
+    pub target_up: Option<bool>,
+    pub target_last_scrape_ms: Option<i64>,
+    pub target_interval_s: f64,
+    /// The instance its series name (`""`: the target's own).
+    pub route_instance: String,
+}
+
+impl RouteInfo {
+    /// The instance the route runs on: the one its series name, else the target's
+    /// `instance` label, else the target's host:port.
+    pub fn instance(&self) -> String {
+        if !self.route_instance.is_empty() {
+            return self.route_instance.clone();
+        }
+        serde_json::from_str::<BTreeMap<String, String>>(&self.target_labels)
+            .ok()
+            .and_then(|l| l.get("instance").cloned())
+            .unwrap_or_else(|| url_instance(&self.target_url))
+    }
+
+    /// The labels alerts of this route carry (`service`, `instance`, `route`, `target`,
+    /// `source`; see [`subject_labels`]).
+    pub fn subject_labels(&self) -> BTreeMap<String, String> {
+        subject_labels(
+            &self.service,
+            &self.instance(),
+            &self.route,
+            &self.target_name,
+            &self.source,
+        )
+    }
+}
+
+/// One stored process figure: the scrape's value (`mean` = `max` = the reading) or a
+/// bucket's mean and max.
+#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
+pub struct ProcessPoint {
+    pub target_id: i64,
+    pub instance: String,
+    pub metric: String,
+    pub at_ms: i64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+/// Which routes' raw intervals [`Store::intervals_in`](super::Store::intervals_in) reads.
+#[derive(Debug, Clone, Copy)]
+pub enum IntervalScope<'a> {
+    All,
+    /// The routes of one target.
+    Target(i64),
+    /// These routes.
+    Routes(&'a [i64]),
+}
+
+/// A load-test run drawn as a band on route charts.
+#[derive(Debug, Clone, PartialEq, Serialize, FromRow)]
+pub struct RunBand {
+    pub id: i64,
+    pub name: String,
+    pub started_at_ms: i64,
+    pub ended_at_ms: i64,
+    #[sqlx(skip)]
+    pub url: String,
+}
+
+/// How long each resolution is kept.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retention {
+    #[serde(default = "default_raw_hours")]
+    pub raw_hours: f64,
+    #[serde(default = "default_minute_days")]
+    pub minute_days: f64,
+    #[serde(default = "default_ten_minute_days")]
+    pub ten_minute_days: f64,
+    #[serde(default = "default_hour_days")]
+    pub hour_days: f64,
+}
+
+pub(crate) fn default_raw_hours() -> f64 {
+    48.0
+}
+pub(crate) fn default_minute_days() -> f64 {
+    30.0
+}
+pub(crate) fn default_ten_minute_days() -> f64 {
+    90.0
+}
+pub(crate) fn default_hour_days() -> f64 {
+    365.0
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            raw_hours: default_raw_hours(),
+            minute_days: default_minute_days(),
+            ten_minute_days: default_ten_minute_days(),
+            hour_days: default_hour_days(),
+        }
+    }
+}
+
+impl Retention {
+    pub fn raw_ms(&self) -> i64 {
+        (self.raw_hours * 3_600_000.0) as i64
+    }
+    pub fn minute_ms(&self) -> i64 {
+        (self.minute_days * 86_400_000.0) as i64
+    }
+    pub fn ten_minute_ms(&self) -> i64 {
+        (self.ten_minute_days * 86_400_000.0) as i64
+    }
+    pub fn hour_ms(&self) -> i64 {
+        (self.hour_days * 86_400_000.0) as i64
+    }
+}
+
+/// Buckets as stored: `[[le, increase], …]` with `null` for `+Inf`.
+pub(crate) fn buckets_json(b: &[(f64, f64)]) -> Option<String> {
+    if b.is_empty() {
+        return None;
+    }
+    let v: Vec<(Option<f64>, f64)> = b
+        .iter()
+        .map(|(le, c)| (le.is_finite().then_some(*le), *c))
+        .collect();
+    serde_json::to_string(&v).ok()
+}
+
+pub(crate) fn parse_buckets(s: Option<&str>) -> Vec<(f64, f64)> {
+    let Some(s) = s else { return Vec::new() };
+    serde_json::from_str::<Vec<(Option<f64>, f64)>>(s)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(le, c)| (le.unwrap_or(f64::INFINITY), c))
+        .collect()
+}
+
+/// What the alert evaluator needs over one window (see [`Store::route_window_figures`](super::Store::route_window_figures)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowNeed {
+    pub window_ms: i64,
+    /// Histogram buckets (for percentiles).
+    pub buckets: bool,
+    /// The latest inflight reading.
+    pub inflight: bool,
+}
+
+pub(crate) fn windows_of(infos: &[RouteInfo], figures: HashMap<i64, Vec<Figures>>) -> RouteWindows {
+    RouteWindows {
+        routes: std::sync::Arc::new(infos.iter().map(RouteSubject::from).collect()),
+        target_up: infos.iter().map(|i| i.target_up).collect(),
+        figures,
+        from_memory: false,
+    }
+}
+
+impl From<&RouteInfo> for RouteSubject {
+    fn from(i: &RouteInfo) -> Self {
+        // The instance once: it parses the target's labels, and the subject keeps it too.
+        let instance = i.instance();
+        RouteSubject {
+            id: i.id,
+            target_id: i.target_id,
+            labels: std::sync::Arc::new(subject_labels(
+                &i.service,
+                &instance,
+                &i.route,
+                &i.target_name,
+                &i.source,
+            )),
+            service: i.service.clone(),
+            route: i.route.clone(),
+            source: i.source.clone(),
+            instance,
+            target_name: i.target_name.clone(),
+        }
+    }
+}
+
+/// One stored interval (raw or rollup) of one route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredInterval {
+    pub route_id: i64,
+    /// Raw: the scrape time; rollup: the bucket start.
+    pub at_ms: i64,
+    pub interval: Interval,
+}
+
+#[derive(FromRow)]
+pub(crate) struct IntervalDb {
+    pub(crate) route_id: i64,
+    pub(crate) at_ms: i64,
+    pub(crate) interval_ms: i64,
+    pub(crate) exchanges: Option<f64>,
+    pub(crate) failed: Option<f64>,
+    pub(crate) duration_sum_s: Option<f64>,
+    pub(crate) duration_count: Option<f64>,
+    pub(crate) max_s: Option<f64>,
+    pub(crate) inflight: Option<f64>,
+    pub(crate) buckets: Option<String>,
+}
+
+impl From<IntervalDb> for StoredInterval {
+    fn from(r: IntervalDb) -> Self {
+        StoredInterval {
+            route_id: r.route_id,
+            at_ms: r.at_ms,
+            interval: Interval {
+                interval_ms: r.interval_ms,
+                exchanges: r.exchanges,
+                failed: r.failed,
+                duration_sum_s: r.duration_sum_s,
+                duration_count: r.duration_count,
+                buckets: parse_buckets(r.buckets.as_deref()),
+                max_s: r.max_s,
+                inflight: r.inflight,
+                resets: 0,
+            },
+        }
+    }
+}
+
+#[derive(FromRow)]
+pub(crate) struct RollupDb {
+    pub(crate) route_id: i64,
+    pub(crate) bucket_ms: i64,
+    pub(crate) interval_ms: i64,
+    pub(crate) intervals: i64,
+    pub(crate) exchanges: Option<f64>,
+    pub(crate) failed: Option<f64>,
+    pub(crate) duration_sum_s: Option<f64>,
+    pub(crate) duration_count: Option<f64>,
+    pub(crate) max_s: Option<f64>,
+    pub(crate) inflight_sum: Option<f64>,
+    pub(crate) inflight_n: i64,
+    pub(crate) buckets: Option<String>,
+}
+
+pub(crate) fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+impl RollupDb {
+    pub(crate) fn add(&mut self, iv: &Interval) {
+        self.interval_ms += iv.interval_ms;
+        self.intervals += 1;
+        self.exchanges = add_opt(self.exchanges, iv.exchanges);
+        self.failed = add_opt(self.failed, iv.failed);
+        self.duration_sum_s = add_opt(self.duration_sum_s, iv.duration_sum_s);
+        self.duration_count = add_opt(self.duration_count, iv.duration_count);
+        if let Some(m) = iv.max_s.filter(|m| m.is_finite()) {
+            self.max_s = Some(self.max_s.map_or(m, |x| x.max(m)));
+        }
+        if let Some(i) = iv.inflight.filter(|i| i.is_finite()) {
+            self.inflight_sum = Some(self.inflight_sum.unwrap_or(0.0) + i);
+            self.inflight_n += 1;
+        }
+        if !iv.buckets.is_empty() {
+            let mut b = parse_buckets(self.buckets.as_deref());
+            merge_buckets(&mut b, &iv.buckets);
+            self.buckets = buckets_json(&b);
+        }
+    }
+}

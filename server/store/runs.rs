@@ -1,0 +1,237 @@
+//! Runs: `runs`, `run_tags`, `run_stats`, `run_buckets`, `run_errors`, `run_rejected`.
+
+use crate::domain::runs::{LabelStats, Stats};
+use serde::Serialize;
+use sqlx::FromRow;
+use std::collections::BTreeMap;
+
+/// SQLite allows 32,766 bound parameters per statement; rows per multi-row INSERT are sized
+/// to stay below that.
+pub(crate) const MAX_PARAMS: usize = 30_000;
+
+/// Changes to a run's descriptive fields (`None`: leave as is; `Some(None)`: clear).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunPatch {
+    pub name: Option<String>,
+    #[serde(default, with = "double_option")]
+    pub scenario: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub notes: Option<Option<String>>,
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+mod double_option {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
+}
+
+/// One row of the runs list (`GET /api/v1/runs`, `/console/runs`).
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct RunListItem {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    pub tool: String,
+    pub status: String,
+    pub summary_only: bool,
+    /// First sample start, unix epoch ms (`null` for summary-only runs without times).
+    pub started_at_ms: Option<i64>,
+    /// Run window (last end − first start), ms.
+    pub duration_ms: Option<i64>,
+    pub imported_at_ms: i64,
+    /// Requests in the run total.
+    pub count: i64,
+    pub errors: i64,
+    /// errors / count × 100; `null` without samples.
+    pub error_pct: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub throughput_rps: Option<f64>,
+    pub rejected_rows: i64,
+    /// Console page of the run.
+    #[sqlx(skip)]
+    pub url: String,
+}
+
+/// One run with its statistics (`GET /api/v1/runs/{id}`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDetail {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    pub tool: String,
+    pub source: Option<String>,
+    pub status: String,
+    /// True when the figures are as reported by the tool (no per-request data).
+    pub summary_only: bool,
+    pub started_at_ms: Option<i64>,
+    pub ended_at_ms: Option<i64>,
+    pub imported_at_ms: i64,
+    pub rejected_rows: i64,
+    /// Distinct labels beyond the label limit, counted under "(other labels)" (0: none).
+    pub folded_labels: i64,
+    pub notes: Option<String>,
+    pub tags: BTreeMap<String, String>,
+    /// Figures the tool reported beyond the statistics (ab's failure breakdown, …).
+    pub reported: serde_json::Value,
+    /// Run totals (transaction-controller rows excluded).
+    pub overall: Stats,
+    /// Per label, in order of first appearance.
+    pub labels: Vec<LabelStats>,
+    /// The alert rule that failed the run while it was live (`status` is then
+    /// `failed`).
+    pub failed_by: Option<FailedBy>,
+}
+
+/// The alert rule that failed a live run: `{"rule", "at_ms", "value"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedBy {
+    pub rule: String,
+    /// When the alert fired, unix ms.
+    pub at_ms: i64,
+    /// The rule's measure then.
+    pub value: Option<f64>,
+}
+
+/// A live run's per-second buckets (run total) within a rule's window.
+#[derive(Debug, Clone)]
+pub struct LiveRunWindow {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    /// Start of the first bucket in the window, unix ms (`None`: no bucket).
+    pub first_start_ms: Option<i64>,
+    pub count: i64,
+    pub errors: i64,
+    /// Sum of response times, ms.
+    pub sum_ms: i64,
+    /// The buckets' histograms (HdrHistogram V2, ms), for percentiles.
+    pub histograms: Vec<Vec<u8>>,
+}
+
+/// One stored per-second bucket.
+#[derive(Debug, Clone, FromRow)]
+pub struct BucketRow {
+    pub start_ms: i64,
+    pub count: i64,
+    pub errors: i64,
+    pub sum_ms: i64,
+    pub min_ms: i64,
+    pub max_ms: i64,
+    pub active_users: Option<i64>,
+    pub histogram: Vec<u8>,
+}
+
+/// One group of errors (same label, response code and message).
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct ErrorRow {
+    pub label: String,
+    pub response_code: String,
+    pub message: String,
+    pub count: i64,
+    pub first_seen_ms: i64,
+    pub last_seen_ms: i64,
+}
+
+/// One row the import rejected.
+#[derive(Debug, Clone, Serialize, FromRow)]
+pub struct RejectedRowRow {
+    pub line: i64,
+    pub reason: String,
+}
+
+#[derive(FromRow)]
+pub(crate) struct RunRow {
+    pub(crate) id: i64,
+    pub(crate) name: String,
+    pub(crate) scenario: Option<String>,
+    pub(crate) tool: String,
+    pub(crate) source: Option<String>,
+    pub(crate) status: String,
+    pub(crate) summary_only: bool,
+    pub(crate) started_at_ms: Option<i64>,
+    pub(crate) ended_at_ms: Option<i64>,
+    pub(crate) imported_at_ms: i64,
+    pub(crate) rejected_rows: i64,
+    pub(crate) folded_labels: i64,
+    pub(crate) notes: Option<String>,
+    pub(crate) reported: String,
+    pub(crate) failed_rule: Option<String>,
+    pub(crate) failed_at_ms: Option<i64>,
+    pub(crate) failed_value: Option<f64>,
+}
+
+#[derive(FromRow)]
+pub(crate) struct StatsRow {
+    pub(crate) label_ord: i64,
+    pub(crate) label: Option<String>,
+    pub(crate) is_transaction: bool,
+    pub(crate) count: i64,
+    pub(crate) errors: i64,
+    pub(crate) min_ms: Option<f64>,
+    pub(crate) mean_ms: Option<f64>,
+    pub(crate) max_ms: Option<f64>,
+    pub(crate) p50_ms: Option<f64>,
+    pub(crate) p90_ms: Option<f64>,
+    pub(crate) p95_ms: Option<f64>,
+    pub(crate) p99_ms: Option<f64>,
+    pub(crate) first_start_ms: Option<i64>,
+    pub(crate) last_end_ms: Option<i64>,
+    pub(crate) window_ms: Option<i64>,
+    pub(crate) throughput_rps: Option<f64>,
+    pub(crate) bytes_received: i64,
+    pub(crate) bytes_sent: i64,
+}
+
+impl StatsRow {
+    pub(crate) fn stats(&self) -> Stats {
+        let count = self.count.max(0) as u64;
+        let errors = self.errors.max(0) as u64;
+        Stats {
+            count,
+            errors,
+            error_pct: (count > 0).then(|| errors as f64 * 100.0 / count as f64),
+            min_ms: self.min_ms,
+            mean_ms: self.mean_ms,
+            max_ms: self.max_ms,
+            p50_ms: self.p50_ms,
+            p90_ms: self.p90_ms,
+            p95_ms: self.p95_ms,
+            p99_ms: self.p99_ms,
+            first_start_ms: self.first_start_ms,
+            last_end_ms: self.last_end_ms,
+            window_ms: self.window_ms,
+            throughput_rps: self.throughput_rps,
+            bytes_received: self.bytes_received.max(0) as u64,
+            bytes_sent: self.bytes_sent.max(0) as u64,
+        }
+    }
+}
+
+pub(crate) fn with_urls(mut rows: Vec<RunListItem>) -> Vec<RunListItem> {
+    for row in &mut rows {
+        row.url = format!("/console/runs/{}", row.id);
+    }
+    rows
+}
+
+/// A run's start or end as a clock time: some tools (hey and oha CSV) write only offsets
+/// from the test's start, which are not times of day and stay out of `started_at_ms`.
+pub(crate) fn clock_time(ms: Option<i64>) -> Option<i64> {
+    ms.filter(|t| *t >= crate::sources::ingest::timestamp::MIN_PLAUSIBLE_MS)
+}
+
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Rows per multi-row INSERT for a statement with `columns` bound values per row.
+pub(crate) fn chunk_rows(columns: usize) -> usize {
+    MAX_PARAMS / columns
+}
