@@ -925,3 +925,71 @@ mod targets_tests {
         assert_eq!(t, [(1.0, 1.0), (15.0, 10.0), (30.0, 2.5)]);
     }
 }
+
+#[cfg(test)]
+mod database_tests {
+    use std::path::PathBuf;
+
+    use super::{Config, DatabaseUrl, FileConfig, ServeArgs};
+
+    #[test]
+    fn database_urls_parse_or_say_what_is_accepted() {
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:data/h.db").unwrap(),
+            DatabaseUrl::Sqlite(PathBuf::from("data/h.db"))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:///var/lib/h.db").unwrap(),
+            DatabaseUrl::Sqlite(PathBuf::from("/var/lib/h.db"))
+        );
+        let pg = "postgres://harrier:secret@127.0.0.1:5432/harrier";
+        assert_eq!(
+            DatabaseUrl::parse(pg).unwrap(),
+            DatabaseUrl::Postgres(pg.into())
+        );
+        assert!(!DatabaseUrl::parse(pg).unwrap().shown().contains("secret"));
+        assert!(DatabaseUrl::parse("sqlite:").is_err());
+        let err = DatabaseUrl::parse("mysql://root:pw@db/h").unwrap_err();
+        assert!(err.contains("sqlite:PATH or postgres://"), "{err}");
+        assert!(!err.contains("pw"), "the password is never shown: {err}");
+        // In harrier.toml, a bad URL is an error naming the key's value.
+        assert!(toml::from_str::<FileConfig>("database_url = \"oracle:x\"").is_err());
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_a_url_over_a_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("harrier.toml");
+        std::fs::write(
+            &file,
+            "db = \"file.db\"\ndatabase_url = \"postgres://h@127.0.0.1/file\"\n",
+        )
+        .unwrap();
+        let args = |db: Option<&str>, url: Option<&str>| ServeArgs {
+            db: db.map(PathBuf::from),
+            database_url: url.map(|u| DatabaseUrl::parse(u).unwrap()),
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        let database = |a: ServeArgs| Config::resolve(&a).unwrap().database();
+        assert_eq!(
+            database(args(None, None)),
+            DatabaseUrl::Postgres("postgres://h@127.0.0.1/file".into()),
+            "the file's URL over the file's db"
+        );
+        assert_eq!(
+            database(args(Some("flag.db"), None)),
+            DatabaseUrl::Sqlite(PathBuf::from("flag.db")),
+            "--db over the file"
+        );
+        assert_eq!(
+            database(args(Some("flag.db"), Some("sqlite:url.db"))),
+            DatabaseUrl::Sqlite(PathBuf::from("url.db")),
+            "--database-url over --db"
+        );
+        assert_eq!(
+            Config::default().database(),
+            DatabaseUrl::Sqlite(PathBuf::from("harrier.db"))
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! Notification groups (`alert_groups`, `alert_group_alerts`) and their delivery log
 //! (`alert_group_deliveries`): the state of the notification dispatcher (see
-//! `alerts::notify`), kept in SQLite so a restart neither re-sends nor loses a
+//! `alerts::notify`), kept in the database so a restart neither re-sends nor loses a
 //! notification.
 //!
 //! The evaluator's outbox (`alert_notifications`) is taken into the groups in one

@@ -1,8 +1,10 @@
 //! The store: the only layer that speaks SQL, behind one backend-neutral type.
 //!
 //! The rest of the code calls [`Store`], whose methods are operations (`insert_runs`,
-//! `route_rows`, `record_transition`, …), never SQL. Each backend is a folder (`sqlite/`)
-//! that implements those operations; must not know about HTTP, file formats or the console.
+//! `route_rows`, `record_transition`, …), never SQL. Each backend is a folder (`sqlite/`,
+//! `postgres/`) that implements those operations under the same names; the row types and
+//! pure helpers they share are the files beside them (`runs.rs`, `routes.rs`, …). Must not
+//! know about HTTP, file formats or the console.
 
 mod alert_groups;
 mod alerts;
@@ -438,7 +440,7 @@ impl Store {
     // compare
 
     /// Every bucket of every scope of a run, one row per scope (by scope, buckets by
-    /// start). Packed by SQLite because sqlx hands rows over one at a time through a
+    /// start). Packed by the database because sqlx hands rows over one at a time through a
     /// channel (a few µs each): a comparison of ten runs of a dozen labels reads 60,000
     /// buckets, and this way 130 rows.
     pub async fn run_packed_buckets(&self, id: i64) -> Result<Vec<PackedBuckets>> {
@@ -510,10 +512,11 @@ impl Store {
     // recent
 
     /// The figures of every route over several windows ending at `now_ms`, as
-    /// [`Store::route_figures`] computes them, for the alert evaluator: from the recent
-    /// intervals held in memory when they cover the windows (loading them first if
-    /// needed), else from SQLite ([`Store::route_window_figures_sql`]). No windows: no
-    /// routes, and the memory is dropped (the evaluator has no route rule).
+    /// [`Store::route_figures`] computes them, for the alert evaluator. On SQLite: from the
+    /// recent intervals held in memory when they cover the windows (loading them first if
+    /// needed), else from the database ([`Store::route_window_figures_sql`]); no windows: no
+    /// routes, and the memory is dropped (the evaluator has no route rule). On PostgreSQL
+    /// always from the database (another process may write it), `from_memory` false.
     pub async fn route_window_figures(
         &self,
         needs: &[WindowNeed],
@@ -694,7 +697,7 @@ impl Store {
         dispatch!(self, db => db.process_series(target_ids, resolution_ms, from_ms, to_ms).await)
     }
 
-    /// [`Store::route_window_figures`] from SQLite: the sums come from one aggregate query
+    /// [`Store::route_window_figures`] from the database: the sums come from one aggregate query
     /// over the longest window (no per-route query, no bucket parsing unless
     /// `need.buckets`), the latest inflight reading and the histogram buckets only for the
     /// windows that ask for them.

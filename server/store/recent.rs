@@ -59,6 +59,6 @@ pub struct RouteWindows {
     pub target_up: Vec<Option<bool>>,
     /// Per window (ms), one [`Figures`] per route in `routes` order.
     pub figures: HashMap<i64, Vec<Figures>>,
-    /// Whether the intervals held in memory answered (else SQLite did).
+    /// Whether the intervals held in memory answered (else the database did).
     pub from_memory: bool,
 }

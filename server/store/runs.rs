@@ -5,8 +5,8 @@ use serde::Serialize;
 use sqlx::FromRow;
 use std::collections::BTreeMap;
 
-/// SQLite allows 32,766 bound parameters per statement; rows per multi-row INSERT are sized
-/// to stay below that.
+/// SQLite allows 32,766 bound parameters per statement (PostgreSQL 65,535); rows per
+/// multi-row INSERT are sized to stay below that.
 pub(crate) const MAX_PARAMS: usize = 30_000;
 
 /// Changes to a run's descriptive fields (`None`: leave as is; `Some(None)`: clear).

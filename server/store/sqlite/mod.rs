@@ -1,4 +1,4 @@
-//! The SQLite backend of the store: the connection pool, the migrations (`migrations/`,
+//! The SQLite backend of the store: the connection pool, the migrations (`migrations/sqlite/`,
 //! applied at open) and one file per table group (`runs.rs`, `routes.rs`, `compare.rs`,
 //! `alerts.rs`, `channels.rs`, …). Writes of many rows go in multi-row statements inside
 //! one transaction per import, so an import that fails leaves nothing behind.
