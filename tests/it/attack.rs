@@ -356,5 +356,21 @@ async fn hostile_names_are_shown_as_text_and_never_run() {
         assert_inert(&client, name, *name != "overview").await;
     }
     client.close().await.unwrap();
+    // The exported HTML comparison (a download, opened from disk) escapes them too.
+    let export = http
+        .get(format!("{base}/console/compare.html?runs={first},{second}"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        export.contains("window.__pwned=1"),
+        "the run name is in the export"
+    );
+    for raw in ["<script>window.__pwned", "<img src=x", "<svg onload"] {
+        assert!(!export.contains(raw), "the export holds {raw:?} unescaped");
+    }
     eprintln!("rule name stored: {rule_stored}; channel name stored: {channel_stored}");
 }

@@ -135,6 +135,20 @@ async fn serve(app: &TestApp) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) 
 async fn scrapes_refuse_unspecified_own_and_redirected_destinations() {
     let app = spawn_app().await;
     let (own, _stop) = serve(&app).await;
+    // The API refuses such a target outright; a name is decided at each scrape.
+    let r = app
+        .send(
+            axum::http::Request::post("/api/v1/targets")
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(
+                    json!({"name": "md", "url": "http://[::ffff:169.254.169.254]/latest"})
+                        .to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("link-local"), "{}", r.text());
     let (sink, sink_hits) = counting_server("127.0.0.1", OK_METRICS).await;
     let client = Outbound::scrapes(&app.state.egress);
     let port = own.port();
@@ -238,7 +252,17 @@ async fn notifications_refuse_refused_destinations_and_follow_no_redirect() {
             &json!({"name": name, "kind": "webhook", "url": url}),
         )
         .await;
-        assert_eq!(r.status, 201, "{url}: {}", r.text());
+        if why.contains("unspecified") || url.contains("[::ffff") {
+            // An address literal the policy refuses is refused when saved…
+            assert_eq!(r.status, 400, "{url}: {}", r.text());
+            assert_eq!(r.json()["field"], "url");
+            assert!(r.text().contains("egress policy"), "{}", r.text());
+            // …and when sent, had it been stored before the policy said no.
+            let spec = harrier::domain::alerts::channel::ChannelSpec::new(&name, "webhook", url);
+            assert!(app.state.store.insert_channel(&spec, 0).await.unwrap());
+        } else {
+            assert_eq!(r.status, 201, "{url}: {}", r.text());
+        }
         let r = send_json(
             &app,
             "POST",

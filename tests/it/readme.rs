@@ -1,8 +1,8 @@
 //! README's `curl` examples, run as written against a real `harrier serve`, so the docs
 //! cannot drift from the API: each ```sh block's `curl` commands (continued lines and
 //! multi-line quoted bodies joined), in order, with only the addresses filled in —
-//! `localhost:7070` is the server under test, `127.0.0.1:9101` its own `/metrics` (a scrape
-//! target), `127.0.0.1:9095` a webhook receiver started here. A command fails the test
+//! `localhost:7070` is the server under test, `127.0.0.1:9101` (a scrape target) and
+//! `127.0.0.1:9095` a receiver started here (harrier refuses its own address as a target). A command fails the test
 //! when curl fails or the server answers 4xx/5xx.
 
 use std::process::Command;
@@ -73,7 +73,7 @@ async fn readme_curl_examples_work_as_written() {
     for command in commands {
         let filled = command
             .replace("localhost:7070", &addr)
-            .replace("127.0.0.1:9101", &addr)
+            .replace("127.0.0.1:9101", &hook.to_string())
             .replace("127.0.0.1:9095", &hook.to_string())
             .replacen("curl ", "curl -sS --fail-with-body -m 10 ", 1);
         let out = tokio::task::spawn_blocking({

@@ -393,6 +393,19 @@ fn parse_channel(
     Ok(channel)
 }
 
+/// A channel whose URL the egress policy refuses outright (an address literal it refuses,
+/// a host name `deny` names) is refused when it is saved; names are decided again, on
+/// their addresses, at every send.
+fn egress_allowed(state: &AppState, channel: &ChannelSpec) -> Result<()> {
+    match state.egress.policy().check_url(channel.url.expose()) {
+        Ok(_) => Ok(()),
+        Err(refusal) => Err(Error::Field {
+            field: "url".into(),
+            message: format!("alert channel {:?}: {refusal}", channel.name),
+        }),
+    }
+}
+
 async fn channel_view(state: &AppState, name: &str) -> Result<ChannelView> {
     crate::views::alerts::channel_views(&state.store, &state.config.alerts.channels)
         .await?
@@ -406,6 +419,7 @@ async fn create_channel(
     body: std::result::Result<Json<serde_json::Value>, JsonRejection>,
 ) -> Result<Response> {
     let channel = parse_channel(body, None)?;
+    egress_allowed(&state, &channel)?;
     if config_channel(&state, &channel.name).is_some() {
         return Err(name_taken(&channel.name, true));
     }
@@ -439,6 +453,7 @@ async fn update_channel(
         .await?
         .ok_or_else(|| Error::NotFound(format!("alert channel {name:?}")))?;
     let channel = parse_channel(body, Some(&stored.channel))?;
+    egress_allowed(&state, &channel)?;
     if channel.name != name && config_channel(&state, &channel.name).is_some() {
         return Err(name_taken(&channel.name, true));
     }

@@ -190,6 +190,14 @@ async fn create_target(
 ) -> Result<Response> {
     let Json(spec) = body.map_err(|e| Error::BadRequest(format!("target: {}", e.body_text())))?;
     crate::services::scrape::validate(&spec).map_err(Error::BadRequest)?;
+    // Refused outright when the egress policy refuses its URL as written (names are
+    // decided again, on their addresses, at every scrape).
+    if let Err(refusal) = state.egress.policy().check_url(spec.url.expose()) {
+        return Err(Error::Field {
+            field: "url".into(),
+            message: format!("target {:?}: {refusal}", spec.name),
+        });
+    }
     let target = state
         .store
         .insert_target(&spec, "api", crate::now_ms())
