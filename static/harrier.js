@@ -566,7 +566,7 @@
     const bad = isNum(run.error_pct) && run.error_pct > 0;
     return h('tr', { 'data-run-id': run.id },
       nameCell,
-      h('td', { 'data-value': run.scenario || '' }, valueNode(run.scenario || NULL_TEXT)),
+      h('td', { 'data-value': run.scenario || '', title: run.scenario || null }, valueNode(run.scenario || NULL_TEXT)),
       h('td', { 'data-value': run.tool || '' }, toolName(run.tool)),
       h('td', { class: 'num', 'data-value': dv(run.started_at_ms) }, start),
       h('td', { class: 'num', 'data-value': dv(run.duration_ms) }, valueNode(fmt.duration(run.duration_ms))),
