@@ -2,9 +2,10 @@
 # Long live run benchmark: a k6 stream covering HOURS of synthetic time × LABELS labels
 # (one request per label per second, 1 in 50 failing) written as fast as one client can
 # through POST /write to a loopback server, one write per BATCH seconds of run time.
-# Measures each write's latency and the server's RSS, and compares the first tenth of
-# the writes with the last tenth (a run that re-snapshots itself whole slows down as it
-# grows; an incremental one stays flat).
+# The first and last 300 seconds of the run are written at k6's cadence (one write per
+# second of run time, 50 points with 50 labels); the rest in writes of BATCH seconds. Measures
+# each write's latency and the server's RSS, start against end (a run that re-snapshots
+# itself whole slows down as it grows; an incremental one stays flat).
 #
 #   bench/live_long.sh [--bin target/debug/harrier] [--hours 12] [--labels 50]
 #                      [--batch 60] [--max-seconds 600] [--name after]
@@ -52,44 +53,64 @@ def rss_mib(field):
                 return int(line.split()[1]) / 1024
     return 0.0
 
-lat, rss = [], []
-start = time.monotonic()
-sent = 0
-for s0 in range(0, seconds, batch):
+def write(s0, n):
     lines = []
-    for s in range(s0, min(s0 + batch, seconds)):
-        for i, n in enumerate(names):
+    for s in range(s0, min(s0 + n, seconds)):
+        for i, nm in enumerate(names):
             dur = random.randint(5, 400)
             ok = random.random() > 0.02
             end_ns = (t0 + s * 1000 + i * 7 + dur) * 1_000_000
             lines.append(f"http_req_duration,expected_response={'true' if ok else 'false'},"
-                         f"name={n},status={200 if ok else 503},testid=long value={dur} {end_ns}")
+                         f"name={nm},status={200 if ok else 503},testid=long value={dur} {end_ns}")
     body = ("\n".join(lines) + "\n").encode()
     t = time.monotonic()
     conn.request("POST", "/write?db=k6&precision=ns", body=body)
     r = conn.getresponse(); r.read()
-    lat.append((time.monotonic() - t) * 1000)
+    ms = (time.monotonic() - t) * 1000
     if r.status != 204:
         sys.exit(f"write answered {r.status}")
-    sent += len(lines)
+    return ms, len(lines)
+
+# k6's cadence (one write per second of run time) for `probe` writes at the start and at
+# the end; in between, one write per `batch` seconds, as fast as the server answers.
+probe = 300
+start_probe, end_probe, lat, rss = [], [], [], []
+start = time.monotonic()
+sent = 0
+s0 = 0
+while s0 < probe:
+    ms, n = write(s0, 1); start_probe.append(ms); sent += n; s0 += 1
+rss_start = rss_mib("VmRSS")
+stopped = ""
+while s0 < seconds - probe:
+    ms, n = write(s0, min(batch, seconds - probe - s0)); lat.append(ms); sent += n
+    s0 += batch
     rss.append(rss_mib("VmRSS"))
     if time.monotonic() - start > max_s:
+        stopped = " (time limit)"
         break
     st = os.statvfs(".")
     if st.f_bavail * st.f_frsize < 2 << 30:
-        print("stopped: less than 2 GiB of disk left", file=sys.stderr)
+        stopped = " (disk limit)"
+        break
+end_start = time.monotonic()
+for k in range(probe):  # at most 120 s of it
+    ms, n = write(s0, 1); end_probe.append(ms); sent += n; s0 += 1
+    if time.monotonic() - end_start > 120:
         break
 wall = time.monotonic() - start
-reached_h = (s0 + batch) / 3600
-tenth = max(1, len(lat) // 10)
+reached_h = min(s0, seconds) / 3600
 def pct(xs, p):
     xs = sorted(xs); return xs[min(len(xs) - 1, int(len(xs) * p / 100 + 0.999) - 1)]
+tenth = max(1, len(lat) // 10)
 first, last = lat[:tenth], lat[-tenth:]
-print()
-print("| binary | run time reached | labels | writes (points) | wall s | first tenth p50 / p99 / max ms | last tenth p50 / p99 / max ms | RSS after first tenth → end MiB | peak RSS MiB | database + WAL MiB |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 db_mib = sum(os.path.getsize(f"{out}/{f}") for f in os.listdir(out) if f.startswith("live.db")) / 2**20
-print(f"| {name} | {min(reached_h, hours):.1f} h of {hours:g} h | {labels} | {len(lat)} ({sent:,}) | {wall:.0f} | "
-      f"{pct(first,50):.0f} / {pct(first,99):.0f} / {max(first):.0f} | {pct(last,50):.0f} / {pct(last,99):.0f} / {max(last):.0f} | "
-      f"{rss[tenth-1]:.0f} → {rss[-1]:.0f} | {rss_mib('VmHWM'):.0f} | {db_mib:.0f} |")
+print()
+print(f"| binary | run time reached | labels | writes (points) | wall s | 1-s writes at the start p50 / p99 / max ms | {batch}-s writes, first tenth p50 / p99 ms | {batch}-s writes, last tenth p50 / p99 ms | 1-s writes at the end p50 / p99 / max ms | RSS after start → end MiB | peak RSS MiB | database + WAL MiB |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print(f"| {name} | {reached_h:.1f} h of {hours:g} h{stopped} | {labels} | {len(lat) + 2 * probe} ({sent:,}) | {wall:.0f} | "
+      f"{pct(start_probe,50):.0f} / {pct(start_probe,99):.0f} / {max(start_probe):.0f} | "
+      f"{pct(first,50):.0f} / {pct(first,99):.0f} | {pct(last,50):.0f} / {pct(last,99):.0f} | "
+      f"{pct(end_probe,50):.0f} / {pct(end_probe,99):.0f} / {max(end_probe):.0f} | "
+      f"{rss_start:.0f} → {rss_mib('VmRSS'):.0f} | {rss_mib('VmHWM'):.0f} | {db_mib:.0f} |")
 PY

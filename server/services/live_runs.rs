@@ -247,10 +247,13 @@ impl LiveRuns {
             &limits,
             |c: Classified<'_>| {
                 let key = (c.sender, c.run_key);
-                let run = runs
-                    .entry(key.clone())
-                    .or_insert_with(|| OpenRun::new(key.0, key.1.clone(), &self.limits));
-                run.push(c.line, &c.point);
+                if !runs.contains_key(&key) {
+                    let run = OpenRun::new(key.0, key.1.clone(), &self.limits);
+                    runs.insert(key.clone(), run);
+                }
+                if let Some(run) = runs.get_mut(&key) {
+                    run.push(c.line, &c.point);
+                }
                 if !touched.contains(&key) {
                     touched.push(key);
                 }

@@ -107,9 +107,10 @@ fn history_buckets(
                 active_users: None,
                 histogram: Vec::new(),
             });
-        b.count += count;
-        b.errors += errors;
-        b.sum_ms += sum_ms;
+        // Cumulative figures near u64::MAX (a damaged or hostile file) saturate.
+        b.count = b.count.saturating_add(count);
+        b.errors = b.errors.saturating_add(errors);
+        b.sum_ms = b.sum_ms.saturating_add(sum_ms);
         if count > 0 {
             let max = row.window_max_ms.map_or(0, |m| m.round() as u64);
             b.max_ms = b.max_ms.max(max);
