@@ -25,6 +25,18 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// Read buffer of the parsers.
 const READ_BUFFER: usize = 1 << 20;
 
+/// Imports parsed and stored at once, process-wide: the machine's cores, at least 2. A
+/// heavy import holds its parser's state (labels, buckets, distributions) until it is
+/// stored, so more at once would only add memory, not speed; the others wait their turn
+/// (their bytes wait in the client's socket, not in memory).
+pub fn max_concurrent_imports() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
+/// The turns of [`max_concurrent_imports`].
+static IMPORT_SLOTS: std::sync::LazyLock<tokio::sync::Semaphore> =
+    std::sync::LazyLock::new(|| tokio::sync::Semaphore::new(max_concurrent_imports()));
+
 /// What the user said about an import.
 #[derive(Debug, Clone)]
 pub struct ImportRequest {
@@ -140,6 +152,11 @@ pub async fn import_reader<R: Read + Send + 'static>(
         crate::now_ms(),
         std::process::id() ^ rand_u32()
     );
+    // Held until the runs are stored (or refused); never closed, so acquiring cannot fail.
+    let _turn = IMPORT_SLOTS
+        .acquire()
+        .await
+        .map_err(|_| Error::Internal("the import queue is closed".to_string()))?;
     let read = Arc::new(AtomicU64::new(0));
     let failure = Arc::new(std::sync::Mutex::new(None));
     let counting = CountingReader {

@@ -543,3 +543,95 @@ async fn a_cut_off_ab_report_imports_with_a_warning_at_the_line_where_it_stops()
         assert_eq!(run["rejected_rows"], 0, "ab-loop.out: {run}");
     }
 }
+
+/// A reader that counts itself started on its first read and then waits for the gate.
+struct Gated {
+    data: std::io::Cursor<Vec<u8>>,
+    started: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    gate: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    first: bool,
+}
+
+impl std::io::Read for Gated {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.first {
+            self.first = false;
+            self.started
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let (open, cv) = &*self.gate;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = cv.wait(open).unwrap();
+            }
+        }
+        self.data.read(buf)
+    }
+}
+
+/// Heavy imports take turns: while `max_concurrent_imports()` imports are being read,
+/// the others wait without reading a byte; once the first ones go through, every one
+/// is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn heavy_imports_take_turns() {
+    use harrier::services::import::{self, ImportRequest, Progress};
+    use std::sync::atomic::Ordering;
+    let (store, config, _dir) = crate::helpers::fresh_store().await;
+    let turns = import::max_concurrent_imports();
+    let started = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let gate = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let jtl = b"timeStamp,elapsed,label,responseCode,success\n1780000000000,12,Home,200,true\n";
+    let mut tasks = Vec::new();
+    for i in 0..turns + 3 {
+        let (store, limits) = (store.clone(), config.run_limits.clone());
+        let reader = Gated {
+            data: std::io::Cursor::new(jtl.to_vec()),
+            started: started.clone(),
+            gate: gate.clone(),
+            first: true,
+        };
+        tasks.push(tokio::spawn(async move {
+            let req = ImportRequest {
+                format: harrier::sources::ingest::Format::Auto,
+                name: Some(format!("turn {i}")),
+                scenario: None,
+                tags: Vec::new(),
+                source: format!("turn-{i}.jtl"),
+                max_bytes: 1 << 20,
+                limits,
+                replace: None,
+            };
+            let progress = Progress {
+                hub: None,
+                callback: None,
+            };
+            import::import_reader(&store, &progress, req, reader, None).await
+        }));
+    }
+    // Other tests of this binary import too: wait until our readers hold every turn.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while started.load(Ordering::SeqCst) < turns {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {turns} turns taken",
+            started.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        turns,
+        "no more than {turns} imports read at once"
+    );
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    for t in tasks {
+        let runs = t
+            .await
+            .unwrap()
+            .expect("every import is stored in its turn");
+        assert_eq!(runs.len(), 1);
+    }
+    assert_eq!(started.load(Ordering::SeqCst), turns + 3);
+    assert_eq!(store.list_runs().await.unwrap().len(), turns + 3);
+}
