@@ -582,7 +582,7 @@ async fn heavy_imports_take_turns() {
     let jtl = b"timeStamp,elapsed,label,responseCode,success\n1780000000000,12,Home,200,true\n";
     let mut tasks = Vec::new();
     for i in 0..turns + 3 {
-        let (store, limits) = (store.clone(), config.run_limits.clone());
+        let (store, limits) = (store.clone(), config.run_limits);
         let reader = Gated {
             data: std::io::Cursor::new(jtl.to_vec()),
             started: started.clone(),
