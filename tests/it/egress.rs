@@ -29,9 +29,18 @@ async fn counting_server(ip: &str, answer: &'static str) -> (SocketAddr, Arc<Ato
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         while let Ok((mut sock, _)) = listener.accept().await {
             seen.fetch_add(1, Ordering::SeqCst);
+            // The whole request head before answering: closing with part of it unread
+            // resets the connection, and a client may then send the request again.
+            let mut head = Vec::new();
             let mut buf = [0u8; 4096];
-            let _ = sock.read(&mut buf).await;
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match sock.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
             let _ = sock.write_all(answer.as_bytes()).await;
+            let _ = sock.shutdown().await;
         }
     });
     (addr, count)
