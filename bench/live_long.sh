@@ -8,13 +8,16 @@
 # itself whole slows down as it grows; an incremental one stays flat).
 #
 #   bench/live_long.sh [--bin target/debug/harrier] [--hours 12] [--labels 50]
-#                      [--batch 60] [--max-seconds 600] [--name after]
+#                      [--batch 60] [--max-seconds 600] [--name after] [--sender jmeter]
+#
+# --sender jmeter writes JMeter Backend Listener aggregates instead (per label one
+# `statut=all` line per 5 s send interval, plus a `statut=ko` line when some failed).
 #
 # --max-seconds bounds the wall time: a binary that slows down stops there and the row
 # says how many hours of the run it reached. Needs python3. Prints a Markdown row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/debug/harrier hours=12 labels=50 batch=60 max=600 name=
+bin=target/debug/harrier hours=12 labels=50 batch=60 max=600 name= sender=k6
 while (($#)); do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -23,6 +26,7 @@ while (($#)); do
     --batch) batch=$2; shift 2 ;;
     --max-seconds) max=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
+    --sender) sender=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -36,9 +40,9 @@ pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 
-python3 - "$port" "$pid" "$hours" "$labels" "$batch" "$max" "$name" "$out" <<'PY'
+python3 - "$port" "$pid" "$hours" "$labels" "$batch" "$max" "$name" "$out" "$sender" <<'PY'
 import http.client, os, random, sys, time
-port, pid, hours, labels, batch, max_s, name, out = sys.argv[1:]
+port, pid, hours, labels, batch, max_s, name, out, sender = sys.argv[1:]
 pid, hours, labels, batch, max_s = int(pid), float(hours), int(labels), int(batch), float(max_s)
 random.seed(3)
 names = [f"GET\\ /api/endpoint/{i}" for i in range(labels)]
@@ -56,15 +60,29 @@ def rss_mib(field):
 def write(s0, n):
     lines = []
     for s in range(s0, min(s0 + n, seconds)):
+        if sender == "jmeter":
+            if (s + 1) % 5:
+                continue  # one send per 5 s interval, at its end
+            t_ns = (t0 + (s + 1) * 1000) * 1_000_000
+            for nm in names:
+                durs = [random.randint(5, 400) for _ in range(5)]
+                ko = sum(random.random() < 0.02 for _ in durs)
+                lines.append(f"jmeter,application=long,transaction={nm},statut=all count={len(durs)},"
+                             f"avg={sum(durs) / len(durs)},min={min(durs)},max={max(durs)},hit={len(durs)} {t_ns}")
+                if ko:
+                    lines.append(f"jmeter,application=long,transaction={nm},statut=ko count={ko} {t_ns}")
+            continue
         for i, nm in enumerate(names):
             dur = random.randint(5, 400)
             ok = random.random() > 0.02
             end_ns = (t0 + s * 1000 + i * 7 + dur) * 1_000_000
             lines.append(f"http_req_duration,expected_response={'true' if ok else 'false'},"
                          f"name={nm},status={200 if ok else 503},testid=long value={dur} {end_ns}")
+    if not lines:
+        return None, 0  # JMeter: no send ends in these seconds
     body = ("\n".join(lines) + "\n").encode()
     t = time.monotonic()
-    conn.request("POST", "/write?db=k6&precision=ns", body=body)
+    conn.request("POST", f"/write?db={'jmeter' if sender == 'jmeter' else 'k6'}&precision=ns", body=body)
     r = conn.getresponse(); r.read()
     ms = (time.monotonic() - t) * 1000
     if r.status != 204:
@@ -79,11 +97,13 @@ start = time.monotonic()
 sent = 0
 s0 = 0
 while s0 < probe:
-    ms, n = write(s0, 1); start_probe.append(ms); sent += n; s0 += 1
+    ms, n = write(s0, 1); sent += n; s0 += 1
+    if ms is not None: start_probe.append(ms)
 rss_start = rss_mib("VmRSS")
 stopped = ""
 while s0 < seconds - probe:
-    ms, n = write(s0, min(batch, seconds - probe - s0)); lat.append(ms); sent += n
+    ms, n = write(s0, min(batch, seconds - probe - s0)); sent += n
+    if ms is not None: lat.append(ms)
     s0 += batch
     rss.append(rss_mib("VmRSS"))
     if time.monotonic() - start > max_s:
@@ -95,7 +115,8 @@ while s0 < seconds - probe:
         break
 end_start = time.monotonic()
 for k in range(probe):  # at most 120 s of it
-    ms, n = write(s0, 1); end_probe.append(ms); sent += n; s0 += 1
+    ms, n = write(s0, 1); sent += n; s0 += 1
+    if ms is not None: end_probe.append(ms)
     if time.monotonic() - end_start > 120:
         break
 wall = time.monotonic() - start
@@ -108,7 +129,7 @@ db_mib = sum(os.path.getsize(f"{out}/{f}") for f in os.listdir(out) if f.startsw
 print()
 print(f"| binary | run time reached | labels | writes (points) | wall s | 1-s writes at the start p50 / p99 / max ms | {batch}-s writes, first tenth p50 / p99 ms | {batch}-s writes, last tenth p50 / p99 ms | 1-s writes at the end p50 / p99 / max ms | RSS after start → end MiB | peak RSS MiB | database + WAL MiB |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-print(f"| {name} | {reached_h:.1f} h of {hours:g} h{stopped} | {labels} | {len(lat) + 2 * probe} ({sent:,}) | {wall:.0f} | "
+print(f"| {name} | {reached_h:.1f} h of {hours:g} h{stopped} | {labels} | {len(lat) + len(start_probe) + len(end_probe)} ({sent:,}) | {wall:.0f} | "
       f"{pct(start_probe,50):.0f} / {pct(start_probe,99):.0f} / {max(start_probe):.0f} | "
       f"{pct(first,50):.0f} / {pct(first,99):.0f} | {pct(last,50):.0f} / {pct(last,99):.0f} | "
       f"{pct(end_probe,50):.0f} / {pct(end_probe,99):.0f} / {max(end_probe):.0f} | "

@@ -12,6 +12,12 @@
 //! counted under [`OTHER_LABELS`] and [`RunData::folded_labels`] says how many), labels
 //! and messages cut to their limits, at most [`MAX_ERROR_GROUPS`] error kinds (further
 //! kinds are counted in one overflow group).
+//!
+//! Bounded in time too: once its changes have been taken ([`IntervalRun::take_changes`],
+//! a live run's store), a label's seconds older than [`KEEP_MS`] before its newest
+//! interval are forgotten, so a 12-hour stream holds minutes, not hours. Points that still
+//! arrive for a forgotten second are handed out as [`RunChanges::added`] buckets, which
+//! the store adds to the stored ones: nothing is lost or counted twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +32,9 @@ use super::{Bucket, ErrorGroup, LabelStats, RunChanges, RunData, Stats};
 pub const DEFAULT_INTERVAL_MS: i64 = 5_000;
 /// Longest interval a gap between two sends is taken for, ms.
 const MAX_INTERVAL_MS: i64 = 60_000;
+/// How long a label's seconds are kept behind its newest interval once taken, ms: five
+/// times the longest interval, so in-order sends (JMeter's) never touch a forgotten one.
+pub const KEEP_MS: i64 = 5 * MAX_INTERVAL_MS;
 
 #[derive(Debug, Clone, Default)]
 struct Acc {
@@ -39,6 +48,23 @@ struct Acc {
 }
 
 impl Acc {
+    /// Adds another accumulator of the same label and second.
+    fn merge(&mut self, o: &Acc) {
+        self.count += o.count;
+        self.errors += o.errors;
+        self.sum_ms += o.sum_ms;
+        self.min_ms = match (self.min_ms, o.min_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.max_ms = match (self.max_ms, o.max_ms) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.bytes_received += o.bytes_received;
+        self.bytes_sent += o.bytes_sent;
+    }
+
     fn add(&mut self, count: u64, errors: u64, mean: f64, min: f64, max: f64) {
         self.count += count;
         self.errors += errors;
@@ -54,6 +80,26 @@ impl Acc {
     }
 }
 
+/// The serialized empty histogram every interval bucket carries.
+static EMPTY_HISTOGRAM: std::sync::LazyLock<Vec<u8>> =
+    std::sync::LazyLock::new(|| serialize_histogram(&new_histogram::<u64>()));
+
+/// One second's bucket of `label` (the run's when `None`), from its accumulator. No
+/// histogram: percentiles are not known from interval aggregates.
+fn interval_bucket(label: Option<String>, start_ms: i64, acc: &Acc, users: Option<u32>) -> Bucket {
+    Bucket {
+        label,
+        start_ms,
+        count: acc.count,
+        errors: acc.errors,
+        sum_ms: acc.sum_ms.round().max(0.0) as u64,
+        min_ms: acc.min_ms.unwrap_or(0.0).round().max(0.0) as u64,
+        max_ms: acc.max_ms.unwrap_or(0.0).round().max(0.0) as u64,
+        active_users: users,
+        histogram: EMPTY_HISTOGRAM.clone(),
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct LabelRun {
     name: String,
@@ -64,6 +110,21 @@ struct LabelRun {
     last_t_ms: Option<i64>,
     first_start_ms: Option<i64>,
     last_end_ms: Option<i64>,
+    /// Seconds before this (ms) were taken and forgotten; points for them go to `late`.
+    forgotten_before: i64,
+    /// Second start (ms) → points that arrived after that second was forgotten.
+    late: BTreeMap<i64, Acc>,
+}
+
+impl LabelRun {
+    /// The accumulator of second `s`: the kept one, or the late one once forgotten.
+    fn second(&mut self, s: i64) -> &mut Acc {
+        if s < self.forgotten_before {
+            self.late.entry(s).or_default()
+        } else {
+            self.seconds.entry(s).or_default()
+        }
+    }
 }
 
 /// Accumulates a run from interval aggregates.
@@ -82,6 +143,8 @@ pub struct IntervalRun {
     users: BTreeMap<i64, u32>,
     /// Seconds (start, ms) changed since the last [`IntervalRun::take_changes`].
     changed: BTreeSet<i64>,
+    /// Users of seconds before this (ms) were taken and forgotten.
+    users_forgotten_before: i64,
 }
 
 fn second_of(t_ms: i64) -> i64 {
@@ -170,9 +233,7 @@ impl IntervalRun {
         for i in 0..secs {
             let share = each + u64::from(i < extra);
             if share > 0 {
-                l.seconds
-                    .entry(second_of(start) + i as i64 * 1000)
-                    .or_default()
+                l.second(second_of(start) + i as i64 * 1000)
                     .add(share, 0, mean_ms, min_ms, max_ms);
             }
         }
@@ -196,7 +257,7 @@ impl IntervalRun {
             .map(|(s, _)| *s)
             .collect();
         if secs.is_empty() {
-            l.seconds.entry(second_of(t_ms - 1)).or_default().errors += errors;
+            l.second(second_of(t_ms - 1)).errors += errors;
             self.changed.insert(second_of(t_ms - 1));
             return;
         }
@@ -242,8 +303,12 @@ impl IntervalRun {
         }
     }
 
-    /// Active users at `t_ms`.
+    /// Active users at `t_ms` (dropped when that second is forgotten already: a user
+    /// count cannot be added to a stored one).
     pub fn users(&mut self, t_ms: i64, users: u32) {
+        if second_of(t_ms) < self.users_forgotten_before {
+            return;
+        }
         self.users.insert(second_of(t_ms), users);
         self.changed.insert(second_of(t_ms));
     }
@@ -253,7 +318,8 @@ impl IntervalRun {
         self.labels.iter().map(|l| l.total.count).sum()
     }
 
-    /// The run as it stands.
+    /// The run as it stands: statistics in full, buckets of the seconds still kept (all
+    /// of them until [`take_changes`](Self::take_changes) is first called).
     pub fn snapshot(&self) -> RunData {
         self.build(None)
     }
@@ -261,13 +327,55 @@ impl IntervalRun {
     /// Like [`snapshot`](Self::snapshot), but `buckets` holds only the seconds changed
     /// since the previous call (every second at the first call), so its cost follows the
     /// labels and the new seconds, never the run's length. Storing each call's buckets
-    /// by (label, start), replacing, yields exactly `snapshot()`'s buckets
-    /// ([`RunChanges::added`] stays empty).
+    /// by (label, start), replacing, then adding its [`RunChanges::added`] buckets (points
+    /// for seconds forgotten earlier) yields exactly the buckets of a run fed the same
+    /// points that forgot nothing. Afterwards each label's seconds older than [`KEEP_MS`]
+    /// before its newest interval are forgotten.
     pub fn take_changes(&mut self) -> RunChanges {
         let changed = std::mem::take(&mut self.changed);
-        RunChanges {
-            data: self.build(Some(&changed)),
-            added: Vec::new(),
+        let data = self.build(Some(&changed));
+        let added = self.take_late();
+        self.forget_old_seconds();
+        RunChanges { data, added }
+    }
+
+    /// The late points as buckets to add: per label, and their sum per second for the run.
+    fn take_late(&mut self) -> Vec<Bucket> {
+        let mut run: BTreeMap<i64, Acc> = BTreeMap::new();
+        let mut out = Vec::new();
+        for l in &mut self.labels {
+            for (s, acc) in std::mem::take(&mut l.late) {
+                run.entry(s).or_default().merge(&acc);
+                out.push(interval_bucket(Some(l.name.clone()), s, &acc, None));
+            }
+        }
+        let mut all: Vec<Bucket> = run
+            .iter()
+            .map(|(s, acc)| interval_bucket(None, *s, acc, None))
+            .collect();
+        all.append(&mut out);
+        all
+    }
+
+    /// Drops each label's seconds older than [`KEEP_MS`] before its newest interval, and
+    /// the users of seconds older than that before the newest of all.
+    fn forget_old_seconds(&mut self) {
+        let mut newest = i64::MIN;
+        for l in &mut self.labels {
+            let Some(last) = l.last_t_ms else { continue };
+            newest = newest.max(last);
+            let cut = second_of(last.saturating_sub(KEEP_MS));
+            if cut > l.forgotten_before {
+                l.seconds = l.seconds.split_off(&cut);
+                l.forgotten_before = cut;
+            }
+        }
+        if newest > i64::MIN {
+            let cut = second_of(newest.saturating_sub(KEEP_MS));
+            if cut > self.users_forgotten_before {
+                self.users = self.users.split_off(&cut);
+                self.users_forgotten_before = cut;
+            }
         }
     }
 
@@ -293,35 +401,12 @@ impl IntervalRun {
                 ..Stats::default()
             }
         };
-        let empty_histogram = serialize_histogram(&new_histogram::<u64>());
-        let bucket = |label: Option<String>, start_ms: i64, acc: &Acc, users: Option<u32>| Bucket {
-            label,
-            start_ms,
-            count: acc.count,
-            errors: acc.errors,
-            sum_ms: acc.sum_ms.round().max(0.0) as u64,
-            min_ms: acc.min_ms.unwrap_or(0.0).round().max(0.0) as u64,
-            max_ms: acc.max_ms.unwrap_or(0.0).round().max(0.0) as u64,
-            active_users: users,
-            histogram: empty_histogram.clone(),
-        };
+        let bucket = interval_bucket;
         let mut overall = Acc::default();
         let mut overall_seconds: BTreeMap<i64, Acc> = BTreeMap::new();
         let mut buckets = Vec::new();
         for l in &self.labels {
-            overall.count += l.total.count;
-            overall.errors += l.total.errors;
-            overall.sum_ms += l.total.sum_ms;
-            overall.bytes_received += l.total.bytes_received;
-            overall.bytes_sent += l.total.bytes_sent;
-            overall.min_ms = match (overall.min_ms, l.total.min_ms) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            overall.max_ms = match (overall.max_ms, l.total.max_ms) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
+            overall.merge(&l.total);
             let seconds: Box<dyn Iterator<Item = (&i64, &Acc)>> = match only {
                 None => Box::new(l.seconds.iter()),
                 Some(only) => Box::new(only.iter().filter_map(|s| l.seconds.get_key_value(s))),
@@ -452,47 +537,93 @@ mod tests {
     }
 
     #[test]
-    fn changes_upserted_in_turn_equal_the_snapshot() {
+    fn changes_stored_in_turn_equal_a_run_that_forgets_nothing() {
         use std::collections::BTreeMap;
+        // `r` hands out its changes and forgets old seconds; `whole` is fed the same
+        // points and never asked, so it keeps every second.
         let mut r = IntervalRun::new();
-        let mut stored: BTreeMap<(Option<String>, i64), Bucket> = BTreeMap::new();
-        let mut upsert = |c: RunChanges| {
-            assert!(c.added.is_empty());
-            let n = c.data.buckets.len();
+        let mut whole = IntervalRun::new();
+        type Stored = BTreeMap<(Option<String>, i64), Bucket>;
+        let mut stored = Stored::new();
+        // As the store does: changed buckets replace, added ones add.
+        fn store(stored: &mut Stored, c: RunChanges) -> usize {
+            let n = c.data.buckets.len() + c.added.len();
             for b in c.data.buckets {
                 stored.insert((b.label.clone(), b.start_ms), b);
             }
+            for b in c.added {
+                match stored.get_mut(&(b.label.clone(), b.start_ms)) {
+                    Some(old) => old.add(&b).unwrap(),
+                    None => {
+                        stored.insert((b.label.clone(), b.start_ms), b);
+                    }
+                }
+            }
             n
-        };
+        }
+        let t0 = 1_700_000_000_000i64;
         for i in 1..=400i64 {
-            let t = 1_700_000_000_000 + i * 5_000;
+            let t = t0 + i * 5_000;
             for (j, label) in ["a", "b"].iter().enumerate() {
-                r.interval(
-                    label,
-                    t,
-                    10 + i as u64 % 7,
-                    40.0 + j as f64,
-                    5.0,
-                    90.0,
-                    100,
-                    10,
-                );
-                if i % 9 == 0 {
-                    r.interval_errors(label, t, 3);
+                for run in [&mut r, &mut whole] {
+                    // Means that are whole ms, so every bucket's sum is exact.
+                    run.interval(
+                        label,
+                        t,
+                        10 + i as u64 % 7,
+                        40.0 + j as f64,
+                        5.0,
+                        90.0,
+                        100,
+                        10,
+                    );
+                    if i % 9 == 0 {
+                        run.interval_errors(label, t, 3);
+                    }
                 }
             }
             r.users(t - 2_000, i as u32);
+            whole.users(t - 2_000, i as u32);
             if i % 3 == 0 {
-                let n = upsert(r.take_changes());
+                let n = store(&mut stored, r.take_changes());
                 // 3 intervals × 5 s × (2 labels + the run), never the whole run.
                 assert!(n <= 3 * 5 * 3 + 6, "{n} buckets in one change");
             }
         }
-        upsert(r.take_changes());
-        let mut want = r.snapshot().buckets;
+        // 2,000 s streamed: only the last KEEP_MS (+ the newest interval) are held.
+        store(&mut stored, r.take_changes());
+        let held = r.labels.iter().map(|l| l.seconds.len()).max().unwrap();
+        assert!(held <= (KEEP_MS / 1000) as usize + 5, "{held} seconds held");
+        assert!(r.users.len() <= (KEEP_MS / 1000) as usize + 5);
+        // An interval sent out of order, for a forgotten second: added to what was
+        // stored, not lost and not counted twice.
+        for run in [&mut r, &mut whole] {
+            run.interval("a", t0 + 100 * 5_000, 6, 70.0, 3.0, 300.0, 0, 0);
+        }
+        let late = r.take_changes();
+        assert_eq!(late.added.len(), 2, "the label's second and the run's");
+        store(&mut stored, late);
+        let mut want = whole.snapshot().buckets;
         want.sort_by(|a, b| (&a.label, a.start_ms).cmp(&(&b.label, b.start_ms)));
         assert_eq!(want.len(), 3 * 400 * 5);
-        assert_eq!(stored.into_values().collect::<Vec<_>>(), want);
+        assert_eq!(stored.values().cloned().collect::<Vec<_>>(), want);
+        assert_eq!(r.snapshot().overall, whole.snapshot().overall);
         assert!(r.take_changes().data.buckets.is_empty());
+        // Errors of an old interval: counted once, in the label's and the run's buckets.
+        let errors = |stored: &Stored, label: Option<&str>| {
+            stored
+                .values()
+                .filter(|b| b.label.as_deref() == label)
+                .map(|b| b.errors)
+                .sum::<u64>()
+        };
+        let before = (errors(&stored, Some("b")), errors(&stored, None));
+        r.interval_errors("b", t0 + 50 * 5_000, 4);
+        store(&mut stored, r.take_changes());
+        assert_eq!(
+            (errors(&stored, Some("b")), errors(&stored, None)),
+            (before.0 + 4, before.1 + 4)
+        );
+        assert_eq!(r.snapshot().overall.errors, before.1 + 4);
     }
 }

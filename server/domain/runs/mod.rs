@@ -140,11 +140,16 @@ impl Bucket {
         if let Some(h) = merged {
             self.histogram = hdr::serialize_histogram(&h);
         }
+        // A side without samples (errors alone) has no min or max to take.
+        if self.count == 0 {
+            (self.min_ms, self.max_ms) = (other.min_ms, other.max_ms);
+        } else if other.count > 0 {
+            self.min_ms = self.min_ms.min(other.min_ms);
+            self.max_ms = self.max_ms.max(other.max_ms);
+        }
         self.count += other.count;
         self.errors += other.errors;
         self.sum_ms = self.sum_ms.saturating_add(other.sum_ms);
-        self.min_ms = self.min_ms.min(other.min_ms);
-        self.max_ms = self.max_ms.max(other.max_ms);
         self.active_users = self.active_users.max(other.active_users);
         Ok(())
     }
