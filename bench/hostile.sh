@@ -4,17 +4,21 @@
 # optionally a big realistic JTL. Each row: exit status, wall seconds, peak RSS (GNU time
 # -v) and the database's size afterwards (+ WAL).
 #
-#   bench/hostile.sh --bin BIN [--name NAME] [--big-size 1G]
+#   bench/hostile.sh --bin BIN [--name NAME] [--big-size 1G | --big-file FILE.jtl]
+#
+# --big-file imports an existing JTL as the big one (e.g. bench/gen_jtl.py's, made once
+# for several binaries); it is not deleted.
 #
 # Needs python3, GNU time. Prints Markdown rows; inputs and databases are deleted after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin= name= big=
+bin= name= big= big_file=
 while (($#)); do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
     --big-size) big=$2; shift 2 ;;
+    --big-file) big_file=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -41,10 +45,11 @@ with open(sys.argv[1], "w") as f:
         f.write(f"{1_700_000_000_000 + i * 10},{10 + i % 300},GET /api/items/{i:08d}/detail,200,OK,true\n")
 PY
 if [[ -n $big ]]; then python3 bench/gen_jtl.py "$out/big.jtl" --size "$big" >/dev/null; fi
+if [[ -n $big_file ]]; then ln -s "$(realpath "$big_file")" "$out/big.jtl"; big=file; fi
 
 echo
-echo "| binary | input | input bytes | exit | wall s | peak RSS MiB | database + WAL MiB |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| binary | input | input bytes | exit | wall s | CPU s (user + sys) | peak RSS MiB | database + WAL MiB |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for f in bomb.jtl.gz labels.jtl ${big:+big.jtl}; do
   rm -f "$out"/db*
   start=$(date +%s%N)
@@ -54,8 +59,9 @@ for f in bomb.jtl.gz labels.jtl ${big:+big.jtl}; do
   set -e
   wall=$(( ($(date +%s%N) - start) / 1000000 ))
   rss=$(awk -F: '/Maximum resident/ {print int($2/1024)}' "$out/time.txt")
+  cpu=$(awk -F: '/User time|System time/ {s += $2} END {printf "%.1f", s}' "$out/time.txt")
   dbm=$(du -cm "$out"/db* 2>/dev/null | awk 'END {print $1}')
-  printf '| %s | %s | %s | %s | %.1f | %s | %s |\n' "$name" "$f" "$(stat -c %s "$out/$f")" "$code" \
-    "$(echo "$wall / 1000" | bc -l)" "$rss" "${dbm:-0}"
+  printf '| %s | %s | %s | %s | %.1f | %s | %s | %s |\n' "$name" "$f" "$(stat -L -c %s "$out/$f")" "$code" \
+    "$(echo "$wall / 1000" | bc -l)" "$cpu" "$rss" "${dbm:-0}"
   grep -m1 -iE "refused|error|samples" "$out/time.txt" "$out/import.log" | sed 's/^/    /' | cut -c1-200 >&2 || true
 done

@@ -584,3 +584,49 @@ async fn a_search_run_page_shows_its_steps_and_chart() {
     assert_eq!(rows.len(), steps);
     client.close().await.unwrap();
 }
+
+/// At 1024 px the runs table and the alert rules table show every column without
+/// scrolling sideways: long names wrap, the start time takes two lines, Edit and Delete
+/// stack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_and_rules_tables_fit_a_1024_px_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
+    for (file, name) in [
+        (
+            "oha/stall_timeout_text.txt",
+            "stall_timeout_text_against_the_checkout_service",
+        ),
+        ("wrk/flaky_latency.txt", "127.0.0.1:8099/flaky"),
+        (
+            "jmeter/csv_header_allcols.jtl",
+            "a long run name that has to wrap in a narrow table",
+        ),
+    ] {
+        cli_import(&base, &fixture_path(file), name);
+    }
+    let (_driver, client) = browser().await;
+    client.set_window_size(1024, 900).await.unwrap();
+    // How far the table reaches past the box it scrolls in, px (0: it fits).
+    let overflow = "const t = document.querySelector(arguments[0]); \
+                    const w = t.closest('.table-wrap') || t.parentElement; \
+                    return [w.scrollWidth - w.clientWidth, document.documentElement.clientWidth];";
+    for (page, table) in [("runs", "#runs-table"), ("alerts", "#rules-table")] {
+        client
+            .goto(&format!("{base}/console/{page}"))
+            .await
+            .unwrap();
+        let got = client
+            .execute(overflow, vec![serde_json::json!(table)])
+            .await
+            .unwrap();
+        let viewport = got[1].as_i64().unwrap();
+        assert!((1000..=1024).contains(&viewport), "viewport {viewport} px");
+        assert_eq!(
+            got[0].as_i64(),
+            Some(0),
+            "{table} overflows its box at {viewport} px"
+        );
+    }
+    client.close().await.unwrap();
+}
