@@ -397,7 +397,8 @@ pub struct ImportArgs {
     /// `SCENARIO · host:port/path`.
     #[arg(long)]
     pub scenario: Option<String>,
-    /// A tag such as build=123 or env=staging; repeatable.
+    /// A tag such as build=123 or env=staging; repeatable. `service=NAME` shades the run on
+    /// that service's route charts.
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tags: Vec<(String, String)>,
     /// Replace the figures of this existing run (e.g. one streamed live) with the file's

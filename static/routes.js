@@ -27,7 +27,8 @@
  *  script#route-data = {route: RouteRow, series: Series+runs, series_url, range_ms}
  *  div.chart[data-chart="throughput"|"errors"|"latency"|"inflight"] (uPlot)
  *  button[data-range="15m"|"1h"|"6h"|"24h"|"7d"|"30d"] (aria-pressed) refetch
- *    series_url?from=&to=; runs overlapping the range are shaded bands (click one:
+ *    series_url?from=&to=; runs overlapping the range that hit the route's service
+ *    (or do not say what they hit: lighter, "target unknown") are shaded bands (click one:
  *    /console/runs/{id}) and listed as links in ul#run-bands. Alert periods of this
  *    route are marked by static/alertmarks.js (forRoute) when it is loaded.
  *  Live tail: harrier:routes_updated naming this route refetches the series (at
@@ -403,15 +404,29 @@
           c.beginPath();
           c.rect(left, top, width, height);
           c.clip();
-          c.fillStyle = cssVar('--c-run-band', 'rgba(124, 58, 237, .10)');
-          c.font = (10 * devicePixelRatio) + 'px ' + cssVar('--font', 'sans-serif');
-          for (const r of runs) {
+          const dpr = devicePixelRatio;
+          c.font = (10 * dpr) + 'px ' + cssVar('--font', 'sans-serif');
+          // Labels go in up to three lanes, each label in the first lane where it does
+          // not overprint the one before; a label with no room is left out (the list
+          // under the chart names every run).
+          const lanes = [];
+          const sorted = runs.slice().sort((a, b) => a.started_at_ms - b.started_at_ms);
+          for (const r of sorted) {
             const x0 = u.valToPos(r.started_at_ms, 'x', true);
             const x1 = u.valToPos(r.ended_at_ms, 'x', true);
-            c.fillRect(x0, top, Math.max(x1 - x0, 2 * devicePixelRatio), height);
-            c.fillStyle = cssVar('--c-axis', '#666');
-            c.fillText(r.name, Math.max(x0, left) + 3 * devicePixelRatio, top + 11 * devicePixelRatio);
+            // A run that does not say what it hit is shaded lighter.
+            c.globalAlpha = r.hit === 'unknown' ? 0.5 : 1;
             c.fillStyle = cssVar('--c-run-band', 'rgba(124, 58, 237, .10)');
+            c.fillRect(x0, top, Math.max(x1 - x0, 2 * dpr), height);
+            c.globalAlpha = 1;
+            const x = Math.max(x0, left) + 3 * dpr;
+            const w = c.measureText(r.name).width + 8 * dpr;
+            let lane = lanes.findIndex((end) => end <= x);
+            if (lane < 0 && lanes.length < 3) lane = lanes.push(0) - 1;
+            if (lane < 0) continue;
+            lanes[lane] = x + w;
+            c.fillStyle = cssVar('--c-axis', '#666');
+            c.fillText(r.name, x, top + (11 + 12 * lane) * dpr);
           }
           c.restore();
         };
@@ -430,7 +445,10 @@
         const list = $('#run-bands');
         if (list) {
           list.replaceChildren(...(s.runs || []).map((r) => h('li', null, h('a', { href: r.url }, r.name), ' ',
-            h('span', { class: 'hint' }, fmt.ts(r.started_at_ms) + ' \u2013 ' + fmt.time(r.ended_at_ms)))));
+            h('span', { class: 'hint' }, fmt.ts(r.started_at_ms) + ' \u2013 ' + fmt.time(r.ended_at_ms)),
+            r.hit === 'unknown'
+              ? h('span', { class: 'hint', title: 'The run names no service and no address; tag it at import (--tag service=NAME) to place it' }, ' \u00b7 target unknown')
+              : null)));
           if (!(s.runs || []).length) list.append(h('li', { class: 'hint' }, 'none'));
         }
         if (typeof uPlot === 'undefined') {

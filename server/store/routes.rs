@@ -273,6 +273,29 @@ pub struct RunBand {
     pub ended_at_ms: i64,
     #[sqlx(skip)]
     pub url: String,
+    /// Whether it hit the route's service (see [`crate::domain::routes::run_hits`]); set
+    /// by the reader that knows the route.
+    #[sqlx(skip)]
+    pub hit: Option<crate::domain::routes::run_hits::Hit>,
+    /// Its `service` tag.
+    #[serde(skip)]
+    pub service_tag: Option<String>,
+    #[serde(skip)]
+    pub source: Option<String>,
+    /// The figures its tool reported (JSON), for the address it loaded.
+    #[serde(skip)]
+    pub reported: String,
+}
+
+impl RunBand {
+    /// What the run says it hit.
+    pub fn aim(&self) -> crate::domain::routes::run_hits::RunAim<'_> {
+        crate::domain::routes::run_hits::RunAim {
+            service_tag: self.service_tag.as_deref(),
+            source: self.source.as_deref(),
+            reported: &self.reported,
+        }
+    }
 }
 
 /// How long each resolution is kept.

@@ -6,6 +6,7 @@
 use serde::Deserialize;
 
 use crate::domain::format::parse_duration_ms;
+use crate::domain::routes::run_hits::Hit;
 use crate::domain::routes::series::{self, RouteSeries};
 use crate::domain::routes::{Figures, RouteRow};
 use crate::error::{Error, Result};
@@ -469,7 +470,8 @@ pub async fn one_route(store: &Store, id: i64, window: i64) -> Result<RouteRow> 
     Ok(route_row(&info, &f, window))
 }
 
-/// A route's series with the runs that overlap its range.
+/// A route's series with the runs that overlap its range and hit its service (or do not
+/// say what they hit: `hit` = `unknown`).
 #[derive(serde::Serialize)]
 pub struct SeriesWithRuns {
     pub route_id: i64,
@@ -524,9 +526,16 @@ pub async fn series_for(
     };
     let points: Vec<(i64, &crate::domain::routes::Interval)> =
         rows.iter().map(|r| (r.at_ms, &r.interval)).collect();
+    // Only runs that hit this route's service, or that do not say what they hit.
+    let mut runs = store.runs_overlapping(from_ms, to_ms).await?;
+    runs.retain_mut(|r| {
+        let hit = r.aim().hits(&info.service, &info.target_url);
+        r.hit = Some(hit);
+        hit != Hit::Other
+    });
     Ok(SeriesWithRuns {
         route_id: id,
         series: series::build(&points, from_ms, to_ms, resolution, step),
-        runs: store.runs_overlapping(from_ms, to_ms).await?,
+        runs,
     })
 }

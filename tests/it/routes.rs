@@ -478,6 +478,94 @@ async fn routes_api_gives_window_figures_and_series() {
     assert_eq!(app.get("/console/routes/424242").await.status, 404);
 }
 
+/// A route's chart shades the runs that hit its service (a `service` tag, or the address
+/// the run loaded equal to the target's) and the runs that do not say; runs against
+/// another service are left out.
+#[tokio::test]
+async fn route_charts_shade_only_runs_of_their_service() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let t = store
+        .insert_target(&spec("orders", "http://127.0.0.1:9101/metrics"), "api", 0)
+        .await
+        .unwrap()
+        .unwrap();
+    let now = harrier::now_ms();
+    let ids = store
+        .record_scrape(t.id, &status(now - 15_000), &[write("GET /a", None)])
+        .await
+        .unwrap();
+    for (name, source, reported, tag) in [
+        ("tagged", "a.jtl", "{}", Some("orders")),
+        ("tagged-billing", "b.jtl", "{}", Some("billing")),
+        ("load", "http://localhost:9101/checkout", "{}", None),
+        (
+            "ab-elsewhere",
+            "ab.out",
+            r#"{"host":"127.0.0.1","port":8099}"#,
+            None,
+        ),
+        (
+            "wrk-here",
+            "wrk.txt",
+            r#"{"url":"http://127.0.0.1:9101/a"}"#,
+            None,
+        ),
+        ("jtl", "ramp.jtl", "{}", None),
+    ] {
+        crate::helpers::exec_raw(
+            store,
+            &format!(
+                "INSERT INTO runs (name, tool, imported_at_ms, started_at_ms, ended_at_ms, source, reported) \
+                 VALUES ('{name}', 'x', 0, {}, {}, '{source}', '{reported}')",
+                now - 20_000,
+                now - 10_000
+            ),
+        )
+        .await;
+        if let Some(tag) = tag {
+            crate::helpers::exec_raw(
+                store,
+                &format!(
+                    "INSERT INTO run_tags (run_id, key, value) \
+                     SELECT id, 'service', '{tag}' FROM runs WHERE name = '{name}'"
+                ),
+            )
+            .await;
+        }
+    }
+    let s = app
+        .get(&format!(
+            "/api/v1/routes/{}/timeseries?from={}&to={}",
+            ids[0],
+            now - 60_000,
+            now
+        ))
+        .await
+        .json();
+    let mut shaded: Vec<(String, String)> = s["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["hit"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    shaded.sort();
+    assert_eq!(
+        shaded,
+        [
+            ("jtl".to_string(), "unknown".to_string()),
+            ("load".to_string(), "target".to_string()),
+            ("tagged".to_string(), "service_tag".to_string()),
+            ("wrk-here".to_string(), "target".to_string()),
+        ]
+    );
+}
+
 /// An exposition whose counters grow by 10 requests (1 failed) per scrape.
 async fn moving_exporter() -> (String, tokio::task::JoinHandle<()>) {
     let hits = Arc::new(AtomicU64::new(0));

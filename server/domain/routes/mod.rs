@@ -17,6 +17,7 @@
 //! - max is the exporter's own figure (Micrometer: the max of its recent window; Jolokia:
 //!   Camel's `MaxProcessingTime` since the route's statistics were reset).
 
+pub mod run_hits;
 pub mod series;
 
 use serde::Serialize;

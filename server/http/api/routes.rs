@@ -18,7 +18,9 @@
 //!   page of the routes table in one request;
 //! - `GET /api/v1/routes/{id}?window=` → one `RouteRow`;
 //! - `GET /api/v1/routes/{id}/timeseries?from=&to=&step=` → [`RouteSeries`] plus `runs`
-//!   (load-test runs overlapping the range: `{id, name, started_at_ms, ended_at_ms, url}`).
+//!   (load-test runs overlapping the range that hit the route's service, or do not say what
+//!   they hit: `{id, name, started_at_ms, ended_at_ms, url, hit}`, see
+//!   [`crate::domain::routes::run_hits`]).
 //!   `from`/`to` are unix ms (default: the last hour); `step` is ms or a duration (`30s`,
 //!   `5m`; default: range / 1000, at least the stored resolution);
 //! - `GET /api/v1/targets` → `[TargetRow…]` (`id, name, url, kind, interval_s, up,

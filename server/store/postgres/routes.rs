@@ -852,10 +852,13 @@ impl PostgresStore {
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
     pub async fn runs_overlapping(&self, from_ms: i64, to_ms: i64) -> Result<Vec<RunBand>> {
         let mut rows: Vec<RunBand> = sqlx::query_as(
-            "SELECT id, name, started_at_ms, ended_at_ms FROM runs
-             WHERE started_at_ms IS NOT NULL AND ended_at_ms IS NOT NULL
-               AND started_at_ms <= $1 AND ended_at_ms >= $2
-             ORDER BY started_at_ms LIMIT 200",
+            "SELECT r.id, r.name, r.started_at_ms, r.ended_at_ms, r.source, r.reported,
+                    (SELECT t.value FROM run_tags t WHERE t.run_id = r.id AND t.key = 'service')
+                      AS service_tag
+             FROM runs r
+             WHERE r.started_at_ms IS NOT NULL AND r.ended_at_ms IS NOT NULL
+               AND r.started_at_ms <= $1 AND r.ended_at_ms >= $2
+             ORDER BY r.started_at_ms LIMIT 200",
         )
         .bind(to_ms)
         .bind(from_ms)
