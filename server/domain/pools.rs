@@ -217,6 +217,46 @@ impl PoolFigures {
     }
 }
 
+/// A pool's figures over an alert rule's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PoolWindow {
+    /// Σ active / Σ max × 100 over the scrapes that had both and a max above 0.
+    pub usage_pct: Option<f64>,
+    /// The mean pending figure over the scrapes that had one.
+    pub pending: Option<f64>,
+    /// Scrapes in the window with any figure of the pool.
+    pub scrapes: usize,
+}
+
+impl PoolWindow {
+    /// Sums `(at_ms, field, value)` readings of one pool (any order) into the window's
+    /// figures.
+    pub fn of<'a>(readings: impl IntoIterator<Item = (i64, &'a str, f64)>) -> PoolWindow {
+        let mut by: std::collections::BTreeMap<i64, PoolFigures> = Default::default();
+        for (at_ms, field, v) in readings {
+            by.entry(at_ms).or_default().set(field, v);
+        }
+        let (mut active, mut max, mut pending, mut n_pending) = (0.0, 0.0, 0.0, 0usize);
+        for f in by.values() {
+            if let (Some(a), Some(m)) = (f.active, f.max)
+                && m > 0.0
+            {
+                active += a;
+                max += m;
+            }
+            if let Some(p) = f.pending {
+                pending += p;
+                n_pending += 1;
+            }
+        }
+        PoolWindow {
+            usage_pct: (max > 0.0).then(|| active / max * 100.0),
+            pending: (n_pending > 0).then(|| pending / n_pending as f64),
+            scrapes: by.len(),
+        }
+    }
+}
+
 fn count(v: f64) -> String {
     crate::domain::format::float(v, 0)
 }
@@ -269,6 +309,23 @@ mod tests {
         assert_eq!(parse_metric("pool:G1 Old Gen"), None);
         assert_eq!(parse_metric("pool_bogus:jetty:x"), None);
         assert_eq!(parse_metric("pool_active:nope:x"), None);
+    }
+
+    #[test]
+    fn pool_window_figures() {
+        let w = PoolWindow::of([
+            (1000, "active", 10.0),
+            (1000, "max", 20.0),
+            (1000, "pending", 0.0),
+            (2000, "active", 20.0),
+            (2000, "max", 20.0),
+            (2000, "pending", 6.0),
+            (3000, "pending", 3.0), // no active/max in this scrape: left out of usage
+        ]);
+        assert_eq!(w.usage_pct, Some(75.0));
+        assert_eq!(w.pending, Some(3.0));
+        assert_eq!(w.scrapes, 3);
+        assert_eq!(PoolWindow::of([]), PoolWindow::default());
     }
 
     #[test]
