@@ -42,7 +42,7 @@
       box.append(n);
     }
 
-    // have: [[series, label, unit]…]; axisUnit: the y axis' unit ('' for plain counts)
+    // have: [[series, label, unit, colour var?]…]; axisUnit: the y axis' unit ('' for counts)
     function plot(box, have, axisUnit) {
       if (!have.length) { note(box, 'Not exposed by this service'); return; }
       if (typeof uPlot === 'undefined') { note(box, 'Chart library not loaded'); return; }
@@ -52,7 +52,7 @@
       const u = new uPlot({
         width: Math.max(200, box.clientWidth), height: Math.max(100, box.clientHeight - 34), ms: 1,
         scales: { x: { time: true, min: state.body.from_ms, max: state.body.to_ms }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-        series: [{ label: 'Time', value: (u, v) => (v ? fmt.ts(v) : '') }].concat(have.map(([, label, unit], i) => { const g = val(unit); return { label, stroke: cssVar(COLORS[i % COLORS.length], '#888'), width: 1.5, points: { show: false }, value: (u, v) => g(v) }; })),
+        series: [{ label: 'Time', value: (u, v) => (v ? fmt.ts(v) : '') }].concat(have.map(([, label, unit, colour], i) => { const g = val(unit); return { label, stroke: cssVar(colour || COLORS[i % COLORS.length], '#888'), width: 1.5, points: { show: false }, value: (u, v) => g(v) }; })),
         axes: [{ stroke: cssVar('--c-axis', '#666') }, { stroke: cssVar('--c-axis', '#666'), size: 70, values: (u, sp) => sp.map(f) }],
       }, [times].concat(cols), box);
       state.charts.push(u);
@@ -73,8 +73,8 @@
         const id = box.dataset.poolKind + ':' + box.dataset.poolName;
         const unit = box.dataset.unit;
         const pending = box.dataset.pendingUnit;
-        const fields = [['active', unit === 'threads' ? 'busy' : 'in use', unit], ['max', 'max', unit], ['pending', pending === 'tasks' ? 'queued' : 'waiting', pending]];
-        plot(box, fields.map(([f, label, u]) => [mine('pool_' + f + ':' + id), label, u]).filter(([s]) => s), '');
+        const fields = [['active', unit === 'threads' ? 'busy' : 'in use', unit, '--c-rps'], ['max', 'max', unit, '--c-max'], ['pending', pending === 'tasks' ? 'queued' : 'waiting', pending, '--c-errs']];
+        plot(box, fields.map(([f, label, u, c]) => [mine('pool_' + f + ':' + id), label, u, c]).filter(([s]) => s), '');
       }
       const n = doc.getElementById('series-note');
       if (n && state.body) n.textContent = (state.body.resolution === 'raw' ? 'per scrape' : state.body.resolution + ' means');

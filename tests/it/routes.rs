@@ -1976,6 +1976,25 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         select_texts(&doc, "#pools-table tbody tr .pool-active"),
         ["20 connections", "180 threads"]
     );
+    // the route page shows the pools of the route's process under its charts
+    let route_id = camel["routes"][0]["id"].as_i64().unwrap();
+    let route_page = scraper::Html::parse_document(
+        &http
+            .get(format!("http://{addr}/console/routes/{route_id}"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        select_texts(&route_page, "#route-pools .pool-sentence"),
+        [
+            "HTTP client pool full: 20 of 20 connections in use, 5 waiting",
+            "180 of 200 threads busy"
+        ]
+    );
     // harrier's own service exposes no pools: the empty state names what is read
     let own = page("harrier").await;
     let empty = select_texts(&own, "#pools-empty");
@@ -2025,6 +2044,23 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
     for label in ["in use", "max", "waiting"] {
         assert!(legend.contains(label), "{legend}");
     }
+    // and on the route page, on the route charts' range
+    client
+        .goto(&format!("http://{addr}/console/routes/{route_id}"))
+        .await
+        .unwrap();
+    wait_for("a pool chart per pool under the route charts", 15, || {
+        let client = client.clone();
+        async move {
+            let n = client
+                .find_all(Locator::Css("#route-pool-charts .uplot"))
+                .await
+                .ok()?
+                .len();
+            (n == 2).then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
     client.close().await.unwrap();
     drop(driver);
     let _ = stop_tx.send(());
