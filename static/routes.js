@@ -448,7 +448,7 @@
           const id = box.dataset.poolKind + ':' + box.dataset.poolName;
           const unit = box.dataset.unit;
           const pending = box.dataset.pendingUnit;
-          const fields = [['active', unit === 'threads' ? 'busy' : 'in use', unit, '--c-rps'], ['max', 'max', unit, '--c-max'], ['pending', pending === 'tasks' ? 'queued' : 'waiting', pending, '--c-errs']];
+          const fields = [['max', 'max', unit, '--c-max'], ['active', unit === 'threads' ? 'busy' : 'in use', unit, '--c-rps'], ['pending', pending === 'tasks' ? 'queued' : 'waiting', pending, '--c-errs']];
           const have = fields.map(([f, label, u, c]) => [series.find((x) => x.metric === 'pool_' + f + ':' + id), label, u, c]).filter(([x]) => x);
           if (!have.length) { emptyBox(box, 'No figures in this range', 'The pool was not in the scrapes of this range.'); continue; }
           const times = Array.from(new Set(have.flatMap(([x]) => x.t_ms))).sort((a, b) => a - b);
@@ -459,7 +459,8 @@
             scales: { x: { time: true, min: from, max: to }, y: { range: (p, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
             series: [{ label: 'Time', value: (p, v) => (isNum(v) ? fmt.ts(v) : '') }].concat(have.map(([, label, un, c]) => ({
               label, stroke: cssVar(c, '#888'), width: 1.5, points: { show: false }, value: (p, v) => (isNum(v) ? fmt.num(v, Number.isInteger(v) ? 0 : 1) + ' ' + un : NULL) }))),
-            axes: [{ stroke: axisColor, font, grid: { stroke: grid, width: 1 } }, { stroke: axisColor, font, label: unit, labelSize: 18, size: 60, grid: { stroke: grid, width: 1 }, values: (p, sp) => sp.map((v) => fmt.num(v, 0)) }],
+            axes: [{ stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
+              values: (p, splits, ai, space, incr) => splits.map((v) => (incr >= 86400e3 ? fmt.ts(v).slice(5, 10) : incr < 60e3 ? fmt.clock(v) : fmt.clock(v).slice(0, 5))) }, { stroke: axisColor, font, label: unit, labelSize: 18, size: 60, grid: { stroke: grid, width: 1 }, values: (p, sp) => sp.map((v) => fmt.num(v, 0)) }],
             hooks: { setScale: [(p, key) => { if (key === 'x') sync(p); }] },
           }, [times].concat(cols), box);
           state.charts.push(u);

@@ -32,7 +32,9 @@
     const state = { body: data.series, rangeMs: data.range_ms || 3600e3, charts: [] };
     const cssVar = (n, f) => getComputedStyle(doc.documentElement).getPropertyValue(n).trim() || f;
     const bytes = (v) => (v >= 1073741824 ? fmt.num(v / 1073741824, 1) + ' GB' : v >= 1048576 ? fmt.num(v / 1048576, 0) + ' MB' : fmt.num(v / 1024, 0) + ' KB');
-    const val = (unit) => (v) => (v === null || v === undefined ? fmt.NULL : unit === 'bytes' ? bytes(v) : fmt.num(v, v < 10 ? 1 : 0) + (unit ? ' ' + unit : ''));
+    const COUNTS = ['', 'connections', 'threads', 'requests', 'tasks'];
+    const val = (unit) => (v) => (v === null || v === undefined ? fmt.NULL : unit === 'bytes' ? bytes(v)
+      : fmt.num(v, v < 10 && !(COUNTS.includes(unit) && Number.isInteger(v)) ? 1 : 0) + (unit ? ' ' + unit : ''));
 
     function note(box, text) {
       const n = doc.createElement('div');
@@ -73,7 +75,8 @@
         const id = box.dataset.poolKind + ':' + box.dataset.poolName;
         const unit = box.dataset.unit;
         const pending = box.dataset.pendingUnit;
-        const fields = [['active', unit === 'threads' ? 'busy' : 'in use', unit, '--c-rps'], ['max', 'max', unit, '--c-max'], ['pending', pending === 'tasks' ? 'queued' : 'waiting', pending, '--c-errs']];
+        // max first (drawn under), so in use stays visible when the pool is at its max
+        const fields = [['max', 'max', unit, '--c-max'], ['active', unit === 'threads' ? 'busy' : 'in use', unit, '--c-rps'], ['pending', pending === 'tasks' ? 'queued' : 'waiting', pending, '--c-errs']];
         plot(box, fields.map(([f, label, u, c]) => [mine('pool_' + f + ':' + id), label, u, c]).filter(([s]) => s), '');
       }
       const n = doc.getElementById('series-note');

@@ -305,7 +305,10 @@ mod tests {
         );
         assert_eq!(metric_unit(&m), Some("requests"));
         assert_eq!(metric_unit("pool_pending:jetty:server"), Some("tasks"));
-        assert_eq!(metric_unit("pool_max:hikaricp:HikariPool-1"), Some("connections"));
+        assert_eq!(
+            metric_unit("pool_max:hikaricp:HikariPool-1"),
+            Some("connections")
+        );
         assert_eq!(parse_metric("pool:G1 Old Gen"), None);
         assert_eq!(parse_metric("pool_bogus:jetty:x"), None);
         assert_eq!(parse_metric("pool_active:nope:x"), None);
@@ -356,7 +359,11 @@ mod tests {
             active: Some(19.0),
             ..full.clone()
         };
-        assert_eq!(below.state(), PoolState::Ok, "waiters below the max: not full");
+        assert_eq!(
+            below.state(),
+            PoolState::Ok,
+            "waiters below the max: not full"
+        );
         assert_eq!(
             sentence(PoolKind::Hikari, &below),
             "19 of 20 connections in use, 5 waiting"

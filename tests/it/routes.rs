@@ -1788,7 +1788,8 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
     let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
         let _ = stop_rx.await;
     }));
-    let spring = String::from_utf8(crate::helpers::fixture("pools/spring-boot-pools.prom")).unwrap();
+    let spring =
+        String::from_utf8(crate::helpers::fixture("pools/spring-boot-pools.prom")).unwrap();
     // from the second scrape on: Tomcat busier, two more requests waiting, 5 more timeouts
     let spring_later = spring
         .replace(
@@ -1883,7 +1884,9 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         "jdbc_connections_* of the Hikari pool are not a second pool"
     );
     // both scrapes' values over time, with units
-    let ts = get_json(&http, &format!("{base}/shop/timeseries")).await.unwrap();
+    let ts = get_json(&http, &format!("{base}/shop/timeseries"))
+        .await
+        .unwrap();
     let series = |m: &str| {
         ts["series"]
             .as_array()
@@ -1903,7 +1906,10 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         .collect();
     assert_eq!(means[0], 37.0, "{means:?}");
     assert!(means[1..].iter().all(|v| *v == 120.0), "{means:?}");
-    assert_eq!(series("pool_pending:hikaricp:HikariPool-1")["unit"], "requests");
+    assert_eq!(
+        series("pool_pending:hikaricp:HikariPool-1")["unit"],
+        "requests"
+    );
     let timeouts = series("pool_timeouts_per_s:hikaricp:HikariPool-1");
     assert_eq!(timeouts["unit"], "/s");
     let rates: Vec<f64> = timeouts["mean"]
@@ -1925,7 +1931,12 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         }
     })
     .await;
-    let got: Vec<serde_json::Value> = camel["pools"].as_array().unwrap().iter().map(strip).collect();
+    let got: Vec<serde_json::Value> = camel["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(strip)
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -1943,7 +1954,10 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
 
     // the pages: a row per pool, the full one said in words, units beside the figures
     let page = |name: &str| {
-        let (http, url) = (http.clone(), format!("http://{addr}/console/services/{name}"));
+        let (http, url) = (
+            http.clone(),
+            format!("http://{addr}/console/services/{name}"),
+        );
         async move {
             let r = http.get(url).send().await.unwrap();
             assert_eq!(r.status(), 200);
@@ -2035,7 +2049,9 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
     );
     // the legend of the HTTP client chart names in use, max and waiting
     let legend = client
-        .find(Locator::Css("#pool-charts .chart[data-pool-kind=\"httpclient\"] .u-legend"))
+        .find(Locator::Css(
+            "#pool-charts .chart[data-pool-kind=\"httpclient\"] .u-legend",
+        ))
         .await
         .unwrap()
         .text()

@@ -148,7 +148,9 @@ fn measure(rule: &Rule, s: &Series, step_ms: i64, t: i64) -> Measured {
         let w = PoolWindow::of(s.gauges.iter().flat_map(|(field, values)| {
             values.iter().enumerate().filter_map(move |(i, v)| {
                 let at = i as i64 * step_ms;
-                (at > from && at <= t).then_some(()).and(v.map(|v| (at, *field, v)))
+                (at > from && at <= t)
+                    .then_some(())
+                    .and(v.map(|v| (at, *field, v)))
             })
         }));
         return Measured {
@@ -213,10 +215,14 @@ pub fn run(text: &str) -> Result<Vec<String>, String> {
                     .chain(std::iter::repeat(Some(0.0)))
                     .take(expand(&s.total)?.len().max(1))
                     .collect(),
-                gauges: [("active", &s.active), ("max", &s.max), ("pending", &s.pending)]
-                    .into_iter()
-                    .filter_map(|(f, spec)| spec.as_deref().map(|v| expand(v).map(|v| (f, v))))
-                    .collect::<Result<_, _>>()?,
+                gauges: [
+                    ("active", &s.active),
+                    ("max", &s.max),
+                    ("pending", &s.pending),
+                ]
+                .into_iter()
+                .filter_map(|(f, spec)| spec.as_deref().map(|v| expand(v).map(|v| (f, v))))
+                .collect::<Result<_, _>>()?,
             })
         })
         .collect::<Result<Vec<_>, String>>()

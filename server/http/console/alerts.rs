@@ -251,7 +251,8 @@ fn subject_of(labels: &Labels, routes: &RouteIndex) -> SubjectView {
     }
     // a pool (pool rules): `service`, `target`, `instance`, `kind`, `pool`
     if let (Some(kind), Some(pool)) = (labels.get("kind"), labels.get("pool")) {
-        let label = crate::domain::pools::PoolKind::parse(kind).map_or(kind.as_str(), |k| k.label());
+        let label =
+            crate::domain::pools::PoolKind::parse(kind).map_or(kind.as_str(), |k| k.label());
         return SubjectView {
             text: format!("{label} {pool}"),
             detail: [get("service"), get("instance")]

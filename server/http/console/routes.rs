@@ -634,7 +634,8 @@ async fn route_page(
     let target = state.store.get_target(row.target_id).await?;
     // The pools of the process the route runs in: its instance's when it has any, else
     // those of the target's first instance with pools.
-    let all = crate::views::services::pool_rows(&state.store.process_latest(&[row.target_id]).await?);
+    let all =
+        crate::views::services::pool_rows(&state.store.process_latest(&[row.target_id]).await?);
     let instance = if all.iter().any(|p| p.instance == row.instance) {
         Some(row.instance.clone())
     } else {
@@ -658,7 +659,10 @@ async fn route_page(
         }
         _ => serde_json::json!({"series": []}),
     };
-    let pools_link = format!("{}#pools", crate::views::services::service_url(&row.service));
+    let pools_link = format!(
+        "{}#pools",
+        crate::views::services::service_url(&row.service)
+    );
     let data = serde_json::json!({
         "route": &row,
         "series": series,

@@ -25,9 +25,12 @@ use crate::domain::routes::Figures;
 use crate::services::live::{Event, Hub};
 use crate::store::{LiveRunWindow, MINUTE_MS, RouteInfo, Store, WindowNeed};
 
+/// A pool's readings `(at_ms, field, value)`.
+type Readings = Vec<(i64, String, f64)>;
+
 /// One pool subject: its labels (`service`, `target`, `instance`, `kind`, `pool`) and its
-/// readings `(at_ms, field, value)`.
-type PoolSubject = (Arc<Labels>, Vec<(i64, String, f64)>);
+/// readings.
+type PoolSubject = (Arc<Labels>, Readings);
 
 /// Every pool of every target with its readings of the last `window_ms` before `now_ms`.
 async fn pool_subjects(
@@ -45,7 +48,8 @@ async fn pool_subjects(
     let points = store
         .process_series(&ids, resolution, now_ms - window_ms, now_ms)
         .await?;
-    let mut by: std::collections::BTreeMap<(i64, String, String, String), Vec<(i64, String, f64)>> =
+    // (target id, instance, kind, pool name) → readings
+    let mut by: std::collections::BTreeMap<(i64, String, String, String), Readings> =
         Default::default();
     for p in points {
         let Some((field, kind, name)) = pools::parse_metric(&p.metric) else {

@@ -199,9 +199,10 @@ pub fn readings(doc: &Exposition, at_ms: i64) -> BTreeMap<Option<String>, Proces
     }
     for (inst, figures) in jdbc {
         let r = out.entry(inst).or_default();
-        let hikari = r.gauges.keys().any(|k| {
-            pools::parse_metric(k).is_some_and(|(_, kind, _)| kind == PoolKind::Hikari)
-        });
+        let hikari = r
+            .gauges
+            .keys()
+            .any(|k| pools::parse_metric(k).is_some_and(|(_, kind, _)| kind == PoolKind::Hikari));
         if !hikari {
             r.gauges.extend(figures);
         }
@@ -263,7 +264,9 @@ fn pool_name(s: &Sample, kind: PoolKind) -> &str {
         PoolKind::Vertx => "pool_name",
         _ => "name",
     };
-    s.label(label).filter(|v| !v.is_empty()).unwrap_or("default")
+    s.label(label)
+        .filter(|v| !v.is_empty())
+        .unwrap_or("default")
 }
 
 #[cfg(test)]
@@ -325,17 +328,12 @@ mod tests {
         // has no max
         assert_eq!(pool_gauges(r), want);
         assert_eq!(r.gauges["threads"], 61.0);
-        assert_eq!(
-            r.counters["pool_timeouts_per_s:hikaricp:HikariPool-1"],
-            3.0
-        );
+        assert_eq!(r.counters["pool_timeouts_per_s:hikaricp:HikariPool-1"], 3.0);
         // the timeouts counter becomes a rate between two scrapes
-        let later = parse(
-            &fixture("spring-boot-pools.prom").replace(
-                "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 3.0",
-                "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 8.0",
-            ),
-        )
+        let later = parse(&fixture("spring-boot-pools.prom").replace(
+            "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 3.0",
+            "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 8.0",
+        ))
         .unwrap();
         let f: BTreeMap<String, f64> = readings(&later, 10_000)[&None]
             .figures(Some((r, 10_000)))
@@ -412,12 +410,16 @@ mod tests {
             "Jetty thread pool full: 200 of 200 threads busy, 12 queued"
         );
         // Quarkus' Vert.x worker pools: max = in use + idle
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/public/prometheus/camel-quarkus-books-api-v2.openmetrics.txt");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../shared/fixtures/public/prometheus/camel-quarkus-books-api-v2.openmetrics.txt",
+        );
         if let Ok(text) = std::fs::read_to_string(&path) {
             let r = &readings(&parse(&text).unwrap(), 0)[&None];
             let w = figures_of(r, PoolKind::Vertx, "vert.x-worker-thread");
-            assert_eq!((w.active, w.max, w.pending), (Some(1.0), Some(20.0), Some(0.0)));
+            assert_eq!(
+                (w.active, w.max, w.pending),
+                (Some(1.0), Some(20.0), Some(0.0))
+            );
         }
     }
 
