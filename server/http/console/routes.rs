@@ -1,6 +1,7 @@
 //! Console pages for routes: `/console/routes` (the fleet of targets and every route with
 //! its RED figures over the last minute, and a 15 min throughput sparkline) and
-//! `/console/routes/{id}` (one route's charts; data island read by `static/routes.js`).
+//! `/console/routes/{id}` (one route's charts, and under them the pools of the process the
+//! route runs in on the same range; data island read by `static/routes.js`).
 //!
 //! Reads only. Rows carry raw values in `data-value` so the page sorts and so live updates
 //! (`routes_updated`, `target_status`) can replace them in place.
