@@ -1790,11 +1790,16 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
     }));
     let spring =
         String::from_utf8(crate::helpers::fixture("pools/spring-boot-pools.prom")).unwrap();
-    // from the second scrape on: Tomcat busier, two more requests waiting, 5 more timeouts
+    // from the second scrape on: Tomcat busier (120 of 150 threads busy), two more requests
+    // waiting, 5 more timeouts
     let spring_later = spring
         .replace(
             "tomcat_threads_busy_threads{name=\"http-nio-8080\"} 37.0",
             "tomcat_threads_busy_threads{name=\"http-nio-8080\"} 120.0",
+        )
+        .replace(
+            "tomcat_threads_current_threads{name=\"http-nio-8080\"} 50.0",
+            "tomcat_threads_current_threads{name=\"http-nio-8080\"} 150.0",
         )
         .replace(
             "hikaricp_connections_pending{pool=\"HikariPool-1\"} 7.0",
@@ -1873,11 +1878,11 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
                 "sentence": "HikariCP connection pool full: 10 of 10 connections in use, 9 waiting"}),
             serde_json::json!({"kind": "tomcat", "kind_label": "Tomcat thread pool",
                 "name": "http-nio-8080", "unit": "threads", "pending_unit": "tasks",
-                "active": 120.0, "max": 200.0, "idle": null, "pending": null, "timeouts_per_s": null,
+                "active": 120.0, "max": 200.0, "idle": 30.0, "pending": null, "timeouts_per_s": null,
                 "usage_pct": 60.0, "state": "ok", "sentence": "120 of 200 threads busy"}),
             serde_json::json!({"kind": "executor", "kind_label": "Executor",
                 "name": "applicationTaskExecutor", "unit": "threads", "pending_unit": "tasks",
-                "active": 2.0, "max": null, "idle": null, "pending": 4.0, "timeouts_per_s": null,
+                "active": 2.0, "max": null, "idle": 6.0, "pending": 4.0, "timeouts_per_s": null,
                 "usage_pct": null, "state": "ok",
                 "sentence": "2 threads busy, no maximum, 4 queued"}),
         ],

@@ -32,7 +32,9 @@
 //! | `httpclient` | `max`, `pending` | connections, requests waiting | `httpcomponents_httpclient_pool_total_max`, `…_total_pending` |
 //! | `jetty` (`name`) | `active`, `idle`, `max`, `pending` | threads, tasks queued | `jetty_threads_busy`, `jetty_threads_idle`, `jetty_threads_config_max`, `jetty_threads_jobs` |
 //! | `tomcat` (`name`) | `active`, `max` | threads | `tomcat_threads_busy_threads`, `tomcat_threads_config_max_threads` |
+//! | `tomcat` | `idle` | threads | `tomcat_threads_current_threads` − `tomcat_threads_busy_threads` |
 //! | `executor` (`name`) | `active`, `max`, `pending` | threads, tasks queued | `executor_active_threads`, `executor_pool_max_threads` (left out when ≥ 2³¹ − 1: unbounded), `executor_queued_tasks` |
+//! | `executor` | `idle` | threads | `executor_pool_size_threads` − `executor_active_threads` |
 //! | `vertx` (`pool_name`) | `active`, `idle`, `max`, `pending` | threads, tasks queued | `worker_pool_active`, `worker_pool_idle`, `worker_pool_active + worker_pool_idle`, `worker_pool_queue_size` (`pool_type="worker"` only) |
 //!
 //! Counters are turned into rates between two scrapes of the same instance, with the
@@ -197,6 +199,25 @@ pub fn readings(doc: &Exposition, at_ms: i64) -> BTreeMap<Option<String>, Proces
             _ => {}
         }
     }
+    // idle = current − active where a pool reports its size, not its idle threads
+    for r in out.values_mut() {
+        let current: Vec<String> = r
+            .gauges
+            .keys()
+            .filter(|k| k.starts_with("pool_current:"))
+            .cloned()
+            .collect();
+        for key in current {
+            let Some(total) = r.gauges.remove(&key) else {
+                continue;
+            };
+            let rest = &key["pool_current:".len()..];
+            if let Some(active) = r.gauges.get(&format!("pool_active:{rest}")) {
+                let idle = (total - active).max(0.0);
+                r.gauges.entry(format!("pool_idle:{rest}")).or_insert(idle);
+            }
+        }
+    }
     for (inst, figures) in jdbc {
         let r = out.entry(inst).or_default();
         let hikari = r
@@ -210,6 +231,9 @@ pub fn readings(doc: &Exposition, at_ms: i64) -> BTreeMap<Option<String>, Proces
     out.retain(|_, r| !r.is_empty());
     out
 }
+
+/// A pool's threads in all (busy and idle), read only to give `idle` = current − active.
+const CURRENT: &str = "current";
 
 /// The pool figure a sample is, if any: `(kind, field, value)` (see the module table).
 fn pool_figure(s: &Sample) -> Option<(PoolKind, &'static str, f64)> {
@@ -239,9 +263,11 @@ fn pool_figure(s: &Sample) -> Option<(PoolKind, &'static str, f64)> {
         "jetty_threads_jobs" => (PoolKind::Jetty, "pending"),
         "tomcat_threads_busy_threads" => (PoolKind::Tomcat, "active"),
         "tomcat_threads_config_max_threads" => (PoolKind::Tomcat, "max"),
+        "tomcat_threads_current_threads" => (PoolKind::Tomcat, CURRENT),
         "executor_active_threads" => (PoolKind::Executor, "active"),
         "executor_pool_max_threads" if v < UNBOUNDED => (PoolKind::Executor, "max"),
         "executor_queued_tasks" => (PoolKind::Executor, "pending"),
+        "executor_pool_size_threads" => (PoolKind::Executor, CURRENT),
         "worker_pool_active" | "worker_pool_idle" | "worker_pool_queue_size"
             if s.label("pool_type").is_none_or(|t| t == "worker") =>
         {
@@ -319,7 +345,9 @@ mod tests {
             ("pool_max:hikaricp:HikariPool-1", 10.0),
             ("pool_active:tomcat:http-nio-8080", 37.0),
             ("pool_max:tomcat:http-nio-8080", 200.0),
+            ("pool_idle:tomcat:http-nio-8080", 13.0),
             ("pool_active:executor:applicationTaskExecutor", 2.0),
+            ("pool_idle:executor:applicationTaskExecutor", 6.0),
             ("pool_pending:executor:applicationTaskExecutor", 4.0),
         ]
         .into_iter()
