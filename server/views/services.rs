@@ -329,7 +329,7 @@ pub async fn process_timeseries(
     let resolution = series::resolution_for(from_ms, to_ms, &levels);
     let ids: Vec<i64> = targets.iter().map(|t| t.id).collect();
     let points = store
-        .process_series(&ids, resolution, from_ms, to_ms)
+        .process_series(&ids, resolution, from_ms, to_ms, None)
         .await?;
     let mut out: Vec<ProcessSeries> = Vec::new();
     for p in points {

@@ -46,7 +46,7 @@ async fn pool_subjects(
         MINUTE_MS
     };
     let points = store
-        .process_series(&ids, resolution, now_ms - window_ms, now_ms)
+        .process_series(&ids, resolution, now_ms - window_ms, now_ms, Some("pool_"))
         .await?;
     // (target id, instance, kind, pool name) → readings
     let mut by: std::collections::BTreeMap<(i64, String, String, String), Readings> =
