@@ -45,7 +45,7 @@
   const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
   const on = (type, fn) => doc.addEventListener('harrier:' + type, (e) => fn(e.detail));
   const REFRESH_MS = 15000;
-  const UNITS = { error_pct: '%', errors_per_s: 'per second', throughput_per_s: 'exchanges per second', mean_ms: 'ms', p95_ms: 'ms', p99_ms: 'ms', inflight: 'exchanges', target_down: '1 = down', no_exchanges: '1 = none' };
+  const UNITS = { error_pct: '%', errors_per_s: 'per second', throughput_per_s: 'exchanges per second', mean_ms: 'ms', p95_ms: 'ms', p99_ms: 'ms', inflight: 'exchanges', target_down: '1 = down', no_exchanges: '1 = none', pool_usage_pct: '% of the pool max', pool_pending: 'requests waiting / tasks queued' };
 
   function h(tag, attrs, ...children) {
     const el = doc.createElement(tag);

@@ -33,6 +33,10 @@
  *    route are marked by static/alertmarks.js (forRoute) when it is loaded.
  *  Live tail: harrier:routes_updated naming this route refetches the series (at
  *    most every 5 s) and rewrites #route-kpis .kpi[data-key] values.
+ *  Pools: route-data.pools = {series_url, instance, series} (the service's process
+ *    series, see static/services.js); each div.chart[data-pool-kind][data-pool-name]
+ *    [data-unit][data-pending-unit] of section#route-pools charts one pool's in use /
+ *    max / pending on the route charts' range, fetched with them, zoom and cursor synced.
  *  Exposed as window.harrier.routes.
  */
 (() => {
@@ -387,7 +391,8 @@
       try { data = JSON.parse(island.textContent); } catch (err) { console.error('harrier: bad #route-data', err); return; }
       const boxes = {};
       for (const el of $$('.chart[data-chart]')) boxes[el.dataset.chart] = el;
-      const state = { series: data.series, rangeMs: data.range_ms || 3600e3, charts: [], lastFetch: 0, timer: null };
+      const poolBoxes = $$('.chart[data-pool-kind]');
+      const state = { series: data.series, pools: data.pools ? data.pools.series : null, rangeMs: data.range_ms || 3600e3, charts: [], lastFetch: 0, timer: null };
       const marks = window.harrierAlertMarks ? window.harrierAlertMarks.forRoute(data.route.id) : null; // static/alertmarks.js
 
       function emptyBox(box, title, help) {
@@ -436,11 +441,53 @@
         return (runs || []).find((r) => ms >= r.started_at_ms && ms <= r.ended_at_ms);
       }
 
+      let syncing = false;
+      function sync(src) {
+        if (syncing) return;
+        syncing = true;
+        for (const u of state.charts) if (u !== src) u.setScale('x', { min: src.scales.x.min, max: src.scales.x.max });
+        syncing = false;
+      }
+
+      // One chart per pool: in use, max and waiting/queued, on the route charts' range.
+      function drawPools(s) {
+        for (const box of poolBoxes) box.querySelectorAll('.uplot, .chart-empty').forEach((n) => n.remove());
+        if (!poolBoxes.length || typeof uPlot === 'undefined') return;
+        const series = (state.pools && state.pools.series) || [];
+        const from = isNum(s.from_ms) ? s.from_ms : state.pools && state.pools.from_ms;
+        const to = isNum(s.to_ms) ? s.to_ms : state.pools && state.pools.to_ms;
+        const axisColor = cssVar('--c-axis', '#666');
+        const grid = cssVar('--c-grid', '#eee');
+        const font = '11.5px ' + cssVar('--font', 'sans-serif');
+        for (const box of poolBoxes) {
+          const id = box.dataset.poolKind + ':' + box.dataset.poolName;
+          const unit = box.dataset.unit;
+          const pending = box.dataset.pendingUnit;
+          const fields = [['max', 'max', unit, '--c-max'], ['active', unit === 'threads' ? 'busy' : 'in use', unit, '--c-rps'], ['pending', pending === 'tasks' ? 'queued' : 'waiting', pending, '--c-errs']];
+          const have = fields.map(([f, label, u, c]) => [series.find((x) => x.metric === 'pool_' + f + ':' + id), label, u, c]).filter(([x]) => x);
+          if (!have.length) { emptyBox(box, 'No figures in this range', 'The pool was not in the scrapes of this range.'); continue; }
+          const times = Array.from(new Set(have.flatMap(([x]) => x.t_ms))).sort((a, b) => a - b);
+          const cols = have.map(([x]) => { const m = new Map(x.t_ms.map((t, i) => [t, x.mean[i]])); return times.map((t) => (m.has(t) ? m.get(t) : null)); });
+          const u = new uPlot({
+            width: Math.max(200, box.clientWidth), height: Math.max(100, box.clientHeight - 34), ms: 1,
+            cursor: { sync: { key: 'harrier-route' }, drag: { x: true, y: false, setScale: true } },
+            scales: { x: { time: true, min: from, max: to }, y: { range: (p, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+            series: [{ label: 'Time', value: (p, v) => (isNum(v) ? fmt.ts(v) : '') }].concat(have.map(([, label, un, c]) => ({
+              label, stroke: cssVar(c, '#888'), width: 1.5, points: { show: false }, value: (p, v) => (isNum(v) ? fmt.num(v, Number.isInteger(v) ? 0 : 1) + ' ' + un : NULL) }))),
+            axes: [{ stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
+              values: (p, splits, ai, space, incr) => splits.map((v) => (incr >= 86400e3 ? fmt.ts(v).slice(5, 10) : incr < 60e3 ? fmt.clock(v) : fmt.clock(v).slice(0, 5))) }, { stroke: axisColor, font, label: unit, labelSize: 18, size: 60, grid: { stroke: grid, width: 1 }, values: (p, sp) => sp.map((v) => fmt.num(v, 0)) }],
+            hooks: { setScale: [(p, key) => { if (key === 'x') sync(p); }] },
+          }, [times].concat(cols), box);
+          state.charts.push(u);
+        }
+      }
+
       function draw() {
         for (const u of state.charts) u.destroy();
         state.charts = [];
         for (const box of Object.values(boxes)) box.querySelectorAll('.uplot, .chart-empty').forEach((n) => n.remove());
         const s = state.series || {};
+        drawPools(s);
         const t = s.t_ms || [];
         const list = $('#run-bands');
         if (list) {
@@ -471,13 +518,6 @@
           value: (u, v) => (isNum(v) ? f(v) : NULL) }, extra || {});
         const clean = (arr) => (arr || []).map((v) => (isNum(v) ? v : null));
         const hooks = { draw: [bandsHook(s.runs)].concat(marks ? [marks.draw] : []), setCursor: marks ? [marks.cursor] : [], setScale: [(u, key) => { if (key === 'x') sync(u); }] };
-        let syncing = false;
-        function sync(src) {
-          if (syncing) return;
-          syncing = true;
-          for (const u of state.charts) if (u !== src) u.setScale('x', { min: src.scales.x.min, max: src.scales.x.max });
-          syncing = false;
-        }
         function make(box, series, cols, axes, scales) {
           if (!box) return;
           const u = new uPlot({
@@ -523,12 +563,18 @@
         const to = Date.now();
         const from = to - state.rangeMs;
         state.lastFetch = to;
+        const pools = poolBoxes.length && data.pools && data.pools.instance !== null
+          ? fetch(data.pools.series_url + '?from=' + Math.round(from) + '&to=' + to + '&instance=' + encodeURIComponent(data.pools.instance), { headers: { Accept: 'application/json' } })
+            .then((r) => (r.ok ? r.json() : null)).catch(() => null)
+          : Promise.resolve(null);
         try {
           const res = await fetch(data.series_url + '?from=' + Math.round(from) + '&to=' + to, { headers: { Accept: 'application/json' } });
           const body = await res.json();
+          const poolBody = await pools;
           if (mine !== seq) return;
           if (!res.ok) throw new Error(body && body.error || 'HTTP ' + res.status);
           state.series = body;
+          if (poolBody) state.pools = poolBody;
           draw();
         } catch (err) {
           if (mine !== seq) return;
@@ -580,7 +626,7 @@
             }
           });
         });
-        for (const box of Object.values(boxes)) ro.observe(box);
+        for (const box of Object.values(boxes).concat(poolBoxes)) ro.observe(box);
       }
       draw();
       H.routes.page = { data, state, load, draw };

@@ -686,15 +686,17 @@ impl Store {
     }
 
     /// Process figures of targets `target_ids` at `resolution_ms` (0: per scrape) with
-    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n.
+    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n. With
+    /// `metric_prefix`, only the metrics whose name starts with it (`pool_`: the pools).
     pub async fn process_series(
         &self,
         target_ids: &[i64],
         resolution_ms: i64,
         from_ms: i64,
         to_ms: i64,
+        metric_prefix: Option<&str>,
     ) -> Result<Vec<ProcessPoint>> {
-        dispatch!(self, db => db.process_series(target_ids, resolution_ms, from_ms, to_ms).await)
+        dispatch!(self, db => db.process_series(target_ids, resolution_ms, from_ms, to_ms, metric_prefix).await)
     }
 
     /// [`Store::route_window_figures`] from the database: the sums come from one aggregate query

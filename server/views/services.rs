@@ -1,11 +1,12 @@
 //! Services: the list (instances and routes per service, by name) and one service's
-//! detail (instances, routes, process metrics and their series), for
+//! detail (instances, routes, process metrics, pools and their series), for
 //! `/console/services…` and `/api/v1/services…`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::domain::pools::{self, PoolFigures, PoolKind};
 use crate::domain::routes::RouteRow;
 use crate::domain::routes::series;
 use crate::error::Result;
@@ -14,6 +15,9 @@ use crate::views::routes::{RouteList, RouteListQuery, list_page};
 
 /// The unit of a stored process metric, as shown next to its figures.
 pub fn unit(metric: &str) -> &'static str {
+    if let Some(u) = pools::metric_unit(metric) {
+        return u;
+    }
     match metric {
         m if m.ends_with("_pct") => "%",
         m if m.ends_with("_bytes") || m.starts_with("pool:") => "bytes",
@@ -75,7 +79,77 @@ pub struct ServiceDetail {
     pub instances: Vec<InstanceRow>,
     pub routes: Vec<RouteRow>,
     pub process: Vec<ProcessPoint>,
+    /// The pools among the process figures, by instance, kind and name.
+    pub pools: Vec<PoolRow>,
     pub targets: Vec<TargetRow>,
+}
+
+/// One pool of one instance, from its latest figures (see [`crate::domain::pools`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolRow {
+    pub instance: String,
+    pub target_id: i64,
+    /// `hikaricp`, `jdbc`, `httpclient`, `jetty`, `tomcat`, `executor` or `vertx`.
+    pub kind: &'static str,
+    /// "HTTP client pool", "Jetty thread pool", …
+    pub kind_label: &'static str,
+    /// The pool's own name (its `pool`, `name`, `httpclient` or `pool_name` label).
+    pub name: String,
+    /// The unit of `active`, `max` and `idle`: `connections` or `threads`.
+    pub unit: &'static str,
+    /// The unit of `pending`: `requests` (waiting for a connection) or `tasks` (queued).
+    pub pending_unit: &'static str,
+    pub active: Option<f64>,
+    /// `None`: not exposed, or unbounded.
+    pub max: Option<f64>,
+    pub idle: Option<f64>,
+    pub pending: Option<f64>,
+    /// HikariCP connection timeouts per second since the previous scrape.
+    pub timeouts_per_s: Option<f64>,
+    /// active / max × 100.
+    pub usage_pct: Option<f64>,
+    /// `ok`, `at_max` (active ≥ max, nothing waiting) or `full` (active ≥ max and
+    /// pending > 0).
+    pub state: &'static str,
+    /// e.g. "HTTP client pool full: 20 of 20 connections in use, 5 waiting".
+    pub sentence: String,
+    /// The latest scrape that had one of its figures, unix ms.
+    pub at_ms: i64,
+}
+
+/// The pools among process figures `points`, by instance, kind and pool name.
+pub fn pool_rows(points: &[ProcessPoint]) -> Vec<PoolRow> {
+    type Key<'a> = (&'a str, i64, PoolKind, &'a str);
+    let mut by: BTreeMap<Key<'_>, (PoolFigures, i64)> = BTreeMap::new();
+    for p in points {
+        if let Some((field, kind, name)) = pools::parse_metric(&p.metric) {
+            let e = by
+                .entry((p.instance.as_str(), p.target_id, kind, name))
+                .or_default();
+            e.0.set(field, p.mean);
+            e.1 = e.1.max(p.at_ms);
+        }
+    }
+    by.into_iter()
+        .map(|((instance, target_id, kind, name), (f, at_ms))| PoolRow {
+            instance: instance.to_string(),
+            target_id,
+            kind: kind.as_str(),
+            kind_label: kind.label(),
+            name: name.to_string(),
+            unit: kind.unit(),
+            pending_unit: kind.pending_unit(),
+            usage_pct: f.usage_pct(),
+            state: f.state().as_str(),
+            sentence: pools::sentence(kind, &f),
+            active: f.active,
+            max: f.max,
+            idle: f.idle,
+            pending: f.pending,
+            timeouts_per_s: f.timeouts_per_s,
+            at_ms,
+        })
+        .collect()
 }
 
 fn instance_state(t: &TargetRow, last_seen: Option<i64>) -> &'static str {
@@ -155,6 +229,7 @@ pub async fn service_detail(store: &Store, name: &str) -> Result<Option<ServiceD
         name: name.to_string(),
         instances,
         routes,
+        pools: pool_rows(&process),
         process,
         targets,
     }))
@@ -254,7 +329,7 @@ pub async fn process_timeseries(
     let resolution = series::resolution_for(from_ms, to_ms, &levels);
     let ids: Vec<i64> = targets.iter().map(|t| t.id).collect();
     let points = store
-        .process_series(&ids, resolution, from_ms, to_ms)
+        .process_series(&ids, resolution, from_ms, to_ms, None)
         .await?;
     let mut out: Vec<ProcessSeries> = Vec::new();
     for p in points {

@@ -2496,3 +2496,124 @@ fn notify_client() -> harrier::services::egress::Outbound {
         Default::default(),
     ))
 }
+
+/// Pool rules watch the pools read beside the routes (stored as process figures): an HTTP
+/// client pool that stays at its max with requests waiting goes pending, then fires after
+/// its `for`, with the pool's labels and the window's mean waiting as value; a usage rule
+/// fires on it at 100 % but not on a Jetty pool at 50 %; both resolve when the pool
+/// drains. A pool measure with a route is refused, naming the field. The alerts page links
+/// the pool alert to the service's pools.
+#[tokio::test]
+async fn a_pool_rule_fires_on_a_full_pool_and_resolves() {
+    let app = spawn_app().await;
+    let store = &app.state.store;
+    let target = add_target(&app).await;
+    let waiting = json!({
+        "name": "HttpPoolWaiting",
+        "subject": {"service": "orders", "labels": {"kind": "httpclient"}},
+        "measure": "pool_pending", "comparison": ">", "threshold": 0,
+        "window": "1m", "for": "30s", "severity": "critical",
+        "summary": "{{ value }} requests wait for a connection of {{ labels.pool }}"
+    });
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &waiting).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let at_max = json!({
+        "name": "PoolAtMax", "subject": {"service": "orders"},
+        "measure": "pool_usage_pct", "comparison": ">=", "threshold": 100, "window": "1m"
+    });
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &at_max).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let mut on_route = at_max.clone();
+    on_route["name"] = json!("PoolOnRoute");
+    on_route["subject"]["route"] = json!("/checkout");
+    let r = send_json(&app, "POST", "/api/v1/alert-rules", &on_route).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["field"], "subject.route", "{}", r.text());
+
+    let t0 = 1_800_000_000_000;
+    let pools = |http: (f64, f64), jetty_busy: f64| {
+        [
+            ("pool_active:httpclient:inventory", http.0),
+            ("pool_max:httpclient:inventory", 20.0),
+            ("pool_pending:httpclient:inventory", http.1),
+            ("pool_active:jetty:default", jetty_busy),
+            ("pool_max:jetty:default", 200.0),
+            ("pool_pending:jetty:default", 0.0),
+        ]
+        .map(|(m, v)| ("127.0.0.1:9".to_string(), m.to_string(), v))
+    };
+    store
+        .record_process(target, t0, &pools((20.0, 4.0), 100.0))
+        .await
+        .unwrap();
+    store
+        .record_process(target, t0 + 15_000, &pools((20.0, 6.0), 100.0))
+        .await
+        .unwrap();
+    evaluate_once(store, &app.state.hub, t0 + 16_000)
+        .await
+        .unwrap();
+    let alerts = app.get("/api/v1/alerts").await.json();
+    let find = |alerts: &Value, rule: &str| {
+        alerts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["rule"] == rule)
+            .cloned()
+    };
+    let w = find(&alerts, "HttpPoolWaiting").expect("a waiting alert");
+    assert_eq!(w["state"], "pending");
+    assert_eq!(w["value"], 5.0, "the mean of 4 and 6 waiting");
+    assert_eq!(
+        w["labels"],
+        json!({"alertname": "HttpPoolWaiting", "severity": "critical", "service": "orders", "target": "orders",
+               "instance": "127.0.0.1:9", "kind": "httpclient", "pool": "inventory"})
+    );
+    let m = find(&alerts, "PoolAtMax").expect("an at-max alert");
+    assert_eq!(
+        (m["state"].clone(), m["value"].clone()),
+        (json!("firing"), json!(100.0))
+    );
+    assert_eq!(m["labels"]["pool"], "inventory");
+    assert_eq!(
+        alerts.as_array().unwrap().len(),
+        2,
+        "the Jetty pool at 50 % is not alerted: {alerts}"
+    );
+
+    evaluate_once(store, &app.state.hub, t0 + 46_000)
+        .await
+        .unwrap();
+    let w = find(&app.get("/api/v1/alerts").await.json(), "HttpPoolWaiting").unwrap();
+    assert_eq!(w["state"], "firing");
+    assert_eq!(
+        w["summary"],
+        "5 requests wait for a connection of inventory"
+    );
+    let page = app.get("/console/alerts").await.text();
+    assert!(
+        page.contains("HTTP client pool inventory")
+            && page.contains("/console/services/orders#pools"),
+        "the alerts page names the pool and links to it"
+    );
+
+    // drained: 6 of 20 in use, none waiting
+    store
+        .record_process(target, t0 + 100_000, &pools((6.0, 0.0), 100.0))
+        .await
+        .unwrap();
+    let round = evaluate_once(store, &app.state.hub, t0 + 101_000)
+        .await
+        .unwrap();
+    assert_eq!(round.transitions.len(), 2, "{:?}", round.transitions);
+    let alerts = app.get("/api/v1/alerts").await.json();
+    assert!(
+        alerts
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["state"] != "firing" && a["state"] != "pending"),
+        "{alerts}"
+    );
+}

@@ -1859,6 +1859,325 @@ async fn service_page_shows_process_figures() {
     fx_task.abort();
 }
 
+/// The pools a service exposes beside its routes: a Spring Boot style exposition (HikariCP
+/// full with requests waiting, the same pool again as `jdbc_connections_*`, Tomcat threads,
+/// an unbounded executor) that moves between scrapes, and a Camel style one (an Apache
+/// HttpClient pool full, Jetty threads), each served on 127.0.0.1 and scraped several times.
+/// `/api/v1/services/{name}` gives every pool's latest figures, state and sentence (exact),
+/// the timeseries has both scrapes' values, the page has a row per pool and says which is
+/// full, and in a browser each pool of the shown instance gets a chart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_pools_from_spring_boot_and_camel_expositions() {
+    use fantoccini::Locator;
+    let app = spawn_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    let spring =
+        String::from_utf8(crate::helpers::fixture("pools/spring-boot-pools.prom")).unwrap();
+    // from the second scrape on: Tomcat busier (120 of 150 threads busy), two more requests
+    // waiting, 5 more timeouts
+    let spring_later = spring
+        .replace(
+            "tomcat_threads_busy_threads{name=\"http-nio-8080\"} 37.0",
+            "tomcat_threads_busy_threads{name=\"http-nio-8080\"} 120.0",
+        )
+        .replace(
+            "tomcat_threads_current_threads{name=\"http-nio-8080\"} 50.0",
+            "tomcat_threads_current_threads{name=\"http-nio-8080\"} 150.0",
+        )
+        .replace(
+            "hikaricp_connections_pending{pool=\"HikariPool-1\"} 7.0",
+            "hikaricp_connections_pending{pool=\"HikariPool-1\"} 9.0",
+        )
+        .replace(
+            "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 3.0",
+            "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 8.0",
+        );
+    assert_ne!(spring, spring_later);
+    let camel = String::from_utf8(crate::helpers::fixture("pools/camel-http-pools.prom")).unwrap();
+    let scrapes = Arc::new(AtomicU64::new(0));
+    let n = scrapes.clone();
+    let fx = axum::Router::new()
+        .route(
+            "/actuator/prometheus",
+            axum::routing::get(move || {
+                let body = if n.fetch_add(1, Ordering::SeqCst) == 0 {
+                    spring.clone()
+                } else {
+                    spring_later.clone()
+                };
+                async move { body }
+            }),
+        )
+        .route(
+            "/camel/metrics",
+            axum::routing::get(move || {
+                let b = camel.clone();
+                async move { b }
+            }),
+        );
+    let fl = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fx_addr = fl.local_addr().unwrap();
+    let fx_task = tokio::spawn(async move { axum::serve(fl, fx).await.unwrap() });
+    let http = reqwest::Client::new();
+    for (name, path) in [("shop", "actuator/prometheus"), ("camel", "camel/metrics")] {
+        let r = http
+            .post(format!("http://{addr}/api/v1/targets"))
+            .json(&serde_json::json!({"name": name, "url": format!("http://{fx_addr}/{path}"), "interval_s": 1, "timeout_s": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let base = format!("http://{addr}/api/v1/services");
+    // three scrapes of shop: the second moved, the third gives a timeouts rate of 0
+    let svc = wait_for("shop's pools after three scrapes", 30, || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let s = get_json(&http, &format!("{base}/shop")).await?;
+            let pools = s["pools"].as_array()?;
+            let hikari = pools.iter().find(|p| p["kind"] == "hikaricp")?;
+            (hikari["timeouts_per_s"] == 0.0 && pools.iter().any(|p| p["active"] == 120.0))
+                .then_some(s)
+        }
+    })
+    .await;
+    let pools = svc["pools"].as_array().unwrap();
+    let strip = |p: &serde_json::Value| {
+        let mut p = p.clone();
+        let o = p.as_object_mut().unwrap();
+        for k in ["instance", "target_id", "at_ms"] {
+            assert!(o.remove(k).is_some(), "{k} missing");
+        }
+        p
+    };
+    let got: Vec<serde_json::Value> = pools.iter().map(strip).collect();
+    assert_eq!(
+        got,
+        vec![
+            serde_json::json!({"kind": "hikaricp", "kind_label": "HikariCP connection pool",
+                "name": "HikariPool-1", "unit": "connections", "pending_unit": "requests",
+                "active": 10.0, "max": 10.0, "idle": 0.0, "pending": 9.0, "timeouts_per_s": 0.0,
+                "usage_pct": 100.0, "state": "full",
+                "sentence": "HikariCP connection pool full: 10 of 10 connections in use, 9 waiting"}),
+            serde_json::json!({"kind": "tomcat", "kind_label": "Tomcat thread pool",
+                "name": "http-nio-8080", "unit": "threads", "pending_unit": "tasks",
+                "active": 120.0, "max": 200.0, "idle": 30.0, "pending": null, "timeouts_per_s": null,
+                "usage_pct": 60.0, "state": "ok", "sentence": "120 of 200 threads busy"}),
+            serde_json::json!({"kind": "executor", "kind_label": "Executor",
+                "name": "applicationTaskExecutor", "unit": "threads", "pending_unit": "tasks",
+                "active": 2.0, "max": null, "idle": 6.0, "pending": 4.0, "timeouts_per_s": null,
+                "usage_pct": null, "state": "ok",
+                "sentence": "2 threads busy, no maximum, 4 queued"}),
+        ],
+        "jdbc_connections_* of the Hikari pool are not a second pool"
+    );
+    // both scrapes' values over time, with units
+    let ts = get_json(&http, &format!("{base}/shop/timeseries"))
+        .await
+        .unwrap();
+    let series = |m: &str| {
+        ts["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["metric"] == m)
+            .unwrap_or_else(|| panic!("no series {m}"))
+            .clone()
+    };
+    let tomcat = series("pool_active:tomcat:http-nio-8080");
+    assert_eq!(tomcat["unit"], "threads");
+    let means: Vec<f64> = tomcat["mean"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(means[0], 37.0, "{means:?}");
+    assert!(means[1..].iter().all(|v| *v == 120.0), "{means:?}");
+    assert_eq!(
+        series("pool_pending:hikaricp:HikariPool-1")["unit"],
+        "requests"
+    );
+    let timeouts = series("pool_timeouts_per_s:hikaricp:HikariPool-1");
+    assert_eq!(timeouts["unit"], "/s");
+    let rates: Vec<f64> = timeouts["mean"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    // 5 timeouts between the first two scrapes, about 1 s apart (never less than 0.9 s)
+    assert!(rates[0] > 0.0 && rates[0] <= 5.0 / 0.9, "{rates:?}");
+    assert!(rates[1..].iter().all(|v| *v == 0.0), "{rates:?}");
+
+    // the Camel service (named by its camelContext) has its target's pools
+    let camel = wait_for("the Camel service's pools", 20, || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let s = get_json(&http, &format!("{base}/inventory-bridge")).await?;
+            (s["pools"].as_array()?.len() == 2).then_some(s)
+        }
+    })
+    .await;
+    let got: Vec<serde_json::Value> = camel["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(strip)
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            serde_json::json!({"kind": "httpclient", "kind_label": "HTTP client pool",
+                "name": "inventory", "unit": "connections", "pending_unit": "requests",
+                "active": 20.0, "max": 20.0, "idle": 0.0, "pending": 5.0, "timeouts_per_s": null,
+                "usage_pct": 100.0, "state": "full",
+                "sentence": "HTTP client pool full: 20 of 20 connections in use, 5 waiting"}),
+            serde_json::json!({"kind": "jetty", "kind_label": "Jetty thread pool",
+                "name": "default", "unit": "threads", "pending_unit": "tasks",
+                "active": 180.0, "max": 200.0, "idle": 20.0, "pending": 0.0, "timeouts_per_s": null,
+                "usage_pct": 90.0, "state": "ok", "sentence": "180 of 200 threads busy"}),
+        ]
+    );
+
+    // the pages: a row per pool, the full one said in words, units beside the figures
+    let page = |name: &str| {
+        let (http, url) = (
+            http.clone(),
+            format!("http://{addr}/console/services/{name}"),
+        );
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            scraper::Html::parse_document(&r.text().await.unwrap())
+        }
+    };
+    let doc = page("shop").await;
+    assert_eq!(
+        select_texts(&doc, "#pools-full li"),
+        ["HikariCP connection pool full: 10 of 10 connections in use, 9 waiting"]
+    );
+    assert_eq!(
+        select_texts(&doc, "#pools-table tbody tr .badge"),
+        ["full", "ok", "ok"]
+    );
+    assert_eq!(
+        select_texts(&doc, "#pools-table tbody tr .pool-max"),
+        ["10 connections", "200 threads", "unbounded"]
+    );
+    assert_eq!(
+        select_texts(&doc, "#pools-table tbody tr .pool-pending"),
+        ["9 requests", "–", "4 tasks"]
+    );
+    let doc = page("inventory-bridge").await;
+    assert_eq!(
+        select_texts(&doc, "#pools-full li"),
+        ["HTTP client pool full: 20 of 20 connections in use, 5 waiting"]
+    );
+    assert_eq!(
+        select_texts(&doc, "#pools-table tbody tr .pool-active"),
+        ["20 connections", "180 threads"]
+    );
+    // the route page shows the pools of the route's process under its charts
+    let route_id = camel["routes"][0]["id"].as_i64().unwrap();
+    let route_page = scraper::Html::parse_document(
+        &http
+            .get(format!("http://{addr}/console/routes/{route_id}"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        select_texts(&route_page, "#route-pools .pool-sentence"),
+        [
+            "HTTP client pool full: 20 of 20 connections in use, 5 waiting",
+            "180 of 200 threads busy"
+        ]
+    );
+    // harrier's own service exposes no pools: the empty state names what is read
+    let own = page("harrier").await;
+    let empty = select_texts(&own, "#pools-empty");
+    assert!(
+        empty.len() == 1 && empty[0].contains("HikariCP, Tomcat JDBC, Apache HttpClient, Jetty"),
+        "{empty:?}"
+    );
+    assert!(select_texts(&own, "#pools-table").is_empty());
+
+    // in a browser: a chart per pool, and the full sentence on screen
+    let (driver, client) = browser().await;
+    client
+        .goto(&format!("http://{addr}/console/services/inventory-bridge"))
+        .await
+        .unwrap();
+    wait_for("a chart per pool", 15, || {
+        let client = client.clone();
+        async move {
+            let n = client
+                .find_all(Locator::Css("#pool-charts .uplot"))
+                .await
+                .ok()?
+                .len();
+            (n == 2).then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    let full = client
+        .find(Locator::Css("#pools-full"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        full.contains("HTTP client pool full: 20 of 20 connections in use, 5 waiting"),
+        "{full}"
+    );
+    // the legend of the HTTP client chart names in use, max and waiting
+    let legend = client
+        .find(Locator::Css(
+            "#pool-charts .chart[data-pool-kind=\"httpclient\"] .u-legend",
+        ))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for label in ["in use", "max", "waiting"] {
+        assert!(legend.contains(label), "{legend}");
+    }
+    // and on the route page, on the route charts' range
+    client
+        .goto(&format!("http://{addr}/console/routes/{route_id}"))
+        .await
+        .unwrap();
+    wait_for("a pool chart per pool under the route charts", 15, || {
+        let client = client.clone();
+        async move {
+            let n = client
+                .find_all(Locator::Css("#route-pool-charts .uplot"))
+                .await
+                .ok()?
+                .len();
+            (n == 2).then_some(serde_json::Value::Null)
+        }
+    })
+    .await;
+    client.close().await.unwrap();
+    drop(driver);
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    fx_task.abort();
+    assert!(scrapes.load(Ordering::SeqCst) >= 3);
+}
+
 /// A target exposing more routes than `[limits] max_routes_per_target` keeps the first ones
 /// and says how many it skipped; it stays up.
 #[tokio::test]

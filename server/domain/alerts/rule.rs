@@ -201,6 +201,13 @@ pub enum Measure {
     TargetDown,
     /// 1 when the window saw no exchanges, else 0.
     NoExchanges,
+    /// A pool's use over the window: Σ in use / Σ max × 100 over the scrapes that had both
+    /// (connections leased, threads busy; see [`crate::domain::pools`]). The subject is a
+    /// pool (labels `service`, `target`, `instance`, `kind`, `pool`), not a route.
+    PoolUsagePct,
+    /// A pool's waiters over the window: the mean of its pending figure per scrape
+    /// (connection requests waiting, tasks queued). Subject: a pool.
+    PoolPending,
 }
 
 impl Measure {
@@ -234,7 +241,15 @@ impl Measure {
             Measure::Inflight => "inflight",
             Measure::TargetDown => "target_down",
             Measure::NoExchanges => "no_exchanges",
+            Measure::PoolUsagePct => "pool_usage_pct",
+            Measure::PoolPending => "pool_pending",
         }
+    }
+
+    /// Whether the measure is taken on pools (subjects labelled `service`, `target`,
+    /// `instance`, `kind`, `pool`) rather than routes.
+    pub fn for_pools(self) -> bool {
+        matches!(self, Measure::PoolUsagePct | Measure::PoolPending)
     }
 }
 
@@ -407,6 +422,24 @@ impl Rule {
         }
         if self.severity.trim().is_empty() {
             return Err(err("severity", "must not be empty".into()));
+        }
+        if self.measure.for_pools() && self.subject.route.is_some() {
+            return Err(err(
+                "subject.route",
+                format!(
+                    "{} watches pools (labels service, target, instance, kind, pool), not routes",
+                    self.measure.as_str()
+                ),
+            ));
+        }
+        if self.measure == Measure::PoolUsagePct && !(0.0..=1000.0).contains(&self.threshold) {
+            return Err(err(
+                "threshold",
+                format!(
+                    "pool_usage_pct is a percentage of the pool's max, got {}",
+                    self.threshold
+                ),
+            ));
         }
         if let Some(route) = &self.subject.route
             && route.is_empty()

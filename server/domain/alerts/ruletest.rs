@@ -8,6 +8,11 @@
 //! handled), over the samples in (t − window, t] — the figures the server computes from
 //! scrapes. Only firing alerts are listed, as in promtool.
 //!
+//! Pool rules (`pool_usage_pct`, `pool_pending`) read gauge series instead: `active`, `max`
+//! and `pending` (labels `service`, `instance`, `kind`, `pool`, …), one value per scrape,
+//! summed over the samples in (t − window, t] as the server does
+//! ([`crate::domain::pools::PoolWindow`]).
+//!
 //! ```toml
 //! evaluation_interval = "1m"
 //! interval = "1m"
@@ -28,6 +33,7 @@ use serde::Deserialize;
 
 use super::eval::{self, Alert, Measured, Phase};
 use super::rule::{Duration, Labels, Measure, Rule, render};
+use crate::domain::pools::PoolWindow;
 use crate::domain::routes::counter_delta;
 
 #[derive(Debug, Deserialize)]
@@ -45,9 +51,18 @@ pub struct TestFile {
 #[serde(deny_unknown_fields)]
 pub struct SeriesSpec {
     pub labels: Labels,
+    /// Exchanges, cumulative (route rules).
+    #[serde(default)]
     pub total: String,
     #[serde(default)]
     pub failed: Option<String>,
+    /// A pool's gauges (pool rules): in use, max, waiting.
+    #[serde(default)]
+    pub active: Option<String>,
+    #[serde(default)]
+    pub max: Option<String>,
+    #[serde(default)]
+    pub pending: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,6 +117,8 @@ struct Series {
     labels: Labels,
     total: Vec<Option<f64>>,
     failed: Vec<Option<f64>>,
+    /// `(field, values)` of a pool's gauges.
+    gauges: Vec<(&'static str, Vec<Option<f64>>)>,
 }
 
 /// Σ increases of `values` over the samples at indices whose time is in (from, to].
@@ -127,6 +144,24 @@ fn increase(values: &[Option<f64>], step_ms: i64, from_ms: i64, to_ms: i64) -> O
 
 fn measure(rule: &Rule, s: &Series, step_ms: i64, t: i64) -> Measured {
     let from = t - rule.window.ms();
+    if rule.measure.for_pools() {
+        let w = PoolWindow::of(s.gauges.iter().flat_map(|(field, values)| {
+            values.iter().enumerate().filter_map(move |(i, v)| {
+                let at = i as i64 * step_ms;
+                (at > from && at <= t)
+                    .then_some(())
+                    .and(v.map(|v| (at, *field, v)))
+            })
+        }));
+        return Measured {
+            labels: s.labels.clone().into(),
+            value: match rule.measure {
+                Measure::PoolUsagePct => w.usage_pct,
+                _ => w.pending,
+            },
+            count: Some(w.scrapes as f64),
+        };
+    }
     let total = increase(&s.total, step_ms, from, t);
     let failed = increase(&s.failed, step_ms, from, t);
     let secs = rule.window.ms() as f64 / 1000.0;
@@ -159,9 +194,11 @@ pub fn run(text: &str) -> Result<Vec<String>, String> {
                 | Measure::ErrorsPerS
                 | Measure::ThroughputPerS
                 | Measure::NoExchanges
+                | Measure::PoolUsagePct
+                | Measure::PoolPending
         ) {
             return Err(format!(
-                "rule {:?}: rule tests cover error_pct, errors_per_s, throughput_per_s and no_exchanges",
+                "rule {:?}: rule tests cover error_pct, errors_per_s, throughput_per_s, no_exchanges, pool_usage_pct and pool_pending",
                 r.name
             ));
         }
@@ -178,6 +215,14 @@ pub fn run(text: &str) -> Result<Vec<String>, String> {
                     .chain(std::iter::repeat(Some(0.0)))
                     .take(expand(&s.total)?.len().max(1))
                     .collect(),
+                gauges: [
+                    ("active", &s.active),
+                    ("max", &s.max),
+                    ("pending", &s.pending),
+                ]
+                .into_iter()
+                .filter_map(|(f, spec)| spec.as_deref().map(|v| expand(v).map(|v| (f, v))))
+                .collect::<Result<_, _>>()?,
             })
         })
         .collect::<Result<Vec<_>, String>>()
@@ -278,6 +323,22 @@ mod tests {
     #[test]
     fn the_promtool_fixture_passes() {
         assert_eq!(run(PROMTOOL_CASE).unwrap(), Vec::<String>::new());
+    }
+
+    /// An HTTP client pool of 20 that fills up under load: the usage rule fires after its
+    /// `for`, the waiting rule only while requests wait, and both resolve when it drains.
+    const POOL_CASE: &str = include_str!("../../../tests/fixtures/alerts/pool-full.test.toml");
+
+    #[test]
+    fn the_pool_rules_fixture_passes() {
+        assert_eq!(run(POOL_CASE).unwrap(), Vec::<String>::new());
+        // a wrong expectation fails: nothing is firing at 2m
+        let wrong = POOL_CASE.replacen(
+            "eval_time = \"2m\"",
+            "eval_time = \"2m\"\nexp_alerts = [{ labels = { pool = \"inventory\" } }]",
+            1,
+        );
+        assert_eq!(run(&wrong).unwrap().len(), 1);
     }
 
     #[test]

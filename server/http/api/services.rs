@@ -5,8 +5,12 @@
 //!   "routes_active"}]` by name (`url`: its console page);
 //! - `GET /api/v1/services/{name}` → `{"name", "instances": [InstanceRow…], "routes":
 //!   [RouteRow…] (1 min window), "process": [{"instance", "metric", "unit", "value",
-//!   "at_ms"}…]}` (the latest reading of each process figure; empty when the service
-//!   exposes none); 404 for a name no route or target has;
+//!   "at_ms"}…], "pools": [PoolRow…]}` (the latest reading of each process figure; empty
+//!   when the service exposes none; `pools`: its connection, HTTP client and thread pools,
+//!   each `{"instance", "target_id", "kind", "kind_label", "name", "unit", "pending_unit",
+//!   "active", "max", "idle", "pending", "timeouts_per_s", "usage_pct", "state":
+//!   "ok"|"at_max"|"full", "sentence", "at_ms"}`, see [`crate::domain::pools`]); 404 for a
+//!   name no route or target has;
 //! - `GET /api/v1/services/{name}/timeseries?from=&to=&instance=` (unix ms; default the last
 //!   hour; `instance` optional) → `{"from_ms", "to_ms", "resolution": "raw"|"1m"|"10m"|"1h",
 //!   "series": [{"instance", "metric", "unit", "t_ms": […], "mean": […], "max": […]}]}`:
@@ -62,6 +66,7 @@ async fn get_service(State(state): State<AppState>, Path(name): Path<String>) ->
         "instances": d.instances,
         "routes": d.routes,
         "process": process,
+        "pools": d.pools,
     }))
     .into_response())
 }

@@ -139,6 +139,8 @@ pub fn measure_label(m: Measure) -> &'static str {
         Measure::Inflight => "inflight",
         Measure::TargetDown => "target down",
         Measure::NoExchanges => "no exchanges",
+        Measure::PoolUsagePct => "pool usage %",
+        Measure::PoolPending => "pool waiting",
     }
 }
 
@@ -154,6 +156,8 @@ pub fn measure_value(m: Measure, v: Option<f64>) -> String {
         Measure::Inflight => format::float(v, if v.fract() == 0.0 { 0 } else { 1 }),
         Measure::TargetDown => (if v > 0.0 { "down" } else { "up" }).to_string(),
         Measure::NoExchanges => (if v > 0.0 { "none" } else { "some" }).to_string(),
+        Measure::PoolUsagePct => format!("{} %", format::float(v, 0)),
+        Measure::PoolPending => format::float(v, if v.fract() == 0.0 { 0 } else { 1 }),
     }
 }
 
@@ -187,6 +191,7 @@ pub fn threshold_value(m: Measure, v: f64) -> String {
         Measure::ErrorPct => format!("{n} %"),
         Measure::ErrorsPerS | Measure::ThroughputPerS => format!("{n} /s"),
         Measure::MeanMs | Measure::P95Ms | Measure::P99Ms => format!("{n} ms"),
+        Measure::PoolUsagePct => format!("{n} % of max"),
         _ => n,
     }
 }
@@ -242,6 +247,23 @@ fn subject_of(labels: &Labels, routes: &RouteIndex) -> SubjectView {
                 .parse::<i64>()
                 .ok()
                 .map(|id| format!("/console/runs/{id}")),
+        };
+    }
+    // a pool (pool rules): `service`, `target`, `instance`, `kind`, `pool`
+    if let (Some(kind), Some(pool)) = (labels.get("kind"), labels.get("pool")) {
+        let label =
+            crate::domain::pools::PoolKind::parse(kind).map_or(kind.as_str(), |k| k.label());
+        return SubjectView {
+            text: format!("{label} {pool}"),
+            detail: [get("service"), get("instance")]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" · "),
+            url: labels
+                .get("service")
+                .filter(|s| !s.is_empty())
+                .map(|s| format!("{}#pools", crate::views::services::service_url(s))),
         };
     }
     if let Some(route) = labels.get("route") {
@@ -777,13 +799,19 @@ const MEASURES: &[Measure] = &[
     Measure::Inflight,
     Measure::TargetDown,
     Measure::NoExchanges,
+    Measure::PoolUsagePct,
+    Measure::PoolPending,
 ];
 
 fn rule_row(s: &StoredRule, firing: usize, pending: usize) -> RuleRow {
     let r = &s.rule;
     RuleRow {
         name: r.name.clone(),
-        subject: subject_text(&r.subject),
+        subject: if r.measure.for_pools() {
+            subject_text(&r.subject).replacen("every route", "every pool", 1)
+        } else {
+            subject_text(&r.subject)
+        },
         measure: measure_label(r.measure).to_string(),
         condition: condition_text(r),
         window: r.window.to_string(),

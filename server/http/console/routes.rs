@@ -1,6 +1,7 @@
 //! Console pages for routes: `/console/routes` (the fleet of targets and every route with
 //! its RED figures over the last minute, and a 15 min throughput sparkline) and
-//! `/console/routes/{id}` (one route's charts; data island read by `static/routes.js`).
+//! `/console/routes/{id}` (one route's charts, and under them the pools of the process the
+//! route runs in on the same range; data island read by `static/routes.js`).
 //!
 //! Reads only. Rows carry raw values in `data-value` so the page sorts and so live updates
 //! (`routes_updated`, `target_status`) can replace them in place.
@@ -603,7 +604,13 @@ struct RoutePage {
     view: RouteRowView,
     kpis: Vec<RouteKpi>,
     target: Option<TargetRow>,
-    /// `{route, series, series_url, range_ms}` for `static/routes.js`.
+    /// The pools of the route's process (its target and instance), charted on the route's
+    /// range under its charts.
+    pools: Vec<crate::views::services::PoolRow>,
+    /// The service page's pools section.
+    pools_link: String,
+    /// `{route, series, series_url, range_ms, pools: {series_url, instance, series}}` for
+    /// `static/routes.js`.
     data_json: String,
 }
 
@@ -626,11 +633,50 @@ async fn route_page(
     )
     .await?;
     let target = state.store.get_target(row.target_id).await?;
+    // The pools of the process the route runs in: its instance's when it has any, else
+    // those of the target's first instance with pools.
+    let all =
+        crate::views::services::pool_rows(&state.store.process_latest(&[row.target_id]).await?);
+    let instance = if all.iter().any(|p| p.instance == row.instance) {
+        Some(row.instance.clone())
+    } else {
+        all.first().map(|p| p.instance.clone())
+    };
+    let pools: Vec<_> = all
+        .into_iter()
+        .filter(|p| Some(&p.instance) == instance.as_ref())
+        .collect();
+    let pool_series = match (&instance, &target) {
+        (Some(i), Some(t)) => {
+            crate::views::services::process_timeseries(
+                &state.store,
+                &state.config.retention,
+                std::slice::from_ref(t),
+                Some(i),
+                now - HOUR_MS,
+                now,
+            )
+            .await?
+        }
+        _ => serde_json::json!({"series": []}),
+    };
+    let pools_link = format!(
+        "{}#pools",
+        crate::views::services::service_url(&row.service)
+    );
     let data = serde_json::json!({
         "route": &row,
         "series": series,
         "series_url": format!("/api/v1/routes/{id}/timeseries"),
         "range_ms": HOUR_MS,
+        "pools": {
+            "series_url": format!(
+                "/api/v1/services/{}/timeseries",
+                crate::views::services::service_url(&row.service).trim_start_matches("/console/services/")
+            ),
+            "instance": instance,
+            "series": pool_series,
+        },
     });
     let kpis = vec![
         RouteKpi {
@@ -686,6 +732,8 @@ async fn route_page(
         kpis,
         // Shown, never used: its URL renders with the credentials masked.
         target,
+        pools,
+        pools_link,
         // `<` escaped so the island can never close its <script> element early.
         data_json: data.to_string().replace('<', "\\u003c"),
     })

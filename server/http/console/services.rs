@@ -1,7 +1,8 @@
 //! `/console/services/{name}`: one service — its instances (up, stale or gone, last
-//! scrape, error), its routes (each linked), and its process figures (KPI cards of the
-//! latest readings, charts over a picked range; data island read by `static/services.js`).
-//! Reads only.
+//! scrape, error), its routes (each linked), its process figures (KPI cards of the
+//! latest readings, charts over a picked range; data island read by `static/services.js`)
+//! and its pools (a row per connection, HTTP client or thread pool with the "full"
+//! sentence, and a chart per pool on the same range as the process charts). Reads only.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -15,7 +16,7 @@ use crate::domain::format;
 use crate::error::Error;
 use crate::state::AppState;
 use crate::store::HOUR_MS;
-use crate::views::services::{InstanceRow, process_timeseries, service_detail};
+use crate::views::services::{InstanceRow, PoolRow, process_timeseries, service_detail};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/console/services/{name}", get(service_page))
@@ -36,6 +37,49 @@ pub struct InstanceView {
     pub last_seen: String,
 }
 
+/// A pool row of the page: the figures with their units, formatted.
+pub struct PoolView {
+    pub p: PoolRow,
+    /// Badge class and text of its state.
+    pub class: &'static str,
+    pub state: &'static str,
+    pub active: String,
+    pub max: String,
+    pub idle: String,
+    pub pending: String,
+    pub usage: String,
+    pub timeouts: String,
+}
+
+impl PoolView {
+    fn new(p: PoolRow) -> PoolView {
+        let n = |v: Option<f64>| v.map_or(format::NONE.to_string(), |v| format::float(v, 0));
+        let (class, state) = match p.state {
+            "full" => ("err", "full"),
+            "at_max" => ("warn", "at max"),
+            _ => ("ok", "ok"),
+        };
+        PoolView {
+            class,
+            state,
+            active: n(p.active),
+            max: match p.max {
+                None if p.kind == "executor" => "unbounded".into(),
+                v => n(v),
+            },
+            idle: n(p.idle),
+            pending: n(p.pending),
+            usage: p
+                .usage_pct
+                .map_or(format::NONE.to_string(), |v| format::float(v, 0)),
+            timeouts: p
+                .timeouts_per_s
+                .map_or(format::NONE.to_string(), |v| format::float(v, 2)),
+            p,
+        }
+    }
+}
+
 #[derive(Template, WebTemplate)]
 #[template(path = "service.html")]
 struct ServicePage {
@@ -44,6 +88,10 @@ struct ServicePage {
     instances: Vec<InstanceView>,
     rows: Vec<RouteRowView>,
     kpis: Vec<ProcKpi>,
+    /// Every instance's pools; the charts show those of `shown`.
+    pools: Vec<PoolView>,
+    /// The sentences of the full pools.
+    full: Vec<String>,
     /// The instance the cards and charts show.
     shown: String,
     ranges: Vec<RangeOpt>,
@@ -162,6 +210,20 @@ async fn service_page(
         "series_url": format!("/api/v1/services/{}/timeseries", urlencode(&d.name)),
         "range_ms": HOUR_MS,
     });
+    let several = d.instances.len() > 1;
+    let full: Vec<String> = d
+        .pools
+        .iter()
+        .filter(|p| p.state == "full")
+        .map(|p| {
+            if several {
+                format!("{} (instance {})", p.sentence, p.instance)
+            } else {
+                p.sentence.clone()
+            }
+        })
+        .collect();
+    let pools: Vec<PoolView> = d.pools.into_iter().map(PoolView::new).collect();
     Ok(ServicePage {
         nav: "routes",
         instances: d
@@ -187,6 +249,8 @@ async fn service_page(
             .map(|r| RouteRowView::new(r, now, &[]))
             .collect(),
         kpis,
+        full,
+        pools,
         shown,
         ranges: super::routes::RANGES
             .iter()

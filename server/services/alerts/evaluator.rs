@@ -4,8 +4,12 @@
 //! memory, see [`Store::route_window_figures`]), the round is saved in one transaction,
 //! and firing / resolved transitions are published on the live hub.
 //!
-//! Owns the mapping from route figures to a rule's measure. Must not hold state between
-//! rounds other than what the store holds (a restart resumes from it).
+//! Pool rules (`pool_usage_pct`, `pool_pending`) are evaluated over the pools read beside
+//! the routes (process figures `pool_<field>:<kind>:<name>`, see
+//! [`crate::domain::pools`]): per scrape for windows up to 15 minutes, 1 min means beyond.
+//!
+//! Owns the mapping from route and pool figures to a rule's measure. Must not hold state
+//! between rounds other than what the store holds (a restart resumes from it).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,9 +20,90 @@ use crate::domain::alerts::eval::{self, Change, Measured, Transition};
 use crate::domain::alerts::rule::{Labels, Measure, Rule};
 use crate::domain::alerts::silence::Muter;
 use crate::domain::alerts::{AlertView, AlertsConfig};
+use crate::domain::pools::{self, PoolWindow};
 use crate::domain::routes::Figures;
 use crate::services::live::{Event, Hub};
-use crate::store::{LiveRunWindow, RouteInfo, Store, WindowNeed};
+use crate::store::{LiveRunWindow, MINUTE_MS, RouteInfo, Store, WindowNeed};
+
+/// A pool's readings `(at_ms, field, value)`.
+type Readings = Vec<(i64, String, f64)>;
+
+/// One pool subject: its labels (`service`, `target`, `instance`, `kind`, `pool`) and its
+/// readings.
+type PoolSubject = (Arc<Labels>, Readings);
+
+/// Every pool of every target with its readings of the last `window_ms` before `now_ms`.
+async fn pool_subjects(
+    store: &Store,
+    window_ms: i64,
+    now_ms: i64,
+) -> crate::store::Result<Vec<PoolSubject>> {
+    let targets = store.list_targets().await?;
+    let ids: Vec<i64> = targets.iter().map(|t| t.id).collect();
+    let resolution = if window_ms <= 15 * MINUTE_MS {
+        0
+    } else {
+        MINUTE_MS
+    };
+    let points = store
+        .process_series(&ids, resolution, now_ms - window_ms, now_ms, Some("pool_"))
+        .await?;
+    // (target id, instance, kind, pool name) → readings
+    let mut by: std::collections::BTreeMap<(i64, String, String, String), Readings> =
+        Default::default();
+    for p in points {
+        let Some((field, kind, name)) = pools::parse_metric(&p.metric) else {
+            continue;
+        };
+        by.entry((
+            p.target_id,
+            p.instance.clone(),
+            kind.as_str().to_string(),
+            name.to_string(),
+        ))
+        .or_default()
+        .push((p.at_ms, field.to_string(), p.mean));
+    }
+    Ok(by
+        .into_iter()
+        .filter_map(|((tid, instance, kind, pool), readings)| {
+            let t = targets.iter().find(|t| t.id == tid)?;
+            let labels: Labels = [
+                ("service", t.service.clone()),
+                ("target", t.name.clone()),
+                ("instance", instance),
+                ("kind", kind),
+                ("pool", pool),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            Some((Arc::new(labels), readings))
+        })
+        .collect())
+}
+
+/// A pool rule's measure over the readings in (`now_ms` − `window_ms`, `now_ms`], with the
+/// number of scrapes it had.
+pub fn pool_measure(
+    m: Measure,
+    readings: &[(i64, String, f64)],
+    window_ms: i64,
+    now_ms: i64,
+) -> (Option<f64>, f64) {
+    let w = PoolWindow::of(
+        readings
+            .iter()
+            .filter(|(t, _, _)| *t > now_ms - window_ms && *t <= now_ms)
+            .map(|(t, f, v)| (*t, f.as_str(), *v)),
+    );
+    let value = match m {
+        Measure::PoolUsagePct => w.usage_pct,
+        Measure::PoolPending => w.pending,
+        _ => None,
+    };
+    (value, w.scrapes as f64)
+}
 
 /// A route subject's labels: `service`, `instance`, `route`, `target`, `source`.
 pub fn route_labels(info: &RouteInfo) -> Labels {
@@ -43,6 +128,7 @@ pub fn measure(m: Measure, target_up: Option<bool>, f: &Figures) -> Option<f64> 
         } else {
             1.0
         }),
+        Measure::PoolUsagePct | Measure::PoolPending => None,
     }
 }
 
@@ -85,7 +171,11 @@ pub fn run_measure(m: Measure, w: &LiveRunWindow, window_ms: i64, now_ms: i64) -
         Measure::MeanMs => (w.count > 0).then(|| w.sum_ms as f64 / count),
         Measure::P95Ms => percentile(95.0),
         Measure::P99Ms => percentile(99.0),
-        Measure::Inflight | Measure::TargetDown | Measure::NoExchanges => None,
+        Measure::Inflight
+        | Measure::TargetDown
+        | Measure::NoExchanges
+        | Measure::PoolUsagePct
+        | Measure::PoolPending => None,
     }
 }
 
@@ -122,7 +212,10 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
     let prev = store.list_alerts().await?;
     // Route figures: one pass over the longest window for all rules' windows.
     let mut needs: Vec<WindowNeed> = Vec::new();
-    for rule in rules.iter().filter(|r| r.subject.scenario.is_none()) {
+    for rule in rules
+        .iter()
+        .filter(|r| r.subject.scenario.is_none() && !r.measure.for_pools())
+    {
         let w = rule.window.ms();
         let i = match needs.iter().position(|n| n.window_ms == w) {
             Some(i) => i,
@@ -147,12 +240,34 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
         };
         metrics::counter!("harrier_alert_window_reads_total", "from" => from).increment(1);
     }
+    let pool_window = rules
+        .iter()
+        .filter(|r| r.measure.for_pools())
+        .map(|r| r.window.ms())
+        .max();
+    let pool_subjects = match pool_window {
+        Some(w) => pool_subjects(store, w, now_ms).await?,
+        None => Vec::new(),
+    };
     let mut live: HashMap<i64, Vec<(LiveRunWindow, Arc<Labels>)>> = HashMap::new();
     let mut alerts = Vec::new();
     let mut transitions = Vec::new();
     for rule in &rules {
         let window = rule.window.ms();
-        let measured: Vec<Measured> = if rule.subject.scenario.is_some() {
+        let measured: Vec<Measured> = if rule.measure.for_pools() {
+            pool_subjects
+                .iter()
+                .filter(|(labels, _)| rule.subject.matches(labels))
+                .map(|(labels, readings)| {
+                    let (value, scrapes) = pool_measure(rule.measure, readings, window, now_ms);
+                    Measured {
+                        labels: labels.clone(),
+                        value,
+                        count: Some(scrapes),
+                    }
+                })
+                .collect()
+        } else if rule.subject.scenario.is_some() {
             if let std::collections::hash_map::Entry::Vacant(e) = live.entry(window) {
                 let runs = store.live_run_windows(window, now_ms).await?;
                 e.insert(

@@ -19,13 +19,36 @@
 //! | `open_fds`, `max_fds` | files | `process_open_fds`/`process_max_fds`, Micrometer `process_files_{open,max}_files` |
 //! | `uptime_s` | s | `process_uptime_seconds`, else scrape time − `process_start_time_seconds` |
 //!
+//! Pools (connection, HTTP client and thread pools), stored as `pool_<field>:<kind>:<name>`
+//! (naming and the "full" rule: [`crate::domain::pools`]); `name` is the label in brackets,
+//! `default` when it is missing or empty:
+//!
+//! | kind | field | unit | from |
+//! | --- | --- | --- | --- |
+//! | `hikaricp` (`pool`) | `active`, `idle`, `pending`, `max` | connections, requests waiting | `hikaricp_connections_{active,idle,pending,max}` |
+//! | `hikaricp` | `timeouts_per_s` | /s | Δ`hikaricp_connections_timeout_total` / Δt |
+//! | `jdbc` (`name`) | `active`, `idle`, `max` | connections | `jdbc_connections_{active,idle,max}` (Micrometer `DataSourcePoolMetrics`: Tomcat JDBC, DBCP…); left out when the instance exposes `hikaricp_*`, since Spring Boot exports a Hikari pool under both |
+//! | `httpclient` (`httpclient`) | `active`, `idle` | connections | `httpcomponents_httpclient_pool_total_connections{state="leased"}`, `{state="available"}` |
+//! | `httpclient` | `max`, `pending` | connections, requests waiting | `httpcomponents_httpclient_pool_total_max`, `…_total_pending` |
+//! | `jetty` (`name`) | `active`, `idle`, `max`, `pending` | threads, tasks queued | `jetty_threads_busy`, `jetty_threads_idle`, `jetty_threads_config_max`, `jetty_threads_jobs` |
+//! | `tomcat` (`name`) | `active`, `max` | threads | `tomcat_threads_busy_threads`, `tomcat_threads_config_max_threads` |
+//! | `tomcat` | `idle` | threads | `tomcat_threads_current_threads` − `tomcat_threads_busy_threads` |
+//! | `executor` (`name`) | `active`, `max`, `pending` | threads, tasks queued | `executor_active_threads`, `executor_pool_max_threads` (left out when ≥ 2³¹ − 1: unbounded), `executor_queued_tasks` |
+//! | `executor` | `idle` | threads | `executor_pool_size_threads` − `executor_active_threads` |
+//! | `vertx` (`pool_name`) | `active`, `idle`, `max`, `pending` | threads, tasks queued | `worker_pool_active`, `worker_pool_idle`, `worker_pool_active + worker_pool_idle`, `worker_pool_queue_size` (`pool_type="worker"` only) |
+//!
 //! Counters are turned into rates between two scrapes of the same instance, with the
 //! same reset rule as routes ([`crate::domain::routes::counter_delta`]).
 
 use std::collections::BTreeMap;
 
-use super::exposition::Exposition;
+use super::exposition::{Exposition, Sample};
+use crate::domain::pools::{self, PoolKind};
 use crate::domain::routes::counter_delta;
+
+/// The value at or above which a configured maximum means "unbounded" (Java's
+/// `Integer.MAX_VALUE`, what an executor with an unbounded pool reports).
+const UNBOUNDED: f64 = 2_147_483_647.0;
 
 /// Labels that name the instance a series comes from when the exposition says so.
 pub const INSTANCE_LABELS: [&str; 2] = ["instance", "pod"];
@@ -50,11 +73,16 @@ pub struct ProcessReading {
     /// GC pause seconds and pauses, cumulative (summed over collectors and causes).
     pub gc_s: Option<f64>,
     pub gc_count: Option<f64>,
+    /// Other counters, cumulative: the stored name of their rate per second → value.
+    pub counters: BTreeMap<String, f64>,
 }
 
 impl ProcessReading {
     pub fn is_empty(&self) -> bool {
-        self.gauges.is_empty() && self.cpu_s.is_none() && self.gc_s.is_none()
+        self.gauges.is_empty()
+            && self.cpu_s.is_none()
+            && self.gc_s.is_none()
+            && self.counters.is_empty()
     }
 
     /// The stored figures of this reading: its gauges, plus rates since `prev` (`dt_ms`
@@ -73,6 +101,11 @@ impl ProcessReading {
             if let (Some(a), Some(b)) = (p.gc_count, self.gc_count) {
                 out.push(("gc_pauses_per_s".into(), counter_delta(a, b) / dt_s));
             }
+            for (name, b) in &self.counters {
+                if let Some(a) = p.counters.get(name) {
+                    out.push((name.clone(), counter_delta(*a, *b) / dt_s));
+                }
+            }
         }
         out.retain(|(_, v)| v.is_finite());
         out
@@ -84,8 +117,32 @@ impl ProcessReading {
 pub fn readings(doc: &Exposition, at_ms: i64) -> BTreeMap<Option<String>, ProcessReading> {
     let mut out: BTreeMap<Option<String>, ProcessReading> = BTreeMap::new();
     let mut live_threads: BTreeMap<Option<String>, bool> = BTreeMap::new();
+    // jdbc_connections_* per instance, kept apart until we know whether HikariCP is there
+    let mut jdbc: BTreeMap<Option<String>, Vec<(String, f64)>> = BTreeMap::new();
     for (_, s) in doc.samples() {
         let name = s.name.as_str();
+        if let Some((kind, field, v)) = pool_figure(s) {
+            let inst = series_instance(&s.labels).map(str::to_string);
+            let pool = pool_name(s, kind);
+            if kind == PoolKind::Jdbc {
+                let e = jdbc.entry(inst).or_default();
+                e.push((pools::metric(field, kind, pool), v));
+                continue;
+            }
+            let r = out.entry(inst).or_default();
+            if field == "timeouts_per_s" {
+                r.counters.insert(pools::metric(field, kind, pool), v);
+                continue;
+            }
+            r.gauges.insert(pools::metric(field, kind, pool), v);
+            if kind == PoolKind::Vertx && field != "pending" {
+                // Vert.x reports the in use and idle parts of a fixed-size pool: max = sum
+                *r.gauges
+                    .entry(pools::metric("max", kind, pool))
+                    .or_insert(0.0) += v;
+            }
+            continue;
+        }
         if !(name.starts_with("process_")
             || name.starts_with("jvm_")
             || name.starts_with("system_cpu_usage"))
@@ -142,8 +199,100 @@ pub fn readings(doc: &Exposition, at_ms: i64) -> BTreeMap<Option<String>, Proces
             _ => {}
         }
     }
+    // idle = current − active where a pool reports its size, not its idle threads
+    for r in out.values_mut() {
+        let current: Vec<String> = r
+            .gauges
+            .keys()
+            .filter(|k| k.starts_with("pool_current:"))
+            .cloned()
+            .collect();
+        for key in current {
+            let Some(total) = r.gauges.remove(&key) else {
+                continue;
+            };
+            let rest = &key["pool_current:".len()..];
+            if let Some(active) = r.gauges.get(&format!("pool_active:{rest}")) {
+                let idle = (total - active).max(0.0);
+                r.gauges.entry(format!("pool_idle:{rest}")).or_insert(idle);
+            }
+        }
+    }
+    for (inst, figures) in jdbc {
+        let r = out.entry(inst).or_default();
+        let hikari = r
+            .gauges
+            .keys()
+            .any(|k| pools::parse_metric(k).is_some_and(|(_, kind, _)| kind == PoolKind::Hikari));
+        if !hikari {
+            r.gauges.extend(figures);
+        }
+    }
     out.retain(|_, r| !r.is_empty());
     out
+}
+
+/// A pool's threads in all (busy and idle), read only to give `idle` = current − active.
+const CURRENT: &str = "current";
+
+/// The pool figure a sample is, if any: `(kind, field, value)` (see the module table).
+fn pool_figure(s: &Sample) -> Option<(PoolKind, &'static str, f64)> {
+    let v = s.value;
+    if !v.is_finite() {
+        return None;
+    }
+    let (kind, field) = match s.name.as_str() {
+        "hikaricp_connections_active" => (PoolKind::Hikari, "active"),
+        "hikaricp_connections_idle" => (PoolKind::Hikari, "idle"),
+        "hikaricp_connections_pending" => (PoolKind::Hikari, "pending"),
+        "hikaricp_connections_max" => (PoolKind::Hikari, "max"),
+        "hikaricp_connections_timeout_total" => (PoolKind::Hikari, "timeouts_per_s"),
+        "jdbc_connections_active" => (PoolKind::Jdbc, "active"),
+        "jdbc_connections_idle" => (PoolKind::Jdbc, "idle"),
+        "jdbc_connections_max" => (PoolKind::Jdbc, "max"),
+        "httpcomponents_httpclient_pool_total_connections" => match s.label("state") {
+            Some("leased") => (PoolKind::HttpClient, "active"),
+            Some("available") => (PoolKind::HttpClient, "idle"),
+            _ => return None,
+        },
+        "httpcomponents_httpclient_pool_total_max" => (PoolKind::HttpClient, "max"),
+        "httpcomponents_httpclient_pool_total_pending" => (PoolKind::HttpClient, "pending"),
+        "jetty_threads_busy" => (PoolKind::Jetty, "active"),
+        "jetty_threads_idle" => (PoolKind::Jetty, "idle"),
+        "jetty_threads_config_max" => (PoolKind::Jetty, "max"),
+        "jetty_threads_jobs" => (PoolKind::Jetty, "pending"),
+        "tomcat_threads_busy_threads" => (PoolKind::Tomcat, "active"),
+        "tomcat_threads_config_max_threads" => (PoolKind::Tomcat, "max"),
+        "tomcat_threads_current_threads" => (PoolKind::Tomcat, CURRENT),
+        "executor_active_threads" => (PoolKind::Executor, "active"),
+        "executor_pool_max_threads" if v < UNBOUNDED => (PoolKind::Executor, "max"),
+        "executor_queued_tasks" => (PoolKind::Executor, "pending"),
+        "executor_pool_size_threads" => (PoolKind::Executor, CURRENT),
+        "worker_pool_active" | "worker_pool_idle" | "worker_pool_queue_size"
+            if s.label("pool_type").is_none_or(|t| t == "worker") =>
+        {
+            match s.name.as_str() {
+                "worker_pool_active" => (PoolKind::Vertx, "active"),
+                "worker_pool_idle" => (PoolKind::Vertx, "idle"),
+                _ => (PoolKind::Vertx, "pending"),
+            }
+        }
+        _ => return None,
+    };
+    Some((kind, field, v))
+}
+
+/// The pool's name: its kind's label, `default` when missing or empty.
+fn pool_name(s: &Sample, kind: PoolKind) -> &str {
+    let label = match kind {
+        PoolKind::Hikari => "pool",
+        PoolKind::HttpClient => "httpclient",
+        PoolKind::Vertx => "pool_name",
+        _ => "name",
+    };
+    s.label(label)
+        .filter(|v| !v.is_empty())
+        .unwrap_or("default")
 }
 
 #[cfg(test)]
@@ -167,6 +316,152 @@ mod tests {
         assert!(one.gauges["heap_used_bytes"] > 2.5e7);
         assert!(one.gauges.contains_key("pool:G1 Old Gen"));
         assert!(one.gc_count.is_some());
+    }
+
+    fn fixture(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/pools")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap()
+    }
+
+    /// The pool figures of one reading: stored name → value.
+    fn pool_gauges(r: &ProcessReading) -> BTreeMap<&str, f64> {
+        r.gauges
+            .iter()
+            .filter(|(k, _)| k.starts_with("pool_"))
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect()
+    }
+
+    #[test]
+    fn process_pools_of_a_spring_boot_service() {
+        let doc = parse(&fixture("spring-boot-pools.prom")).unwrap();
+        let r = &readings(&doc, 0)[&None];
+        let want: BTreeMap<&str, f64> = [
+            ("pool_active:hikaricp:HikariPool-1", 10.0),
+            ("pool_idle:hikaricp:HikariPool-1", 0.0),
+            ("pool_pending:hikaricp:HikariPool-1", 7.0),
+            ("pool_max:hikaricp:HikariPool-1", 10.0),
+            ("pool_active:tomcat:http-nio-8080", 37.0),
+            ("pool_max:tomcat:http-nio-8080", 200.0),
+            ("pool_idle:tomcat:http-nio-8080", 13.0),
+            ("pool_active:executor:applicationTaskExecutor", 2.0),
+            ("pool_idle:executor:applicationTaskExecutor", 6.0),
+            ("pool_pending:executor:applicationTaskExecutor", 4.0),
+        ]
+        .into_iter()
+        .collect();
+        // jdbc_connections_* of the same Hikari pool are left out; the unbounded executor
+        // has no max
+        assert_eq!(pool_gauges(r), want);
+        assert_eq!(r.gauges["threads"], 61.0);
+        assert_eq!(r.counters["pool_timeouts_per_s:hikaricp:HikariPool-1"], 3.0);
+        // the timeouts counter becomes a rate between two scrapes
+        let later = parse(&fixture("spring-boot-pools.prom").replace(
+            "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 3.0",
+            "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 8.0",
+        ))
+        .unwrap();
+        let f: BTreeMap<String, f64> = readings(&later, 10_000)[&None]
+            .figures(Some((r, 10_000)))
+            .into_iter()
+            .collect();
+        assert_eq!(f["pool_timeouts_per_s:hikaricp:HikariPool-1"], 0.5);
+        // the full rule on what was read
+        let hikari = figures_of(r, PoolKind::Hikari, "HikariPool-1");
+        assert_eq!(hikari.state(), pools::PoolState::Full);
+        assert_eq!(
+            pools::sentence(PoolKind::Hikari, &hikari),
+            "HikariCP connection pool full: 10 of 10 connections in use, 7 waiting"
+        );
+        let tomcat = figures_of(r, PoolKind::Tomcat, "http-nio-8080");
+        assert_eq!(tomcat.state(), pools::PoolState::Ok);
+        assert_eq!(tomcat.usage_pct(), Some(18.5));
+        // a Tomcat JDBC pool (no HikariCP beside it) is read from jdbc_connections_*
+        let tomcat_jdbc = parse(
+            "jdbc_connections_active{name=\"dataSource\"} 4\njdbc_connections_max{name=\"dataSource\"} 100\njdbc_connections_idle{name=\"dataSource\"} 6\n",
+        )
+        .unwrap();
+        let g = readings(&tomcat_jdbc, 0);
+        assert_eq!(
+            pool_gauges(&g[&None]),
+            [
+                ("pool_active:jdbc:dataSource", 4.0),
+                ("pool_idle:jdbc:dataSource", 6.0),
+                ("pool_max:jdbc:dataSource", 100.0)
+            ]
+            .into_iter()
+            .collect()
+        );
+    }
+
+    #[test]
+    fn process_pools_of_a_camel_service() {
+        let doc = parse(&fixture("camel-http-pools.prom")).unwrap();
+        let r = &readings(&doc, 0)[&None];
+        let want: BTreeMap<&str, f64> = [
+            ("pool_active:httpclient:inventory", 20.0),
+            ("pool_idle:httpclient:inventory", 0.0),
+            ("pool_max:httpclient:inventory", 20.0),
+            ("pool_pending:httpclient:inventory", 5.0),
+            ("pool_active:jetty:default", 180.0),
+            ("pool_idle:jetty:default", 20.0),
+            ("pool_max:jetty:default", 200.0),
+            ("pool_pending:jetty:default", 0.0),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(pool_gauges(r), want);
+        let http = figures_of(r, PoolKind::HttpClient, "inventory");
+        assert_eq!(http.state(), pools::PoolState::Full);
+        assert_eq!(
+            pools::sentence(PoolKind::HttpClient, &http),
+            "HTTP client pool full: 20 of 20 connections in use, 5 waiting"
+        );
+        let jetty = figures_of(r, PoolKind::Jetty, "default");
+        assert_eq!(jetty.state(), pools::PoolState::Ok);
+        assert_eq!(
+            pools::sentence(PoolKind::Jetty, &jetty),
+            "180 of 200 threads busy"
+        );
+        // Jetty at 200 of 200 with jobs queued is full
+        let saturated = parse(
+            &fixture("camel-http-pools.prom")
+                .replace("jetty_threads_busy 180.0", "jetty_threads_busy 200.0")
+                .replace("jetty_threads_jobs 0.0", "jetty_threads_jobs 12.0"),
+        )
+        .unwrap();
+        let r = &readings(&saturated, 0)[&None];
+        assert_eq!(
+            pools::sentence(PoolKind::Jetty, &figures_of(r, PoolKind::Jetty, "default")),
+            "Jetty thread pool full: 200 of 200 threads busy, 12 queued"
+        );
+        // Quarkus' Vert.x worker pools: max = in use + idle
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../shared/fixtures/public/prometheus/camel-quarkus-books-api-v2.openmetrics.txt",
+        );
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let r = &readings(&parse(&text).unwrap(), 0)[&None];
+            let w = figures_of(r, PoolKind::Vertx, "vert.x-worker-thread");
+            assert_eq!(
+                (w.active, w.max, w.pending),
+                (Some(1.0), Some(20.0), Some(0.0))
+            );
+        }
+    }
+
+    fn figures_of(r: &ProcessReading, kind: PoolKind, name: &str) -> pools::PoolFigures {
+        let mut f = pools::PoolFigures::default();
+        for (k, v) in &r.gauges {
+            if let Some((field, k2, n)) = pools::parse_metric(k)
+                && k2 == kind
+                && n == name
+            {
+                f.set(field, *v);
+            }
+        }
+        f
     }
 
     #[test]

@@ -619,13 +619,15 @@ impl SqliteStore {
     }
 
     /// Process figures of targets `target_ids` at `resolution_ms` (0: per scrape) with
-    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n.
+    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n. With
+    /// `metric_prefix`, only the metrics whose name starts with it.
     pub async fn process_series(
         &self,
         target_ids: &[i64],
         resolution_ms: i64,
         from_ms: i64,
         to_ms: i64,
+        metric_prefix: Option<&str>,
     ) -> Result<Vec<ProcessPoint>> {
         if target_ids.is_empty() {
             return Ok(Vec::new());
@@ -644,7 +646,14 @@ impl SqliteStore {
         for id in target_ids {
             sep.push_bind(*id);
         }
-        q.push(") ORDER BY instance, metric, bucket_ms");
+        q.push(")");
+        if let Some(prefix) = metric_prefix {
+            q.push(" AND substr(metric, 1, ")
+                .push_bind(prefix.chars().count() as i32)
+                .push(") = ")
+                .push_bind(prefix.to_string());
+        }
+        q.push(" ORDER BY instance, metric, bucket_ms");
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
