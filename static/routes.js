@@ -411,6 +411,8 @@
           c.clip();
           const dpr = devicePixelRatio;
           c.font = (10 * dpr) + 'px ' + cssVar('--font', 'sans-serif');
+          c.textAlign = 'left';
+          c.textBaseline = 'alphabetic';
           // Labels go in up to three lanes, each label in the first lane where it does
           // not overprint the one before; a label with no room is left out (the list
           // under the chart names every run).
@@ -424,8 +426,9 @@
             c.fillStyle = cssVar('--c-run-band', 'rgba(124, 58, 237, .10)');
             c.fillRect(x0, top, Math.max(x1 - x0, 2 * dpr), height);
             c.globalAlpha = 1;
-            const x = Math.max(x0, left) + 3 * dpr;
             const w = c.measureText(r.name).width + 8 * dpr;
+            // From the band's start, kept inside the plot.
+            const x = Math.max(left + 3 * dpr, Math.min(x0 + 3 * dpr, left + width - w));
             let lane = lanes.findIndex((end) => end <= x);
             if (lane < 0 && lanes.length < 3) lane = lanes.push(0) - 1;
             if (lane < 0) continue;
