@@ -497,6 +497,11 @@ impl Store {
         dispatch!(self, db => db.record_check(run_id, baseline_run_id, passed, results_json, now_ms).await)
     }
 
+    /// Whether the latest check of each run ever checked passed: `(run id, passed)`.
+    pub async fn latest_check_verdicts(&self) -> Result<Vec<(i64, bool)>> {
+        dispatch!(self, db => db.latest_check_verdicts().await)
+    }
+
     /// The latest check of each run of `scenario` that was ever checked.
     pub async fn scenario_checks(&self, scenario: &str) -> Result<Vec<CheckRow>> {
         dispatch!(self, db => db.scenario_checks(scenario).await)

@@ -270,6 +270,36 @@ async fn baselines_are_pinned_or_the_last_passing_run() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
 
+/// The runs tables (Overview and Runs) show each run's latest gate verdict.
+#[tokio::test]
+async fn runs_tables_show_the_latest_gate_verdict() {
+    let app = spawn_app().await;
+    let (base, again, slow) = three_runs(&app.state.store).await;
+    // base fails, then passes (the latest counts); again fails; slow is never checked.
+    for (run, gate) in [(base, "p95<1ms"), (again, "p95<1ms"), (base, "p95<60s")] {
+        let r = send_json(
+            &app,
+            "POST",
+            &format!("/api/v1/runs/{run}/check"),
+            serde_json::json!({ "gates": [gate] }),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    }
+    for page in ["/console", "/console/runs"] {
+        let html = app.get(page).await.html();
+        let badge = |run: i64| {
+            select_texts(
+                &html,
+                &format!("#runs-table tr[data-run-id=\"{run}\"] .badge.gate"),
+            )
+        };
+        assert_eq!(badge(base), ["gate passed"], "{page}");
+        assert_eq!(badge(again), ["gate failed"], "{page}");
+        assert!(badge(slow).is_empty(), "{page}");
+    }
+}
+
 #[tokio::test]
 async fn scenario_trend_marks_the_regression() {
     let app = spawn_app().await;

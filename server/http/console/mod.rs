@@ -145,6 +145,29 @@ pub struct RunRowView {
     pub p95: String,
     pub throughput_raw: String,
     pub throughput: String,
+    /// Whether the run's latest `harrier check` passed its gates (`None`: never checked).
+    pub gate: Option<bool>,
+}
+
+impl RunRowView {
+    /// Rows of `runs` with the verdicts of their latest checks.
+    async fn with_verdicts<'a>(
+        state: &AppState,
+        runs: impl Iterator<Item = &'a RunListItem>,
+    ) -> Result<Vec<RunRowView>, PageError> {
+        let verdicts: std::collections::HashMap<i64, bool> = state
+            .store
+            .latest_check_verdicts()
+            .await?
+            .into_iter()
+            .collect();
+        Ok(runs
+            .map(|r| RunRowView {
+                gate: verdicts.get(&r.id).copied(),
+                ..RunRowView::from(r)
+            })
+            .collect())
+    }
 }
 
 fn raw_f(v: Option<f64>) -> String {
@@ -176,6 +199,7 @@ impl From<&RunListItem> for RunRowView {
             p95: format::ms(r.p95_ms),
             throughput_raw: raw_f(r.throughput_rps),
             throughput: format::rps(r.throughput_rps),
+            gate: None,
         }
     }
 }
@@ -213,11 +237,7 @@ async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageErr
     Ok(OverviewPage {
         nav: "overview",
         run_count: all.len(),
-        runs: all
-            .iter()
-            .take(OVERVIEW_RUNS)
-            .map(RunRowView::from)
-            .collect(),
+        runs: RunRowView::with_verdicts(&state, all.iter().take(OVERVIEW_RUNS)).await?,
         limit: Some(OVERVIEW_RUNS),
         routes: routes::summary(&state).await?,
         alerts: alerts::active_rows(&active, &rules, &index, &muter, now, OVERVIEW_ALERTS),
@@ -243,7 +263,7 @@ async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
     scenarios.dedup();
     Ok(RunsPage {
         nav: "runs",
-        runs: runs.iter().map(RunRowView::from).collect(),
+        runs: RunRowView::with_verdicts(&state, runs.iter()).await?,
         limit: None,
         scenarios,
     })

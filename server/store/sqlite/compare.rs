@@ -136,6 +136,15 @@ impl SqliteStore {
     }
 
     /// The latest check of each run of `scenario` that was ever checked.
+    pub async fn latest_check_verdicts(&self) -> Result<Vec<(i64, bool)>> {
+        Ok(sqlx::query_as(
+            "SELECT run_id, passed FROM run_checks
+             WHERE id IN (SELECT MAX(id) FROM run_checks GROUP BY run_id)",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     pub async fn scenario_checks(&self, scenario: &str) -> Result<Vec<CheckRow>> {
         Ok(sqlx::query_as(
             "SELECT c.run_id, c.baseline_run_id, c.passed, c.checked_at_ms, c.results
