@@ -239,9 +239,9 @@
           tbody.replaceChildren(...body.routes.map((r) => routeRow(r, [])));
           for (const r of body.routes) seen.add(r.id);
           view.total = body.total;
-          if (count) count.textContent = fmt.int(body.all);
-          // routes of the user's services (harrier's own may be hidden)
+          // routes of the user's services (harrier's own may be hidden); the header counts them
           const theirs = body.all - (body.own_hidden || 0);
+          if (count) count.textContent = fmt.int(theirs);
           if (wrap) { wrap.hidden = theirs === 0; requestAnimationFrame(() => { wrap.style.minHeight = ''; }); }
           if (empty) empty.hidden = theirs > 0;
           if (noneMatch) noneMatch.hidden = !(theirs > 0 && body.total === 0);

@@ -328,7 +328,7 @@ fn print_stored(
 ) {
     match (run, db) {
         (Some(run), Some(db)) => println!(
-            "stored       run {} \"{}\" in {} (tool harrier): `harrier serve` shows it at http://127.0.0.1:7070{}",
+            "stored       run {} \"{}\" in {} (tool harrier): {} on the `harrier serve` of that database",
             run.id,
             run.name,
             db.display(),

@@ -526,12 +526,18 @@ pub async fn series_for(
     };
     let points: Vec<(i64, &crate::domain::routes::Interval)> =
         rows.iter().map(|r| (r.at_ms, &r.interval)).collect();
-    // Only runs that hit this route's service, or that do not say what they hit.
+    // Only runs that hit this route's service, or that do not say what they hit — except
+    // on harrier's own routes, which no run aims at unless it says so.
+    let own = store
+        .list_targets()
+        .await?
+        .iter()
+        .any(|t| t.id == info.target_id && t.origin == "builtin");
     let mut runs = store.runs_overlapping(from_ms, to_ms).await?;
     runs.retain_mut(|r| {
         let hit = r.aim().hits(&info.service, &info.target_url);
         r.hit = Some(hit);
-        hit != Hit::Other
+        hit != Hit::Other && !(own && hit == Hit::Unknown)
     });
     Ok(SeriesWithRuns {
         route_id: id,

@@ -585,11 +585,11 @@ async fn a_search_run_page_shows_its_steps_and_chart() {
     client.close().await.unwrap();
 }
 
-/// At 1024 px the runs table and the alert rules table show every column without
-/// scrolling sideways: long names wrap, the start time takes two lines, Edit and Delete
-/// stack.
+/// At 1024 px the runs, alert rules and routes tables fit without scrolling sideways:
+/// long names wrap, the start time takes two lines, Edit and Delete stack, the routes
+/// table drops its Max and sparkline columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runs_and_rules_tables_fit_a_1024_px_window() {
+async fn runs_rules_and_routes_tables_fit_a_1024_px_window() {
     let dir = tempfile::tempdir().unwrap();
     let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
     for (file, name) in [
@@ -611,7 +611,11 @@ async fn runs_and_rules_tables_fit_a_1024_px_window() {
     let overflow = "const t = document.querySelector(arguments[0]); \
                     const w = t.closest('.table-wrap') || t.parentElement; \
                     return [w.scrollWidth - w.clientWidth, document.documentElement.clientWidth];";
-    for (page, table) in [("runs", "#runs-table"), ("alerts", "#rules-table")] {
+    for (page, table) in [
+        ("runs", "#runs-table"),
+        ("alerts", "#rules-table"),
+        ("routes?own=show", "#routes-table"),
+    ] {
         client
             .goto(&format!("{base}/console/{page}"))
             .await

@@ -518,8 +518,10 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
             format::rps(o.throughput_rps),
             if run.summary_only {
                 "as reported by the tool".into()
-            } else {
+            } else if run.tool == "jmeter" {
                 "as JMeter computes it".into()
+            } else {
+                "requests / run span".into()
             },
             "count / (last end − first start)",
         ),

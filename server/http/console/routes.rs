@@ -426,6 +426,8 @@ struct RoutesPage {
     own_hidden: usize,
     /// `?own=show`: they are listed.
     own_shown: bool,
+    /// This page with harrier's own routes shown or hidden the other way, the rest kept.
+    own_toggle: String,
 }
 
 /// The windows the routes page offers: key, label, words, length in ms. A short window
@@ -502,6 +504,12 @@ async fn routes_page(
             }
         })
         .collect();
+    let own_toggle = {
+        list.hide_own = !list.hide_own;
+        let href = list_href(&list, &q, list.sort, list.desc, 0);
+        list.hide_own = !list.hide_own;
+        href
+    };
     let total = page.total;
     let end = (list.offset + page.routes.len()).min(total);
     let here = |o: usize| list_href(&list, &q, list.sort, list.desc, o);
@@ -563,12 +571,15 @@ async fn routes_page(
         limit,
         total,
         all: page.all,
-        all_text: format::int(page.all as i64),
+        // the header counts the routes listed when no filter is set (harrier's own aside
+        // while hidden), as the pager does
+        all_text: format::int(page.all.saturating_sub(page.own_hidden) as i64),
         window: window.0,
         window_words: window.2,
         windows: &WINDOWS,
         own_hidden: page.own_hidden,
         own_shown: !list.hide_own,
+        own_toggle,
     })
 }
 
