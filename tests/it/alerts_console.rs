@@ -1472,6 +1472,31 @@ async fn routes_page_figures_follow_the_chosen_window() {
     );
     let shown = app.get("/console/routes?own=show").await.html();
     assert_eq!(routes(&shown), ["GET /metrics", "/ramp"]);
+    // the header counts the routes listed; showing and hiding keep the other settings
+    assert_eq!(select_texts(&hidden, "#routes-count"), ["1"]);
+    assert_eq!(select_texts(&shown, "#routes-count"), ["2"]);
+    let link = |html: &scraper::Html| {
+        html.select(&scraper::Selector::parse("#routes-own a").unwrap())
+            .next()
+            .and_then(|a| a.value().attr("href"))
+            .map(str::to_owned)
+    };
+    let windowed = app
+        .get("/console/routes?window=5m&sort=error_pct&dir=desc")
+        .await
+        .html();
+    assert_eq!(
+        link(&windowed).as_deref(),
+        Some("/console/routes?window=5m&own=show&sort=error_pct&dir=desc")
+    );
+    let windowed = app
+        .get("/console/routes?window=5m&own=show&sort=error_pct&dir=desc")
+        .await
+        .html();
+    assert_eq!(
+        link(&windowed).as_deref(),
+        Some("/console/routes?window=5m&sort=error_pct&dir=desc")
+    );
     let api = app.get("/api/v1/routes?own=hide&limit=10").await.json();
     assert_eq!(
         (api["total"].as_i64(), api["own_hidden"].as_i64()),
