@@ -170,6 +170,16 @@
     const f = fmt();
     const fmts = { p95_ms: f.ms, p99_ms: f.ms, mean_ms: f.ms, throughput_rps: f.rps, error_pct: f.pct };
     const names = { p95_ms: 'p95', p99_ms: 'p99', mean_ms: 'mean', throughput_rps: 'throughput', error_pct: 'error %' };
+    const units = { p95_ms: 'ms', p99_ms: 'ms', mean_ms: 'ms', throughput_rps: 'req/s', error_pct: '%' };
+    // Local-time ticks in the house format: the date once ticks are a day or more apart,
+    // else the time of day with the date under the first tick of each day.
+    const pad = (n) => String(n).padStart(2, '0');
+    const day = (v) => { const d = new Date(v); return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()); };
+    const trendTicks = (u, splits, axisIdx, space, incr) => splits.map((v, i) => {
+      if (incr >= 86400000) return day(v);
+      const clock = incr < 60000 ? f.clock(v) : f.clock(v).slice(0, 5);
+      return i === 0 || day(v) !== day(splits[i - 1]) ? clock + '\n' + day(v) : clock;
+    });
     const pts = data.points || [];
     const x = pts.map((p) => p.at_ms);
     const charts = [];
@@ -192,7 +202,12 @@
           { label: 'baseline', stroke: cssVar('--c-axis', '#888'), dash: [5, 4], width: 1, points: { show: false }, value: (u, v) => (isNum(v) ? fmts[key](v) : f.NULL) },
           { label: 'regression', stroke: cssVar('--c-p99', '#dc2626'), width: 0, paths: () => null, points: { show: true, size: 10, fill: cssVar('--c-p99', '#dc2626') }, value: (u, v) => (isNum(v) ? 'worse' : '') },
         ],
-        axes: axes('', names[key], null, (v) => f.num(v, v < 10 && v % 1 ? 1 : 0)),
+        axes: (() => {
+          const a = axes('', names[key] + ', ' + units[key], null, (v) => f.num(v, v < 10 && v % 1 ? 1 : 0));
+          a[0].values = trendTicks;
+          a[0].size = 44;
+          return a;
+        })(),
         hooks: {
           draw: [(u) => {
             const c = u.ctx;
