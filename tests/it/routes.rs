@@ -2030,6 +2030,24 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         }
     })
     .await;
+    // the Routes page's fleet list links the Camel target's own service too (its pools,
+    // no routes of its own), but the service filter offers only services with routes
+    let fleet = http
+        .get(format!("http://{addr}/console/routes"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let fleet = scraper::Html::parse_document(&fleet);
+    let linked = select_texts(&fleet, "#services li a strong");
+    assert!(
+        linked.contains(&"camel".to_string()) && linked.contains(&"inventory-bridge".to_string()),
+        "{linked:?}"
+    );
+    let offered = select_texts(&fleet, "#route-service option");
+    assert!(!offered.contains(&"camel".to_string()), "{offered:?}");
     let got: Vec<serde_json::Value> = camel["pools"]
         .as_array()
         .unwrap()

@@ -480,6 +480,18 @@ async fn routes_page(
         }
     }
     drop(infos);
+    // The service filter offers services with routes; the fleet list also links services
+    // that have none of their own yet (a target exposing only pools or process figures).
+    let service_names: Vec<String> = services.keys().cloned().collect();
+    for t in &targets {
+        services.entry(t.service.clone()).or_insert_with(|| {
+            (
+                [t.instance.clone()].into_iter().collect(),
+                0,
+                usize::from(t.up == Some(false)),
+            )
+        });
+    }
     let page = crate::views::routes::list_page(&state.store, &list, now).await?;
     let ids: Vec<i64> = page.routes.iter().map(|r| r.id).collect();
     let sparks = crate::views::routes::sparklines(&state.store, &ids, now).await?;
@@ -541,7 +553,7 @@ async fn routes_page(
         nav: "routes",
         down: targets.iter().filter(|t| t.up == Some(false)).count(),
         targets: targets.into_iter().map(TargetView::from).collect(),
-        service_names: services.keys().cloned().collect(),
+        service_names,
         services: services
             .into_iter()
             .map(|(name, (instances, routes, down))| ServiceView {
