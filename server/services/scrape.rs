@@ -25,7 +25,9 @@ use crate::services::egress::{Egress, Outbound};
 use crate::services::live::{Event, Hub};
 use crate::sources::scrape::process::{self, ProcessReading};
 use crate::sources::scrape::{exposition, jolokia, presets};
-use crate::store::{Retention, RouteWrite, ScrapeStatus, Store, TargetRow, TargetSpec};
+use crate::store::{
+    BUILTIN_ORIGIN, Retention, RouteWrite, ScrapeStatus, Store, TargetRow, TargetSpec,
+};
 
 /// Largest scrape body read, bytes; a larger one fails the scrape.
 pub const MAX_BODY_BYTES: usize = 32 << 20;
@@ -160,11 +162,11 @@ impl Scraper {
         match self_addr.filter(|_| config.self_scrape) {
             Some(addr) => {
                 store
-                    .upsert_target(&self_target(addr), "builtin", now)
+                    .upsert_target(&self_target(addr), BUILTIN_ORIGIN, now)
                     .await?;
             }
             None => {
-                store.delete_targets_not_in("builtin", &[]).await?;
+                store.delete_targets_not_in(BUILTIN_ORIGIN, &[]).await?;
             }
         }
         *self.inner.running.lock().expect("not poisoned") = Some(Running {
@@ -245,7 +247,7 @@ pub struct ScrapeOutcome {
 /// policy refuses is an error saying why (the built-in target, harrier's own `/metrics`,
 /// is the one exempt from the rule against harrier's own address).
 pub async fn scrape_once(client: &Outbound, target: &TargetRow) -> Result<ScrapeOutcome, String> {
-    if target.origin != "builtin" {
+    if !target.is_builtin() {
         client.check(target.url.expose()).await?;
     }
     let client = client.http();

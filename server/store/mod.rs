@@ -25,9 +25,9 @@ pub use channels::StoredChannel;
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use recent::{MAX_WINDOW_MS, RouteSubject, RouteWindows, subject_labels};
 pub use routes::{
-    HOUR_MS, IntervalScope, MINUTE_MS, ProcessPoint, ROLLUPS_MS, Retention, RouteInfo, RouteWrite,
-    RunBand, ScrapeStatus, StoredInterval, TEN_MINUTES_MS, TargetRow, TargetSpec, WindowNeed,
-    url_instance,
+    BUILTIN_ORIGIN, HOUR_MS, IntervalScope, MINUTE_MS, ProcessPoint, ROLLUPS_MS, Retention,
+    RouteInfo, RouteWrite, RunBand, ScrapeStatus, StoredInterval, TEN_MINUTES_MS, TargetRow,
+    TargetSpec, WindowNeed, url_instance,
 };
 pub use runs::{
     BucketRow, ErrorRow, FailedBy, LiveRunWindow, RejectedRowRow, RunDetail, RunListItem, RunPatch,

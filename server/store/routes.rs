@@ -90,7 +90,7 @@ pub struct TargetRow {
     pub interval_s: f64,
     pub timeout_s: f64,
     pub labels: BTreeMap<String, String>,
-    /// `api`, `config` or `builtin`.
+    /// `api`, `config` or [`BUILTIN_ORIGIN`].
     pub origin: String,
     pub created_at_ms: i64,
     /// Last scrape answered; `null` before the first scrape.
@@ -133,6 +133,17 @@ pub fn url_instance(url: &str) -> String {
         .rsplit_once('@')
         .map_or(authority, |(_, host)| host)
         .to_string()
+}
+
+/// The origin of harrier's own scrape target (its `/metrics`, the self-scrape).
+pub const BUILTIN_ORIGIN: &str = "builtin";
+
+impl TargetRow {
+    /// Whether this is harrier's own scrape target: its routes are harrier's own, hidden
+    /// by default, and it alone may reach harrier's own address.
+    pub fn is_builtin(&self) -> bool {
+        self.origin == BUILTIN_ORIGIN
+    }
 }
 
 impl From<TargetDb> for TargetRow {

@@ -272,7 +272,7 @@ pub async fn list_page(
             .list_targets()
             .await?
             .iter()
-            .filter(|t| t.origin == "builtin")
+            .filter(|t| t.is_builtin())
             .map(|t| t.id)
             .collect();
         infos.retain(|i| !own.contains(&i.target_id));
@@ -532,7 +532,7 @@ pub async fn series_for(
         .list_targets()
         .await?
         .iter()
-        .any(|t| t.id == info.target_id && t.origin == "builtin");
+        .any(|t| t.id == info.target_id && t.is_builtin());
     let mut runs = store.runs_overlapping(from_ms, to_ms).await?;
     runs.retain_mut(|r| {
         let hit = r.aim().hits(&info.service, &info.target_url);

@@ -205,7 +205,7 @@ pub async fn summary(state: &AppState) -> Result<RoutesSummary, PageError> {
     let targets = state.store.list_targets().await?;
     let own_targets: Vec<i64> = targets
         .iter()
-        .filter(|t| t.origin == "builtin")
+        .filter(|t| t.is_builtin())
         .map(|t| t.id)
         .collect();
     let rows = crate::views::routes::route_rows(&state.store, None, MINUTE_MS, now).await?;
