@@ -14,6 +14,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
+
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
 use rust_embed::RustEmbed;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -26,28 +30,41 @@ pub use crate::state::AppState;
 #[folder = "static/"]
 struct Assets;
 
-/// The whole HTTP surface.
+/// Every route with the permission it requires (the table the router is built from).
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/", GET, Public, get(|| async { Redirect::to("/console") }))
+        .route("/healthz", GET, Public, get(healthz))
+        // Prometheus' convention, and harrier's own scrape of itself: no credentials.
+        .route("/metrics", GET, Public, get(metrics))
+        .route("/static/{*path}", GET, Public, get(static_file))
+        .merge(crate::http::api::runs::routes())
+        .merge(crate::http::api::write::routes())
+        .merge(crate::http::api::routes::routes())
+        .merge(crate::http::api::services::routes())
+        .merge(crate::http::api::compare::routes())
+        .merge(crate::http::api::alerts::routes())
+        .merge(crate::http::api::access::routes())
+        .merge(crate::http::console::routes())
+}
+
+/// The whole HTTP surface: [`routes`] behind the cross-cutting layers.
 pub fn router(state: AppState) -> Router {
-    let routes = Router::new()
-        .route("/", get(|| async { Redirect::to("/console") }))
-        .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
-        .route("/static/{*path}", get(static_file))
-        .merge(crate::http::api::runs::router(&state))
-        .merge(crate::http::api::write::router())
-        .merge(crate::http::api::routes::router())
-        .merge(crate::http::api::services::router())
-        .merge(crate::http::api::compare::router())
-        .merge(crate::http::api::alerts::router())
-        .merge(
-            crate::http::console::router().route_layer(middleware::from_fn_with_state(
+    let routes = routes()
+        .map_router(|r| {
+            r.route_layer(middleware::from_fn_with_state(
                 state.clone(),
-                crate::http::console::alerts::with_badge,
-            )),
-        )
+                crate::http::console::alerts::with_badge_on_pages,
+            ))
+        })
+        .into_router()
         .fallback(crate::http::console::not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .route_layer(middleware::from_fn(crate::telemetry::track_http));
+        .route_layer(middleware::from_fn(crate::telemetry::track_http))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::auth::resolve,
+        ));
     crate::http::guard::protect(routes, &state.config.site)
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(panic_response))

@@ -69,6 +69,118 @@ pub enum Command {
     /// Generate load (open model): `harrier load run URL --rate 500`.
     #[command(subcommand)]
     Load(LoadCommand),
+    /// Local users of the console (sign-in is on once one exists): add, list, remove,
+    /// change password or role.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Tokens for CI jobs and load tools (`Authorization: Bearer …`, InfluxDB's
+    /// `Token …`, or the basic-auth password on `/write`): create, list, revoke.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+impl Command {
+    /// The `--token` of a command that talks to a server.
+    pub fn token(&self) -> Option<&str> {
+        let target = match self {
+            Command::Runs(t) => t,
+            Command::Import(a) => &a.target,
+            Command::Check(a) => &a.target,
+            Command::Compare(a) => &a.target,
+            Command::Baseline(a) => &a.target,
+            _ => return None,
+        };
+        target.token.as_deref()
+    }
+}
+
+/// The database a user or token command changes (the server's: these commands work
+/// while it runs).
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// SQLite database file [default: db in harrier.toml, else ./harrier.db].
+    #[arg(long, env = "HARRIER_DB")]
+    pub db: Option<PathBuf>,
+    /// The database as a URL: `sqlite:PATH` or `postgres://…` (wins over --db).
+    #[arg(long, env = "HARRIER_DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<DatabaseUrl>,
+}
+
+impl DbArgs {
+    pub fn database(&self) -> Result<DatabaseUrl, ConfigError> {
+        Config::client_database(self.db.clone(), self.database_url.clone())
+    }
+}
+
+/// `harrier user …`.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user. The password is asked for (twice, not echoed), or read from the first
+    /// line of standard input when that is not a terminal.
+    Add {
+        name: String,
+        /// viewer (reads everything), editor (also imports, deletes, edits targets,
+        /// rules, silences, channels), admin (also users and tokens).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::domain::auth::Role::NAMES))]
+        role: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// List the users.
+    List {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Remove a user (and end their sessions).
+    Remove {
+        name: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Set a new password (asked for as with `add`); ends the user's sessions.
+    Passwd {
+        name: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Change a user's role.
+    Role {
+        name: String,
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::domain::auth::Role::NAMES))]
+        role: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// `harrier token …`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it (this once: only its hash is kept).
+    Create {
+        /// What uses it, e.g. ci-upload or k6-staging.
+        name: String,
+        /// ingest (send results: uploads, line protocol, gate checks; reads nothing),
+        /// read (everything a viewer reads), write (everything an editor does).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::domain::auth::Scope::NAMES))]
+        scope: String,
+        /// Lifetime: 90d, 12h, 30m, or `never`.
+        #[arg(long, default_value = "90d")]
+        expires: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// List tokens: scope, created, expires, last used, revoked.
+    List {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Revoke a token by its id (the number after `hrt_`).
+    Revoke {
+        id: i64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 /// `harrier load …`.
@@ -360,6 +472,10 @@ pub struct TargetArgs {
     /// Talk to a running harrier (e.g. http://127.0.0.1:7070) instead of opening the database.
     #[arg(long, env = "HARRIER_SERVER", conflicts_with = "db")]
     pub server: Option<String>,
+    /// Token sent to --server when it has sign-in on (`harrier token create`): scope
+    /// ingest for `import` and `check`, read for `runs`, `compare`, `baseline`.
+    #[arg(long, env = "HARRIER_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// SQLite database file [default: db in harrier.toml, else ./harrier.db].
     #[arg(long, env = "HARRIER_DB")]
     pub db: Option<PathBuf>,
@@ -813,6 +929,7 @@ impl Config {
     pub fn protection(&self) -> Protection {
         Protection {
             insecure_no_auth: self.insecure_no_auth,
+            users: false,
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use harrier::cli::{compare as cli_compare, import, load, rules, runs, serve};
+use harrier::cli::{access, compare as cli_compare, import, load, rules, runs, serve};
 use harrier::config::{Cli, Command, RulesCommand, ServeArgs};
 use tracing_subscriber::EnvFilter;
 
@@ -26,6 +26,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(token) = cli.command.as_ref().and_then(Command::token) {
+        harrier::cli::set_token(token.to_string());
+    }
     let result = runtime.block_on(async {
         match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
             Command::Serve(args) => serve::serve(args).await,
@@ -43,6 +46,8 @@ fn main() -> ExitCode {
                 .or_else(|e| cli_error("seed", e)),
             Command::Rules(RulesCommand::Test { files }) => Ok(rules::test_rules(&files)),
             Command::Load(command) => load::load(command).await,
+            Command::User(command) => access::user(command).await,
+            Command::Token(command) => access::token(command).await,
         }
     });
     match result {

@@ -35,6 +35,8 @@ pub struct AppState {
     /// The egress policy in force for scrapes and notifications (`[egress]`; `serve`
     /// adds the listen address).
     pub egress: Egress,
+    /// Sign-in: who is asking, sessions, tokens.
+    pub auth: crate::services::auth::Auth,
 }
 
 impl AppState {
@@ -43,15 +45,20 @@ impl AppState {
         let hub = Hub::new();
         let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
         let egress = Egress::new(config.egress.clone());
+        let secure_cookies = config
+            .site
+            .public_origin()
+            .is_some_and(|o| o.starts_with("https://"));
         AppState {
             live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
-            store,
             hub,
             metrics: crate::telemetry::install(),
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
             scraper: crate::services::scrape::Scraper::new(&egress),
+            auth: crate::services::auth::Auth::new(store.clone(), secure_cookies),
             egress,
+            store,
         }
     }
 }

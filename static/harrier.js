@@ -1885,6 +1885,62 @@
     });
   }
 
+  // ── share links ───────────────────────────────────────────────────────
+  // button[data-share-run|data-share-compare|data-share-scenario] → POST
+  // /api/v1/share-links; the link (shown once) appears under the page header with a
+  // Copy button.
+  function initShare(button) {
+    button.addEventListener('click', async () => {
+      const d = button.dataset;
+      const body = d.shareRun ? { run: Number(d.shareRun) }
+        : d.shareCompare ? { compare: d.shareCompare.split(',').map(Number) }
+        : { scenario: d.shareScenario };
+      button.disabled = true;
+      let box = $('#share-result');
+      if (!box) {
+        box = doc.createElement('div');
+        box.id = 'share-result';
+        box.setAttribute('role', 'status');
+        const header = $('.page-header');
+        header.parentNode.insertBefore(box, header.nextSibling);
+      }
+      box.replaceChildren();
+      try {
+        const res = await fetch('/api/v1/share-links', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
+        const json = await res.json().catch(() => ({}));
+        if (!res.ok) throw new Error(json.error || ('HTTP ' + res.status));
+        const url = json.url.startsWith('http') ? json.url : location.origin + json.url;
+        const until = new Date(json.expires_at_ms).toLocaleDateString();
+        box.className = 'callout ok share-result';
+        const label = doc.createElement('strong');
+        label.textContent = 'Read-only link';
+        const input = doc.createElement('input');
+        input.type = 'text';
+        input.readOnly = true;
+        input.value = url;
+        input.setAttribute('aria-label', 'Share link');
+        const copy = doc.createElement('button');
+        copy.type = 'button';
+        copy.className = 'button small';
+        copy.textContent = 'Copy';
+        copy.addEventListener('click', async () => {
+          input.select();
+          try { await navigator.clipboard.writeText(url); copy.textContent = 'Copied'; } catch (_) { doc.execCommand('copy'); }
+        });
+        const note = doc.createElement('span');
+        note.className = 'hint';
+        note.textContent = 'Anyone with it sees this page until ' + until + ' (shown once; revoke it under Admin).';
+        box.append(label, input, copy, note);
+        input.select();
+      } catch (e) {
+        box.className = 'callout err share-result';
+        box.textContent = 'Share link not created: ' + e.message;
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+
   // ── boot ──────────────────────────────────────────────────────────────
   const harrier = { fmt, sortTable, resort, localizeTimes, runRow, live, buildCharts, buildDistCharts, buildVsUsers, usersLevels, parseTags, formatTags, toolName,
     alerts: { sevRank, sevClass, setBadge, refreshBadge, toast: alertToast, subject: alertSubject }, alertMarks: window.harrierAlertMarks || null };
@@ -1902,6 +1958,7 @@
     if (editForm) initRunEdit(editForm);
     const del = $('#run-delete');
     if (del) initRunDelete(del);
+    for (const b of $$('[data-share-run],[data-share-compare],[data-share-scenario]')) initShare(b);
     // one socket per page: pages with live data, and every page with the alerts badge
     if ($('#alerts-badge')) initAlertsUi();
     if (doc.body.hasAttribute('data-live') || $('#alerts-badge')) startLive();

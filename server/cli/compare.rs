@@ -83,7 +83,9 @@ async fn answer(res: reqwest::Response, url: &str) -> anyhow::Result<serde_json:
 }
 
 async fn get_json(url: &str) -> anyhow::Result<serde_json::Value> {
-    let res = reqwest::get(url)
+    let res = crate::cli::http()
+        .get(url)
+        .send()
         .await
         .with_context(|| format!("cannot reach {url} (is `harrier serve` running there?)"))?;
     answer(res, url).await
@@ -227,7 +229,7 @@ async fn check_inner(args: CheckArgs) -> anyhow::Result<bool> {
                 min_effect_pct: Some(args.min_effect_pct),
                 record: !args.no_record,
             };
-            let res = reqwest::Client::new()
+            let res = crate::cli::http()
                 .post(&url)
                 .json(&body)
                 .send()
@@ -336,7 +338,7 @@ pub async fn baseline(args: BaselineArgs) -> anyhow::Result<ExitCode> {
                 "{base}/api/v1/scenarios/{}/baseline",
                 path_segment(&scenario)
             );
-            let client = reqwest::Client::new();
+            let client = crate::cli::http();
             if let Some(run) = args.run {
                 let res = client
                     .put(&url)

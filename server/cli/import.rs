@@ -171,7 +171,7 @@ async fn import_remote(
         reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20))
     };
     let url = format!("{}/api/v1/runs", server_base(server));
-    let response = reqwest::Client::new()
+    let response = crate::cli::http()
         .post(&url)
         .query(&query)
         .body(body)

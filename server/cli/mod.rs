@@ -10,6 +10,7 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::cli::write_out(format_args!($($arg)*)) };
 }
 
+pub mod access;
 pub mod compare;
 pub mod import;
 pub mod load;
@@ -28,4 +29,29 @@ pub fn write_out(line: std::fmt::Arguments) {
         eprintln!("harrier: writing the output failed: {e}");
         std::process::exit(1);
     }
+}
+
+/// The token client commands send to a server (`--token` / `HARRIER_TOKEN`), set once by
+/// `main` before the command runs.
+static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the token of [`http`]'s requests (the first call wins).
+pub fn set_token(token: String) {
+    let _ = TOKEN.set(token);
+}
+
+/// The HTTP client of commands that talk to a running server: sends the token (if one is
+/// set) as `Authorization: Bearer`, which every route of a server with sign-in accepts.
+pub fn http() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = TOKEN.get()
+        && let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", t.trim()))
+    {
+        v.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, v);
+    }
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap_or_default()
 }

@@ -13,7 +13,9 @@ pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
     let runs: Vec<serde_json::Value> = match &args.server {
         Some(server) => {
             let url = format!("{}/api/v1/runs", server_base(server));
-            let json: serde_json::Value = reqwest::get(&url)
+            let json: serde_json::Value = crate::cli::http()
+                .get(&url)
+                .send()
                 .await
                 .with_context(|| format!("cannot reach {url}"))?
                 .json()

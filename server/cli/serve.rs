@@ -11,14 +11,20 @@ use crate::store::{DatabaseUrl, Store};
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = Config::resolve(&args)?;
-    // The one start-up gate of a server other machines can reach (sign-in settings will
-    // satisfy it too, once they exist).
-    if let Err(message) = crate::domain::access::exposure_check(config.listen, config.protection())
-    {
+    let database = config.database();
+    // The one start-up gate of a server other machines can reach: sign-in on (a user
+    // exists in the database, which is then only read) or --insecure-no-auth.
+    let mut protection = config.protection();
+    if crate::domain::access::exposure_check(config.listen, protection).is_err() {
+        protection.users = match Store::connect_existing(&database).await {
+            Ok(store) => store.count_users().await.unwrap_or(0) > 0,
+            Err(_) => false,
+        };
+    }
+    if let Err(message) = crate::domain::access::exposure_check(config.listen, protection) {
         eprintln!("harrier serve: {message}");
         return Ok(ExitCode::from(2));
     }
-    let database = config.database();
     // Before anything is read or changed: a second serve on this SQLite file stops here.
     // (Several harrier processes may share one PostgreSQL database.)
     let _lock = match &database {
@@ -47,6 +53,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let shown = database.shown();
     tracing::info!(listen = %addr, db = %shown, "harrier serving");
     outln!("harrier console: http://{addr}/console  (database {shown})");
+    match store.count_users().await? {
+        0 => outln!("sign-in: off (no users; add one with harrier user add NAME --role admin)"),
+        n => outln!("sign-in: on ({n} user{})", if n == 1 { "" } else { "s" }),
+    }
     let state = AppState::new(store, config);
     app::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("harrier stopped");

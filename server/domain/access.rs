@@ -134,28 +134,32 @@ fn is_port(p: &str) -> bool {
     !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// What protects a server that other machines can reach. Sign-in does not exist yet, so
-/// the one way to serve the network is to say so explicitly.
+/// What protects a server that other machines can reach.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Protection {
     /// `--insecure-no-auth` / `insecure_no_auth = true`: serve without sign-in on purpose.
     pub insecure_no_auth: bool,
+    /// Local users exist (`harrier user add`): sign-in is on.
+    pub users: bool,
 }
 
 /// Whether a server may listen on `listen` with `protection`: loopback addresses always;
-/// any other address (`0.0.0.0`, `::`, a LAN address) only when something protects it.
-/// `Err` is the message to print: what is refused and which options exist.
+/// any other address (`0.0.0.0`, `::`, a LAN address) only when sign-in is on (a local
+/// user exists) or `--insecure-no-auth` says to serve it open. `Err` is the message to
+/// print: what is refused and which options exist.
 pub fn exposure_check(listen: SocketAddr, protection: Protection) -> Result<(), String> {
-    if listen.ip().is_loopback() || protection.insecure_no_auth {
+    if listen.ip().is_loopback() || protection.insecure_no_auth || protection.users {
         return Ok(());
     }
     Err(format!(
-        "refusing to serve on {listen}: harrier has no sign-in, so anyone who can reach this \
-         address could read, change and delete everything (runs, targets, alert rules, \
-         channels). Either listen on a loopback address (--listen 127.0.0.1:{port}) and let \
-         a reverse proxy that checks who is asking forward to it (with --public-url set to \
-         the address users open), or pass --insecure-no-auth (insecure_no_auth = true under \
-         [server] in harrier.toml) to serve the network without any sign-in.",
+        "refusing to serve on {listen}: sign-in is off (no users exist), so anyone who can \
+         reach this address could read, change and delete everything (runs, targets, alert \
+         rules, channels). Either add an admin first (harrier user add NAME --role admin; \
+         sign-in is then on for the console, and tools use tokens from harrier token \
+         create), or listen on a loopback address (--listen 127.0.0.1:{port}) behind a \
+         reverse proxy that checks who is asking (with --public-url set to the address \
+         users open), or pass --insecure-no-auth (insecure_no_auth = true under [server] in \
+         harrier.toml) to serve the network without any sign-in.",
         port = listen.port()
     ))
 }
@@ -249,11 +253,17 @@ mod tests {
                 msg.contains("--insecure-no-auth") && msg.contains("--listen"),
                 "{msg}"
             );
-            assert!(!msg.contains("--user") && !msg.contains("OIDC"), "{msg}");
+            assert!(msg.contains("harrier user add"), "{msg}");
         }
         let insecure = Protection {
             insecure_no_auth: true,
+            users: false,
         };
         assert!(exposure_check("0.0.0.0:7070".parse().unwrap(), insecure).is_ok());
+        let signed = Protection {
+            insecure_no_auth: false,
+            users: true,
+        };
+        assert!(exposure_check("0.0.0.0:7070".parse().unwrap(), signed).is_ok());
     }
 }

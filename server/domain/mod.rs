@@ -6,13 +6,14 @@
 //! load generator's schedules and figures ([`load`]), and how URLs holding credentials are
 //! shown ([`secrets`]), and which hosts and origins the server
 //! answers to ([`access`]), where it may send
-//! requests ([`egress`]), and the pools a service exposes and when one is full ([`pools`]).
+//! requests ([`egress`]), who may do what ([`auth`]), and the pools a service exposes and when one is full ([`pools`]).
 //!
 //! Must not import axum, sqlx, reqwest or anything of the layers above (sources, store,
 //! services, views, http); must not read the clock, files or the network.
 
 pub mod access;
 pub mod alerts;
+pub mod auth;
 pub mod compare;
 pub mod egress;
 pub mod format;

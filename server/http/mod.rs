@@ -5,8 +5,10 @@
 //! [`crate::views`].
 
 pub mod api;
+pub mod auth;
 pub mod conn;
 pub mod console;
 pub mod error;
 pub mod guard;
 pub mod params;
+pub mod table;

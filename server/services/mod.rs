@@ -7,11 +7,13 @@
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`load`]: `harrier load run`: the load generator's ticks merged, reported and stored;
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
+//! - [`auth`]: sign-in, sessions, tokens and share links;
 //! - [`alerts`]: the alert engine (evaluator loop, notifier to channels).
 //!
 //! Must not know HTTP requests or pages: handlers in [`crate::http`] call these.
 
 pub mod alerts;
+pub mod auth;
 pub mod comparisons;
 pub mod egress;
 pub mod import;

@@ -8,6 +8,7 @@
 
 mod alert_groups;
 mod alerts;
+pub mod auth;
 mod channels;
 mod compare;
 mod postgres;
@@ -875,6 +876,156 @@ impl Store {
     /// Number of stored runs.
     pub async fn count_runs(&self) -> Result<i64> {
         dispatch!(self, db => db.count_runs().await)
+    }
+
+    // sign-in: users, sessions, tokens, share links, audit log (`store::auth`)
+
+    /// How many local users exist (sign-in is on when there is at least one).
+    pub async fn count_users(&self) -> Result<i64> {
+        dispatch!(self, db => db.count_users().await)
+    }
+
+    /// Adds a user; `None` when the name is taken.
+    pub async fn insert_user(
+        &self,
+        name: &str,
+        role: &str,
+        password_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<i64>> {
+        dispatch!(self, db => db.insert_user(name, role, password_hash, now_ms).await)
+    }
+
+    /// Changes a user's role and/or password hash (a new password ends the user's sessions); `false` when there is no such user.
+    pub async fn update_user(
+        &self,
+        name: &str,
+        role: Option<&str>,
+        password_hash: Option<&str>,
+    ) -> Result<bool> {
+        dispatch!(self, db => db.update_user(name, role, password_hash).await)
+    }
+
+    /// The user of that name.
+    pub async fn user_by_name(&self, name: &str) -> Result<Option<auth::UserRow>> {
+        dispatch!(self, db => db.user_by_name(name).await)
+    }
+
+    /// Every user, by name.
+    pub async fn list_users(&self) -> Result<Vec<auth::UserRow>> {
+        dispatch!(self, db => db.list_users().await)
+    }
+
+    /// Deletes a user and its sessions; `false` when there is no such user.
+    pub async fn delete_user(&self, name: &str) -> Result<bool> {
+        dispatch!(self, db => db.delete_user(name).await)
+    }
+
+    /// Stores a new session (its id hashed) of `user_id`; drops expired sessions first.
+    pub async fn insert_session(&self, id_hash: &str, user_id: i64, now_ms: i64) -> Result<()> {
+        dispatch!(self, db => db.insert_session(id_hash, user_id, now_ms).await)
+    }
+
+    /// The user of a live session (neither idle nor absolute lifetime passed at `now_ms`); refreshes its last-seen time at most once a minute.
+    pub async fn session_user(&self, id_hash: &str, now_ms: i64) -> Result<Option<auth::UserRow>> {
+        dispatch!(self, db => db.session_user(id_hash, now_ms).await)
+    }
+
+    /// Ends a session.
+    pub async fn delete_session(&self, id_hash: &str) -> Result<()> {
+        dispatch!(self, db => db.delete_session(id_hash).await)
+    }
+
+    /// Counts one failed sign-in under each key (`user:NAME`, `client:ADDR`); drops failures older than the throttling window.
+    pub async fn record_sign_in_failure(&self, keys: &[String], now_ms: i64) -> Result<()> {
+        dispatch!(self, db => db.record_sign_in_failure(keys, now_ms).await)
+    }
+
+    /// Failed sign-ins under `key` since `since_ms`: the count and the oldest time.
+    pub async fn sign_in_failures(&self, key: &str, since_ms: i64) -> Result<(i64, Option<i64>)> {
+        dispatch!(self, db => db.sign_in_failures(key, since_ms).await)
+    }
+
+    /// Stores a machine token (its secret hashed); returns its id.
+    pub async fn insert_token(
+        &self,
+        name: &str,
+        scope: &str,
+        secret_hash: &str,
+        created_by: &str,
+        now_ms: i64,
+        expires_at_ms: Option<i64>,
+    ) -> Result<i64> {
+        dispatch!(self, db => db.insert_token(name, scope, secret_hash, created_by, now_ms, expires_at_ms).await)
+    }
+
+    /// The token of that id, revoked and expired ones included.
+    pub async fn token_by_id(&self, id: i64) -> Result<Option<auth::TokenRow>> {
+        dispatch!(self, db => db.token_by_id(id).await)
+    }
+
+    /// Every token, newest first.
+    pub async fn list_tokens(&self) -> Result<Vec<auth::TokenRow>> {
+        dispatch!(self, db => db.list_tokens().await)
+    }
+
+    /// Records a token's use at `now_ms` (written at most once a minute).
+    pub async fn touch_token(&self, id: i64, now_ms: i64) -> Result<()> {
+        dispatch!(self, db => db.touch_token(id, now_ms).await)
+    }
+
+    /// Revokes a token; `false` when there is no such live token.
+    pub async fn revoke_token(&self, id: i64, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.revoke_token(id, now_ms).await)
+    }
+
+    /// Stores a share link (its secret hashed); returns its id.
+    pub async fn insert_share(
+        &self,
+        subject: &str,
+        secret_hash: &str,
+        created_by: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<i64> {
+        dispatch!(self, db => db.insert_share(subject, secret_hash, created_by, now_ms, expires_at_ms).await)
+    }
+
+    /// The share link of that id.
+    pub async fn share_by_id(&self, id: i64) -> Result<Option<auth::ShareRow>> {
+        dispatch!(self, db => db.share_by_id(id).await)
+    }
+
+    /// Every share link, newest first.
+    pub async fn list_shares(&self) -> Result<Vec<auth::ShareRow>> {
+        dispatch!(self, db => db.list_shares().await)
+    }
+
+    /// Revokes a share link; `false` when there is no such live link.
+    pub async fn revoke_share(&self, id: i64, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.revoke_share(id, now_ms).await)
+    }
+
+    /// Appends one entry to the audit log.
+    pub async fn insert_audit(
+        &self,
+        at_ms: i64,
+        who: &str,
+        method: &str,
+        path: &str,
+        status: i64,
+        client: Option<&str>,
+    ) -> Result<()> {
+        dispatch!(self, db => db.insert_audit(at_ms, who, method, path, status, client).await)
+    }
+
+    /// Audit entries newest first, older than `before_id` when given.
+    pub async fn list_audit(
+        &self,
+        before_id: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<auth::AuditRow>> {
+        dispatch!(self, db => db.list_audit(before_id, limit).await)
     }
 
     // silences

@@ -52,12 +52,16 @@
 //! nested ones: `subject.route`); a silence that does not validate names the field in the
 //! message.
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
+use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
+use axum::routing::{delete, get, post, put};
+
 use serde::Deserialize;
 
 use crate::domain::alerts::channel::ChannelSpec;
@@ -69,27 +73,56 @@ use crate::services::alerts::notify;
 use crate::state::AppState;
 use crate::store::{HistoryFilter, HistoryRow, StoredRule};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/alerts", get(list_alerts))
-        .route("/api/v1/alerts/history", get(history))
-        .route("/api/v1/alert-rules", get(list_rules).post(create_rule))
-        .route("/api/v1/alert-rules/validate", post(validate_rule))
+/// Routes of the alerts API.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/api/v1/alerts", GET, Read, get(list_alerts))
+        .route("/api/v1/alerts/history", GET, Read, get(history))
+        .route("/api/v1/alert-rules", GET, Read, get(list_rules))
+        .route("/api/v1/alert-rules", POST, Write, post(create_rule))
+        .route(
+            "/api/v1/alert-rules/validate",
+            POST,
+            Write,
+            post(validate_rule),
+        )
+        .route("/api/v1/alert-rules/{name}", GET, Read, get(get_rule))
+        .route("/api/v1/alert-rules/{name}", PUT, Write, put(update_rule))
         .route(
             "/api/v1/alert-rules/{name}",
-            get(get_rule).put(update_rule).delete(delete_rule),
+            DELETE,
+            Write,
+            delete(delete_rule),
         )
-        .route("/api/v1/silences", get(list_silences).post(create_silence))
-        .route("/api/v1/silences/{id}", delete(expire_silence))
+        .route("/api/v1/silences", GET, Read, get(list_silences))
+        .route("/api/v1/silences", POST, Write, post(create_silence))
         .route(
-            "/api/v1/alert-channels",
-            get(list_channels).post(create_channel),
+            "/api/v1/silences/{id}",
+            DELETE,
+            Write,
+            delete(expire_silence),
+        )
+        .route("/api/v1/alert-channels", GET, Read, get(list_channels))
+        .route("/api/v1/alert-channels", POST, Write, post(create_channel))
+        .route("/api/v1/alert-channels/{name}", GET, Read, get(get_channel))
+        .route(
+            "/api/v1/alert-channels/{name}",
+            PUT,
+            Write,
+            put(update_channel),
         )
         .route(
             "/api/v1/alert-channels/{name}",
-            get(get_channel).put(update_channel).delete(delete_channel),
+            DELETE,
+            Write,
+            delete(delete_channel),
         )
-        .route("/api/v1/alert-channels/{name}/test", post(test_channel))
+        .route(
+            "/api/v1/alert-channels/{name}/test",
+            POST,
+            Write,
+            post(test_channel),
+        )
 }
 
 async fn list_alerts(State(state): State<AppState>) -> Result<Json<Vec<AlertView>>> {

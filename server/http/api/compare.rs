@@ -12,11 +12,15 @@
 //!   null, "min_effect_pct": 5, "record": true}` → [`CheckReport`] (stored unless `record`
 //!   is false).
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
+use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::routing::{delete, get, post, put};
+
 use serde::Deserialize;
 
 use crate::domain::compare::{self, Options, gates};
@@ -28,16 +32,31 @@ use crate::services::comparisons::{
 use crate::state::AppState;
 
 /// Routes of the comparison API.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/compare", get(compare_handler))
-        .route("/api/v1/scenarios", get(scenarios_handler))
-        .route("/api/v1/scenarios/{name}", get(trend_handler))
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/api/v1/compare", GET, Read, get(compare_handler))
+        .route("/api/v1/scenarios", GET, Read, get(scenarios_handler))
+        .route("/api/v1/scenarios/{name}", GET, Read, get(trend_handler))
         .route(
             "/api/v1/scenarios/{name}/baseline",
-            get(get_baseline).put(put_baseline).delete(delete_baseline),
+            GET,
+            Read,
+            get(get_baseline),
         )
-        .route("/api/v1/runs/{id}/check", post(check_handler))
+        .route(
+            "/api/v1/scenarios/{name}/baseline",
+            PUT,
+            Write,
+            put(put_baseline),
+        )
+        .route(
+            "/api/v1/scenarios/{name}/baseline",
+            DELETE,
+            Write,
+            delete(delete_baseline),
+        )
+        // A gate check is recorded (and moves the automatic baseline): what CI sends.
+        .route("/api/v1/runs/{id}/check", POST, Ingest, post(check_handler))
 }
 
 async fn compare_handler(

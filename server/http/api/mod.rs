@@ -1,6 +1,7 @@
 //! The JSON API under `/api/v1`, one file per resource, and the line-protocol writes
 //! (`/write`, `/api/v2/write`).
 
+pub mod access;
 pub mod alerts;
 pub mod compare;
 pub mod routes;

@@ -31,11 +31,15 @@
 //!
 //! Missing figures are `null`, never NaN or 0. Errors are `{"error": "…"}`.
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
-use axum::{Json, Router};
+use axum::routing::{delete, get, post};
+
 use serde::Deserialize;
 
 use crate::domain::format::parse_duration_ms;
@@ -49,14 +53,25 @@ use crate::views::routes::{
     one_route, series_for, sparklines, window_ms,
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/routes", get(list_routes))
-        .route("/api/v1/routes/sparklines", get(route_sparklines))
-        .route("/api/v1/routes/{id}", get(get_route))
-        .route("/api/v1/routes/{id}/timeseries", get(route_timeseries))
-        .route("/api/v1/targets", get(list_targets).post(create_target))
-        .route("/api/v1/targets/{id}", delete(delete_target))
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/api/v1/routes", GET, Read, get(list_routes))
+        .route(
+            "/api/v1/routes/sparklines",
+            GET,
+            Read,
+            get(route_sparklines),
+        )
+        .route("/api/v1/routes/{id}", GET, Read, get(get_route))
+        .route(
+            "/api/v1/routes/{id}/timeseries",
+            GET,
+            Read,
+            get(route_timeseries),
+        )
+        .route("/api/v1/targets", GET, Read, get(list_targets))
+        .route("/api/v1/targets", POST, Write, post(create_target))
+        .route("/api/v1/targets/{id}", DELETE, Write, delete(delete_target))
 }
 
 fn id_of(raw: &str, what: &str) -> Result<i64> {

@@ -15,6 +15,10 @@
 //!
 //! Missing values are `null`, never NaN or 0. Errors are `{"error": "…"}` with a 4xx/5xx.
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{
     DefaultBodyLimit, FromRequest, Multipart, Path, Query, RawQuery, Request, State,
@@ -22,8 +26,8 @@ use axum::extract::{
 };
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::routing::{delete, get, patch, post};
+
 use futures_util::TryStreamExt;
 use serde::Deserialize;
 use tokio_util::io::StreamReader;
@@ -37,25 +41,35 @@ use crate::state::AppState;
 use crate::store::RunPatch;
 use crate::views::runs::{distribution_json, run_report, series_for};
 
-/// Routes of the JSON API.
-pub fn router(_state: &AppState) -> Router<AppState> {
-    Router::new()
+/// Routes of the runs API (uploads bound their own size: no body limit here).
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/api/v1/runs", GET, Read, get(list_runs))
         .route(
             "/api/v1/runs",
-            get(list_runs)
-                .post(create_runs)
-                .layer(DefaultBodyLimit::disable()),
+            POST,
+            Ingest,
+            post(create_runs).layer(DefaultBodyLimit::disable()),
         )
+        .route("/api/v1/runs/{id}", GET, Read, get(get_run))
+        .route("/api/v1/runs/{id}", PATCH, Write, patch(patch_run))
+        .route("/api/v1/runs/{id}", DELETE, Write, delete(delete_run))
         .route(
-            "/api/v1/runs/{id}",
-            get(get_run).patch(patch_run).delete(delete_run),
+            "/api/v1/runs/{id}/distribution",
+            GET,
+            Read,
+            get(run_distribution),
         )
-        .route("/api/v1/runs/{id}/distribution", get(run_distribution))
-        .route("/api/v1/runs/{id}/stats.csv", get(run_stats_csv))
-        .route("/api/v1/runs/{id}/timeseries", get(run_timeseries))
-        .route("/api/v1/runs/{id}/errors", get(run_errors))
-        .route("/api/v1/runs/{id}/rejected", get(run_rejected))
-        .route("/api/v1/live", get(live))
+        .route("/api/v1/runs/{id}/stats.csv", GET, Read, get(run_stats_csv))
+        .route(
+            "/api/v1/runs/{id}/timeseries",
+            GET,
+            Read,
+            get(run_timeseries),
+        )
+        .route("/api/v1/runs/{id}/errors", GET, Read, get(run_errors))
+        .route("/api/v1/runs/{id}/rejected", GET, Read, get(run_rejected))
+        .route("/api/v1/live", GET, Read, get(live))
 }
 
 /// `Err(NotFound)` unless run `id` exists.

@@ -22,10 +22,14 @@
 //! target exposing several Camel contexts shows the same process on each. Metric names and
 //! units: [`crate::sources::scrape::process`]. Errors are `{"error": "…"}`.
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -33,12 +37,14 @@ use crate::state::AppState;
 use crate::store::HOUR_MS;
 use crate::views::services::{ServiceItem, process_timeseries, service_detail, service_list, unit};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/services", get(list_services))
-        .route("/api/v1/services/{name}", get(get_service))
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/api/v1/services", GET, Read, get(list_services))
+        .route("/api/v1/services/{name}", GET, Read, get(get_service))
         .route(
             "/api/v1/services/{name}/timeseries",
+            GET,
+            Read,
             get(service_timeseries),
         )
 }

@@ -8,12 +8,16 @@
 //! lines of a partial write are kept, as InfluxDB does). Also
 //! `POST /api/v1/runs/{id}/end` ends a live run now.
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
+
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -25,12 +29,21 @@ use crate::state::AppState;
 pub const MAX_WRITE_BYTES: usize = 64 << 20;
 
 /// The write routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/write", post(write_v1))
-        .route("/api/v2/write", post(write_v2))
-        .layer(DefaultBodyLimit::max(MAX_WRITE_BYTES))
-        .route("/api/v1/runs/{id}/end", post(end_run))
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(
+            "/write",
+            POST,
+            Ingest,
+            post(write_v1).layer(DefaultBodyLimit::max(MAX_WRITE_BYTES)),
+        )
+        .route(
+            "/api/v2/write",
+            POST,
+            Ingest,
+            post(write_v2).layer(DefaultBodyLimit::max(MAX_WRITE_BYTES)),
+        )
+        .route("/api/v1/runs/{id}/end", POST, Ingest, post(end_run))
 }
 
 #[derive(Deserialize)]

@@ -57,6 +57,19 @@ pub async fn with_badge(State(state): State<AppState>, req: Request, next: Next)
     }
 }
 
+/// [`with_badge`] for console page requests (GET under `/console`, shared pages under
+/// `/share`); other requests pass untouched.
+pub async fn with_badge_on_pages(state: State<AppState>, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let page = req.method() == axum::http::Method::GET
+        && (path.starts_with("/console") && !path.starts_with("/console/sign-in"));
+    if page {
+        with_badge(state, req, next).await
+    } else {
+        next.run(req).await
+    }
+}
+
 /// The nav badge: firing alerts that no silence mutes, coloured by the most severe.
 async fn badge(state: &AppState) -> crate::store::Result<NavBadge> {
     if state.store.firing_counts().await?.is_empty() {

@@ -4,9 +4,11 @@
 //! baseline, regressions and change points). Chart data goes into JSON islands read by
 //! `static/compare.js`.
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -21,11 +23,11 @@ use crate::services::comparisons::{self, CompareQuery, TREND_FIGURES, Trend};
 use crate::state::AppState;
 
 /// Routes of the comparison pages.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/console/compare", get(compare_page))
-        .route("/console/compare.html", get(compare_export))
-        .route("/console/scenarios/{name}", get(scenario_page))
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/console/compare", GET, Read, get(compare_page))
+        .route("/console/compare.html", GET, Read, get(compare_export))
+        .route("/console/scenarios/{name}", GET, Read, get(scenario_page))
 }
 
 /// A run heading a column.
@@ -320,7 +322,7 @@ async fn reference_first(
     )))
 }
 
-async fn compare_page(
+pub(crate) async fn compare_page(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, PageError> {
@@ -441,7 +443,7 @@ pub struct ChangeView {
 
 #[derive(Template, WebTemplate)]
 #[template(path = "scenario.html")]
-struct ScenarioPage {
+pub(crate) struct ScenarioPage {
     nav: &'static str,
     scenario: String,
     baseline: Option<(i64, String, &'static str)>,
@@ -464,7 +466,7 @@ fn trend_value(p: &comparisons::TrendPoint, f: Figure) -> Option<f64> {
     }
 }
 
-async fn scenario_page(
+pub(crate) async fn scenario_page(
     State(state): State<AppState>,
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,

@@ -7,6 +7,7 @@ pub mod alerts;
 mod compare;
 mod routes;
 mod services;
+mod sign_in;
 
 /// Template filters.
 mod filters {
@@ -50,9 +51,11 @@ pub fn tool_name(tool: &str) -> String {
     }
 }
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
@@ -67,16 +70,17 @@ use crate::state::AppState;
 use crate::store::{ErrorRow, RejectedRowRow, RunDetail, RunListItem};
 
 /// Console routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/console", get(overview))
-        .route("/console/", get(overview))
-        .route("/console/runs", get(runs))
-        .route("/console/runs/{id}", get(run))
-        .route("/console/alerts", get(alerts::page))
-        .merge(routes::router())
-        .merge(services::router())
-        .merge(compare::router())
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/console", GET, Read, get(overview))
+        .route("/console/", GET, Read, get(overview))
+        .route("/console/runs", GET, Read, get(runs))
+        .route("/console/runs/{id}", GET, Read, get(run))
+        .route("/console/alerts", GET, Read, get(alerts::page))
+        .merge(routes::routes())
+        .merge(services::routes())
+        .merge(compare::routes())
+        .merge(sign_in::routes())
 }
 
 /// A console error, rendered as an HTML page.
@@ -663,7 +667,7 @@ pub struct ErrorView {
 
 #[derive(Template, WebTemplate)]
 #[template(path = "run.html")]
-struct RunPage {
+pub(crate) struct RunPage {
     nav: &'static str,
     /// The run has a baseline / a previous run of its scenario to be compared with (the
     /// actions are offered only then; disabled with the reason otherwise).
@@ -813,7 +817,10 @@ fn reported_rows(value: &serde_json::Value) -> Vec<(String, String)> {
     out
 }
 
-async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<RunPage, PageError> {
+pub(crate) async fn run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<RunPage, PageError> {
     let id = crate::http::params::run_id(&id)?;
     let report = crate::views::runs::run_report(&state.store, id, state.apdex_t_ms(None)).await?;
     let crate::views::runs::RunReport {

@@ -8,9 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
 
@@ -23,10 +25,10 @@ use crate::store::{HOUR_MS, MINUTE_MS, TargetRow};
 
 use crate::views::routes::{RouteList, RouteListQuery, SPARK_MS};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/console/routes", get(routes_page))
-        .route("/console/routes/{id}", get(route_page))
+pub fn routes() -> Routes {
+    Routes::new()
+        .route("/console/routes", GET, Read, get(routes_page))
+        .route("/console/routes/{id}", GET, Read, get(route_page))
 }
 
 /// One route as a table row: raw values for sorting and live updates, text for people.

@@ -4,9 +4,11 @@
 //! and its pools (a row per connection, HTTP client or thread pool with the "full"
 //! sentence, and a chart per pool on the same range as the process charts). Reads only.
 
+use crate::domain::auth::Permission::*;
+use crate::http::table::Routes;
+use crate::http::table::methods::*;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
 
@@ -18,8 +20,8 @@ use crate::state::AppState;
 use crate::store::HOUR_MS;
 use crate::views::services::{InstanceRow, PoolRow, process_timeseries, service_detail};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/console/services/{name}", get(service_page))
+pub fn routes() -> Routes {
+    Routes::new().route("/console/services/{name}", GET, Read, get(service_page))
 }
 
 /// A KPI card: a process figure with its unit.

@@ -14,6 +14,7 @@
 
 pub(super) mod alert_groups;
 pub(super) mod alerts;
+pub(super) mod auth;
 pub(super) mod channels;
 pub(super) mod compare;
 pub(super) mod routes;

@@ -1,0 +1,174 @@
+//! Who is asking, and whether they may: the two middlewares of sign-in.
+//!
+//! - [`resolve`] (over every route, inside the Host and cross-site checks of
+//!   [`crate::http::guard`]): reads the request's credentials into a [`Principal`] — put
+//!   in the request's extensions for handlers and in a task-local for the page templates
+//!   ([`signed_in`]) — and writes every state-changing request to the audit log.
+//! - [`authorize`] (in front of each handler, put there by the route table
+//!   [`crate::http::table`]): lets the request through when the principal may use the
+//!   route's [`Permission`]; else a page request without sign-in goes to the sign-in page,
+//!   an API request gets `401` (with `WWW-Authenticate`), and a signed-in user or token
+//!   without the permission gets `403` naming what is needed.
+
+use std::net::SocketAddr;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::domain::auth::{Permission, Principal};
+use crate::services::auth::CredentialError;
+use crate::state::AppState;
+
+tokio::task_local! {
+    static WHO: Principal;
+}
+
+/// The signed-in person of the page being rendered: name and role (`None` for anyone
+/// else, and outside a request).
+pub fn signed_in() -> Option<(String, &'static str)> {
+    WHO.try_with(|p| match p {
+        Principal::User { name, role, .. } => Some((name.clone(), role.as_str())),
+        _ => None,
+    })
+    .ok()
+    .flatten()
+}
+
+/// Whether the page being rendered is seen through a share link (its navigation is left
+/// out: the link reaches nothing else).
+pub fn via_share_link() -> bool {
+    WHO.try_with(|p| matches!(p, Principal::Share { .. }))
+        .unwrap_or(false)
+}
+
+/// Whether the principal of the page being rendered may use routes requiring
+/// `permission` (pages hide buttons it may not use).
+pub fn may(permission: Permission) -> bool {
+    WHO.try_with(|p| p.may(permission)).unwrap_or(true)
+}
+
+/// The client's address, when the connection's is known.
+pub fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+}
+
+/// Resolves the principal of every request (see the module's list) and audits changes.
+pub async fn resolve(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let now = crate::now_ms();
+    let principal = match state.auth.resolve(req.headers(), now).await {
+        Ok(p) => p,
+        Err(e) => {
+            req.extensions_mut().insert(e);
+            Principal::Anonymous
+        }
+    };
+    let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let audit = changes.then(|| {
+        (
+            req.method().to_string(),
+            req.uri().path().to_string(),
+            client_addr(&req).map(|a| a.to_string()),
+        )
+    });
+    req.extensions_mut().insert(principal.clone());
+    let who = principal.who();
+    let response = WHO.scope(principal, next.run(req)).await;
+    if let Some((method, path, client)) = audit {
+        let status = i64::from(response.status().as_u16());
+        let store = state.store.clone();
+        // Written beside the answer, never delaying or failing it.
+        tokio::spawn(async move {
+            if let Err(e) = store
+                .insert_audit(now, &who, &method, &path, status, client.as_deref())
+                .await
+            {
+                tracing::warn!(error = %e, "writing the audit log failed");
+            }
+        });
+    }
+    response
+}
+
+/// Lets the request through when its principal may use a route requiring `permission`.
+pub async fn authorize(State(permission): State<Permission>, req: Request, next: Next) -> Response {
+    let principal = req
+        .extensions()
+        .get::<Principal>()
+        .cloned()
+        .unwrap_or(Principal::Anonymous);
+    if principal.may(permission) {
+        return next.run(req).await;
+    }
+    let credential = req.extensions().get::<CredentialError>().copied();
+    refuse(&principal, permission, credential, &req)
+}
+
+fn refuse(
+    principal: &Principal,
+    permission: Permission,
+    credential: Option<CredentialError>,
+    req: &Request,
+) -> Response {
+    let page = req.uri().path().starts_with("/console");
+    if matches!(principal, Principal::Anonymous | Principal::Share { .. }) {
+        if let Some(e) = credential {
+            return unauthorized(e.message());
+        }
+        if page && matches!(*req.method(), Method::GET | Method::HEAD) {
+            let next = req
+                .uri()
+                .path_and_query()
+                .map_or("/console", |p| p.as_str());
+            let target: String = form_urlencoded::Serializer::new(String::new())
+                .append_pair("next", next)
+                .finish();
+            return Redirect::to(&format!("/console/sign-in?{target}")).into_response();
+        }
+        return unauthorized(
+            "sign in first: this needs a signed-in user (the console's sign-in page) or a \
+             token (Authorization: Bearer hrt_…; create one with `harrier token create`)",
+        );
+    }
+    let needs = match permission {
+        Permission::Public | Permission::Read => "read access",
+        Permission::Ingest => "the editor role or an ingest token",
+        Permission::Write => "the editor role or a write token",
+        Permission::Admin => "the admin role",
+    };
+    let who = match principal {
+        Principal::User { name, role, .. } => format!("{name} ({role})"),
+        Principal::Token { name, scope, .. } => format!("token {name:?} (scope {scope})"),
+        other => other.who(),
+    };
+    (
+        StatusCode::FORBIDDEN,
+        Json(serde_json::json!({
+            "error": format!("{who} may not {} {}: this needs {needs}", req.method(), req.uri().path()),
+        })),
+    )
+        .into_response()
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut r = (
+        StatusCode::UNAUTHORIZED,
+        Json(serde_json::json!({ "error": message })),
+    )
+        .into_response();
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"harrier\""),
+    );
+    r
+}
+
+/// Runs `f` (a page render) as `principal`: what the templates see through
+/// [`signed_in`], [`via_share_link`] and [`may`].
+pub async fn as_principal<F: std::future::Future>(principal: Principal, f: F) -> F::Output {
+    WHO.scope(principal, f).await
+}

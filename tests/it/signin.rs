@@ -1,0 +1,572 @@
+//! Sign-in end to end: the sign-in page and session cookie, throttling, tokens in each
+//! form tools send them, share links, the audit log, and the command-line side
+//! (`harrier user add`, `harrier token create`, `import --server --token`, the start-up
+//! refusal on a non-loopback address).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use harrier::domain::auth::{Role, Scope};
+
+use crate::helpers::*;
+use crate::permissions::{signed_in, token};
+
+const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
+
+fn form(uri: &str, body: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut r =
+        Request::post(uri).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(c) = cookie {
+        r = r.header(header::COOKIE, c);
+    }
+    r.body(Body::from(body.to_string())).unwrap()
+}
+
+fn with_cookie(uri: &str, cookie: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// `name=value` of a response's `Set-Cookie`, and the whole header.
+async fn send_raw(app: &TestApp, req: Request<Body>) -> axum::response::Response {
+    use tower::ServiceExt;
+    harrier::app::router(app.state.clone())
+        .oneshot(req)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn signing_in_and_out_through_the_console() {
+    let app = spawn_app().await;
+    // No users: open, and the sign-in page says how to turn it on.
+    assert_eq!(app.get("/console/runs").await.status, StatusCode::OK);
+    let page = app.get("/console/sign-in").await;
+    assert!(page.text().contains("harrier user add"), "{}", page.text());
+    // The first user turns sign-in on.
+    let _ = signed_in(&app, "ana", Role::Editor).await;
+    let r = app.get("/console/runs?sort=name").await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.location.as_deref(),
+        Some("/console/sign-in?next=%2Fconsole%2Fruns%3Fsort%3Dname")
+    );
+    assert_eq!(
+        app.get("/api/v1/runs").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    // A wrong password: the page again, 401, no cookie.
+    let res = send_raw(
+        &app,
+        form(
+            "/console/sign-in",
+            "name=ana&password=wrong+horse+battery&next=%2Fconsole%2Fruns",
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    assert!(res.headers().get(header::SET_COOKIE).is_none());
+    // The right one: a session cookie and back where the user was going.
+    let res = send_raw(
+        &app,
+        form(
+            "/console/sign-in",
+            "name=ana&password=correct+horse+battery&next=%2Fconsole%2Fruns",
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[header::LOCATION], "/console/runs");
+    let set = res.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(set.starts_with("harrier_session="), "{set}");
+    for attr in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(set.contains(attr), "{set}");
+    }
+    assert!(!set.contains("Secure"), "plain HTTP on loopback: {set}");
+    let cookie = set.split(';').next().unwrap().to_string();
+    let page = app.send(with_cookie("/console/runs", &cookie)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let who = select_texts(&page.html(), ".whoami");
+    assert!(
+        who.iter()
+            .any(|t| t.contains("ana") && t.contains("editor")),
+        "{who:?}"
+    );
+    // Only its hash is stored.
+    let value = cookie.split_once('=').unwrap().1;
+    let raw = scalar_raw(
+        &app.state.store,
+        &format!("SELECT COUNT(*) FROM sessions WHERE id_hash = '{value}'"),
+    )
+    .await;
+    assert_eq!(raw, 0, "the session id itself is not stored");
+    // Signing out ends the session: the same cookie no longer works.
+    let res = send_raw(&app, form("/console/sign-out", "", Some(&cookie))).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(
+        res.headers()[header::SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let again = app.send(with_cookie("/console/runs", &cookie)).await;
+    assert_eq!(again.status, StatusCode::SEE_OTHER, "signed out");
+    // `next` goes only to a local path.
+    let res = send_raw(
+        &app,
+        form(
+            "/console/sign-in",
+            "name=ana&password=correct+horse+battery&next=%2F%2Fevil.example%2F",
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(res.headers()[header::LOCATION], "/console");
+}
+
+#[tokio::test]
+async fn cookies_behind_https_are_secure_host_cookies() {
+    let app = spawn_app_with(|c| {
+        c.site = harrier::domain::access::SitePolicy::new(
+            "127.0.0.1:7070".parse().unwrap(),
+            Some("https://harrier.example.com"),
+        )
+        .unwrap();
+    })
+    .await;
+    let _ = signed_in(&app, "ana", Role::Viewer).await;
+    let res = send_raw(
+        &app,
+        form(
+            "/console/sign-in",
+            "name=ana&password=correct+horse+battery",
+            None,
+        ),
+    )
+    .await;
+    let set = res.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        set.starts_with("__Host-harrier_session=") && set.contains("; Secure"),
+        "{set}"
+    );
+}
+
+#[tokio::test]
+async fn five_failures_throttle_the_name_then_429_with_retry_after() {
+    let app = spawn_app().await;
+    let _ = signed_in(&app, "ana", Role::Viewer).await;
+    for i in 0..5 {
+        let r = app
+            .send(form(
+                "/console/sign-in",
+                "name=ana&password=not+the+one",
+                None,
+            ))
+            .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "attempt {i}");
+    }
+    // Even the right password waits now.
+    let res = send_raw(
+        &app,
+        form(
+            "/console/sign-in",
+            "name=ana&password=correct+horse+battery",
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: i64 = res.headers()[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=300).contains(&retry), "{retry}");
+    // Another user is not held up by ana's failures (no client address here).
+    let _ = signed_in(&app, "bo", Role::Viewer).await;
+    let r = app
+        .send(form(
+            "/console/sign-in",
+            "name=bo&password=correct+horse+battery",
+            None,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn tokens_work_in_each_form_tools_send_and_stop_when_revoked() {
+    let app = spawn_app().await;
+    let _ = signed_in(&app, "ana", Role::Admin).await;
+    let ingest = token(&app, Scope::Ingest).await;
+    assert!(ingest.starts_with("hrt_"), "{ingest}");
+    // An upload with Authorization: Bearer.
+    let r = app
+        .send(
+            Request::post("/api/v1/runs?name=ci")
+                .header(header::AUTHORIZATION, format!("Bearer {ingest}"))
+                .body(Body::from(fixture("jmeter/default_props_2.13.jtl")))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    // InfluxDB v2's `Token` header on /api/v2/write, and basic auth on /write (k6, JMeter).
+    let line = "http_req_duration,name=home,status=200 value=12.5 1764000000000000000\n";
+    let r = app
+        .send(
+            Request::post("/api/v2/write?bucket=k6&precision=ns")
+                .header(header::AUTHORIZATION, format!("Token {ingest}"))
+                .body(Body::from(line))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("k6:{ingest}"));
+    let r = app
+        .send(
+            Request::post("/write?db=k6")
+                .header(header::AUTHORIZATION, format!("Basic {basic}"))
+                .body(Body::from(line))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
+    // An ingest token reads nothing.
+    let r = app
+        .send(
+            Request::get("/api/v1/runs")
+                .header(header::AUTHORIZATION, format!("Bearer {ingest}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
+    // Its use is recorded.
+    let id: i64 = ingest
+        .trim_start_matches("hrt_")
+        .split('_')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let row = app.state.store.token_by_id(id).await.unwrap().unwrap();
+    assert!(row.last_used_ms.is_some());
+    // A wrong secret, then the revoked token: 401 with what to do.
+    let (head, _) = ingest.rsplit_once('_').unwrap();
+    let wrong = format!("{head}_{}", "0".repeat(64));
+    for bad in [wrong.as_str(), "hrt_999_x", "not-a-token"] {
+        let r = app
+            .send(
+                Request::post("/api/v1/runs?name=x")
+                    .header(header::AUTHORIZATION, format!("Bearer {bad}"))
+                    .body(Body::from(fixture("jmeter/default_props_2.13.jtl")))
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{bad}");
+        assert!(r.text().contains("token"), "{}", r.text());
+    }
+    assert!(
+        app.state
+            .store
+            .revoke_token(id, harrier::now_ms())
+            .await
+            .unwrap()
+    );
+    let r = app
+        .send(
+            Request::post("/api/v1/runs?name=late")
+                .header(header::AUTHORIZATION, format!("Bearer {ingest}"))
+                .body(Body::from(fixture("jmeter/default_props_2.13.jtl")))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "revoked");
+    // The token list never shows secrets or their hashes.
+    let admin = signed_in(&app, "root", Role::Admin).await;
+    let list = app.send(with_cookie("/api/v1/tokens", &admin)).await;
+    assert_eq!(list.status, StatusCode::OK);
+    let hash = harrier::domain::auth::secret_hash(ingest.rsplit_once('_').unwrap().1);
+    assert!(
+        !list.text().contains(&hash) && !list.text().contains(&ingest),
+        "{}",
+        list.text()
+    );
+    assert_eq!(list.json().as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_share_link_shows_its_run_and_nothing_else() {
+    let app = spawn_app().await;
+    let r = app
+        .import(
+            "name=before-tuning",
+            fixture("jmeter/default_props_2.13.jtl"),
+        )
+        .await;
+    let run = r.json()["runs"][0]["id"].as_i64().unwrap();
+    let editor = signed_in(&app, "ed", Role::Editor).await;
+    let viewer = signed_in(&app, "vi", Role::Viewer).await;
+    let body = format!(r#"{{"run": {run}, "expires_days": 7}}"#);
+    let share = |cookie: &str| {
+        Request::post("/api/v1/share-links")
+            .header(header::COOKIE, cookie)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.clone()))
+            .unwrap()
+    };
+    assert_eq!(app.send(share(&viewer)).await.status, StatusCode::FORBIDDEN);
+    let created = app.send(share(&editor)).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let path = created.json()["path"].as_str().unwrap().to_string();
+    assert!(path.starts_with("/share/hrs_"), "{path}");
+    // Anyone with the link sees the run page, without the navigation.
+    let page = app.get(&path).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    assert!(page.text().contains("before-tuning"));
+    assert!(
+        select_texts(&page.html(), "nav.nav a").is_empty(),
+        "no navigation"
+    );
+    assert!(page.text().contains("Shared read-only view"));
+    // The link opens nothing else: as a credential it is refused everywhere.
+    let link = path.trim_start_matches("/share/");
+    for uri in [
+        "/api/v1/runs",
+        "/console/runs",
+        &format!("/api/v1/runs/{run}"),
+    ] {
+        let r = app
+            .send(
+                Request::get(uri)
+                    .header(header::AUTHORIZATION, format!("Bearer {link}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{uri}");
+    }
+    // A changed secret and then the revoked link: 404.
+    let (head, _) = link.rsplit_once('_').unwrap();
+    let forged = format!("/share/{head}_{}", "a".repeat(64));
+    assert_eq!(app.get(&forged).await.status, StatusCode::NOT_FOUND);
+    let id = created.json()["id"].as_i64().unwrap();
+    let r = app
+        .send(
+            Request::delete(format!("/api/v1/share-links/{id}"))
+                .header(header::COOKIE, &editor)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get(&path).await.status,
+        StatusCode::NOT_FOUND,
+        "revoked"
+    );
+}
+
+#[tokio::test]
+async fn changes_allowed_and_refused_are_in_the_audit_log() {
+    let app = spawn_app().await;
+    let r = app
+        .import("name=doomed", fixture("jmeter/default_props_2.13.jtl"))
+        .await;
+    let run = r.json()["runs"][0]["id"].as_i64().unwrap();
+    let viewer = signed_in(&app, "vi", Role::Viewer).await;
+    let editor = signed_in(&app, "ed", Role::Editor).await;
+    let admin = signed_in(&app, "ad", Role::Admin).await;
+    let del = |cookie: &str| {
+        Request::delete(format!("/api/v1/runs/{run}"))
+            .header(header::COOKIE, cookie)
+            .body(Body::empty())
+            .unwrap()
+    };
+    assert_eq!(app.send(del(&viewer)).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.send(del(&editor)).await.status, StatusCode::NO_CONTENT);
+    // The log is written beside the answer: wait for it.
+    let path = format!("/api/v1/runs/{run}");
+    let mut entries = Vec::new();
+    for _ in 0..100 {
+        let list = app.send(with_cookie("/api/v1/audit", &admin)).await;
+        assert_eq!(list.status, StatusCode::OK);
+        entries = list
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["path"] == path.as_str())
+            .map(|e| {
+                (
+                    e["who"].as_str().unwrap().to_string(),
+                    e["status"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        if entries.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    entries.sort();
+    assert_eq!(
+        entries,
+        vec![("ed".to_string(), 204), ("vi".to_string(), 403)]
+    );
+    let viewer_reads = app.send(with_cookie("/api/v1/audit", &viewer)).await;
+    assert_eq!(viewer_reads.status, StatusCode::FORBIDDEN);
+}
+
+/// Runs `harrier ARGS` with `stdin`; exit code, stdout, stderr.
+fn harrier(args: &[&str], stdin: &str) -> (i32, String, String) {
+    let mut child = Command::new(HARRIER)
+        .args(args)
+        .env_remove("HARRIER_TOKEN")
+        .env_remove("HARRIER_DB")
+        .env_remove("HARRIER_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn users_and_tokens_from_the_command_line() {
+    if sqlite_only("the commands open the SQLite file the test names") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = harrier(
+        &["user", "add", "ana", "--role", "admin", "--db", db],
+        "short\n",
+    );
+    assert_eq!(code, 2, "too short: {err}");
+    assert!(err.contains("at least 8"), "{err}");
+    let (code, out, err) = harrier(
+        &["user", "add", "ana", "--role", "admin", "--db", db],
+        "a long passphrase\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("sign-in is now on"), "{out}");
+    let (code, _, err) = harrier(
+        &["user", "add", "ana", "--role", "viewer", "--db", db],
+        "x\n",
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("exists"), "{err}");
+    let (code, out, _) = harrier(&["user", "list", "--db", db], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("ana") && out.contains("admin"), "{out}");
+    let (code, token, err) = harrier(
+        &[
+            "token",
+            "create",
+            "ci",
+            "--scope",
+            "ingest",
+            "--expires",
+            "30d",
+            "--db",
+            db,
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let token = token.trim().to_string();
+    assert!(token.starts_with("hrt_") && token.len() >= 70, "{token}");
+    assert!(err.contains("shown this once"), "{err}");
+    let (code, out, _) = harrier(&["token", "list", "--db", db], "");
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("ci") && out.contains("ingest") && !out.contains(&token),
+        "{out}"
+    );
+    let (code, _, err) = harrier(
+        &[
+            "token",
+            "create",
+            "x",
+            "--scope",
+            "ingest",
+            "--expires",
+            "soon",
+            "--db",
+            db,
+        ],
+        "",
+    );
+    assert_eq!(code, 2, "{err}");
+
+    // A server on a non-loopback address starts now that a user exists; and an import
+    // through it needs the token.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut serve = Command::new(HARRIER)
+        .args(["serve", "--listen", &format!("0.0.0.0:{port}"), "--db", db])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let server = format!("http://127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/jmeter/default_props_2.13.jtl");
+    let file = file.to_str().unwrap();
+    let without = harrier(&["import", file, "--server", &server], "");
+    let with = harrier(
+        &["import", file, "--server", &server, "--token", &token],
+        "",
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(up, "serve on 0.0.0.0 with a user did not start");
+    assert_ne!(without.0, 0, "no token: {without:?}");
+    assert!(
+        without.2.contains("token"),
+        "says what is missing: {without:?}"
+    );
+    assert_eq!(with.0, 0, "{with:?}");
+    assert!(
+        with.1.contains("imported") || with.1.contains("run"),
+        "{with:?}"
+    );
+}
