@@ -66,6 +66,10 @@ pub fn router(state: AppState) -> Router {
             crate::http::auth::resolve,
         ));
     crate::http::guard::protect(routes, &state.config.site)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::auth::audit,
+        ))
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)

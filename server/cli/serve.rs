@@ -52,11 +52,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr = listener.local_addr()?;
     let shown = database.shown();
     tracing::info!(listen = %addr, db = %shown, "harrier serving");
-    outln!("harrier console: http://{addr}/console  (database {shown})");
-    match store.count_users().await? {
-        0 => outln!("sign-in: off (no users; add one with harrier user add NAME --role admin)"),
-        n => outln!("sign-in: on ({n} user{})", if n == 1 { "" } else { "s" }),
-    }
+    // One line: scripts read the URL from it and may close the pipe after.
+    let sign_in = match store.count_users().await? {
+        0 => "sign-in off: no users".to_string(),
+        n => format!("sign-in on: {n} user{}", if n == 1 { "" } else { "s" }),
+    };
+    outln!("harrier console: http://{addr}/console  (database {shown}; {sign_in})");
     let state = AppState::new(store, config);
     app::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("harrier stopped");

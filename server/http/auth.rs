@@ -3,7 +3,8 @@
 //! - [`resolve`] (over every route, inside the Host and cross-site checks of
 //!   [`crate::http::guard`]): reads the request's credentials into a [`Principal`] — put
 //!   in the request's extensions for handlers and in a task-local for the page templates
-//!   ([`signed_in`]) — and writes every state-changing request to the audit log.
+//!   ([`signed_in`]); [`audit`], outside every check, writes each state-changing request
+//!   to the audit log.
 //! - [`authorize`] (in front of each handler, put there by the route table
 //!   [`crate::http::table`]): lets the request through when the principal may use the
 //!   route's [`Permission`]; else a page request without sign-in goes to the sign-in page,
@@ -11,6 +12,7 @@
 //!   without the permission gets `403` naming what is needed.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::extract::{ConnectInfo, Request, State};
@@ -57,41 +59,60 @@ pub fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
         .map(|c| c.0.ip())
 }
 
-/// Resolves the principal of every request (see the module's list) and audits changes.
-pub async fn resolve(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+/// Who made a change, filled in by [`resolve`] for [`audit`] (which runs outside the Host
+/// and cross-site checks, so it also sees the changes those refuse).
+#[derive(Clone, Default)]
+struct AuditWho(Arc<Mutex<Option<String>>>);
+
+/// Writes every state-changing request (POST, PUT, PATCH, DELETE) to the audit log with
+/// its answer's status — the ones refused before sign-in (wrong `Host`, cross-site) as
+/// `unchecked`. Written beside the answer, never delaying or failing it.
+pub async fn audit(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
     let now = crate::now_ms();
-    let principal = match state.auth.resolve(req.headers(), now).await {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let client = client_addr(&req).map(|a| a.to_string());
+    let who = AuditWho::default();
+    req.extensions_mut().insert(who.clone());
+    let response = next.run(req).await;
+    let status = i64::from(response.status().as_u16());
+    let who = who
+        .0
+        .lock()
+        .ok()
+        .and_then(|w| w.clone())
+        .unwrap_or_else(|| "unchecked".to_string());
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        if let Err(e) = store
+            .insert_audit(now, &who, &method, &path, status, client.as_deref())
+            .await
+        {
+            tracing::warn!(error = %e, "writing the audit log failed");
+        }
+    });
+    response
+}
+
+/// Resolves the principal of every request (see the module's list).
+pub async fn resolve(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let principal = match state.auth.resolve(req.headers(), crate::now_ms()).await {
         Ok(p) => p,
         Err(e) => {
             req.extensions_mut().insert(e);
             Principal::Anonymous
         }
     };
-    let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    let audit = changes.then(|| {
-        (
-            req.method().to_string(),
-            req.uri().path().to_string(),
-            client_addr(&req).map(|a| a.to_string()),
-        )
-    });
-    req.extensions_mut().insert(principal.clone());
-    let who = principal.who();
-    let response = WHO.scope(principal, next.run(req)).await;
-    if let Some((method, path, client)) = audit {
-        let status = i64::from(response.status().as_u16());
-        let store = state.store.clone();
-        // Written beside the answer, never delaying or failing it.
-        tokio::spawn(async move {
-            if let Err(e) = store
-                .insert_audit(now, &who, &method, &path, status, client.as_deref())
-                .await
-            {
-                tracing::warn!(error = %e, "writing the audit log failed");
-            }
-        });
+    if let Some(slot) = req.extensions().get::<AuditWho>()
+        && let Ok(mut w) = slot.0.lock()
+    {
+        *w = Some(principal.who());
     }
-    response
+    req.extensions_mut().insert(principal.clone());
+    WHO.scope(principal, next.run(req)).await
 }
 
 /// Lets the request through when its principal may use a route requiring `permission`.

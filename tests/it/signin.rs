@@ -397,6 +397,14 @@ async fn changes_allowed_and_refused_are_in_the_audit_log() {
             .unwrap()
     };
     assert_eq!(app.send(del(&viewer)).await.status, StatusCode::FORBIDDEN);
+    // A cross-site request is refused before sign-in is looked at, and logged too.
+    let cross = Request::delete(format!("/api/v1/runs/{run}"))
+        .header(header::COOKIE, &editor)
+        .header(header::ORIGIN, "http://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(app.send(cross).await.status, StatusCode::FORBIDDEN);
     assert_eq!(app.send(del(&editor)).await.status, StatusCode::NO_CONTENT);
     // The log is written beside the answer: wait for it.
     let path = format!("/api/v1/runs/{run}");
@@ -417,7 +425,7 @@ async fn changes_allowed_and_refused_are_in_the_audit_log() {
                 )
             })
             .collect();
-        if entries.len() == 2 {
+        if entries.len() == 3 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -425,7 +433,11 @@ async fn changes_allowed_and_refused_are_in_the_audit_log() {
     entries.sort();
     assert_eq!(
         entries,
-        vec![("ed".to_string(), 204), ("vi".to_string(), 403)]
+        vec![
+            ("ed".to_string(), 204),
+            ("unchecked".to_string(), 403),
+            ("vi".to_string(), 403)
+        ]
     );
     let viewer_reads = app.send(with_cookie("/api/v1/audit", &viewer)).await;
     assert_eq!(viewer_reads.status, StatusCode::FORBIDDEN);
