@@ -1910,7 +1910,7 @@
         const json = await res.json().catch(() => ({}));
         if (!res.ok) throw new Error(json.error || ('HTTP ' + res.status));
         const url = json.url.startsWith('http') ? json.url : location.origin + json.url;
-        const until = new Date(json.expires_at_ms).toLocaleDateString();
+        const until = new Date(json.expires_at_ms).toISOString().slice(0, 10);
         box.className = 'callout ok share-result';
         const label = doc.createElement('strong');
         label.textContent = 'Read-only link';

@@ -342,6 +342,49 @@ async fn a_share_link_shows_its_run_and_nothing_else() {
         "no navigation"
     );
     assert!(page.text().contains("Shared read-only view"));
+    let html = page.html();
+    for hidden in [
+        ".breadcrumbs",
+        "#run-edit-form",
+        "#baseline-pin",
+        "[data-share-run]",
+        ".actions",
+    ] {
+        assert!(
+            select_texts(&html, hidden).is_empty(),
+            "{hidden} on a shared page"
+        );
+    }
+    // A viewer sees the run without the controls it may not use; an editor with them.
+    let viewer_page = app
+        .send(with_cookie(&format!("/console/runs/{run}"), &viewer))
+        .await
+        .html();
+    for hidden in ["#run-edit-form", "[data-share-run]"] {
+        assert!(
+            select_texts(&viewer_page, hidden).is_empty(),
+            "{hidden} for a viewer"
+        );
+    }
+    assert!(
+        !select_texts(&viewer_page, ".actions").is_empty(),
+        "CSV, JSON, compare stay"
+    );
+    let viewer_runs = app.send(with_cookie("/console/runs", &viewer)).await.html();
+    assert!(
+        select_texts(&viewer_runs, "#upload-form").is_empty(),
+        "no upload for a viewer"
+    );
+    let editor_page = app
+        .send(with_cookie(&format!("/console/runs/{run}"), &editor))
+        .await
+        .html();
+    for shown in ["#run-edit-form", "[data-share-run]"] {
+        assert!(
+            !select_texts(&editor_page, shown).is_empty(),
+            "{shown} for an editor"
+        );
+    }
     // The link opens nothing else: as a credential it is refused everywhere.
     let link = path.trim_start_matches("/share/");
     for uri in [
