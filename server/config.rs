@@ -562,6 +562,10 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// [egress]                    # see egress::EgressConfig
 /// deny = ["10.20.0.0/16"]
 ///
+/// [auth_proxy]                # see auth::AuthProxyConfig
+/// header = "X-Forwarded-User"
+/// proxies = ["127.0.0.1/32"]
+///
 /// [limits]                    # see LimitsSection
 /// min_timestamp = "1990-01-01"
 /// max_timestamp = "2100-01-01"
@@ -585,6 +589,8 @@ pub struct FileConfig {
     pub server: Option<ServerSection>,
     pub limits: Option<LimitsSection>,
     pub egress: Option<EgressConfig>,
+    /// `[auth_proxy]`: sign-in by a reverse proxy's user header.
+    pub auth_proxy: Option<crate::domain::auth::AuthProxyConfig>,
 }
 
 /// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
@@ -757,6 +763,8 @@ pub struct Config {
     pub site: SitePolicy,
     /// Where scrapes and notifications may go (`[egress]`).
     pub egress: EgressPolicy,
+    /// Sign-in by a reverse proxy's user header (`[auth_proxy]`).
+    pub auth_proxy: Option<crate::domain::auth::AuthProxy>,
 }
 
 impl Default for Config {
@@ -779,6 +787,7 @@ impl Default for Config {
             insecure_no_auth: false,
             site: SitePolicy::default(),
             egress: EgressPolicy::default(),
+            auth_proxy: None,
         }
     }
 }
@@ -888,6 +897,12 @@ impl Config {
             site,
             egress: EgressPolicy::from_config(&file.egress.unwrap_or_default())
                 .map_err(config_error)?,
+            auth_proxy: match &file.auth_proxy {
+                Some(c) => {
+                    Some(crate::domain::auth::AuthProxy::from_config(c).map_err(config_error)?)
+                }
+                None => None,
+            },
             // Flags and environment over the file; within each, the URL over the path.
             database_url: match (&args.database_url, &args.db) {
                 (Some(url), _) => Some(url.clone()),
@@ -930,6 +945,7 @@ impl Config {
         Protection {
             insecure_no_auth: self.insecure_no_auth,
             users: false,
+            auth_proxy: self.auth_proxy.is_some(),
         }
     }
 }

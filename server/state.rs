@@ -45,6 +45,7 @@ impl AppState {
         let hub = Hub::new();
         let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
         let egress = Egress::new(config.egress.clone());
+        let auth_proxy = config.auth_proxy.clone();
         let secure_cookies = config
             .site
             .public_origin()
@@ -56,7 +57,7 @@ impl AppState {
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
             scraper: crate::services::scrape::Scraper::new(&egress),
-            auth: crate::services::auth::Auth::new(store.clone(), secure_cookies),
+            auth: crate::services::auth::Auth::new(store.clone(), secure_cookies, auth_proxy),
             egress,
             store,
         }

@@ -141,6 +141,8 @@ pub struct Protection {
     pub insecure_no_auth: bool,
     /// Local users exist (`harrier user add`): sign-in is on.
     pub users: bool,
+    /// `[auth_proxy]` is configured: a reverse proxy signs people in.
+    pub auth_proxy: bool,
 }
 
 /// Whether a server may listen on `listen` with `protection`: loopback addresses always;
@@ -148,7 +150,11 @@ pub struct Protection {
 /// user exists) or `--insecure-no-auth` says to serve it open. `Err` is the message to
 /// print: what is refused and which options exist.
 pub fn exposure_check(listen: SocketAddr, protection: Protection) -> Result<(), String> {
-    if listen.ip().is_loopback() || protection.insecure_no_auth || protection.users {
+    if listen.ip().is_loopback()
+        || protection.insecure_no_auth
+        || protection.users
+        || protection.auth_proxy
+    {
         return Ok(());
     }
     Err(format!(
@@ -156,7 +162,8 @@ pub fn exposure_check(listen: SocketAddr, protection: Protection) -> Result<(), 
          reach this address could read, change and delete everything (runs, targets, alert \
          rules, channels). Either add an admin first (harrier user add NAME --role admin; \
          sign-in is then on for the console, and tools use tokens from harrier token \
-         create), or listen on a loopback address (--listen 127.0.0.1:{port}) behind a \
+         create), or configure [auth_proxy] in harrier.toml for a proxy that signs people \
+         in, or listen on a loopback address (--listen 127.0.0.1:{port}) behind a \
          reverse proxy that checks who is asking (with --public-url set to the address \
          users open), or pass --insecure-no-auth (insecure_no_auth = true under [server] in \
          harrier.toml) to serve the network without any sign-in.",
@@ -257,13 +264,18 @@ mod tests {
         }
         let insecure = Protection {
             insecure_no_auth: true,
-            users: false,
+            ..Default::default()
         };
         assert!(exposure_check("0.0.0.0:7070".parse().unwrap(), insecure).is_ok());
         let signed = Protection {
-            insecure_no_auth: false,
             users: true,
+            ..Default::default()
         };
         assert!(exposure_check("0.0.0.0:7070".parse().unwrap(), signed).is_ok());
+        let proxied = Protection {
+            auth_proxy: true,
+            ..Default::default()
+        };
+        assert!(exposure_check("0.0.0.0:7070".parse().unwrap(), proxied).is_ok());
     }
 }

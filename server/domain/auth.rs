@@ -270,6 +270,126 @@ pub fn check_password(password: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `[auth_proxy]` in harrier.toml, as written: a reverse proxy that signs people in
+/// (oauth2-proxy, Authelia, an SSO gateway) and names them in a request header.
+///
+/// ```toml
+/// [auth_proxy]
+/// header = "X-Forwarded-User"          # the signed-in user's name
+/// proxies = ["127.0.0.1/32", "::1"]    # only requests from these addresses are believed
+/// groups_header = "X-Forwarded-Groups" # optional: comma-separated groups
+/// admin_groups = ["harrier-admins"]
+/// editor_groups = ["perf-team"]
+/// default_role = "viewer"              # anyone else the proxy lets through
+/// ```
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuthProxyConfig {
+    pub header: String,
+    pub proxies: Vec<String>,
+    pub groups_header: Option<String>,
+    #[serde(default)]
+    pub admin_groups: Vec<String>,
+    #[serde(default)]
+    pub editor_groups: Vec<String>,
+    pub default_role: Option<String>,
+}
+
+/// A checked [`AuthProxyConfig`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthProxy {
+    /// Lowercase header name.
+    pub header: String,
+    pub proxies: Vec<ipnet::IpNet>,
+    pub groups_header: Option<String>,
+    pub admin_groups: Vec<String>,
+    pub editor_groups: Vec<String>,
+    pub default_role: Role,
+}
+
+impl AuthProxy {
+    /// Checks the section: a header name, at least one proxy address or CIDR, a role name.
+    pub fn from_config(c: &AuthProxyConfig) -> Result<AuthProxy, String> {
+        let header_ok = |h: &str| {
+            !h.is_empty()
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if !header_ok(&c.header) {
+            return Err(format!(
+                "[auth_proxy] header {:?}: not a header name",
+                c.header
+            ));
+        }
+        if let Some(g) = &c.groups_header
+            && !header_ok(g)
+        {
+            return Err(format!(
+                "[auth_proxy] groups_header {g:?}: not a header name"
+            ));
+        }
+        if c.proxies.is_empty() {
+            return Err(
+                "[auth_proxy] proxies: name the proxy's addresses (e.g. [\"127.0.0.1/32\"]); \
+                        a user header from anywhere else is ignored"
+                    .into(),
+            );
+        }
+        let mut proxies = Vec::new();
+        for p in &c.proxies {
+            let net = p
+                .parse::<ipnet::IpNet>()
+                .or_else(|_| p.parse::<core::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("[auth_proxy] proxies: {p:?} is not an address or CIDR"))?;
+            proxies.push(net);
+        }
+        let default_role = match &c.default_role {
+            None => Role::Viewer,
+            Some(r) => Role::parse(r).ok_or_else(|| {
+                format!("[auth_proxy] default_role {r:?}: expected viewer, editor or admin")
+            })?,
+        };
+        Ok(AuthProxy {
+            header: c.header.to_ascii_lowercase(),
+            proxies,
+            groups_header: c.groups_header.as_ref().map(|g| g.to_ascii_lowercase()),
+            admin_groups: c.admin_groups.clone(),
+            editor_groups: c.editor_groups.clone(),
+            default_role,
+        })
+    }
+
+    /// Whether a request from `client` comes from the proxy.
+    pub fn trusts(&self, client: Option<core::net::IpAddr>) -> bool {
+        client.is_some_and(|ip| {
+            let ip = match ip {
+                core::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, core::net::IpAddr::V4),
+                v4 => v4,
+            };
+            self.proxies.iter().any(|n| n.contains(&ip))
+        })
+    }
+
+    /// The role of someone in `groups` (the groups header, comma-separated): admin if one
+    /// is an admin group, else editor if one is an editor group, else the default role.
+    pub fn role_for(&self, groups: Option<&str>) -> Role {
+        let groups: Vec<&str> = groups
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+            .collect();
+        let any = |list: &[String]| groups.iter().any(|g| list.iter().any(|l| l == g));
+        if any(&self.admin_groups) {
+            Role::Admin
+        } else if any(&self.editor_groups) {
+            Role::Editor.max(self.default_role)
+        } else {
+            self.default_role
+        }
+    }
+}
+
 /// Sign-in throttling: this many failures of one user name or one client address within
 /// [`SIGN_IN_WINDOW_MS`] refuse further attempts (429) until the oldest leaves the window.
 pub const SIGN_IN_MAX_FAILURES: i64 = 5;
@@ -366,6 +486,43 @@ mod tests {
             assert_eq!(safe_next(Some(bad)), "/console", "{bad:?}");
         }
         assert_eq!(safe_next(None), "/console");
+    }
+
+    #[test]
+    fn the_auth_proxy_is_believed_only_from_its_addresses() {
+        let p = AuthProxy::from_config(&AuthProxyConfig {
+            header: "X-Forwarded-User".into(),
+            proxies: vec!["127.0.0.1/32".into(), "::1".into()],
+            groups_header: Some("X-Forwarded-Groups".into()),
+            admin_groups: vec!["ops".into()],
+            editor_groups: vec!["perf".into()],
+            default_role: None,
+        })
+        .unwrap();
+        assert_eq!(p.header, "x-forwarded-user");
+        assert!(p.trusts(Some("127.0.0.1".parse().unwrap())));
+        assert!(p.trusts(Some("::ffff:127.0.0.1".parse().unwrap())));
+        assert!(p.trusts(Some("::1".parse().unwrap())));
+        assert!(!p.trusts(Some("127.0.0.2".parse().unwrap())));
+        assert!(!p.trusts(Some("10.0.0.1".parse().unwrap())));
+        assert!(!p.trusts(None));
+        assert_eq!(p.role_for(Some("dev, perf")), Role::Editor);
+        assert_eq!(p.role_for(Some("perf,ops")), Role::Admin);
+        assert_eq!(p.role_for(Some("perfx")), Role::Viewer);
+        assert_eq!(p.role_for(None), Role::Viewer);
+        let bad = |f: fn(&mut AuthProxyConfig)| {
+            let mut c = AuthProxyConfig {
+                header: "X-User".into(),
+                proxies: vec!["127.0.0.1".into()],
+                ..Default::default()
+            };
+            f(&mut c);
+            AuthProxy::from_config(&c).unwrap_err()
+        };
+        assert!(bad(|c| c.proxies.clear()).contains("proxies"));
+        assert!(bad(|c| c.proxies = vec!["everyone".into()]).contains("everyone"));
+        assert!(bad(|c| c.header = "X User".into()).contains("header"));
+        assert!(bad(|c| c.default_role = Some("root".into())).contains("root"));
     }
 
     #[test]

@@ -99,7 +99,12 @@ pub async fn audit(State(state): State<AppState>, mut req: Request, next: Next) 
 
 /// Resolves the principal of every request (see the module's list).
 pub async fn resolve(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let principal = match state.auth.resolve(req.headers(), crate::now_ms()).await {
+    let client = client_addr(&req);
+    let principal = match state
+        .auth
+        .resolve(req.headers(), client, crate::now_ms())
+        .await
+    {
         Ok(p) => p,
         Err(e) => {
             req.extensions_mut().insert(e);

@@ -23,7 +23,7 @@ use axum::http::{HeaderMap, header};
 use tokio::sync::Semaphore;
 
 use crate::domain::auth::{
-    self, Principal, Role, SHARE_PREFIX, SIGN_IN_MAX_FAILURES, SIGN_IN_WINDOW_MS, Scope,
+    self, AuthProxy, Principal, Role, SHARE_PREFIX, SIGN_IN_MAX_FAILURES, SIGN_IN_WINDOW_MS, Scope,
     ShareSubject, TOKEN_PREFIX,
 };
 use crate::store::Store;
@@ -83,11 +83,14 @@ pub struct Auth {
     hashing: Arc<Semaphore>,
     /// Behind HTTPS (the public URL is `https://`): cookies are `Secure` and `__Host-`.
     pub secure_cookies: bool,
+    /// `[auth_proxy]`: a reverse proxy names the signed-in user in a header.
+    proxy: Option<Arc<AuthProxy>>,
 }
 
 impl Auth {
-    pub fn new(store: Store, secure_cookies: bool) -> Auth {
+    pub fn new(store: Store, secure_cookies: bool, proxy: Option<AuthProxy>) -> Auth {
         Auth {
+            proxy: proxy.map(Arc::new),
             store,
             enabled: Arc::new(AtomicBool::new(false)),
             checked_ms: Arc::new(AtomicI64::new(i64::MIN)),
@@ -109,6 +112,9 @@ impl Auth {
     /// [`ENABLED_TTL_MS`]. A store error keeps the last answer — and when there is none
     /// yet, counts as on (a database that cannot be read opens nothing).
     pub async fn enabled(&self, now_ms: i64) -> bool {
+        if self.proxy.is_some() {
+            return true;
+        }
         let checked = self.checked_ms.load(Ordering::Relaxed);
         if checked != i64::MIN && now_ms.saturating_sub(checked) < ENABLED_TTL_MS {
             return self.enabled.load(Ordering::Relaxed);
@@ -131,13 +137,15 @@ impl Auth {
         self.checked_ms.store(i64::MIN, Ordering::Relaxed);
     }
 
-    /// Who sent a request with these headers: a token (`Authorization: Bearer`, the
-    /// InfluxDB `Authorization: Token`, or the password of basic auth — what k6's and
-    /// JMeter's InfluxDB outputs send), else a session cookie, else anonymous. With no
-    /// users, [`Principal::Open`]. `Err` when a token was sent and is refused.
+    /// Who sent a request with these headers from `client`: a token (`Authorization:
+    /// Bearer`, the InfluxDB `Authorization: Token`, or the password of basic auth — what
+    /// k6's and JMeter's InfluxDB outputs send), else the auth proxy's user header (only
+    /// from the proxy's addresses), else a session cookie, else anonymous. With no users
+    /// and no proxy, [`Principal::Open`]. `Err` when a token was sent and is refused.
     pub async fn resolve(
         &self,
         headers: &HeaderMap,
+        client: Option<IpAddr>,
         now_ms: i64,
     ) -> Result<Principal, CredentialError> {
         if !self.enabled(now_ms).await {
@@ -145,6 +153,30 @@ impl Auth {
         }
         if let Some(token) = bearer_token(headers) {
             return self.token_principal(&token, now_ms).await;
+        }
+        if let Some(proxy) = &self.proxy
+            && proxy.trusts(client)
+            && let Some(name) = headers
+                .get(proxy.header.as_str())
+                .and_then(|v| v.to_str().ok())
+            && auth::check_user_name(name.trim()).is_ok()
+        {
+            let name = name.trim().to_string();
+            let groups = proxy
+                .groups_header
+                .as_deref()
+                .and_then(|g| headers.get(g))
+                .and_then(|v| v.to_str().ok());
+            // A local user of that name keeps the role given here; others get the role
+            // of their groups.
+            let local = self.store.user_by_name(&name).await.ok().flatten();
+            return Ok(Principal::User {
+                id: local.as_ref().map_or(0, |u| u.id),
+                role: local
+                    .and_then(|u| Role::parse(&u.role))
+                    .unwrap_or_else(|| proxy.role_for(groups)),
+                name,
+            });
         }
         if let Some(session) =
             cookie(headers, SECURE_COOKIE).or_else(|| cookie(headers, PLAIN_COOKIE))

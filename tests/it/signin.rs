@@ -486,6 +486,95 @@ async fn changes_allowed_and_refused_are_in_the_audit_log() {
     assert_eq!(viewer_reads.status, StatusCode::FORBIDDEN);
 }
 
+#[tokio::test]
+async fn an_auth_proxy_signs_people_in_only_from_its_address() {
+    let app = spawn_app_with(|c| {
+        c.auth_proxy = Some(
+            harrier::domain::auth::AuthProxy::from_config(
+                &harrier::domain::auth::AuthProxyConfig {
+                    header: "X-Forwarded-User".into(),
+                    proxies: vec!["127.0.0.1/32".into()],
+                    groups_header: Some("X-Forwarded-Groups".into()),
+                    editor_groups: vec!["perf".into()],
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+        );
+    })
+    .await;
+    let from = |peer: &str, user: Option<&str>, groups: Option<&str>, method: &str, uri: &str| {
+        let mut r = Request::builder().method(method).uri(uri);
+        if let Some(u) = user {
+            r = r.header("x-forwarded-user", u);
+        }
+        if let Some(g) = groups {
+            r = r.header("x-forwarded-groups", g);
+        }
+        let mut req = r.body(Body::empty()).unwrap();
+        let addr: std::net::SocketAddr = format!("{peer}:40000").parse().unwrap();
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(addr));
+        req
+    };
+    // No users, yet sign-in is on: the proxy does it.
+    let who = app
+        .send(from(
+            "127.0.0.1",
+            Some("ana"),
+            Some("dev, perf"),
+            "GET",
+            "/api/v1/whoami",
+        ))
+        .await
+        .json();
+    assert_eq!(who["kind"], "user");
+    assert_eq!(who["name"], "ana");
+    assert_eq!(who["role"], "editor");
+    assert_eq!(who["sign_in"], true);
+    let page = app
+        .send(from(
+            "127.0.0.1",
+            Some("ana"),
+            Some("perf"),
+            "GET",
+            "/console/runs",
+        ))
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        select_texts(&page.html(), ".whoami")
+            .iter()
+            .any(|t| t.contains("ana"))
+    );
+    // The same header from anywhere else is not believed.
+    let r = app
+        .send(from(
+            "10.0.0.5",
+            Some("ana"),
+            Some("perf"),
+            "GET",
+            "/api/v1/runs",
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // The proxy without a user: anonymous. A user without an editor group: a viewer.
+    let r = app
+        .send(from("127.0.0.1", None, None, "GET", "/api/v1/runs"))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = app
+        .send(from(
+            "127.0.0.1",
+            Some("bo"),
+            Some("dev"),
+            "DELETE",
+            "/api/v1/runs/1",
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
+}
+
 /// Runs `harrier ARGS` with `stdin`; exit code, stdout, stderr.
 fn harrier(args: &[&str], stdin: &str) -> (i32, String, String) {
     let mut child = Command::new(HARRIER)
