@@ -18,7 +18,7 @@ use crate::browser::{browser, cli_import, fixture_path, start_harrier};
 
 /// Serves `page` as HTML to every request on `ip:0` (the attacker's site); returns its
 /// address.
-async fn attacker_site(ip: &str, page: String) -> SocketAddr {
+pub(crate) async fn attacker_site(ip: &str, page: String) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let response = format!(
@@ -41,7 +41,7 @@ async fn attacker_site(ip: &str, page: String) -> SocketAddr {
 
 /// The attacker's page against harrier at `base` (`http://127.0.0.1:PORT`): every step
 /// records what it saw in `window.results`; `window.results.done` when all have run.
-fn attack_page(base: &str, run_id: i64, jtl: &str) -> String {
+pub(crate) fn attack_page(base: &str, run_id: i64, jtl: &str) -> String {
     let ws = base.replacen("http://", "ws://", 1);
     let jtl = serde_json::to_string(jtl).unwrap();
     format!(
@@ -95,7 +95,7 @@ fn jtl_escape_html(s: &str) -> String {
 }
 
 /// Runs the page at `url` in the browser until its steps are done; returns its results.
-async fn run_attack(client: &Client, url: &str) -> Value {
+pub(crate) async fn run_attack(client: &Client, url: &str) -> Value {
     client.goto(url).await.unwrap();
     for _ in 0..100 {
         let r = client

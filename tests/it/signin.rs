@@ -714,3 +714,145 @@ fn users_and_tokens_from_the_command_line() {
         "{with:?}"
     );
 }
+
+/// In real Chromium: an editor signs in through the form (the session cookie reaches the
+/// websocket and the upload), a page of another origin in the same browser — which now
+/// holds the session cookie — tries every request it can send without asking and changes
+/// nothing, and signing out sends the browser back to the sign-in page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_signs_in_in_the_browser_and_other_pages_still_change_nothing() {
+    use fantoccini::Locator;
+    use std::time::Duration;
+
+    use crate::attack::{attack_page, attacker_site, run_attack};
+    use crate::browser::{browser, fixture_path, start_harrier};
+
+    if sqlite_only("the commands open the SQLite file the test names") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("harrier.db");
+    let dbs = db.to_str().unwrap();
+    let (code, _, err) = harrier(
+        &["user", "add", "ed", "--role", "editor", "--db", dbs],
+        "a long passphrase\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, read_token, _) = harrier(
+        &["token", "create", "reader", "--scope", "write", "--db", dbs],
+        "",
+    );
+    let read_token = read_token.trim().to_string();
+    let (_harrier, base) = start_harrier(&db);
+    let http = reqwest::Client::new();
+    let api = |path: &str| {
+        http.get(format!("{base}{path}"))
+            .bearer_auth(&read_token)
+            .send()
+    };
+    // A run to attack, imported with the token.
+    let jtl = std::fs::read_to_string(fixture_path("edge-cases/EC35/input.jtl")).unwrap();
+    let r = http
+        .post(format!("{base}/api/v1/runs?name=kept%20run"))
+        .bearer_auth(&read_token)
+        .body(jtl.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let run_id = r.json::<serde_json::Value>().await.unwrap()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    let url = client.current_url().await.unwrap();
+    assert_eq!(url.path(), "/console/sign-in", "{url}");
+    client
+        .find(Locator::Css("#sign-in-name"))
+        .await
+        .unwrap()
+        .send_keys("ed")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#sign-in-password"))
+        .await
+        .unwrap()
+        .send_keys("a long passphrase")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css(".sign-in-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let who = wait()
+        .for_element(Locator::Css(".whoami"))
+        .await
+        .expect("signed in");
+    assert!(who.text().await.unwrap().contains("ed"));
+    assert_eq!(client.current_url().await.unwrap().path(), "/console/runs");
+    wait()
+        .for_element(Locator::Css("#live-status[data-state=\"live\"]"))
+        .await
+        .expect("the websocket opens with the session");
+
+    // Another origin, in the same signed-in browser.
+    let page = attack_page(&base, run_id, &jtl);
+    let site = attacker_site("127.0.0.2", page).await;
+    let results = run_attack(&client, &format!("http://{site}/")).await;
+    assert_ne!(results["ws"], "open", "websocket opened: {results}");
+    let runs: serde_json::Value = api("/api/v1/runs").await.unwrap().json().await.unwrap();
+    let runs = runs["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["name"], "kept run");
+    let rules: serde_json::Value = api("/api/v1/alert-rules")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(!rules.to_string().contains("EvilRule"), "{rules}");
+
+    // The console's own upload works with the session; then sign out.
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    client
+        .find(Locator::Css("#upload-form input[type=file]"))
+        .await
+        .unwrap()
+        .send_keys(fixture_path("edge-cases/EC11/input.jtl").to_str().unwrap())
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#upload-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait()
+        .for_element(Locator::Css("#upload-result a[href^=\"/console/runs/\"]"))
+        .await
+        .expect("the console's upload works when signed in");
+    client
+        .find(Locator::Css(".whoami button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait()
+        .for_element(Locator::Css(".sign-in-form"))
+        .await
+        .expect("back at sign-in");
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    assert_eq!(
+        client.current_url().await.unwrap().path(),
+        "/console/sign-in"
+    );
+    let _ = client.close().await;
+}
