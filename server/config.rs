@@ -77,6 +77,23 @@ pub enum Command {
     /// `Token …`, or the basic-auth password on `/write`): create, list, revoke.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Copy everything from a SQLite database into a new, empty PostgreSQL database (runs,
+    /// route history, targets, alert rules, state, history, silences, channels, users,
+    /// tokens, share links, the audit log): one transaction, ids and times kept. Stop
+    /// `harrier serve` on the SQLite file first.
+    Migrate(MigrateArgs),
+}
+
+/// `harrier migrate --from sqlite:PATH --to postgres://…`.
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    /// The database to copy: `sqlite:PATH`.
+    #[arg(long, value_name = "URL")]
+    pub from: DatabaseUrl,
+    /// The database to fill: `postgres://user:password@host:port/database` (it must exist
+    /// and hold no data; harrier creates its tables).
+    #[arg(long, value_name = "URL")]
+    pub to: DatabaseUrl,
 }
 
 impl Command {

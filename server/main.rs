@@ -48,6 +48,7 @@ fn main() -> ExitCode {
             Command::Load(command) => load::load(command).await,
             Command::User(command) => access::user(command).await,
             Command::Token(command) => access::token(command).await,
+            Command::Migrate(args) => access::migrate(args).await,
         }
     });
     match result {

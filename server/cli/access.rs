@@ -1,6 +1,7 @@
 //! `harrier user …` and `harrier token …`: local users and machine tokens, written to the
 //! database directly (they work while `harrier serve` runs on it; a running server turns
-//! sign-in on within two seconds of the first user).
+//! sign-in on within two seconds of the first user). And `harrier migrate`: a SQLite
+//! database copied into PostgreSQL.
 
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
@@ -8,9 +9,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::serve::database_hint;
-use crate::config::{DbArgs, TokenCommand, UserCommand};
+use crate::config::{DbArgs, MigrateArgs, TokenCommand, UserCommand};
 use crate::domain::auth::{self, Role, Scope, TOKEN_PREFIX};
 use crate::domain::format;
+use crate::store::DatabaseUrl;
 use crate::store::Store;
 
 async fn open(db: &DbArgs) -> anyhow::Result<Store> {
@@ -248,5 +250,52 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::from(2))
             }
         }
+    }
+}
+
+/// Runs `harrier migrate`: 0 copied, 2 unsupported direction or a target holding data, 1
+/// otherwise.
+pub async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
+    let (DatabaseUrl::Sqlite(path), DatabaseUrl::Postgres(_)) = (&args.from, &args.to) else {
+        eprintln!(
+            "harrier migrate: copies sqlite:PATH into postgres://…; got --from {} --to {}",
+            args.from.shown(),
+            args.to.shown()
+        );
+        return Ok(ExitCode::from(2));
+    };
+    // Nobody may write the file meanwhile: a serve on it holds this lock.
+    let _lock = crate::store::lock_for_serving(path)?;
+    let from = Store::connect_existing(&args.from)
+        .await
+        .with_context(|| database_hint(&args.from))?;
+    let to = Store::connect(&args.to)
+        .await
+        .with_context(|| database_hint(&args.to))?;
+    let (Some(src), Some(dst)) = (from.sqlite_pool(), to.postgres_pool()) else {
+        unreachable!("checked above");
+    };
+    let started = std::time::Instant::now();
+    let copied = crate::store::migrate::sqlite_to_postgres(src, dst, |c| {
+        eprintln!("  {:<28} {:>10} rows", c.table, c.rows);
+    })
+    .await;
+    match copied {
+        Ok(tables) => {
+            let rows: u64 = tables.iter().map(|t| t.rows).sum();
+            outln!(
+                "copied {rows} rows of {} tables from {} to {} in {:.1} s",
+                tables.len(),
+                args.from.shown(),
+                args.to.shown(),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(crate::store::StoreError::Invalid(message)) => {
+            eprintln!("harrier {message}; nothing was copied");
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("migrate: nothing was copied")),
     }
 }

@@ -11,6 +11,7 @@ mod alerts;
 pub mod auth;
 mod channels;
 mod compare;
+pub mod migrate;
 mod postgres;
 mod recent;
 mod routes;
@@ -1071,6 +1072,9 @@ pub enum StoreError {
     /// The database file is missing (read-only commands never create one).
     #[error("no database at {0}: import a run first, or pass --db / set db in harrier.toml")]
     Missing(String),
+    /// Data that an operation cannot take as it is (the message says what and where).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 // Not `#[from]`: the message already holds the cause, and a chained source would print
