@@ -172,11 +172,16 @@ pub async fn serve(
         }
     });
     let alerts_wake = Arc::new(tokio::sync::Notify::new());
+    let leader = Arc::new(crate::services::alerts::lease::Leader::new(
+        state.store.clone(),
+        state.config.alerts.evaluation_interval.ms(),
+    ));
     tokio::spawn(crate::services::alerts::evaluator::run(
         state.store.clone(),
         state.hub.clone(),
         Arc::new(state.config.alerts.clone()),
         alerts_wake.clone(),
+        leader.clone(),
         token.clone(),
     ));
     let external_url = state
@@ -214,6 +219,7 @@ pub async fn serve(
         state.egress.clone(),
         Arc::new(dispatch),
         alerts_wake,
+        leader.clone(),
         token.clone(),
     ));
     let limits = state.config.connections;
@@ -227,8 +233,10 @@ pub async fn serve(
         token.cancel();
     })
     .await;
-    // Open live runs are stored as complete before the process ends.
+    // Open live runs are stored as complete before the process ends; another replica
+    // takes the alerts lease at its next round.
     live_stop.cancel();
     let _ = live_runs.await;
+    leader.release().await;
     served
 }

@@ -1029,6 +1029,35 @@ impl Store {
         dispatch!(self, db => db.list_audit(before_id, limit).await)
     }
 
+    /// Takes or renews lease `name` for `holder` until `now_ms + ttl_ms`: the term held
+    /// (the same while renewed, one more at every change of holder), or `None` while
+    /// another holder's lease runs.
+    pub async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<i64>> {
+        dispatch!(self, db => db.acquire_lease(name, holder, now_ms, ttl_ms).await)
+    }
+
+    /// Whether `holder` still holds lease `name` in `term` at `now_ms`.
+    pub async fn lease_held(
+        &self,
+        name: &str,
+        holder: &str,
+        term: i64,
+        now_ms: i64,
+    ) -> Result<bool> {
+        dispatch!(self, db => db.lease_held(name, holder, term, now_ms).await)
+    }
+
+    /// Gives lease `name` up (if `holder` has it): another may take it at once.
+    pub async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
+        dispatch!(self, db => db.release_lease(name, holder).await)
+    }
+
     // silences
 
     /// Stores a checked silence; returns it as listed at `now_ms`.

@@ -19,6 +19,7 @@ mod live_runs;
 mod load;
 mod permissions;
 mod readme;
+mod replicas;
 mod report;
 mod routes;
 mod secrets;

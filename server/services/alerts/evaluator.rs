@@ -364,6 +364,7 @@ pub async fn run(
     hub: Hub,
     config: Arc<AlertsConfig>,
     wake: Arc<tokio::sync::Notify>,
+    leader: Arc<super::lease::Leader>,
     shutdown: CancellationToken,
 ) {
     if let Err(e) = seed(&store, &config).await {
@@ -376,6 +377,10 @@ pub async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => {
+                // Another replica on the same database evaluates while it holds the lease.
+                if !leader.round(crate::now_ms()).await {
+                    continue;
+                }
                 let started = std::time::Instant::now();
                 match evaluate_once(&store, &hub, crate::now_ms()).await {
                     Ok(round) => {

@@ -4,4 +4,5 @@
 //! domain's ([`crate::domain::alerts`]).
 
 pub mod evaluator;
+pub mod lease;
 pub mod notify;

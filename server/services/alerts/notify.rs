@@ -491,6 +491,7 @@ pub async fn run(
     egress: Egress,
     ctx: Arc<Dispatch>,
     wake: Arc<Notify>,
+    leader: Arc<super::lease::Leader>,
     shutdown: CancellationToken,
 ) {
     let client = client(&egress);
@@ -499,6 +500,10 @@ pub async fn run(
             _ = shutdown.cancelled() => break,
             _ = wake.notified() => {}
             _ = tokio::time::sleep(StdDuration::from_secs(1)) => {}
+        }
+        // Fencing: only the replica holding the alerts lease in its term sends.
+        if !leader.still_held(crate::now_ms()).await {
+            continue;
         }
         if let Err(e) = dispatch(&store, &client, &ctx, crate::now_ms()).await {
             tracing::error!(error = %e, "dispatching alert notifications failed");

@@ -334,4 +334,60 @@ impl PostgresStore {
         .fetch_all(&self.pool)
         .await?)
     }
+
+    pub async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<i64>> {
+        let term: Option<(i64,)> = sqlx::query_as(
+            "INSERT INTO leases (name, holder, term, expires_at_ms) VALUES ($1, $2, 1, $3)
+             ON CONFLICT (name) DO UPDATE SET
+               term = CASE WHEN leases.holder = excluded.holder AND leases.expires_at_ms > $4
+                           THEN leases.term ELSE leases.term + 1 END,
+               holder = excluded.holder,
+               expires_at_ms = excluded.expires_at_ms
+             WHERE leases.holder = excluded.holder OR leases.expires_at_ms <= $5
+             RETURNING term",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(now_ms + ttl_ms)
+        .bind(now_ms)
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(term.map(|(t,)| t))
+    }
+
+    pub async fn lease_held(
+        &self,
+        name: &str,
+        holder: &str,
+        term: i64,
+        now_ms: i64,
+    ) -> Result<bool> {
+        let row: Option<(i64,)> = sqlx::query_as(
+            "SELECT term FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at_ms > $4",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(term)
+        .bind(now_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.is_some())
+    }
+
+    pub async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
+        // Expired now rather than deleted: the next holder's term still grows.
+        sqlx::query("UPDATE leases SET expires_at_ms = 0 WHERE name = $1 AND holder = $2")
+            .bind(name)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
 }
