@@ -1,4 +1,4 @@
--- The SQLite migration 0013_leases.sql on PostgreSQL: which replica does a job that only
+-- The SQLite migration 0014_leases.sql on PostgreSQL: which replica does a job that only
 -- one may do at a time (`alerts`), with a term number that grows at every change of
 -- holder (fencing).
 CREATE TABLE leases (

@@ -1,4 +1,4 @@
--- The SQLite migration 0012_auth.sql on PostgreSQL. Sign-in: local users, their sessions, failed sign-ins (throttling), machine tokens,
+-- The SQLite migration 0013_auth.sql on PostgreSQL. Sign-in: local users, their sessions, failed sign-ins (throttling), machine tokens,
 -- read-only share links and the audit log. Secrets are never stored: passwords as
 -- Argon2id PHC strings, session ids, tokens and share links as the SHA-256 of their
 -- random part (hex). Times are unix epoch milliseconds (UTC).
