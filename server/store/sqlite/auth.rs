@@ -98,10 +98,12 @@ impl SqliteStore {
     }
 
     pub async fn insert_session(&self, id_hash: &str, user_id: i64, now_ms: i64) -> Result<()> {
+        // In the writer's turn: a sign-in during a long import waits instead of failing.
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM sessions WHERE last_seen_ms < ? OR created_at_ms < ?")
             .bind(now_ms - SESSION_IDLE_MS)
             .bind(now_ms - SESSION_ABSOLUTE_MS)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
         sqlx::query(
             "INSERT INTO sessions (id_hash, user_id, created_at_ms, last_seen_ms) VALUES (?, ?, ?, ?)",
@@ -110,8 +112,9 @@ impl SqliteStore {
         .bind(user_id)
         .bind(now_ms)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -129,12 +132,16 @@ impl SqliteStore {
         let Some((id, name, role, password_hash, created_at_ms, last_seen)) = row else {
             return Ok(None);
         };
-        if now_ms - last_seen >= TOUCH_EVERY_MS {
-            sqlx::query("UPDATE sessions SET last_seen_ms = ? WHERE id_hash = ?")
+        // A busy database (a long import holds the writer) must not sign anyone out: the
+        // last-seen time is refreshed when it can be.
+        if now_ms - last_seen >= TOUCH_EVERY_MS
+            && let Err(e) = sqlx::query("UPDATE sessions SET last_seen_ms = ? WHERE id_hash = ?")
                 .bind(now_ms)
                 .bind(id_hash)
                 .execute(&self.pool)
-                .await?;
+                .await
+        {
+            tracing::warn!(error = %e, "refreshing a session's last-seen time failed");
         }
         Ok(Some(UserRow {
             id,
@@ -310,6 +317,8 @@ impl SqliteStore {
         status: i64,
         client: Option<&str>,
     ) -> Result<()> {
+        // Written in the background, in the writer's turn (waits out a long import).
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO audit_log (at_ms, who, method, path, status, client) VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -319,8 +328,9 @@ impl SqliteStore {
         .bind(path)
         .bind(status)
         .bind(client)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 
