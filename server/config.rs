@@ -458,8 +458,9 @@ pub struct BaselineArgs {
 /// Where `serve` listens and keeps its data.
 #[derive(Debug, Default, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on [default: 127.0.0.1:7070; any non-loopback address, such as
-    /// 0.0.0.0:7070, also needs --insecure-no-auth].
+    /// Address to listen on [default: 127.0.0.1:7070; a non-loopback address, such as
+    /// 0.0.0.0:7070, needs sign-in on (a user from `harrier user add`, or [auth_proxy] in
+    /// harrier.toml) or --insecure-no-auth].
     #[arg(long, env = "HARRIER_LISTEN")]
     pub listen: Option<SocketAddr>,
     /// SQLite database file, created if missing [default: ./harrier.db].
