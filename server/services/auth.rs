@@ -224,7 +224,12 @@ impl Auth {
         if !auth::secret_matches(secret, &row.secret_hash) || !live {
             return Err(CredentialError::BadToken);
         }
-        if let Err(e) = self.store.touch_token(id, now_ms).await {
+        // Written at most once a minute (a write per request would queue every read behind
+        // SQLite's writer).
+        let stale = row
+            .last_used_ms
+            .is_none_or(|t| now_ms - t >= crate::store::auth::TOUCH_EVERY_MS);
+        if stale && let Err(e) = self.store.touch_token(id, now_ms).await {
             tracing::warn!(error = %e, "recording a token's use failed");
         }
         Ok(Principal::Token {
