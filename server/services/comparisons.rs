@@ -365,7 +365,8 @@ pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Co
     let started = std::time::Instant::now();
     let (inputs, resampled) = load_resampled(store, ids, true, opts).await?;
     let loaded = started.elapsed();
-    let c = compare_loaded(inputs, resampled, opts).await?;
+    let mut c = compare_loaded(inputs, resampled, opts).await?;
+    c.capacity = capacities(store, ids, opts).await?;
     tracing::debug!(
         runs = ids.len(),
         load_ms = loaded.as_secs_f64() * 1e3,
@@ -373,6 +374,26 @@ pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Co
         "comparison"
     );
     Ok(c)
+}
+
+/// Each run's capacity (the knee of its saturation analysis) and its change against the
+/// first, see [`compare::CAPACITY_METHOD`].
+pub async fn capacities(
+    store: &Store,
+    ids: &[i64],
+    opts: &Options,
+) -> Result<Vec<compare::RunCapacity>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let run = store
+            .get_run(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
+        let c = crate::views::runs::run_capacity(store, &run).await?;
+        out.push(compare::run_capacity(id, c.as_ref()));
+    }
+    compare::capacity_changes(&mut out, opts.min_effect_pct);
+    Ok(out)
 }
 
 /// Where a baseline came from.
@@ -497,7 +518,10 @@ pub async fn check(
     };
     let ids: Vec<i64> = baseline.into_iter().chain([run_id]).collect();
     let (inputs, resampled) = load_resampled(store, &ids, true, opts).await?;
-    let comparison = compare_loaded(inputs, resampled, opts).await?;
+    let mut comparison = compare_loaded(inputs, resampled, opts).await?;
+    if gates.iter().any(|g| g.figure == Figure::CapacityRps) {
+        comparison.capacity = capacities(store, &ids, opts).await?;
+    }
     let results = gates::evaluate(gates, &comparison);
     let passed = results.iter().all(|r| r.status != Status::Fail);
     if record {

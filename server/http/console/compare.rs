@@ -107,7 +107,78 @@ fn figure_title(f: Figure) -> &'static str {
         }
         Figure::MaxMs => "Slowest sample · no verdict (one sample)",
         Figure::ThroughputRps => "count / (last end − first start) · higher is better",
+        Figure::CapacityRps => {
+            "The knee of the saturation analysis: req/s (and users) where throughput stops growing while the load rises · higher is better · noise: the plateau's standard error"
+        }
     }
+}
+
+/// The capacity row of the totals: each run's knee (req/s at users), its change and
+/// verdict (see [`crate::domain::compare::CAPACITY_METHOD`]).
+fn capacity_row(c: &Comparison) -> Option<FigureRow> {
+    if c.capacity.is_empty() || c.capacity.iter().all(|r| r.statement.is_none()) {
+        return None;
+    }
+    let f = Figure::CapacityRps;
+    let cells = c
+        .capacity
+        .iter()
+        .map(|r| {
+            let ch = r.change.as_ref();
+            let verdict = ch.and_then(|c| c.verdict);
+            let value = match (r.capacity_rps, r.knee_users) {
+                (Some(rps), Some(users)) => format!("{} at ~{users} users", f.format(Some(rps))),
+                _ if r.peak_rps.is_some() => "no knee".to_string(),
+                _ => format::NONE.to_string(),
+            };
+            let users = ch
+                .and_then(|c| c.users_abs)
+                .filter(|u| *u != 0)
+                .map(|u| format!(", {u:+} users"))
+                .unwrap_or_default();
+            CellView {
+                value,
+                raw: r.capacity_rps.map(|v| v.to_string()).unwrap_or_default(),
+                delta: ch
+                    .and_then(|c| c.abs_rps)
+                    .map(|a| format!("{}{users}", signed_abs(f, a)))
+                    .unwrap_or_default(),
+                delta_pct: ch.and_then(|c| c.pct).map(signed_pct).unwrap_or_default(),
+                class: match verdict {
+                    Some(Verdict::Worse) => "worse",
+                    Some(Verdict::Better) => "better",
+                    Some(Verdict::NoChange) => "same",
+                    None => "",
+                },
+                verdict: verdict.map(|v| {
+                    (
+                        v.as_str(),
+                        match v {
+                            Verdict::Worse => "err",
+                            Verdict::Better => "ok",
+                            Verdict::NoChange => "muted",
+                        },
+                    )
+                }),
+                title: match (ch.and_then(|c| c.ci_low.zip(c.ci_high)), &r.statement) {
+                    (Some((lo, hi)), Some(st)) => format!(
+                        "{st} · 95 % interval of the change: {} … {} %",
+                        format::float(lo, 1),
+                        format::float(hi, 1)
+                    ),
+                    (None, Some(st)) => st.clone(),
+                    _ => "The load did not ramp: no saturation analysis".into(),
+                },
+                present: true,
+            }
+        })
+        .collect();
+    Some(FigureRow {
+        name: f.name(),
+        key: f.key(),
+        title: figure_title(f),
+        cells,
+    })
 }
 
 fn signed_pct(v: f64) -> String {
@@ -133,7 +204,7 @@ fn scope_views(c: &Comparison) -> Vec<ScopeView> {
         .enumerate()
         .map(|(si, s)| {
             let (mut worse, mut better) = (0, 0);
-            let rows = Figure::ALL
+            let mut rows: Vec<FigureRow> = Figure::ALL
                 .iter()
                 .map(|&f| FigureRow {
                     name: f.name(),
@@ -200,6 +271,18 @@ fn scope_views(c: &Comparison) -> Vec<ScopeView> {
                         .collect(),
                 })
                 .collect();
+            if s.label.is_none()
+                && let Some(row) = capacity_row(c)
+            {
+                for cell in &row.cells {
+                    match cell.class {
+                        "worse" => worse += 1,
+                        "better" => better += 1,
+                        _ => {}
+                    }
+                }
+                rows.push(row);
+            }
             ScopeView {
                 title: s
                     .label
