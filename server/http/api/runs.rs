@@ -3,7 +3,10 @@
 //! - `GET /api/v1/runs` → `{"runs": [RunListItem…]}`, newest first;
 //! - `POST /api/v1/runs?format=&name=&scenario=&tag=k=v&filename=` with the result file as
 //!   the raw body, or as multipart form data (a `file` field; `name`, `scenario`, `format`,
-//!   `tag` fields allowed too) → 201 `{"runs": [ImportedRun…]}`;
+//!   `tag` fields allowed too) → 201 `{"runs": [ImportedRun…]}`. Several `file` fields
+//!   holding the files of one Locust `--csv` run (`x_stats.csv`, `x_stats_history.csv`,
+//!   `x_failures.csv`, `x_exceptions.csv`) make one run (see
+//!   [`crate::sources::ingest::locust::merge_set`]);
 //! - `GET /api/v1/runs/{id}?apdex_t_ms=` → [`RunDetail`](crate::store::RunDetail) with
 //!   Apdex per scope and `capacity` (see [`RunReport::to_json`]);
 //! - `PATCH /api/v1/runs/{id}` with `{"name", "scenario", "notes", "tags"}` (any of them);
@@ -365,7 +368,10 @@ async fn create_runs(
 }
 
 /// Streams the `file` field of a multipart upload into an import; text fields before it
-/// set the options.
+/// set the options. Files of one Locust `--csv` run (`x_stats.csv`, `x_stats_history.csv`,
+/// `x_failures.csv`, `x_exceptions.csv`) in several file fields are read whole (together
+/// within the import limit) and make one run; other files after them are imported one by
+/// one.
 async fn import_multipart(
     state: &AppState,
     progress: &Progress,
@@ -375,6 +381,8 @@ async fn import_multipart(
     let bad = |e: axum::extract::multipart::MultipartError| {
         Error::BadRequest(format!("multipart body: {e}"))
     };
+    let mut held: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut held_bytes: u64 = 0;
     while let Some(mut field) = multipart.next_field().await.map_err(bad)? {
         let field_name = field.name().unwrap_or_default().to_string();
         let file_name = field.file_name().map(str::to_string);
@@ -386,6 +394,25 @@ async fn import_multipart(
         let source = file_name
             .or(params.filename.clone())
             .unwrap_or_else(|| "upload".to_string());
+        if !held.is_empty() || crate::sources::ingest::locust::csv_set_part(&source).is_some() {
+            let mut bytes = Vec::new();
+            while let Some(chunk) = field.chunk().await.map_err(|e| {
+                Error::BadRequest(format!(
+                    "{source}: upload broke off: {e}; nothing was stored"
+                ))
+            })? {
+                held_bytes += chunk.len() as u64;
+                if held_bytes > state.config.max_import_bytes {
+                    return Err(Error::TooLarge(format!(
+                        "the uploaded files are larger than the import limit of {} bytes together; nothing was stored (raise max_import_bytes in harrier.toml)",
+                        state.config.max_import_bytes
+                    )));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            held.push((source, bytes));
+            continue;
+        }
         let import_req = params.request(state, source)?;
         // Chunks go through a channel so a broken upload reaches the parser as a read
         // error (and nothing is stored), not as a clean end of file.
@@ -414,9 +441,38 @@ async fn import_multipart(
             .await
             .map_err(|e| Error::Internal(format!("import task: {e}")))?;
     }
-    Err(Error::BadRequest(
-        "multipart body has no `file` field".to_string(),
-    ))
+    if held.is_empty() {
+        return Err(Error::BadRequest(
+            "multipart body has no `file` field".to_string(),
+        ));
+    }
+    let names: Vec<String> = held.iter().map(|(n, _)| n.clone()).collect();
+    let format = params.request(state, String::new())?.format;
+    let (sets, rest) = import::locust_sets(&names, format);
+    let mut slots: Vec<Option<(String, Vec<u8>)>> = held.into_iter().map(Some).collect();
+    let mut runs = Vec::new();
+    for (prefix, idx) in sets {
+        let files: Vec<(String, Vec<u8>)> = idx.iter().filter_map(|&i| slots[i].take()).collect();
+        let req = params.request(state, format!("{prefix}_*.csv"))?;
+        runs.extend(import::import_locust_set(&state.store, progress, req, &prefix, files).await?);
+    }
+    for i in rest {
+        if let Some((source, bytes)) = slots[i].take() {
+            let total = bytes.len() as u64;
+            let req = params.request(state, source)?;
+            runs.extend(
+                import::import_reader(
+                    &state.store,
+                    progress,
+                    req,
+                    std::io::Cursor::new(bytes),
+                    Some(total),
+                )
+                .await?,
+            );
+        }
+    }
+    Ok(runs)
 }
 
 /// The file name of a `Content-Disposition: attachment; filename="…"; filename*=UTF-8''…`
