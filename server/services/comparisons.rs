@@ -572,6 +572,10 @@ pub struct TrendPoint {
     pub regressions: Vec<Figure>,
     /// The latest check: `true` passed, `false` failed, `null` never checked.
     pub check_passed: Option<bool>,
+    /// The run's tags (build, concurrency, …): the trend can be drawn against one of them
+    /// instead of time.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
 }
 
 /// A change point on one figure's trend.
@@ -601,6 +605,10 @@ pub struct Trend {
     pub points: Vec<TrendPoint>,
     /// Change points per figure key (E-divisive, see [`changepoint`]).
     pub change_points: BTreeMap<Figure, Vec<TrendChange>>,
+    /// Tag keys any of its runs carries, sorted: the axes the trend can be drawn against
+    /// besides time.
+    #[serde(default)]
+    pub tag_keys: Vec<String>,
 }
 
 /// Builds a scenario's trend. `NotFound` when no run has that scenario.
@@ -634,6 +642,19 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
     };
     let offset = usize::from(baseline.is_some());
     let baseline_pos = baseline.and_then(|b| runs.iter().position(|r| r.id == b));
+    let mut tags: Vec<BTreeMap<String, String>> = Vec::with_capacity(runs.len());
+    for r in &runs {
+        tags.push(
+            store
+                .get_run(r.id)
+                .await?
+                .map(|d| d.tags)
+                .unwrap_or_default(),
+        );
+    }
+    let mut tag_keys: Vec<String> = tags.iter().flat_map(|t| t.keys().cloned()).collect();
+    tag_keys.sort();
+    tag_keys.dedup();
     let points: Vec<TrendPoint> = runs
         .iter()
         .enumerate()
@@ -677,6 +698,7 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
                 error_pct: stats.error_pct,
                 regressions,
                 check_passed: checks.get(&r.id).copied(),
+                tags: tags[i].clone(),
             }
         })
         .collect();
@@ -727,6 +749,7 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
         min_effect_pct: opts.min_effect_pct,
         points,
         change_points,
+        tag_keys,
     })
 }
 

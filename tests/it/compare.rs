@@ -1081,3 +1081,65 @@ async fn capacity_is_compared_and_gated() {
         .text();
     assert!(md.contains("<td>Capacity</td>"), "HTML export has the row");
 }
+
+/// Issue 12: a scenario's trend can be drawn against a tag of its runs (concurrency, build)
+/// instead of time: the API lists the tag keys and each run's tags; the page offers them,
+/// says how many runs lack the picked one, hands it to the charts, and refuses a tag no
+/// run has.
+#[tokio::test]
+async fn scenario_trend_against_a_tag() {
+    let app = spawn_app().await;
+    let ramp = ramp_jtl(
+        &[(4, 40, 50), (8, 80, 52), (12, 90, 180), (16, 88, 400)],
+        false,
+    );
+    for q in [
+        "name=c20&scenario=steps&tag=concurrency=20&tag=build=b1",
+        "name=c5&scenario=steps&tag=concurrency=5&tag=build=b2",
+        "name=plain&scenario=steps",
+    ] {
+        let r = app.import(q, ramp.clone()).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    }
+    let t = app.get("/api/v1/scenarios/steps").await.json();
+    assert_eq!(t["tag_keys"], serde_json::json!(["build", "concurrency"]));
+    let tags: Vec<serde_json::Value> = t["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tags"]["concurrency"].clone())
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            serde_json::json!("20"),
+            serde_json::json!("5"),
+            serde_json::Value::Null
+        ]
+    );
+
+    let page = app.get("/console/scenarios/steps?x=concurrency").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    let html = page.html();
+    assert_eq!(
+        select_texts(&html, "#trend-x option"),
+        ["time", "tag build", "tag concurrency"]
+    );
+    assert_eq!(
+        select_texts(&html, "#trend-x option[selected]"),
+        ["tag concurrency"]
+    );
+    assert_eq!(
+        select_texts(&html, "#trend-x-untagged"),
+        ["1 run without it left out"]
+    );
+    let island = select_texts(&html, "script#scenario-data");
+    let data: serde_json::Value = serde_json::from_str(&island[0]).unwrap();
+    assert_eq!(data["x_tag"], "concurrency");
+    // on the time axis, no tag is picked
+    let html = app.get("/console/scenarios/steps").await.html();
+    assert_eq!(select_texts(&html, "#trend-x option[selected]"), ["time"]);
+    let r = app.get("/console/scenarios/steps?x=region").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.text().contains("build, concurrency"), "{}", r.text());
+}

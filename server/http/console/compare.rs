@@ -533,6 +533,12 @@ struct ScenarioPage {
     changes: Vec<ChangeView>,
     min_effect_pct: String,
     compare_url: String,
+    /// Axes the trend can be drawn against: `("", "time")` then the runs' tag keys; the
+    /// picked one's value.
+    x_options: Vec<(String, String)>,
+    x_picked: String,
+    /// The runs the picked tag leaves out (they lack it).
+    x_untagged: usize,
     data_json: String,
 }
 
@@ -554,6 +560,34 @@ async fn scenario_page(
 ) -> Result<ScenarioPage, PageError> {
     let q = CompareQuery::parse(raw.as_deref())?;
     let t: Trend = comparisons::trend(&state.store, &name, &q.options()).await?;
+    // `?x=TAG`: the trend drawn against a tag of the runs instead of time.
+    let x_picked = form_urlencoded::parse(raw.as_deref().unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == "x")
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty() && v != "time")
+        .unwrap_or_default();
+    if !x_picked.is_empty() && !t.tag_keys.contains(&x_picked) {
+        return Err(Error::BadRequest(format!(
+            "x must be time or a tag of this scenario's runs ({}), got {x_picked:?}",
+            if t.tag_keys.is_empty() {
+                "they have none".to_string()
+            } else {
+                t.tag_keys.join(", ")
+            }
+        ))
+        .into());
+    }
+    let x_untagged = if x_picked.is_empty() {
+        0
+    } else {
+        t.points
+            .iter()
+            .filter(|p| !p.tags.contains_key(&x_picked))
+            .count()
+    };
+    let x_options: Vec<(String, String)> = std::iter::once((String::new(), "time".to_string()))
+        .chain(t.tag_keys.iter().map(|k| (k.clone(), format!("tag {k}"))))
+        .collect();
     let pinned = state.store.pinned_baseline(&name).await?.is_some();
     let baseline = t.baseline_run_id.and_then(|b| {
         t.points.iter().find(|p| p.run.id == b).map(|p| {
@@ -648,6 +682,7 @@ async fn scenario_page(
         "points": &t.points,
         "change_points": &t.change_points,
         "figures": TREND_FIGURES.iter().map(|f| f.key()).collect::<Vec<_>>(),
+        "x_tag": (!x_picked.is_empty()).then_some(&x_picked),
     });
     Ok(ScenarioPage {
         nav: "runs",
@@ -658,6 +693,9 @@ async fn scenario_page(
         changes,
         min_effect_pct: format::float(t.min_effect_pct, 1),
         compare_url,
+        x_options,
+        x_picked,
+        x_untagged,
         data_json: data.to_string().replace('<', "\\u003c"),
     })
 }

@@ -736,10 +736,7 @@ fn csv_reader<R: Read>(input: R) -> csv::Reader<R> {
 /// wrote it (its `repr()`, newlines as `\n`), count = `Occurrences`, first/last seen from
 /// the ISO-8601 columns (Locust ≥ 2.44; `0` without them). Rows that do not read are
 /// returned as (line, reason).
-pub fn parse_failures<R: Read>(
-    input: R,
-    source_name: &str,
-) -> Result<Failures, IngestError> {
+pub fn parse_failures<R: Read>(input: R, source_name: &str) -> Result<Failures, IngestError> {
     let mut rdr = csv_reader(input);
     let mut header = StringRecord::new();
     match rdr.read_record(&mut header) {
