@@ -655,6 +655,28 @@ async fn locust_csv_files_of_one_run_make_one_run() {
         before
     );
 
+    // other files in one upload: a run each (no longer only the first)
+    let (content_type, body) = multipart(&[
+        ("a.jtl", fixture("edge-cases/EC11/input.jtl")),
+        ("b.jtl", fixture("edge-cases/EC11/input.jtl")),
+    ]);
+    let r = app
+        .send(
+            Request::post("/api/v1/runs")
+                .header("content-type", content_type)
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let names: Vec<String> = r.json()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+
     // harrier import with the four files: one run, the same figures
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("harrier.db");

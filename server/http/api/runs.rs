@@ -368,10 +368,11 @@ async fn create_runs(
 }
 
 /// Streams the `file` field of a multipart upload into an import; text fields before it
-/// set the options. Files of one Locust `--csv` run (`x_stats.csv`, `x_stats_history.csv`,
-/// `x_failures.csv`, `x_exceptions.csv`) in several file fields are read whole (together
-/// within the import limit) and make one run; other files after them are imported one by
-/// one.
+/// set the options. Several file fields make a run each; except the files of one Locust
+/// `--csv` run (`x_stats.csv`, `x_stats_history.csv`, `x_failures.csv`,
+/// `x_exceptions.csv`): read whole (together within the import limit), they make one run.
+/// Files before the first Locust file stream into their imports; files from it on are read
+/// whole first.
 async fn import_multipart(
     state: &AppState,
     progress: &Progress,
@@ -383,6 +384,10 @@ async fn import_multipart(
     };
     let mut held: Vec<(String, Vec<u8>)> = Vec::new();
     let mut held_bytes: u64 = 0;
+    // Runs of files imported as they streamed in (each file not of a Locust set, before
+    // the first one that is).
+    let mut streamed: Vec<import::ImportedRun> = Vec::new();
+    let mut any_file = false;
     while let Some(mut field) = multipart.next_field().await.map_err(bad)? {
         let field_name = field.name().unwrap_or_default().to_string();
         let file_name = field.file_name().map(str::to_string);
@@ -437,20 +442,25 @@ async fn import_multipart(
             }
         }
         drop(tx);
-        return task
-            .await
-            .map_err(|e| Error::Internal(format!("import task: {e}")))?;
+        streamed.extend(
+            task.await
+                .map_err(|e| Error::Internal(format!("import task: {e}")))??,
+        );
+        any_file = true;
     }
     if held.is_empty() {
-        return Err(Error::BadRequest(
-            "multipart body has no `file` field".to_string(),
-        ));
+        if !any_file {
+            return Err(Error::BadRequest(
+                "multipart body has no `file` field".to_string(),
+            ));
+        }
+        return Ok(streamed);
     }
     let names: Vec<String> = held.iter().map(|(n, _)| n.clone()).collect();
     let format = params.request(state, String::new())?.format;
     let (sets, rest) = import::locust_sets(&names, format);
     let mut slots: Vec<Option<(String, Vec<u8>)>> = held.into_iter().map(Some).collect();
-    let mut runs = Vec::new();
+    let mut runs = streamed;
     for (prefix, idx) in sets {
         let files: Vec<(String, Vec<u8>)> = idx.iter().filter_map(|&i| slots[i].take()).collect();
         let req = params.request(state, format!("{prefix}_*.csv"))?;
