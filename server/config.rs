@@ -421,7 +421,13 @@ pub struct CheckArgs {
     /// The run to check.
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// Gates, one argument each (quote those with spaces).
+    /// Gates, one argument each (quote those with spaces): `FIGURE OP VALUE` (`p95<500ms`,
+    /// `error_rate<1%`, `throughput>200/s`, `capacity_rps>150`) or `FIGURE ±N%` against the
+    /// baseline (`p95 +10%`, `capacity_rps -10%`: fails when the figure moved that far the
+    /// bad way AND beyond the noise), optionally `label=NAME ` first. Figures: p50 p90 p95
+    /// p99 mean max (ms), error_rate (%), throughput (req/s), capacity_rps (req/s where
+    /// throughput stops growing while the load rises: the knee of the saturation analysis,
+    /// run total only).
     #[arg(value_name = "GATE")]
     pub gates: Vec<String>,
     /// Baseline for relative gates: a run id, `auto` (the scenario's pinned baseline, else

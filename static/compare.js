@@ -12,7 +12,9 @@
  *    {points: [TrendPoint], baseline_run_id, change_points: {figure: [...]}, figures};
  *    div.chart[data-chart="trend-<figure key>"]: one point per run on a time axis,
  *    the baseline's value dashed, regressions as red points, change points as
- *    vertical lines; button#baseline-unpin → DELETE /api/v1/scenarios/{name}/baseline.
+ *    vertical lines; with data.x_tag (select#trend-x, ?x=TAG) against that tag of the
+ *    runs instead: its values on a numeric axis when all are numbers, else one tick per
+ *    value in run order; button#baseline-unpin → DELETE /api/v1/scenarios/{name}/baseline.
  *  - Runs page: input.compare-pick checkboxes (added to rows that lack one, also
  *    rows the live table inserts) + form#compare-form → /console/compare?order=reference&runs=a,b
  *    (the server redirects with the reference first: the pinned baseline, else the oldest).
@@ -166,6 +168,8 @@
       const r = await fetch('/api/v1/scenarios/' + encodeURIComponent(unpin.dataset.scenario) + '/baseline', { method: 'DELETE' });
       if (r.ok || r.status === 404) location.reload();
     });
+    const pickX = $('#trend-x');
+    if (pickX) pickX.addEventListener('change', () => pickX.form.submit());
     if (!data || typeof uPlot === 'undefined') return;
     const f = fmt();
     const fmts = { p95_ms: f.ms, p99_ms: f.ms, mean_ms: f.ms, throughput_rps: f.rps, error_pct: f.pct };
@@ -180,8 +184,31 @@
       const clock = incr < 60000 ? f.clock(v) : f.clock(v).slice(0, 5);
       return i === 0 || day(v) !== day(splits[i - 1]) ? clock + '\n' + day(v) : clock;
     });
-    const pts = data.points || [];
-    const x = pts.map((p) => p.at_ms);
+    // Against a tag (data.x_tag): the runs that carry it, at its value when every value is
+    // a number (sorted by it), else in run order with the value as the tick.
+    const tag = data.x_tag || null;
+    let pts = data.points || [];
+    let x = pts.map((p) => p.at_ms);
+    let categories = null;
+    if (tag) {
+      pts = pts.filter((p) => p.tags && p.tags[tag] != null);
+      const vals = pts.map((p) => String(p.tags[tag]).trim());
+      const nums = vals.map((v) => (v === '' ? NaN : Number(v)));
+      if (nums.every(Number.isFinite)) {
+        const order = pts.map((p, i) => i).sort((a, b) => nums[a] - nums[b]);
+        pts = order.map((i) => pts[i]);
+        x = order.map((i) => nums[i]);
+      } else {
+        categories = [];
+        for (const v of vals) if (!categories.includes(v)) categories.push(v);
+        const order = pts.map((p, i) => i).sort((a, b) => categories.indexOf(vals[a]) - categories.indexOf(vals[b]));
+        pts = order.map((i) => pts[i]);
+        x = order.map((i) => categories.indexOf(vals[i]));
+      }
+    }
+    const tagTicks = (u, splits) => splits.map((v) => (categories
+      ? (Number.isInteger(v) && categories[v] != null ? categories[v] : '')
+      : f.num(v, v % 1 ? 1 : 0)));
     const charts = [];
     for (const key of data.figures || []) {
       const box = $('.chart[data-chart="trend-' + key + '"]');
@@ -191,11 +218,17 @@
       const base = pts.find((p) => p.run.id === data.baseline_run_id);
       const bv = base && isNum(base[key]) ? base[key] : null;
       const reg = pts.map((p, i) => (p.regressions.includes(key) ? y[i] : null));
-      const cps = ((data.change_points || {})[key] || []).map((c) => c.index);
+      // Change points are in run order: drawn on the time axis only.
+      const cps = tag ? [] : ((data.change_points || {})[key] || []).map((c) => c.index);
       const color = cssVar('--c-p95', '#d97706');
       charts.push(plot(box, {
         ms: 1,
-        scales: { x: { time: true }, y: { range: (u, mn, mx) => [0, mx > 0 ? mx * 1.1 : 1] } },
+        scales: {
+          x: tag
+            ? { time: false, range: (u, mn, mx) => (mn === mx ? [mn - 1, mx + 1] : [mn - (mx - mn) * 0.04, mx + (mx - mn) * 0.04]) }
+            : { time: true },
+          y: { range: (u, mn, mx) => [0, mx > 0 ? mx * 1.1 : 1] },
+        },
         series: [
           { label: 'run', value: (u, v, s, i) => (i == null ? '' : '#' + pts[i].run.id + ' ' + pts[i].run.name) },
           { label: names[key], stroke: color, width: 1.5, points: { show: true, size: 6 }, value: (u, v) => (isNum(v) ? fmts[key](v) : f.NULL) },
@@ -203,8 +236,9 @@
           { label: 'regression', stroke: cssVar('--c-p99', '#dc2626'), width: 0, paths: () => null, points: { show: true, size: 10, fill: cssVar('--c-p99', '#dc2626') }, value: (u, v) => (isNum(v) ? 'worse' : '') },
         ],
         axes: (() => {
-          const a = axes('', names[key] + ', ' + units[key], null, (v) => f.num(v, v < 10 && v % 1 ? 1 : 0));
-          a[0].values = trendTicks;
+          const a = axes(tag ? tag : '', names[key] + ', ' + units[key], null, (v) => f.num(v, v < 10 && v % 1 ? 1 : 0));
+          a[0].values = tag ? tagTicks : trendTicks;
+          if (categories) a[0].splits = () => categories.map((c, i) => i);
           a[0].size = 44;
           return a;
         })(),

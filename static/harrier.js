@@ -49,7 +49,8 @@
  *     run_updated {run: RunListItem} replaces the row in place and re-applies
  *     the current sort (a row not shown is added, except in a capped table).
  *     table[data-limit="N"] keeps at most N rows (Overview's "recent runs").
- *  6. Upload: form#upload-form → POST /api/v1/runs?format=&name=&scenario= with
+ *  6. Upload: form#upload-form (several files: one multipart body with a `file` field
+ *     each, e.g. the CSVs of one Locust run) → POST /api/v1/runs?format=&name=&scenario= with
  *     the file as the raw body (XMLHttpRequest, upload progress; empty params
  *     and format=auto are omitted). The body has no name, so the request says
  *     Content-Disposition: attachment; filename="ascii"; filename*=UTF-8''pct
@@ -721,7 +722,8 @@
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       if (busy) return;
-      const file = fileInput && fileInput.files && fileInput.files[0];
+      const files = fileInput && fileInput.files ? Array.from(fileInput.files) : [];
+      const file = files[0];
       if (!file) {
         showResult(h('div', { class: 'callout warn', role: 'alert' }, h('strong', null, 'No file'), h('span', null, 'Choose a results file (JTL/CSV, Gatling simulation.log, k6 JSON, …) first.')));
         if (fileInput) fileInput.focus();
@@ -737,6 +739,10 @@
       const url = (form.dataset.endpoint || '/api/v1/runs') + (qs ? '?' + qs : '');
 
       busy = true;
+      // Several files (e.g. the _stats, _stats_history, _failures and _exceptions CSVs of
+      // one Locust run) go as one multipart upload with a `file` field each.
+      const label = files.length > 1 ? files.length + ' files' : file.name;
+      const size = files.reduce((n, f) => n + f.size, 0);
       fileName = file.name;
       phase = 'upload';
       samplesSeen = null;
@@ -744,20 +750,26 @@
       form.setAttribute('aria-busy', 'true');
       if (result) { result.hidden = true; result.replaceChildren(); }
       if (row) row.hidden = false;
-      if (bar) { bar.max = file.size || 1; bar.value = 0; }
-      setStatus('Uploading ' + file.name + '\u2026 0.0 MB of ' + fmtMB(file.size) + ' (0 %)');
+      if (bar) { bar.max = size || 1; bar.value = 0; }
+      setStatus('Uploading ' + label + '\u2026 0.0 MB of ' + fmtMB(size) + ' (0 %)');
 
       const xhr = new XMLHttpRequest();
       xhr.open('POST', url);
-      xhr.setRequestHeader('Content-Type', 'application/octet-stream');
       xhr.setRequestHeader('Accept', 'application/json');
-      // the raw body has no name: tell the server, so import_progress.source can match it
-      xhr.setRequestHeader('Content-Disposition', contentDisposition(file.name));
+      let body = file;
+      if (files.length > 1) {
+        body = new FormData();
+        for (const f of files) body.append('file', f, f.name);
+      } else {
+        xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+        // the raw body has no name: tell the server, so import_progress.source can match it
+        xhr.setRequestHeader('Content-Disposition', contentDisposition(file.name));
+      }
       xhr.upload.onprogress = (ev) => {
-        const total = ev.lengthComputable ? ev.total : file.size;
+        const total = ev.lengthComputable ? ev.total : size;
         if (bar && total) { bar.max = total; bar.value = ev.loaded; }
         const pctText = total ? ' (' + Math.floor(100 * ev.loaded / total) + ' %)' : '';
-        uploadText = 'Uploading ' + file.name + '\u2026 ' + fmtMB(ev.loaded) + ' of ' + fmtMB(total) + pctText;
+        uploadText = 'Uploading ' + label + '\u2026 ' + fmtMB(ev.loaded) + ' of ' + fmtMB(total) + pctText;
         setStatus(uploadText + (samplesSeen !== null ? ' \u00b7 ' + samplesSeen : ''));
       };
       xhr.upload.onload = () => {
@@ -771,19 +783,19 @@
         showResult(errorBox('Upload failed', 'The connection to the server was lost. Check that harrier is running, then try again.'));
       };
       xhr.onload = () => {
-        let body = null;
-        try { body = JSON.parse(xhr.responseText); } catch (_) { /* not JSON */ }
+        let answer = null;
+        try { answer = JSON.parse(xhr.responseText); } catch (_) { /* not JSON */ }
         done();
         if (row) row.hidden = true;
-        if (xhr.status >= 200 && xhr.status < 300 && body && Array.isArray(body.runs)) {
-          showResult(successBox(file.name, body.runs));
+        if (xhr.status >= 200 && xhr.status < 300 && answer && Array.isArray(answer.runs)) {
+          showResult(successBox(files.map((f) => f.name).join(', '), answer.runs));
           form.reset();
         } else {
-          const msg = (body && body.error) || ('HTTP ' + xhr.status + ' ' + (xhr.statusText || ''));
+          const msg = (answer && answer.error) || ('HTTP ' + xhr.status + ' ' + (xhr.statusText || ''));
           showResult(errorBox('Import failed', msg));
         }
       };
-      xhr.send(file);
+      xhr.send(body);
     });
   }
 

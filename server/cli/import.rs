@@ -46,12 +46,30 @@ pub async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
             )
         }
     };
-    for path in &args.files {
-        let source = source_name(path);
-        let result = match (&store, &args.target.server) {
-            (Some(store), _) => import_local(store, &args, format, path, &source).await,
-            (None, Some(server)) => import_remote(server, &args, path, &source).await,
-            (None, None) => unreachable!("either a store or a server"),
+    // The files of one Locust --csv run given together make one run.
+    let names: Vec<String> = args.files.iter().map(|p| source_name(p)).collect();
+    let (sets, rest) = import::locust_sets(&names, format);
+    let mut jobs: Vec<(String, Vec<&Path>)> = sets
+        .iter()
+        .map(|(prefix, idx)| {
+            (
+                format!("{prefix}_*.csv"),
+                idx.iter().map(|&i| args.files[i].as_path()).collect(),
+            )
+        })
+        .collect();
+    jobs.extend(
+        rest.iter()
+            .map(|&i| (names[i].clone(), vec![args.files[i].as_path()])),
+    );
+    for (source, paths) in &jobs {
+        let source = source.clone();
+        let result = match (&store, &args.target.server, paths.as_slice()) {
+            (Some(store), _, [path]) => import_local(store, &args, format, path, &source).await,
+            (None, Some(server), [path]) => import_remote(server, &args, path, &source).await,
+            (Some(store), _, paths) => import_local_set(store, &args, &source, paths).await,
+            (None, Some(server), paths) => import_remote_set(server, &args, paths).await,
+            (None, None, _) => unreachable!("either a store or a server"),
         };
         match result {
             Ok(runs) => {
@@ -138,6 +156,77 @@ async fn import_local(
     Ok(result?)
 }
 
+/// The named files, read whole (a Locust `--csv` set: small CSV files).
+fn read_all(paths: &[&Path]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    paths
+        .iter()
+        .map(|p| {
+            let bytes = std::fs::read(p).with_context(|| format!("cannot open {}", p.display()))?;
+            Ok((source_name(p), bytes))
+        })
+        .collect()
+}
+
+/// One run from the files of one Locust `--csv` run, into the local database.
+async fn import_local_set(
+    store: &Store,
+    args: &ImportArgs,
+    source: &str,
+    paths: &[&Path],
+) -> anyhow::Result<Vec<import::ImportedRun>> {
+    let files = read_all(paths)?;
+    let req = ImportRequest {
+        limits: Config::client()?.run_limits,
+        format: Format::Locust,
+        name: args.name.clone(),
+        scenario: args.scenario.clone(),
+        tags: args.tags.clone(),
+        source: source.to_string(),
+        max_bytes: u64::MAX,
+        replace: None,
+    };
+    if args.replace.is_some() {
+        anyhow::bail!("--replace takes one file, not the files of a Locust run");
+    }
+    let prefix = source.strip_suffix("_*.csv").unwrap_or(source);
+    Ok(import::import_locust_set(store, &Progress::default(), req, prefix, files).await?)
+}
+
+/// One run from the files of one Locust `--csv` run, sent to a server as one multipart
+/// upload (several `file` fields).
+async fn import_remote_set(
+    server: &str,
+    args: &ImportArgs,
+    paths: &[&Path],
+) -> anyhow::Result<Vec<import::ImportedRun>> {
+    let files = read_all(paths)?;
+    let boundary = format!("harrier-{:x}", crate::now_ms());
+    let mut body: Vec<u8> = Vec::new();
+    for (name, bytes) in &files {
+        let safe: String = name
+            .chars()
+            .filter(|c| *c != '"' && *c != '\r' && *c != '\n')
+            .collect();
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{safe}\"\r\nContent-Type: text/csv\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let request = crate::cli::http()
+        .post(format!("{}/api/v1/runs", server_base(server)))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body);
+    send_import(server, args, request).await
+}
+
 async fn import_remote(
     server: &str,
     args: &ImportArgs,
@@ -148,15 +237,6 @@ async fn import_remote(
         ("format", args.format.clone()),
         ("filename", source.to_string()),
     ];
-    if let Some(n) = &args.name {
-        query.push(("name", n.clone()));
-    }
-    if let Some(s) = &args.scenario {
-        query.push(("scenario", s.clone()));
-    }
-    for (k, v) in &args.tags {
-        query.push(("tag", format!("{k}={v}")));
-    }
     if let Some(id) = args.replace {
         query.push(("replace", id.to_string()));
     }
@@ -171,10 +251,29 @@ async fn import_remote(
         reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20))
     };
     let url = format!("{}/api/v1/runs", server_base(server));
-    let response = crate::cli::http()
-        .post(&url)
+    let response = crate::cli::http().post(&url).query(&query).body(body);
+    send_import(server, args, response).await
+}
+
+/// Sends an import request (query options added here) and reads the runs it made.
+async fn send_import(
+    server: &str,
+    args: &ImportArgs,
+    request: reqwest::RequestBuilder,
+) -> anyhow::Result<Vec<import::ImportedRun>> {
+    let url = format!("{}/api/v1/runs", server_base(server));
+    let mut query: Vec<(&str, String)> = Vec::new();
+    if let Some(n) = &args.name {
+        query.push(("name", n.clone()));
+    }
+    if let Some(s) = &args.scenario {
+        query.push(("scenario", s.clone()));
+    }
+    for (k, v) in &args.tags {
+        query.push(("tag", format!("{k}={v}")));
+    }
+    let response = request
         .query(&query)
-        .body(body)
         .send()
         .await
         .with_context(|| format!("cannot reach {url} (is `harrier serve` running there?)"))?;

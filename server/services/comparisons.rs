@@ -365,7 +365,8 @@ pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Co
     let started = std::time::Instant::now();
     let (inputs, resampled) = load_resampled(store, ids, true, opts).await?;
     let loaded = started.elapsed();
-    let c = compare_loaded(inputs, resampled, opts).await?;
+    let mut c = compare_loaded(inputs, resampled, opts).await?;
+    c.capacity = capacities(store, ids, opts).await?;
     tracing::debug!(
         runs = ids.len(),
         load_ms = loaded.as_secs_f64() * 1e3,
@@ -373,6 +374,26 @@ pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Co
         "comparison"
     );
     Ok(c)
+}
+
+/// Each run's capacity (the knee of its saturation analysis) and its change against the
+/// first, see [`compare::CAPACITY_METHOD`].
+pub async fn capacities(
+    store: &Store,
+    ids: &[i64],
+    opts: &Options,
+) -> Result<Vec<compare::RunCapacity>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let run = store
+            .get_run(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
+        let c = crate::views::runs::run_capacity(store, &run).await?;
+        out.push(compare::run_capacity(id, c.as_ref()));
+    }
+    compare::capacity_changes(&mut out, opts.min_effect_pct);
+    Ok(out)
 }
 
 /// Where a baseline came from.
@@ -497,7 +518,10 @@ pub async fn check(
     };
     let ids: Vec<i64> = baseline.into_iter().chain([run_id]).collect();
     let (inputs, resampled) = load_resampled(store, &ids, true, opts).await?;
-    let comparison = compare_loaded(inputs, resampled, opts).await?;
+    let mut comparison = compare_loaded(inputs, resampled, opts).await?;
+    if gates.iter().any(|g| g.figure == Figure::CapacityRps) {
+        comparison.capacity = capacities(store, &ids, opts).await?;
+    }
     let results = gates::evaluate(gates, &comparison);
     let passed = results.iter().all(|r| r.status != Status::Fail);
     if record {
@@ -548,6 +572,10 @@ pub struct TrendPoint {
     pub regressions: Vec<Figure>,
     /// The latest check: `true` passed, `false` failed, `null` never checked.
     pub check_passed: Option<bool>,
+    /// The run's tags (build, concurrency, …): the trend can be drawn against one of them
+    /// instead of time.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
 }
 
 /// A change point on one figure's trend.
@@ -577,6 +605,10 @@ pub struct Trend {
     pub points: Vec<TrendPoint>,
     /// Change points per figure key (E-divisive, see [`changepoint`]).
     pub change_points: BTreeMap<Figure, Vec<TrendChange>>,
+    /// Tag keys any of its runs carries, sorted: the axes the trend can be drawn against
+    /// besides time.
+    #[serde(default)]
+    pub tag_keys: Vec<String>,
 }
 
 /// Builds a scenario's trend. `NotFound` when no run has that scenario.
@@ -610,6 +642,19 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
     };
     let offset = usize::from(baseline.is_some());
     let baseline_pos = baseline.and_then(|b| runs.iter().position(|r| r.id == b));
+    let mut tags: Vec<BTreeMap<String, String>> = Vec::with_capacity(runs.len());
+    for r in &runs {
+        tags.push(
+            store
+                .get_run(r.id)
+                .await?
+                .map(|d| d.tags)
+                .unwrap_or_default(),
+        );
+    }
+    let mut tag_keys: Vec<String> = tags.iter().flat_map(|t| t.keys().cloned()).collect();
+    tag_keys.sort();
+    tag_keys.dedup();
     let points: Vec<TrendPoint> = runs
         .iter()
         .enumerate()
@@ -653,6 +698,7 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
                 error_pct: stats.error_pct,
                 regressions,
                 check_passed: checks.get(&r.id).copied(),
+                tags: tags[i].clone(),
             }
         })
         .collect();
@@ -703,6 +749,7 @@ pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Tren
         min_effect_pct: opts.min_effect_pct,
         points,
         change_points,
+        tag_keys,
     })
 }
 

@@ -382,3 +382,122 @@ fn rand_u32() -> u32 {
     h.write_u64(crate::now_ms() as u64);
     h.finish() as u32
 }
+
+/// Which of `names` (file names given together, in order) are the files of one Locust
+/// `--csv` run: two or more sharing a prefix (`x_stats.csv`, `x_stats_history.csv`,
+/// `x_failures.csv`, `x_exceptions.csv`), when the format is `auto` or `locust`. Returns
+/// the sets (prefix, indexes into `names`) and the indexes of every other file.
+pub fn locust_sets(names: &[String], format: Format) -> (Vec<(String, Vec<usize>)>, Vec<usize>) {
+    if !matches!(format, Format::Auto | Format::Locust) {
+        return (Vec::new(), (0..names.len()).collect());
+    }
+    let mut sets: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        if let Some((prefix, _)) = ingest::locust::csv_set_part(n) {
+            match sets.iter_mut().find(|(p, _)| *p == prefix) {
+                Some((_, v)) => v.push(i),
+                None => sets.push((prefix, vec![i])),
+            }
+        }
+    }
+    sets.retain(|(_, v)| v.len() > 1);
+    let rest: Vec<usize> = (0..names.len())
+        .filter(|i| !sets.iter().any(|(_, v)| v.contains(i)))
+        .collect();
+    (sets, rest)
+}
+
+/// Imports the files of one Locust `--csv` run (`files`: name and content, see
+/// [`locust_sets`]) as ONE run ([`ingest::locust::merge_set`]): all of them read or
+/// nothing stored; a file that does not read is named in the error. `req.source` is
+/// ignored: the run's source lists the files.
+pub async fn import_locust_set(
+    store: &Store,
+    progress: &Progress,
+    mut req: ImportRequest,
+    prefix: &str,
+    files: Vec<(String, Vec<u8>)>,
+) -> Result<Vec<ImportedRun>> {
+    use crate::sources::ingest::locust::{self, CsvPart, CsvSet};
+    let _turn = IMPORT_SLOTS
+        .acquire()
+        .await
+        .map_err(|_| Error::Internal("the import queue is closed".to_string()))?;
+    let total: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+    if total > req.max_bytes {
+        return Err(Error::TooLarge(format!(
+            "{prefix}_*.csv: larger than the import limit of {} bytes together; nothing was stored (raise max_import_bytes in harrier.toml)",
+            req.max_bytes
+        )));
+    }
+    req.source = files
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let source = req.source.clone();
+    let prefix_owned = prefix.to_string();
+    let merged = tokio::task::spawn_blocking(move || -> Result<ingest::ParsedRun> {
+        let mut set = CsvSet::default();
+        for (name, bytes) in files {
+            let Some((_, part)) = locust::csv_set_part(&name) else {
+                return Err(Error::BadRequest(format!(
+                    "{name}: not a file of a Locust --csv run"
+                )));
+            };
+            let twice = || {
+                Error::BadRequest(format!(
+                    "{name}: a second {part:?} file for the Locust run {prefix_owned}; give each file once"
+                ))
+            };
+            match part {
+                CsvPart::Stats | CsvPart::History => {
+                    let mut runs = locust::parse(std::io::Cursor::new(bytes), &name)?;
+                    let run = runs.pop().ok_or_else(|| {
+                        Error::BadRequest(format!("{name}: no run found in the input"))
+                    })?;
+                    let slot = if part == CsvPart::Stats {
+                        &mut set.stats
+                    } else {
+                        &mut set.history
+                    };
+                    if slot.replace(run).is_some() {
+                        return Err(twice());
+                    }
+                }
+                CsvPart::Failures => {
+                    let f = locust::parse_failures(bytes.as_slice(), &name)?;
+                    if set.failures.replace(f).is_some() {
+                        return Err(twice());
+                    }
+                }
+                CsvPart::Exceptions => {
+                    let e = locust::parse_exceptions(bytes.as_slice(), &name)?;
+                    if set.exceptions.replace(e).is_some() {
+                        return Err(twice());
+                    }
+                }
+            }
+            set.inputs.push(name);
+        }
+        let mut run = locust::merge_set(set, &format!("{prefix_owned}_*.csv"))?;
+        run.name_hint = Some(prefix_owned);
+        Ok(run)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("import of {source} stopped: {e}")))?;
+    let outcome = match merged {
+        Ok(run) => store_runs(store, &req, vec![run]).await,
+        Err(e) => Err(e),
+    };
+    if let Some(hub) = &progress.hub
+        && let Ok(runs) = &outcome
+    {
+        for run in runs {
+            if let Ok(Some(item)) = store.run_list_item(run.id).await {
+                hub.publish(&Event::RunImported { run: item });
+            }
+        }
+    }
+    outcome
+}

@@ -283,7 +283,7 @@ pub async fn scrape_once(client: &Outbound, target: &TargetRow) -> Result<Scrape
         "jolokia" => {
             let answer: serde_json::Value = serde_json::from_slice(&body)
                 .map_err(|e| format!("Jolokia answer is not JSON: {e}"))?;
-            let (observations, samples) = jolokia::observations(&answer)?;
+            let (observations, samples) = jolokia::observations(&answer, &target.service)?;
             Ok(ScrapeOutcome {
                 observations,
                 samples,
@@ -312,7 +312,13 @@ fn describe(e: &reqwest::Error) -> String {
     text
 }
 
-type RouteKey = (String, String, &'static str, Option<String>);
+type RouteKey = (
+    String,
+    String,
+    &'static str,
+    Option<String>,
+    BTreeMap<String, String>,
+);
 
 fn key(o: &Observation) -> RouteKey {
     (
@@ -320,6 +326,7 @@ fn key(o: &Observation) -> RouteKey {
         o.route.clone(),
         o.source.as_str(),
         o.instance.clone(),
+        o.labels.clone(),
     )
 }
 
@@ -371,6 +378,7 @@ async fn target_loop(
                     .map(|o| RouteWrite {
                         service: o.service.clone(),
                         route: o.route.clone(),
+                        labels: o.labels.clone(),
                         source: o.source.as_str().to_string(),
                         state: o.state.clone(),
                         last_exchange_ms: o.last_exchange_ms,

@@ -24,28 +24,40 @@ pub struct RouteSubject {
     /// The instance the route runs on (see [`super::RouteInfo::instance`]).
     pub instance: String,
     pub target_name: String,
-    /// Its labels as an alert subject: `service`, `instance`, `route`, `target`, `source`.
+    /// Its labels as an alert subject: `service`, `instance`, `route`, `target`, `source`,
+    /// and the route's own labels beside the service (`camel_context`, …).
     pub labels: Arc<BTreeMap<String, String>>,
 }
 
-/// The labels of a route subject.
+/// The labels of a route subject: `service` (the target's), `instance`, `route`, `target`,
+/// `source`, plus the route's own labels (`route_labels`, e.g. `camel_context`; stored as a
+/// JSON object), which never replace those five.
 pub fn subject_labels(
     service: &str,
     instance: &str,
     route: &str,
     target: &str,
     source: &str,
+    route_labels: &str,
 ) -> BTreeMap<String, String> {
-    [
-        ("service", service),
-        ("instance", instance),
-        ("route", route),
-        ("target", target),
-        ("source", source),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    let mut out: BTreeMap<String, String> = parse_route_labels(route_labels);
+    out.extend(
+        [
+            ("service", service),
+            ("instance", instance),
+            ("route", route),
+            ("target", target),
+            ("source", source),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    out
+}
+
+/// A route's stored labels (a JSON object of strings; `{}` or unreadable → none).
+pub fn parse_route_labels(json: &str) -> BTreeMap<String, String> {
+    serde_json::from_str(json).unwrap_or_default()
 }
 
 /// Every route's figures over several windows ending at one time

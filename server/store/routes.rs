@@ -196,6 +196,9 @@ pub struct ScrapeStatus {
 pub struct RouteWrite {
     pub service: String,
     pub route: String,
+    /// Labels beside the service that are part of the route's identity (`camel_context`, …;
+    /// see [`crate::domain::routes::ROUTE_LABELS`]).
+    pub labels: BTreeMap<String, String>,
     pub source: String,
     pub state: Option<String>,
     /// The source's own last-exchange time.
@@ -203,6 +206,14 @@ pub struct RouteWrite {
     pub interval: Option<Interval>,
     /// The instance its series name; `""`: the target's own.
     pub instance: String,
+}
+
+impl RouteWrite {
+    /// `labels` as stored: a JSON object with sorted keys (`{}` when none), so equal
+    /// labels are equal text.
+    pub fn labels_json(&self) -> String {
+        serde_json::to_string(&self.labels).unwrap_or_else(|_| "{}".into())
+    }
 }
 
 /// A stored route with what its target says (`routes` ⋈ `targets`).
@@ -225,6 +236,8 @@ pub struct RouteInfo {
     pub target_interval_s: f64,
     /// The instance its series name (`""`: the target's own).
     pub route_instance: String,
+    /// Its labels beside the service, a JSON object (`{}`: none).
+    pub route_labels: String,
 }
 
 impl RouteInfo {
@@ -249,7 +262,13 @@ impl RouteInfo {
             &self.route,
             &self.target_name,
             &self.source,
+            &self.route_labels,
         )
+    }
+
+    /// Its labels beside the service (`camel_context`, …).
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        super::recent::parse_route_labels(&self.route_labels)
     }
 }
 
@@ -415,6 +434,7 @@ impl From<&RouteInfo> for RouteSubject {
                 &i.route,
                 &i.target_name,
                 &i.source,
+                &i.route_labels,
             )),
             service: i.service.clone(),
             route: i.route.clone(),

@@ -44,6 +44,7 @@ pub fn route_row(info: &RouteInfo, f: &Figures, window_ms: i64) -> RouteRow {
         id: info.id,
         target_id: info.target_id,
         service: info.service.clone(),
+        labels: info.labels(),
         instance: info.instance(),
         route: info.route.clone(),
         source: info.source.clone(),

@@ -83,20 +83,7 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
             None => None,
         })
         .collect();
-    let rows = store.run_buckets(id, None).await?.unwrap_or_default();
-    // Locust's stats history keeps no latencies, only the percentiles it reported per row.
-    let reported_p95: Vec<(i64, f64)> = if run.reported["input"] == "stats_history.csv" {
-        let mut v: Vec<(i64, f64)> = locust_history_percentiles(&run.reported)
-            .iter()
-            .filter_map(|r| Some((r.bucket_start_ms, r.p95_ms?)))
-            .collect();
-        v.sort_by_key(|r| r.0);
-        v.dedup_by_key(|r| r.0);
-        v
-    } else {
-        Vec::new()
-    };
-    let capacity = capacity::find_with_reported_p95(&bucket_ins(&rows), &reported_p95);
+    let capacity = run_capacity(store, &run).await?;
     let search = if run.tool == "harrier" {
         serde_json::from_value::<SearchOutcome>(run.reported["search"].clone()).ok()
     } else {
@@ -109,6 +96,31 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         capacity,
         search,
     })
+}
+
+/// The saturation analysis of a stored run (see [`capacity`]); `None` when its load did
+/// not ramp.
+pub async fn run_capacity(
+    store: &Store,
+    run: &crate::store::RunDetail,
+) -> Result<Option<Capacity>> {
+    let rows = store.run_buckets(run.id, None).await?.unwrap_or_default();
+    // Locust's stats history keeps no latencies, only the percentiles it reported per row.
+    let reported_p95: Vec<(i64, f64)> = if run.reported["input"] == "stats_history.csv" {
+        let mut v: Vec<(i64, f64)> = locust_history_percentiles(&run.reported)
+            .iter()
+            .filter_map(|r| Some((r.bucket_start_ms, r.p95_ms?)))
+            .collect();
+        v.sort_by_key(|r| r.0);
+        v.dedup_by_key(|r| r.0);
+        v
+    } else {
+        Vec::new()
+    };
+    Ok(capacity::find_with_reported_p95(
+        &bucket_ins(&rows),
+        &reported_p95,
+    ))
 }
 
 /// The distribution JSON of a run's label (`None`: all requests).

@@ -135,6 +135,7 @@ pub(crate) fn interval(exchanges: f64, failed: f64) -> Interval {
 
 pub(crate) fn write(route: &str, iv: Interval) -> RouteWrite {
     RouteWrite {
+        labels: Default::default(),
         instance: String::new(),
         service: "orders".into(),
         route: route.into(),

@@ -634,3 +634,68 @@ async fn runs_rules_and_routes_tables_fit_a_1024_px_window() {
     }
     client.close().await.unwrap();
 }
+
+/// The upload form takes the CSVs of one Locust run together (several files picked):
+/// one multipart upload, one run with the history's time series and the per-name rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_form_imports_the_csvs_of_one_locust_run_as_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
+    let (_driver, client) = browser().await;
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    let paths: Vec<String> = [
+        "run_stats.csv",
+        "run_stats_history.csv",
+        "run_failures.csv",
+        "run_exceptions.csv",
+    ]
+    .iter()
+    .map(|f| {
+        fixture_path(&format!("locust/{f}"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    })
+    .collect();
+    client
+        .find(Locator::Css("#upload-form input[type=file]"))
+        .await
+        .unwrap()
+        .send_keys(&paths.join("\n"))
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#upload-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let link = wait()
+        .for_element(Locator::Css("#upload-result a[href^=\"/console/runs/\"]"))
+        .await
+        .expect("a link to the imported run");
+    let href = link.attr("href").await.unwrap().unwrap();
+    let id: i64 = href.rsplit('/').next().unwrap().parse().unwrap();
+    client.close().await.unwrap();
+    let runs: serde_json::Value = reqwest::get(format!("{base}/api/v1/runs"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "one run: {runs}");
+    let json: serde_json::Value = reqwest::get(format!("{base}/api/v1/runs/{id}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(json["overall"]["count"], 330);
+    assert_eq!(json["labels"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        json["source"],
+        "run_stats.csv + run_stats_history.csv + run_failures.csv + run_exceptions.csv"
+    );
+}

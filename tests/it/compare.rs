@@ -921,3 +921,225 @@ async fn the_picked_reference_comes_first() {
         "an explicit order is kept: {heads:?}"
     );
 }
+
+/// A stepped JMeter ramp: per step (users, requests per second, response time ms), 10 s
+/// each; with `jitter`, the request count alternates ±1 per second (a plateau with noise).
+fn ramp_jtl(steps: &[(u32, u32, u32)], jitter: bool) -> Vec<u8> {
+    let mut out = String::from(
+        "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,bytes,grpThreads,allThreads\n",
+    );
+    let start = 1_700_000_000_000i64;
+    for (step, (users, rps, ms)) in steps.iter().enumerate() {
+        for second in 0..10 {
+            let t0 = start + (step as i64 * 10 + second) * 1000;
+            let n = if jitter && second % 2 == 1 {
+                rps + 1
+            } else {
+                *rps
+            };
+            for i in 0..n {
+                let ts = t0 + i64::from(i) * 1000 / i64::from(n);
+                out.push_str(&format!(
+                    "{ts},{ms},GET /api,200,OK,T 1-{i},text,true,100,{users},{users}\n"
+                ));
+            }
+        }
+    }
+    out.into_bytes()
+}
+
+/// Issue 12: capacity in comparisons and as a gate. Three ramps of one scenario: the
+/// reference stops scaling at ~9 users (≈ 89 req/s), a rerun the same (±1 request a second),
+/// and a slower build at ~9 users (≈ 65 req/s). The comparison shows each knee and calls the
+/// slower one's capacity worse (beyond the plateaus' noise); `capacity_rps` gates judge it,
+/// absolute and against the baseline; the page and the Markdown export show the row.
+#[tokio::test]
+async fn capacity_is_compared_and_gated() {
+    let app = spawn_app().await;
+    let import = |name: &str, body: Vec<u8>| {
+        let app = &app;
+        let q = format!("name={name}&scenario=ramp");
+        async move {
+            let r = app.import(&q, body).await;
+            assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+            r.json()["runs"][0]["id"].as_i64().unwrap()
+        }
+    };
+    let base = import(
+        "base",
+        ramp_jtl(
+            &[(4, 40, 50), (8, 80, 52), (12, 90, 180), (16, 88, 400)],
+            false,
+        ),
+    )
+    .await;
+    let again = import(
+        "again",
+        ramp_jtl(
+            &[(4, 40, 50), (8, 80, 52), (12, 90, 180), (16, 88, 400)],
+            true,
+        ),
+    )
+    .await;
+    let slow = import(
+        "slow",
+        ramp_jtl(
+            &[(4, 30, 60), (8, 60, 62), (12, 66, 200), (16, 64, 420)],
+            false,
+        ),
+    )
+    .await;
+    let c = app
+        .get(&format!("/api/v1/compare?runs={base},{again},{slow}"))
+        .await
+        .json();
+    let cap = c["capacity"].as_array().unwrap();
+    assert_eq!(cap.len(), 3, "{c}");
+    let plateau = (10.0 * 90.0 + 9.0 * 88.0) / 19.0;
+    crate::helpers::assert_close(cap[0]["capacity_rps"].as_f64().unwrap(), plateau, "base");
+    assert_eq!(cap[0]["knee_users"], 9);
+    // noise: the standard error of the plateau's per-second counts (10 × 90, 9 × 88)
+    let var = (10.0 * (90.0 - plateau).powi(2) + 9.0 * (88.0 - plateau).powi(2)) / 18.0;
+    crate::helpers::assert_close(
+        cap[0]["noise_rps"].as_f64().unwrap(),
+        (var / 19.0f64).sqrt(),
+        "noise",
+    );
+    assert!(cap[0]["change"].is_null(), "the reference");
+    assert_eq!(cap[1]["change"]["verdict"], "no_change", "{}", cap[1]);
+    assert!(cap[1]["noise_rps"].as_f64().unwrap() > 0.0);
+    let slow_plateau = (10.0 * 66.0 + 9.0 * 64.0) / 19.0;
+    crate::helpers::assert_close(
+        cap[2]["capacity_rps"].as_f64().unwrap(),
+        slow_plateau,
+        "slow",
+    );
+    crate::helpers::assert_close(
+        cap[2]["change"]["pct"].as_f64().unwrap(),
+        (slow_plateau - plateau) / plateau * 100.0,
+        "change %",
+    );
+    assert_eq!(cap[2]["change"]["verdict"], "worse", "{}", cap[2]);
+    assert_eq!(cap[2]["knee_users"], 9);
+    assert_eq!(cap[2]["change"]["users_abs"], 0);
+
+    // gates: absolute, and relative to the baseline (beyond the tolerance and the noise)
+    let r = send_json(
+        &app,
+        "POST",
+        &format!("/api/v1/runs/{slow}/check"),
+        serde_json::json!({"gates": ["capacity_rps>80", "capacity_rps>50", "capacity_rps -10%", "capacity -50%"],
+            "baseline": base.to_string(), "record": false}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let rep = r.json();
+    let status: Vec<&str> = rep["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["fail", "pass", "fail", "pass"], "{rep}");
+    let msg = rep["results"][2]["message"].as_str().unwrap();
+    assert!(msg.contains("more than the noise"), "{msg}");
+    assert_eq!(rep["passed"], false);
+    // the rerun's capacity is within the noise of the baseline's
+    let r = send_json(
+        &app,
+        "POST",
+        &format!("/api/v1/runs/{again}/check"),
+        serde_json::json!({"gates": ["capacity_rps -1%"], "baseline": base.to_string(), "record": false}),
+    )
+    .await;
+    assert_eq!(r.json()["results"][0]["status"], "pass", "{}", r.text());
+    // a malformed capacity gate is refused with the figures named
+    let r = send_json(
+        &app,
+        "POST",
+        &format!("/api/v1/runs/{slow}/check"),
+        serde_json::json!({"gates": ["capacity_rps>80ms"]}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
+
+    // the page and the Markdown export
+    let page = app
+        .get(&format!("/console/compare?runs={base},{slow}"))
+        .await
+        .html();
+    let row = select_texts(&page, "#scope-0 tr[data-figure=\"capacity_rps\"] td");
+    assert_eq!(row.len(), 2, "{row:?}");
+    assert!(row[0].contains("89.1 req/s at ~9 users"), "{row:?}");
+    assert!(
+        row[1].contains("65.1 req/s") && row[1].ends_with("worse"),
+        "{row:?}"
+    );
+    let md = app
+        .get(&format!("/console/compare.html?runs={base},{slow}"))
+        .await
+        .text();
+    assert!(md.contains("<td>Capacity</td>"), "HTML export has the row");
+}
+
+/// Issue 12: a scenario's trend can be drawn against a tag of its runs (concurrency, build)
+/// instead of time: the API lists the tag keys and each run's tags; the page offers them,
+/// says how many runs lack the picked one, hands it to the charts, and refuses a tag no
+/// run has.
+#[tokio::test]
+async fn scenario_trend_against_a_tag() {
+    let app = spawn_app().await;
+    let ramp = ramp_jtl(
+        &[(4, 40, 50), (8, 80, 52), (12, 90, 180), (16, 88, 400)],
+        false,
+    );
+    for q in [
+        "name=c20&scenario=steps&tag=concurrency=20&tag=build=b1",
+        "name=c5&scenario=steps&tag=concurrency=5&tag=build=b2",
+        "name=plain&scenario=steps",
+    ] {
+        let r = app.import(q, ramp.clone()).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    }
+    let t = app.get("/api/v1/scenarios/steps").await.json();
+    assert_eq!(t["tag_keys"], serde_json::json!(["build", "concurrency"]));
+    let tags: Vec<serde_json::Value> = t["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tags"]["concurrency"].clone())
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            serde_json::json!("20"),
+            serde_json::json!("5"),
+            serde_json::Value::Null
+        ]
+    );
+
+    let page = app.get("/console/scenarios/steps?x=concurrency").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    let html = page.html();
+    assert_eq!(
+        select_texts(&html, "#trend-x option"),
+        ["time", "tag build", "tag concurrency"]
+    );
+    assert_eq!(
+        select_texts(&html, "#trend-x option[selected]"),
+        ["tag concurrency"]
+    );
+    assert_eq!(
+        select_texts(&html, "#trend-x-untagged"),
+        ["1 run without it left out"]
+    );
+    let island = select_texts(&html, "script#scenario-data");
+    let data: serde_json::Value = serde_json::from_str(&island[0]).unwrap();
+    assert_eq!(data["x_tag"], "concurrency");
+    // on the time axis, no tag is picked
+    let html = app.get("/console/scenarios/steps").await.html();
+    assert_eq!(select_texts(&html, "#trend-x option[selected]"), ["time"]);
+    let r = app.get("/console/scenarios/steps?x=region").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.text().contains("build, concurrency"), "{}", r.text());
+}

@@ -483,3 +483,225 @@ async fn locust_stats_history_has_charts_with_locusts_percentiles() {
     let html = app.get(&format!("/console/runs/{id}")).await.html();
     assert!(crate::helpers::select_texts(&html, "#charts-h").is_empty());
 }
+
+/// A multipart body with one `file` field per (file name, content).
+fn multipart(files: &[(&str, Vec<u8>)]) -> (String, Vec<u8>) {
+    let boundary = "harrier-test-boundary";
+    let mut body = Vec::new();
+    for (name, bytes) in files {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: text/csv\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// Issue 12: the four files of one Locust `--csv` run given together make ONE run: the
+/// time series and users from the history, the per-name rows and whole-run percentiles
+/// from `_stats.csv`, the failure messages from `_failures.csv`, the exceptions kept beside.
+/// Through the upload endpoint (several file fields) and `harrier import` alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locust_csv_files_of_one_run_make_one_run() {
+    let app = spawn_app().await;
+    let parts = [
+        "run_stats.csv",
+        "run_stats_history.csv",
+        "run_failures.csv",
+        "run_exceptions.csv",
+    ];
+    let files: Vec<(&str, Vec<u8>)> = parts
+        .iter()
+        .map(|p| (*p, fixture(&format!("locust/{p}"))))
+        .collect();
+    let (content_type, body) = multipart(&files);
+    let r = app
+        .send(
+            Request::post("/api/v1/runs?scenario=shop")
+                .header("content-type", content_type)
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let runs = r.json()["runs"].clone();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "one run: {runs}");
+    let id = runs[0]["id"].as_i64().unwrap();
+    assert_eq!(runs[0]["name"], "run", "named by the files' prefix");
+    let d = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    let o = &d["overall"];
+    // totals: the history's last Aggregated row (330 requests, 82 failures) over its window
+    assert_eq!(o["count"], 330);
+    assert_eq!(o["errors"], 82);
+    assert_eq!(o["window_ms"], 6000);
+    // whole-run percentiles: the _stats.csv Aggregated row (the history has none)
+    assert_eq!(
+        (
+            o["p90_ms"].clone(),
+            o["p95_ms"].clone(),
+            o["p99_ms"].clone()
+        ),
+        (130.0.into(), 160.0.into(), 170.0.into())
+    );
+    // per-name rows from _stats.csv, each with its own p95
+    let labels: Vec<(String, i64, f64)> = d["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["label"].as_str().unwrap().to_string(),
+                l["count"].as_i64().unwrap(),
+                l["p95_ms"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("GET /flaky".to_string(), 113, 62.0),
+            ("GET /notfound".to_string(), 27, 62.0),
+            ("GET /slow".to_string(), 150, 160.0),
+            ("POST POST echo, named".to_string(), 40, 73.0),
+        ]
+    );
+    // the time series: per-second counts from the history, users included
+    let ts = app
+        .get(&format!("/api/v1/runs/{id}/timeseries"))
+        .await
+        .json();
+    let counts: i64 = ts["count"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_i64().unwrap_or(0))
+        .sum();
+    assert_eq!(counts, 330);
+    assert!(
+        ts["active_users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u.as_i64() == Some(6)),
+        "{ts}"
+    );
+    // failure messages from _failures.csv
+    let errors = app.get(&format!("/api/v1/runs/{id}/errors")).await.json();
+    let got: Vec<(String, i64)> = errors["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["label"].as_str().unwrap().to_string(),
+                e["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("POST POST echo, named".to_string(), 31),
+            ("GET /notfound".to_string(), 27),
+            ("GET /flaky".to_string(), 24),
+        ]
+    );
+    assert!(
+        errors["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too slow, \"custom\" failure")
+    );
+    assert_eq!(d["reported"]["exceptions"][0]["count"], 28);
+    assert_eq!(
+        d["reported"]["inputs"],
+        serde_json::json!(parts),
+        "the files it came from"
+    );
+
+    // a file of the set that does not read: nothing stored, the file named
+    let before = app.get("/api/v1/runs").await.json()["runs"]
+        .as_array()
+        .unwrap()
+        .len();
+    let (content_type, body) = multipart(&[
+        ("bad_stats.csv", fixture("locust/run_stats.csv")),
+        ("bad_failures.csv", b"Method,Name\nGET,/x\n".to_vec()),
+    ]);
+    let r = app
+        .send(
+            Request::post("/api/v1/runs")
+                .header("content-type", content_type)
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text());
+    assert!(
+        r.text().contains("bad_failures.csv, line 1") && r.text().contains("Occurrences"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        app.get("/api/v1/runs").await.json()["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        before
+    );
+
+    // other files in one upload: a run each (no longer only the first)
+    let (content_type, body) = multipart(&[
+        ("a.jtl", fixture("edge-cases/EC11/input.jtl")),
+        ("b.jtl", fixture("edge-cases/EC11/input.jtl")),
+    ]);
+    let r = app
+        .send(
+            Request::post("/api/v1/runs")
+                .header("content-type", content_type)
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let names: Vec<String> = r.json()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+
+    // harrier import with the four files: one run, the same figures
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("harrier.db");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/locust");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
+        .arg("import")
+        .args(parts.iter().map(|p| root.join(p)))
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 1, "one run: {stdout}");
+    assert!(
+        stdout.contains("run_*.csv: run 1 \"run\" — 330 samples"),
+        "{stdout}"
+    );
+    let store = harrier::store::Store::open(&db).await.unwrap();
+    let run = store.get_run(1).await.unwrap().unwrap();
+    assert_eq!(run.labels.len(), 4);
+    assert_eq!(run.overall.p95_ms, Some(160.0));
+    assert_eq!(store.run_errors(1).await.unwrap().len(), 3);
+}

@@ -53,6 +53,7 @@ fn interval() -> Interval {
 
 fn write(route: &str, iv: Option<Interval>) -> RouteWrite {
     RouteWrite {
+        labels: Default::default(),
         instance: String::new(),
         service: "orders".into(),
         route: route.into(),
@@ -1294,7 +1295,7 @@ async fn routes_table_pages_searches_and_sorts_1200_routes() {
         "no paging parameters: every row"
     );
     let found: serde_json::Value = http
-        .get(format!("{api}?q=route-07&service=ctx-1"))
+        .get(format!("{api}?q=route-07&service=camel"))
         .send()
         .await
         .unwrap()
@@ -1307,8 +1308,29 @@ async fn routes_table_pages_searches_and_sorts_1200_routes() {
         .iter()
         .map(|r| r["route"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 25, "route-0700…0799 in ctx-1: {names:?}");
+    assert_eq!(
+        names.len(),
+        100,
+        "route-0700…0799 of the target camel: {names:?}"
+    );
     assert!(names.iter().all(|n| n.starts_with("route-07")));
+    // the four Camel contexts are labels beside the target's service, not services
+    let contexts: std::collections::BTreeSet<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["labels"]["camel_context"].as_str().unwrap())
+        .collect();
+    assert_eq!(contexts.len(), 4, "{contexts:?}");
+    let none: serde_json::Value = http
+        .get(format!("{api}?service=ctx-1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(none.as_array().unwrap().len(), 0);
     for bad in ["sort=nope", "dir=up", "limit=0", "limit=5000", "offset=-1"] {
         let r = http.get(format!("{api}?{bad}")).send().await.unwrap();
         assert_eq!(r.status(), 400, "{bad}");
@@ -2021,17 +2043,18 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
     );
     assert_eq!(rates.last(), Some(&0.0), "{rates:?}");
 
-    // the Camel service (named by its camelContext) has its target's pools
+    // the Camel service (named by its target, its camelContext a label beside it) has its
+    // target's pools
     let camel = wait_for("the Camel service's pools", 20, || {
         let (http, base) = (http.clone(), base.clone());
         async move {
-            let s = get_json(&http, &format!("{base}/inventory-bridge")).await?;
+            let s = get_json(&http, &format!("{base}/camel")).await?;
             (s["pools"].as_array()?.len() == 2).then_some(s)
         }
     })
     .await;
-    // the Routes page's fleet list links the Camel target's own service too (its pools,
-    // no routes of its own), but the service filter offers only services with routes
+    // the Routes page's fleet list links the Camel target's service once (routes and
+    // pools under one name; the context is no service of its own)
     let fleet = http
         .get(format!("http://{addr}/console/routes"))
         .send()
@@ -2043,11 +2066,11 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
     let fleet = scraper::Html::parse_document(&fleet);
     let linked = select_texts(&fleet, "#services li a strong");
     assert!(
-        linked.contains(&"camel".to_string()) && linked.contains(&"inventory-bridge".to_string()),
+        linked.contains(&"camel".to_string()) && !linked.contains(&"inventory-bridge".to_string()),
         "{linked:?}"
     );
     let offered = select_texts(&fleet, "#route-service option");
-    assert!(!offered.contains(&"camel".to_string()), "{offered:?}");
+    assert!(offered.contains(&"camel".to_string()), "{offered:?}");
     let got: Vec<serde_json::Value> = camel["pools"]
         .as_array()
         .unwrap()
@@ -2098,7 +2121,7 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         select_texts(&doc, "#pools-table tbody tr .pool-pending"),
         ["9 requests", "–", "4 tasks"]
     );
-    let doc = page("inventory-bridge").await;
+    let doc = page("camel").await;
     assert_eq!(
         select_texts(&doc, "#pools-full li"),
         ["HTTP client pool full: 20 of 20 connections in use, 5 waiting"]
@@ -2138,7 +2161,7 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
     // in a browser: a chart per pool, and the full sentence on screen
     let (driver, client) = browser().await;
     client
-        .goto(&format!("http://{addr}/console/services/inventory-bridge"))
+        .goto(&format!("http://{addr}/console/services/camel"))
         .await
         .unwrap();
     wait_for("a chart per pool", 15, || {
@@ -2258,4 +2281,296 @@ async fn routes_beyond_the_per_target_limit_are_skipped_and_the_target_says_so()
     let _ = stop_tx.send(());
     server.await.unwrap().unwrap();
     exporter.abort();
+}
+
+/// Service identity: a Camel target configured as `inventory` whose series say
+/// `camelContext="inventory-bridge"` is one service, `inventory`, with its routes (the
+/// context a `camel_context` label beside it), its pools and its process figures; an
+/// alert rule and a silence written with the configured name match its routes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_camel_target_is_one_service_under_its_configured_name() {
+    let app = crate::helpers::spawn_app_with(|c| c.self_scrape = false).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, app.state.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    // two routes; each scrape 50 more exchanges per route, 25 of them failed (50 %)
+    let hits = Arc::new(AtomicU64::new(0));
+    let stub = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let k = hits.fetch_add(1, Ordering::SeqCst) + 1;
+            async move {
+                let mut out = format!(
+                    "# TYPE camel_exchanges_total counter\n\
+                     camel_exchanges_total{{camelContext=\"inventory-bridge\",eventType=\"context\",routeId=\"\"}} {}\n",
+                    100 * k
+                );
+                for r in ["callInventory", "pollOrders"] {
+                    out.push_str(&format!(
+                        "camel_exchanges_total{{camelContext=\"inventory-bridge\",routeId=\"{r}\",serviceName=\"MicrometerRoutePolicyService\"}} {}\n",
+                        50 * k
+                    ));
+                }
+                out.push_str("# TYPE camel_exchanges_failed_total counter\n");
+                for r in ["callInventory", "pollOrders"] {
+                    out.push_str(&format!(
+                        "camel_exchanges_failed_total{{camelContext=\"inventory-bridge\",routeId=\"{r}\",serviceName=\"MicrometerRoutePolicyService\"}} {}\n",
+                        25 * k
+                    ));
+                }
+                out.push_str(
+                    "# TYPE jetty_threads_busy gauge\njetty_threads_busy 180.0\n\
+                     # TYPE jetty_threads_idle gauge\njetty_threads_idle 20.0\n\
+                     # TYPE jetty_threads_current gauge\njetty_threads_current 200.0\n\
+                     # TYPE jetty_threads_config_max gauge\njetty_threads_config_max 200.0\n\
+                     # TYPE process_threads gauge\nprocess_threads 42\n",
+                );
+                out
+            }
+        }),
+    );
+    let sl = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stub_addr = sl.local_addr().unwrap();
+    let stub_task = tokio::spawn(async move { axum::serve(sl, stub).await.unwrap() });
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("http://{addr}/api/v1/targets"))
+        .json(&serde_json::json!({"name": "inventory", "url": format!("http://{stub_addr}/metrics"), "interval_s": 1, "timeout_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let api = format!("http://{addr}/api/v1");
+    let rows = wait_for("both Camel routes with a throughput", 20, || {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let rows = get_json(&http, &format!("{api}/routes")).await?;
+            let n = rows
+                .as_array()?
+                .iter()
+                .filter(|r| r["throughput_per_s"].as_f64().is_some_and(|t| t > 0.0))
+                .count();
+            (n == 2).then_some(rows)
+        }
+    })
+    .await;
+    for row in rows.as_array().unwrap() {
+        assert_eq!(row["service"], "inventory", "{row}");
+        assert_eq!(row["source"], "camel", "{row}");
+        assert_eq!(
+            row["labels"],
+            serde_json::json!({"camel_context": "inventory-bridge"}),
+            "{row}"
+        );
+    }
+    // one service: routes, pools and process figures under the configured name
+    let services = get_json(&http, &format!("{api}/services")).await.unwrap();
+    let names: Vec<&str> = services
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["inventory"], "{services}");
+    assert_eq!(services[0]["routes"], 2);
+    let svc = wait_for("the service's pool", 20, || {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let s = get_json(&http, &format!("{api}/services/inventory")).await?;
+            (s["pools"].as_array()?.len() == 1).then_some(s)
+        }
+    })
+    .await;
+    assert_eq!(svc["routes"].as_array().unwrap().len(), 2, "{svc}");
+    assert_eq!(svc["pools"][0]["kind"], "jetty");
+    let r = http
+        .get(format!("{api}/services/inventory-bridge"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "the context is no service of its own");
+    // the route page names the context beside the service
+    let id = rows[0]["id"].as_i64().unwrap();
+    let page = http
+        .get(format!("http://{addr}/console/routes/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let page = scraper::Html::parse_document(&page);
+    let labels = select_texts(&page, ".route-labels");
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.contains("camel_context") && l.contains("inventory-bridge")),
+        "{labels:?}"
+    );
+
+    // an alert rule and a silence written with the configured name match both routes
+    let rule = serde_json::json!({
+        "name": "InventoryErrors", "subject": {"service": "inventory"},
+        "measure": "error_pct", "comparison": ">", "threshold": 10,
+        "window": "1m", "for": "0s", "severity": "page",
+        "summary": "{{ labels.route }} {{ value }} % errors"
+    });
+    let r = http
+        .post(format!("{api}/alert-rules"))
+        .json(&rule)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let s = http
+        .post(format!("{api}/silences"))
+        .json(
+            &serde_json::json!({"matchers": [{"name": "service", "value": "inventory", "op": "="}],
+            "duration": "1h", "comment": "maintenance"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(s.status(), 201);
+    let silence: serde_json::Value = s.json().await.unwrap();
+    harrier::services::alerts::evaluator::evaluate_once(
+        &app.state.store,
+        &app.state.hub,
+        harrier::now_ms(),
+    )
+    .await
+    .unwrap();
+    let alerts = get_json(&http, &format!("{api}/alerts")).await.unwrap();
+    let mut routes: Vec<&str> = alerts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["rule"] == "InventoryErrors")
+        .map(|a| {
+            assert_eq!(a["state"], "firing", "{a}");
+            assert_eq!(a["labels"]["service"], "inventory", "{a}");
+            assert_eq!(a["labels"]["camel_context"], "inventory-bridge", "{a}");
+            assert_eq!(a["silenced_by"], serde_json::json!([silence["id"]]), "{a}");
+            a["labels"]["route"].as_str().unwrap()
+        })
+        .collect();
+    routes.sort();
+    assert_eq!(routes, ["callInventory", "pollOrders"], "{alerts}");
+
+    let _ = stop_tx.send(());
+    server.await.unwrap().unwrap();
+    stub_task.abort();
+}
+
+/// Routes stored before service identity (a Camel route's service was its context, a
+/// Spring route's its `application` label) move under their target's service with the old
+/// name as a label, on either backend: the next scrape's routes carry on under the same
+/// ids with their stored figures; an HTTP row is left as it was.
+#[tokio::test]
+async fn routes_stored_under_a_camel_context_move_under_the_target_service() {
+    // a database at the schema before the change: the earlier migrations copied apart
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old-migrations");
+    std::fs::create_dir(&old).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pg = crate::helpers::on_postgres().then(crate::helpers::pg_server_url);
+    let (folder, last) = match &pg {
+        Some(_) => ("migrations/postgres", 1),
+        None => ("migrations/sqlite", 11),
+    };
+    for e in std::fs::read_dir(root.join(folder)).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().into_string().unwrap();
+        if name[..4].parse::<i64>().unwrap() <= last {
+            std::fs::copy(e.path(), old.join(&name)).unwrap();
+        }
+    }
+    let migrator = sqlx::migrate::Migrator::new(old.as_path()).await.unwrap();
+    let seed = "INSERT INTO targets (id, name, url, kind, interval_s, timeout_s, labels, origin, created_at_ms) \
+         VALUES (1, 'inventory', 'http://127.0.0.1:9/metrics', 'prometheus', 15, 5, '{}', 'api', 0), \
+                (2, 'shop', 'http://127.0.0.1:8/metrics', 'prometheus', 15, 5, '{\"service\":\"storefront\"}', 'api', 0);\n\
+         INSERT INTO routes (id, target_id, service, route, source, first_seen_ms, last_seen_ms, instance) \
+         VALUES (10, 1, 'inventory-bridge', 'callInventory', 'camel', 1000, 2000, ''), \
+                (11, 1, 'inventory', 'GET /health', 'http', 1000, 2000, ''), \
+                (12, 2, 'shop-app', 'GET /cart', 'spring', 1000, 2000, ''), \
+                (13, 1, 'gateway', 'GET /x', 'http', 1000, 2000, '');\n\
+         INSERT INTO route_samples (route_id, at_ms, interval_ms, exchanges, failed) \
+         VALUES (10, 2000, 1000, 7, 1)";
+    let (store, _pg_db) = match &pg {
+        Some(server) => {
+            let server = server.as_deref().expect("scripts/test.sh sets the server");
+            let db = crate::helpers::PgDatabase::create(server).await;
+            let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+            migrator.run(&pool).await.unwrap();
+            for stmt in seed.split(";\n") {
+                sqlx::query(sqlx::AssertSqlSafe(stmt.to_string()))
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+            pool.close().await;
+            let url = harrier::store::DatabaseUrl::Postgres(db.url.clone());
+            (
+                harrier::store::Store::connect(&url).await.unwrap(),
+                Some(db),
+            )
+        }
+        None => {
+            let path = dir.path().join("harrier.db");
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(&path)
+                .create_if_missing(true);
+            let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+            migrator.run(&pool).await.unwrap();
+            sqlx::raw_sql(sqlx::AssertSqlSafe(seed.to_string()))
+                .execute(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+            (harrier::store::Store::open(&path).await.unwrap(), None)
+        }
+    };
+    let infos = store.route_infos(None, None).await.unwrap();
+    let got: Vec<(i64, &str, &str, BTreeMap<String, String>)> = infos
+        .iter()
+        .map(|i| (i.id, i.service.as_str(), i.route.as_str(), i.labels()))
+        .collect();
+    let labels = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+    assert_eq!(
+        got,
+        vec![
+            (13, "gateway", "GET /x", BTreeMap::new()),
+            (11, "inventory", "GET /health", BTreeMap::new()),
+            (
+                10,
+                "inventory",
+                "callInventory",
+                labels("camel_context", "inventory-bridge")
+            ),
+            (
+                12,
+                "storefront",
+                "GET /cart",
+                labels("application", "shop-app")
+            ),
+        ]
+    );
+    // the next scrape writes the new identity: the same route, its figures kept
+    let mut w = write("callInventory", Some(interval()));
+    w.service = "inventory".into();
+    w.source = "camel".into();
+    w.labels = labels("camel_context", "inventory-bridge");
+    let ids = store.record_scrape(1, &status(3_000), &[w]).await.unwrap();
+    assert_eq!(ids, [10]);
+    let exchanges: Vec<Option<f64>> = store
+        .route_intervals(Some(10), 0, i64::MAX)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.interval.exchanges)
+        .collect();
+    assert_eq!(exchanges, [Some(7.0), Some(100.0)]);
 }

@@ -81,6 +81,7 @@ async fn write_scrape(store: &Store, target: i64, routes: usize, at: i64, with_i
                 })
                 .collect();
             RouteWrite {
+                labels: Default::default(),
                 service: "orders".into(),
                 route: format!("route-{r}"),
                 source: "camel".into(),

@@ -72,6 +72,7 @@ async fn main() {
                     })
                     .collect();
                 RouteWrite {
+                    labels: Default::default(),
                     instance: String::new(),
                     service: "orders".into(),
                     route: format!("route-{r}"),

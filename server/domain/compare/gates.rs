@@ -14,7 +14,17 @@
 //!
 //! FIGURE: `p50` `p90` `p95` `p99` `mean` (`avg`) `max` (ms; units `ms`, `s`),
 //! `error_rate` (`error_pct`, `errors`; unit `%`), `throughput` (`rps`, `tps`; units `/s`,
-//! `req/s`, `rps`, `tps`). OP: `<` `<=` `>` `>=`. NAME may be quoted (`label="Get item"`).
+//! `req/s`, `rps`, `tps`), `capacity_rps` (`capacity`; req/s, the run total only): the
+//! knee of the run's saturation analysis, where throughput stops growing while the load
+//! rises (see [`super::CAPACITY_METHOD`]). OP: `<` `<=` `>` `>=`. NAME may be quoted
+//! (`label="Get item"`).
+//!
+//! Capacity: `capacity_rps>200` passes on a knee above 200 req/s, and on a run that never
+//! saturated whose peak throughput is already above it (its capacity is at least that);
+//! otherwise a run without a knee fails, saying so. `capacity_rps -10%` fails when the knee's
+//! throughput fell more than 10 % below the baseline's AND beyond the noise (the change's
+//! 95 % interval, from both plateaus' standard errors, excludes 0); with no knee in either
+//! run it fails, saying which.
 
 use serde::{Deserialize, Serialize};
 
@@ -92,11 +102,12 @@ fn figure_of(name: &str) -> Option<Figure> {
         "max" => Figure::MaxMs,
         "error_rate" | "error_pct" | "errors" | "error" => Figure::ErrorPct,
         "throughput" | "rps" | "tps" => Figure::ThroughputRps,
+        "capacity_rps" | "capacity" => Figure::CapacityRps,
         _ => return None,
     })
 }
 
-const FIGURES_HELP: &str = "p50, p90, p95, p99, mean, max, error_rate or throughput";
+const FIGURES_HELP: &str = "p50, p90, p95, p99, mean, max, error_rate, throughput or capacity_rps";
 
 /// Parses `VALUE[UNIT]` for `figure` into the figure's unit (ms, %, req/s).
 fn value_of(figure: Figure, text: &str) -> Result<f64, String> {
@@ -110,8 +121,11 @@ fn value_of(figure: Figure, text: &str) -> Result<f64, String> {
         .map_err(|_| format!("expected a number, got {t:?}"))?;
     let scale = match (figure, unit.to_ascii_lowercase().as_str()) {
         (Figure::ErrorPct, "%" | "") => 1.0,
-        (Figure::ThroughputRps, "" | "/s" | "req/s" | "rps" | "tps" | "hits/s") => 1.0,
-        (Figure::ErrorPct | Figure::ThroughputRps, u) => {
+        (
+            Figure::ThroughputRps | Figure::CapacityRps,
+            "" | "/s" | "req/s" | "rps" | "tps" | "hits/s",
+        ) => 1.0,
+        (Figure::ErrorPct | Figure::ThroughputRps | Figure::CapacityRps, u) => {
             return Err(format!(
                 "unit {u:?} does not fit {}: use {}",
                 figure.name(),
@@ -292,6 +306,10 @@ pub fn evaluate(gates: &[Gate], comparison: &Comparison) -> Vec<GateResult> {
                 res.message = format!("the run has no label {:?}", label.unwrap_or(""));
                 return res;
             }
+            if f == Figure::CapacityRps {
+                capacity_gate(g, comparison, run_idx, has_baseline, &mut res);
+                return res;
+            }
             match &g.rule {
                 Rule::Absolute { op, limit } => match value {
                     None => res.message = format!("{what} is not known for this run"),
@@ -371,6 +389,108 @@ pub fn evaluate(gates: &[Gate], comparison: &Comparison) -> Vec<GateResult> {
             res
         })
         .collect()
+}
+
+/// Judges a `capacity_rps` gate on run `run_idx` of `c` (see the module docs).
+fn capacity_gate(
+    g: &Gate,
+    c: &Comparison,
+    run_idx: usize,
+    has_baseline: bool,
+    res: &mut GateResult,
+) {
+    let f = Figure::CapacityRps;
+    res.status = Status::Fail;
+    if g.label.is_some() {
+        res.message = "capacity is a figure of the whole run, not of a label".into();
+        return;
+    }
+    let Some(run) = c.capacity.get(run_idx) else {
+        res.message = "capacity was not computed".into();
+        return;
+    };
+    res.value = run.capacity_rps;
+    let said = |r: &super::RunCapacity| {
+        r.statement
+            .clone()
+            .unwrap_or_else(|| "the load did not ramp, so there is no saturation analysis".into())
+    };
+    match &g.rule {
+        Rule::Absolute { op, limit } => match (run.capacity_rps, run.peak_rps) {
+            (Some(v), _) => {
+                let ok = op.holds(v, *limit);
+                res.status = if ok { Status::Pass } else { Status::Fail };
+                res.message = format!(
+                    "capacity = {} at ~{} users, {} {} {}",
+                    f.format(Some(v)),
+                    run.knee_users.unwrap_or_default(),
+                    if ok { "within" } else { "breaks" },
+                    op.as_str(),
+                    f.format(Some(*limit))
+                );
+            }
+            (None, Some(peak)) if matches!(op, Op::Gt | Op::Ge) && op.holds(peak, *limit) => {
+                res.status = Status::Pass;
+                res.message = format!(
+                    "capacity is at least the peak, {} {} {} ({})",
+                    f.format(Some(peak)),
+                    op.as_str(),
+                    f.format(Some(*limit)),
+                    said(run)
+                );
+            }
+            _ => res.message = format!("capacity is not known for this run: {}", said(run)),
+        },
+        Rule::Relative { tolerance } => {
+            if !has_baseline {
+                res.status = Status::Skipped;
+                res.message = "no baseline to compare with".into();
+                return;
+            }
+            let base = &c.capacity[0];
+            res.baseline_value = base.capacity_rps;
+            let change = run.change.as_ref();
+            let Some(pct) = change.and_then(|c| c.pct) else {
+                res.message = format!(
+                    "capacity: no change can be computed — baseline: {}; run: {}",
+                    said(base),
+                    said(run)
+                );
+                return;
+            };
+            let ci = change
+                .and_then(|c| c.ci_low.zip(c.ci_high))
+                .map(|(lo, hi)| format!(" (95 % interval {lo:+.1} … {hi:+.1} %)"))
+                .unwrap_or_default();
+            let head = format!(
+                "capacity {} vs baseline {}: {pct:+.1} %{ci}",
+                f.format(run.capacity_rps),
+                f.format(base.capacity_rps)
+            );
+            let beyond = -pct > *tolerance;
+            let (status, why) = match (beyond, change.and_then(|c| c.verdict)) {
+                (false, _) => (Status::Pass, format!("within -{tolerance} %")),
+                (true, Some(Verdict::Worse)) => (
+                    Status::Fail,
+                    format!("capacity fell by more than {tolerance} % and by more than the noise"),
+                ),
+                (true, Some(_)) => (
+                    Status::Pass,
+                    format!(
+                        "beyond -{tolerance} % but within the noise (or below the minimum effect)"
+                    ),
+                ),
+                (true, None) => (
+                    Status::Fail,
+                    format!(
+                        "beyond -{tolerance} %; the noise cannot be judged, so the tolerance alone decides"
+                    ),
+                ),
+            };
+            res.status = status;
+            res.message = format!("{head} — {why}");
+        }
+    }
 }
 
 /// JUnit XML (the format Jenkins' JUnit plugin and GitLab's test reports read): one
@@ -488,6 +608,21 @@ mod tests {
                 Some("Login"),
                 (Figure::ErrorPct, Rule::Relative { tolerance: 0.5 }),
             ),
+            (
+                "capacity_rps>150",
+                None,
+                abs(Figure::CapacityRps, Op::Gt, 150.0),
+            ),
+            (
+                "capacity >= 80 req/s",
+                None,
+                abs(Figure::CapacityRps, Op::Ge, 80.0),
+            ),
+            (
+                "capacity_rps -10%",
+                None,
+                (Figure::CapacityRps, Rule::Relative { tolerance: 10.0 }),
+            ),
         ];
         for (text, label, (figure, rule)) in cases {
             let g = parse(text).unwrap_or_else(|e| panic!("{e}"));
@@ -507,6 +642,8 @@ mod tests {
             ("error_rate<1ms", "does not fit"),
             ("p95 -10%", "gets worse when it rises"),
             ("throughput +5%", "gets worse when it falls"),
+            ("capacity_rps +5%", "gets worse when it falls"),
+            ("capacity_rps>5ms", "does not fit"),
             ("p95 +10", "percentage"),
             ("label=Login", "expected label=NAME"),
             ("label=\"Login p95<3", "closing quote"),
@@ -579,5 +716,91 @@ mod tests {
         assert_eq!(cases, ["p95<500ms", "p99<1s", "p95 +10%"]);
         assert_eq!(failures, ["p99 = 1.20 s, breaks < \"1.00 s\" & more"]);
         assert_eq!(skipped, 1);
+    }
+
+    /// A run without a knee: an absolute `>` gate passes on a peak already above the
+    /// limit (capacity is at least the peak) and fails otherwise, saying why; a relative
+    /// gate fails naming the run without a knee.
+    #[test]
+    fn capacity_gates_on_a_run_that_never_saturated() {
+        use crate::domain::compare::{RunCapacity, capacity_changes};
+        let run = |id, knee: Option<(f64, u32)>, peak: f64| RunCapacity {
+            run_id: id,
+            capacity_rps: knee.map(|k| k.0),
+            knee_users: knee.map(|k| k.1),
+            noise_rps: knee.map(|_| 1.0),
+            peak_rps: Some(peak),
+            peak_users: Some(24),
+            statement: Some(match knee {
+                Some(_) => "throughput stops growing".into(),
+                None => format!("no saturation in this run: throughput grew to {peak} req/s"),
+            }),
+            change: None,
+        };
+        let mut capacity = vec![run(1, Some((100.0, 10)), 101.0), run(2, None, 60.0)];
+        capacity_changes(&mut capacity, 5.0);
+        let c = Comparison {
+            runs: Vec::new(),
+            min_effect_pct: 5.0,
+            resamples: 0,
+            confidence_pct: 95.0,
+            method: String::new(),
+            scopes: vec![super::super::ScopeComparison {
+                label: None,
+                runs: [1, 2]
+                    .map(|id| super::super::RunScope {
+                        run_id: id,
+                        present: true,
+                        count: Some(1),
+                        error_pct: None,
+                        mean_ms: None,
+                        p50_ms: None,
+                        p90_ms: None,
+                        p95_ms: None,
+                        p99_ms: None,
+                        max_ms: None,
+                        throughput_rps: None,
+                        changes: None,
+                    })
+                    .to_vec(),
+            }],
+            capacity,
+        };
+        let mut c = c;
+        c.runs = [1, 2]
+            .map(|id| super::super::RunRef {
+                id,
+                name: format!("r{id}"),
+                scenario: None,
+                tool: "k6".into(),
+                summary_only: false,
+                started_at_ms: None,
+                imported_at_ms: 0,
+                url: String::new(),
+            })
+            .to_vec();
+        let gates: Vec<Gate> = ["capacity_rps>50", "capacity_rps>80", "capacity_rps -10%"]
+            .iter()
+            .map(|g| parse(g).unwrap())
+            .collect();
+        let r = evaluate(&gates, &c);
+        assert_eq!(r[0].status, Status::Pass, "{}", r[0].message);
+        assert!(
+            r[0].message.contains("at least the peak"),
+            "{}",
+            r[0].message
+        );
+        assert_eq!(r[1].status, Status::Fail);
+        assert!(
+            r[1].message.contains("no saturation in this run"),
+            "{}",
+            r[1].message
+        );
+        assert_eq!(r[2].status, Status::Fail);
+        assert!(
+            r[2].message.contains("no change can be computed"),
+            "{}",
+            r[2].message
+        );
     }
 }

@@ -68,6 +68,10 @@ pub enum Figure {
     P99Ms,
     MaxMs,
     ThroughputRps,
+    /// The knee's throughput from the saturation analysis, req/s (the run total only; not in
+    /// [`Figure::ALL`]: it is no per-second figure and is compared in
+    /// [`Comparison::capacity`]).
+    CapacityRps,
 }
 
 /// Which way is good.
@@ -109,6 +113,7 @@ impl Figure {
             Figure::P99Ms => "p99_ms",
             Figure::MaxMs => "max_ms",
             Figure::ThroughputRps => "throughput_rps",
+            Figure::CapacityRps => "capacity_rps",
         }
     }
 
@@ -124,13 +129,14 @@ impl Figure {
             Figure::P99Ms => "p99",
             Figure::MaxMs => "Max",
             Figure::ThroughputRps => "Throughput",
+            Figure::CapacityRps => "Capacity",
         }
     }
 
     pub fn better(self) -> Better {
         match self {
             Figure::Count => Better::Neither,
-            Figure::ThroughputRps => Better::Higher,
+            Figure::ThroughputRps | Figure::CapacityRps => Better::Higher,
             _ => Better::Lower,
         }
     }
@@ -152,6 +158,7 @@ impl Figure {
             Figure::P99Ms => s.p99_ms,
             Figure::MaxMs => s.max_ms,
             Figure::ThroughputRps => s.throughput_rps,
+            Figure::CapacityRps => None,
         }
     }
 
@@ -161,7 +168,7 @@ impl Figure {
         match self {
             Figure::Count => v.map_or(format::NONE.into(), |v| format::int(v as i64)),
             Figure::ErrorPct => format::pct(v),
-            Figure::ThroughputRps => format::rps(v),
+            Figure::ThroughputRps | Figure::CapacityRps => format::rps(v),
             _ => format::ms(v),
         }
     }
@@ -279,6 +286,7 @@ impl RunScope {
             Figure::P99Ms => self.p99_ms,
             Figure::MaxMs => self.max_ms,
             Figure::ThroughputRps => self.throughput_rps,
+            Figure::CapacityRps => None,
         }
     }
 
@@ -326,6 +334,103 @@ pub struct Comparison {
     pub method: String,
     /// Index 0: the run totals; then the labels (reference's order first).
     pub scopes: Vec<ScopeComparison>,
+    /// Each run's capacity (the knee of its saturation analysis), in `runs` order, with
+    /// its change against the reference; empty when not computed.
+    #[serde(default)]
+    pub capacity: Vec<RunCapacity>,
+}
+
+/// How capacity changes are judged, for people.
+pub const CAPACITY_METHOD: &str = "Capacity is the knee of each run's saturation analysis: the throughput at which it stops growing while the load keeps rising (the plateau's mean req/s) and the users there. Its noise is the plateau's standard error (standard deviation of its per-second request counts / √seconds); a change is called better or worse when |change| > 1.96 × √(se₁² + se₂²) and is at least the minimum effect. A run whose throughput still grew at its end has no capacity figure (at least its peak).";
+
+/// One run's capacity in a comparison (see [`CAPACITY_METHOD`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCapacity {
+    pub run_id: i64,
+    /// The knee's throughput, req/s; `null` without a knee.
+    pub capacity_rps: Option<f64>,
+    /// The knee's active users; `null` without a knee.
+    pub knee_users: Option<u32>,
+    /// Standard error of `capacity_rps`, req/s.
+    pub noise_rps: Option<f64>,
+    /// The highest load level's throughput (req/s) and users; `null` when the run's load
+    /// did not ramp (no saturation analysis).
+    pub peak_rps: Option<f64>,
+    pub peak_users: Option<u32>,
+    /// The saturation statement ("throughput stops growing at ~20 users (398.0 req/s); …",
+    /// "no saturation in this run: …"); `null` when the load did not ramp.
+    pub statement: Option<String>,
+    /// Against the reference; `null` for the reference itself.
+    pub change: Option<CapacityChange>,
+}
+
+/// A run's capacity against the reference's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityChange {
+    /// run − reference, req/s; `null` unless both have a knee.
+    pub abs_rps: Option<f64>,
+    /// In % of the reference.
+    pub pct: Option<f64>,
+    /// 95 % interval of the change, % of the reference (± 1.96 × the combined standard
+    /// error).
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Knee users, run − reference.
+    pub users_abs: Option<i64>,
+    pub verdict: Option<Verdict>,
+}
+
+/// A run's capacity as the saturation analysis found it (`None`: the load did not ramp).
+pub fn run_capacity(
+    run_id: i64,
+    c: Option<&crate::domain::runs::capacity::Capacity>,
+) -> RunCapacity {
+    RunCapacity {
+        run_id,
+        capacity_rps: c.and_then(|c| c.knee.as_ref()).map(|k| k.throughput_rps),
+        knee_users: c.and_then(|c| c.knee.as_ref()).map(|k| k.users),
+        noise_rps: c.and_then(|c| c.knee.as_ref()).map(|k| k.plateau_se_rps),
+        peak_rps: c.map(|c| c.peak.throughput_rps),
+        peak_users: c.map(|c| c.peak.users),
+        statement: c.map(|c| c.statement.clone()),
+        change: None,
+    }
+}
+
+/// Fills each run's change against the first (the reference), see [`CAPACITY_METHOD`].
+pub fn capacity_changes(runs: &mut [RunCapacity], min_effect_pct: f64) {
+    let Some(reference) = runs.first().cloned() else {
+        return;
+    };
+    for run in runs.iter_mut().skip(1) {
+        let both = reference.capacity_rps.zip(run.capacity_rps);
+        let abs_rps = both.map(|(r, x)| x - r);
+        let pct = both
+            .filter(|(r, _)| *r > 0.0)
+            .map(|(r, x)| (x - r) / r * 100.0);
+        let ci = pct
+            .zip(both)
+            .zip(reference.noise_rps.zip(run.noise_rps))
+            .map(|((pct, (r, _)), (se_r, se_x))| {
+                let half = 1.96 * (se_r * se_r + se_x * se_x).sqrt() / r * 100.0;
+                (pct - half, pct + half)
+            });
+        let verdict = pct
+            .zip(ci)
+            .zip(reference.capacity_rps)
+            .map(|((p, ci), r)| verdict(Figure::CapacityRps, p, ci, r, min_effect_pct));
+        run.change = Some(CapacityChange {
+            abs_rps,
+            pct,
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+            users_abs: reference
+                .knee_users
+                .zip(run.knee_users)
+                .map(|(r, x)| i64::from(x) - i64::from(r)),
+            verdict,
+        });
+    }
 }
 
 impl Comparison {
@@ -516,6 +621,7 @@ pub fn compare_resampled(
         confidence_pct: 95.0,
         method: METHOD.to_string(),
         scopes,
+        capacity: Vec::new(),
     }
 }
 

@@ -90,6 +90,43 @@ fn run_title(c: &Comparison, i: usize) -> String {
     }
 }
 
+/// The capacity row of the totals, one cell per run: (value, change, verdict); `None` when
+/// no run's load ramped (see [`super::CAPACITY_METHOD`]).
+fn capacity_cells(c: &Comparison) -> Option<Vec<(String, String, Option<Verdict>)>> {
+    if c.capacity.iter().all(|r| r.statement.is_none()) {
+        return None;
+    }
+    let f = Figure::CapacityRps;
+    Some(
+        c.capacity
+            .iter()
+            .map(|r| {
+                let value = match (r.capacity_rps, r.knee_users) {
+                    (Some(v), Some(u)) => format!("{} at ~{u} users", f.format(Some(v))),
+                    _ if r.peak_rps.is_some() => format!(
+                        "no knee (grew to {} at {} users)",
+                        f.format(r.peak_rps),
+                        r.peak_users.unwrap_or_default()
+                    ),
+                    _ => crate::domain::format::NONE.to_string(),
+                };
+                let ch = r.change.as_ref();
+                let delta = match ch.and_then(|c| c.abs_rps.zip(c.pct)) {
+                    Some((a, p)) => {
+                        let users = ch
+                            .and_then(|c| c.users_abs)
+                            .map(|u| format!(", {u:+} users"))
+                            .unwrap_or_default();
+                        format!("{} ({p:+.1} %){users}", signed(f, a))
+                    }
+                    None => String::new(),
+                };
+                (value, delta, ch.and_then(|c| c.verdict))
+            })
+            .collect(),
+    )
+}
+
 /// A plain-text table per scope, for the terminal.
 pub fn table(c: &Comparison) -> String {
     let mut out = String::new();
@@ -116,6 +153,22 @@ pub fn table(c: &Comparison) -> String {
             }
             rows.push(row);
         }
+        if s.label.is_none()
+            && let Some(cells) = capacity_cells(c)
+        {
+            let mut row = vec![Figure::CapacityRps.name().to_string()];
+            for (value, delta, verdict) in cells {
+                let mut cell = value;
+                if !delta.is_empty() {
+                    cell.push_str(&format!("  {delta}"));
+                }
+                if let Some(v) = verdict {
+                    cell.push_str(&format!(", {}", v.as_str()));
+                }
+                row.push(cell);
+            }
+            rows.push(row);
+        }
         let widths: Vec<usize> = (0..rows[0].len())
             .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
             .collect();
@@ -137,6 +190,9 @@ pub fn table(c: &Comparison) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "Minimum effect {} %. {}", c.min_effect_pct, c.method);
+    if capacity_cells(c).is_some() {
+        let _ = writeln!(out, "{}", super::CAPACITY_METHOD);
+    }
     out
 }
 
@@ -189,6 +245,24 @@ pub fn markdown(c: &Comparison) -> String {
                     let _ = write!(out, " {} |", f.format(rs.get(f)));
                 } else {
                     let _ = write!(out, " {}<br>{ch}{mark} |", f.format(rs.get(f)));
+                }
+            }
+            out.push('\n');
+        }
+        if s.label.is_none()
+            && let Some(cells) = capacity_cells(c)
+        {
+            let _ = write!(out, "| {} |", Figure::CapacityRps.name());
+            for (value, delta, verdict) in cells {
+                let mark = match verdict {
+                    Some(Verdict::Worse) => " 🔴",
+                    Some(Verdict::Better) => " 🟢",
+                    _ => "",
+                };
+                if delta.is_empty() {
+                    let _ = write!(out, " {} |", md_escape(&value));
+                } else {
+                    let _ = write!(out, " {}<br>{delta}{mark} |", md_escape(&value));
                 }
             }
             out.push('\n');
@@ -440,6 +514,28 @@ pub fn html(c: &Comparison, overlays: &[Overlay], generated_at: &str) -> String 
                     };
                     let _ = write!(s, "<span class=\"d {class}\">{}", esc(&delta));
                     if let Some(v) = ch.verdict {
+                        let _ = write!(s, "<span class=\"badge {class}\">{}</span>", v.as_str());
+                    }
+                    s.push_str("</span>");
+                }
+                s.push_str("</td>");
+            }
+            s.push_str("</tr>");
+        }
+        if sc.label.is_none()
+            && let Some(cells) = capacity_cells(c)
+        {
+            let _ = write!(s, "<tr><td>{}</td>", Figure::CapacityRps.name());
+            for (value, delta, verdict) in cells {
+                let _ = write!(s, "<td>{}", esc(&value));
+                if !delta.is_empty() {
+                    let class = match verdict {
+                        Some(Verdict::Worse) => "worse",
+                        Some(Verdict::Better) => "better",
+                        _ => "same",
+                    };
+                    let _ = write!(s, "<span class=\"d {class}\">{}", esc(&delta));
+                    if let Some(v) = verdict {
                         let _ = write!(s, "<span class=\"badge {class}\">{}</span>", v.as_str());
                     }
                     s.push_str("</span>");

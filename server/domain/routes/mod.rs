@@ -20,6 +20,19 @@
 pub mod run_hits;
 pub mod series;
 
+/// Series labels that name the application, and the route label each is kept under
+/// beside the service: `(series label, route label)`. The service itself is always the
+/// target's (its `service` label, else its configured name), so that a target is one
+/// service and alerts written with its name match; a series' own `service` or `job`
+/// label is renamed `exported_…`, as Prometheus renames a scraped label that clashes
+/// with a target label.
+pub const ROUTE_LABELS: &[(&str, &str)] = &[
+    ("camelContext", "camel_context"),
+    ("application", "application"),
+    ("service", "exported_service"),
+    ("job", "exported_job"),
+];
+
 use serde::Serialize;
 
 /// Where a route's figures come from.
@@ -117,9 +130,13 @@ impl Counters {
 /// One route's cumulative readings in one scrape. `None` = the source lacks the figure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
+    /// The target's service (its `service` label, else its name): series never rename it.
     pub service: String,
     pub route: String,
     pub source: Source,
+    /// Labels of the series that name the application beside the service, part of the
+    /// route's identity (see [`ROUTE_LABELS`]): e.g. `camel_context`.
+    pub labels: std::collections::BTreeMap<String, String>,
     /// Exchanges (requests), cumulative.
     pub total: Option<Counters>,
     /// Failed exchanges (HTTP: 5xx responses), cumulative.
@@ -149,6 +166,7 @@ impl Observation {
             service: service.to_string(),
             route: route.to_string(),
             source,
+            labels: Default::default(),
             total: None,
             failed: None,
             duration_sum_s: None,
@@ -390,7 +408,11 @@ pub const GONE_AFTER_SCRAPES: i64 = 5;
 pub struct RouteRow {
     pub id: i64,
     pub target_id: i64,
+    /// The target's service (its `service` label, else its name).
     pub service: String,
+    /// Labels beside the service that are part of the route's identity, e.g.
+    /// `{"camel_context": "inventory-bridge"}` (see [`ROUTE_LABELS`]); `{}` when none.
+    pub labels: std::collections::BTreeMap<String, String>,
     pub instance: String,
     pub route: String,
     /// `camel`, `spring`, `http` or `jolokia`.

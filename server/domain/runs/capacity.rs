@@ -97,6 +97,12 @@ pub struct Knee {
     pub at_ms: i64,
     /// Slope of the growth line, requests/s per active user.
     pub growth_rps_per_user: f64,
+    /// Seconds of the plateau (the levels past the knee).
+    pub plateau_s: u64,
+    /// Standard error of the plateau throughput, req/s: the standard deviation of the
+    /// plateau's per-second request counts / √seconds. What comparisons take as the noise
+    /// of [`Knee::throughput_rps`].
+    pub plateau_se_rps: f64,
 }
 
 /// Where p95 passed twice its low-load value.
@@ -148,6 +154,8 @@ struct Level {
     worst_errors: (u64, u64),
     /// p95s the tool reported for seconds without a histogram, ms.
     reported_p95_ms: Vec<f64>,
+    /// Σ count² over the level's seconds (the spread of its per-second throughput).
+    count_sq: f64,
 }
 
 impl Level {
@@ -163,6 +171,7 @@ impl Level {
             worst_latency: None,
             worst_errors: (0, 0),
             reported_p95_ms: Vec::new(),
+            count_sq: 0.0,
         }
     }
 
@@ -170,6 +179,7 @@ impl Level {
     fn add_counts(&mut self, count: u64, errors: u64) {
         self.seconds += 1;
         self.count += count;
+        self.count_sq += (count as f64).powi(2);
         self.errors += errors;
         if errors > self.worst_errors.1 {
             self.worst_errors = (count, errors);
@@ -467,11 +477,23 @@ fn knee(levels: &[Level]) -> Option<Knee> {
             return None;
         }
     }
+    // The plateau's per-second counts: their spread gives the plateau's standard error.
+    let (n, sum, sum_sq) = above.iter().fold((0.0, 0.0, 0.0), |(n, s, q), l| {
+        (n + l.seconds as f64, s + l.count as f64, q + l.count_sq)
+    });
+    let mean = sum / n;
+    let var = if n > 1.0 {
+        ((sum_sq - n * mean * mean) / (n - 1.0)).max(0.0)
+    } else {
+        0.0
+    };
     Some(Knee {
         users: users.round() as u32,
         throughput_rps: p,
         at_ms: 0, // set by `find`, from the seconds
         growth_rps_per_user: b,
+        plateau_s,
+        plateau_se_rps: (var / n).sqrt(),
     })
 }
 

@@ -1,14 +1,18 @@
 //! The comparison API:
 //!
 //! - `GET /api/v1/compare?runs=A,B,…[&min_effect_pct=5]` → [`Comparison`] (2 to 10 runs,
-//!   the first is the reference; `runs` may also repeat: `runs=A&runs=B`);
+//!   the first is the reference; `runs` may also repeat: `runs=A&runs=B`), with
+//!   `capacity`: per run the knee of its saturation analysis (`capacity_rps`, `knee_users`,
+//!   `noise_rps`, `peak_rps`, `peak_users`, `statement`) and its `change` against the
+//!   reference (see [`compare::RunCapacity`]);
 //! - `GET /api/v1/scenarios` → `{"scenarios": [ScenarioItem…]}`;
 //! - `GET /api/v1/scenarios/{name}` → [`Trend`];
 //! - `GET /api/v1/scenarios/{name}/baseline` → `{"scenario", "run_id", "source"}`
 //!   (`source`: `pinned`, `passed` or `previous`; `run_id` null when there is none);
 //! - `PUT /api/v1/scenarios/{name}/baseline` `{"run_id": N}` pins a run of that scenario;
 //!   `DELETE` unpins (204);
-//! - `POST /api/v1/runs/{id}/check` `{"gates": ["p95<500ms", …], "baseline": "auto" | N |
+//! - `POST /api/v1/runs/{id}/check` `{"gates": ["p95<500ms", "capacity_rps -10%", …],
+//!   "baseline": "auto" | N |
 //!   null, "min_effect_pct": 5, "record": true}` → [`CheckReport`] (stored unless `record`
 //!   is false).
 

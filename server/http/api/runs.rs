@@ -3,7 +3,10 @@
 //! - `GET /api/v1/runs` → `{"runs": [RunListItem…]}`, newest first;
 //! - `POST /api/v1/runs?format=&name=&scenario=&tag=k=v&filename=` with the result file as
 //!   the raw body, or as multipart form data (a `file` field; `name`, `scenario`, `format`,
-//!   `tag` fields allowed too) → 201 `{"runs": [ImportedRun…]}`;
+//!   `tag` fields allowed too) → 201 `{"runs": [ImportedRun…]}`. Several `file` fields
+//!   holding the files of one Locust `--csv` run (`x_stats.csv`, `x_stats_history.csv`,
+//!   `x_failures.csv`, `x_exceptions.csv`) make one run (see
+//!   [`crate::sources::ingest::locust::merge_set`]);
 //! - `GET /api/v1/runs/{id}?apdex_t_ms=` → [`RunDetail`](crate::store::RunDetail) with
 //!   Apdex per scope and `capacity` (see [`RunReport::to_json`]);
 //! - `PATCH /api/v1/runs/{id}` with `{"name", "scenario", "notes", "tags"}` (any of them);
@@ -379,7 +382,11 @@ async fn create_runs(
 }
 
 /// Streams the `file` field of a multipart upload into an import; text fields before it
-/// set the options.
+/// set the options. Several file fields make a run each; except the files of one Locust
+/// `--csv` run (`x_stats.csv`, `x_stats_history.csv`, `x_failures.csv`,
+/// `x_exceptions.csv`): read whole (together within the import limit), they make one run.
+/// Files before the first Locust file stream into their imports; files from it on are read
+/// whole first.
 async fn import_multipart(
     state: &AppState,
     progress: &Progress,
@@ -389,6 +396,12 @@ async fn import_multipart(
     let bad = |e: axum::extract::multipart::MultipartError| {
         Error::BadRequest(format!("multipart body: {e}"))
     };
+    let mut held: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut held_bytes: u64 = 0;
+    // Runs of files imported as they streamed in (each file not of a Locust set, before
+    // the first one that is).
+    let mut streamed: Vec<import::ImportedRun> = Vec::new();
+    let mut any_file = false;
     while let Some(mut field) = multipart.next_field().await.map_err(bad)? {
         let field_name = field.name().unwrap_or_default().to_string();
         let file_name = field.file_name().map(str::to_string);
@@ -400,6 +413,25 @@ async fn import_multipart(
         let source = file_name
             .or(params.filename.clone())
             .unwrap_or_else(|| "upload".to_string());
+        if !held.is_empty() || crate::sources::ingest::locust::csv_set_part(&source).is_some() {
+            let mut bytes = Vec::new();
+            while let Some(chunk) = field.chunk().await.map_err(|e| {
+                Error::BadRequest(format!(
+                    "{source}: upload broke off: {e}; nothing was stored"
+                ))
+            })? {
+                held_bytes += chunk.len() as u64;
+                if held_bytes > state.config.max_import_bytes {
+                    return Err(Error::TooLarge(format!(
+                        "the uploaded files are larger than the import limit of {} bytes together; nothing was stored (raise max_import_bytes in harrier.toml)",
+                        state.config.max_import_bytes
+                    )));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            held.push((source, bytes));
+            continue;
+        }
         let import_req = params.request(state, source)?;
         // Chunks go through a channel so a broken upload reaches the parser as a read
         // error (and nothing is stored), not as a clean end of file.
@@ -424,13 +456,47 @@ async fn import_multipart(
             }
         }
         drop(tx);
-        return task
-            .await
-            .map_err(|e| Error::Internal(format!("import task: {e}")))?;
+        streamed.extend(
+            task.await
+                .map_err(|e| Error::Internal(format!("import task: {e}")))??,
+        );
+        any_file = true;
     }
-    Err(Error::BadRequest(
-        "multipart body has no `file` field".to_string(),
-    ))
+    if held.is_empty() {
+        if !any_file {
+            return Err(Error::BadRequest(
+                "multipart body has no `file` field".to_string(),
+            ));
+        }
+        return Ok(streamed);
+    }
+    let names: Vec<String> = held.iter().map(|(n, _)| n.clone()).collect();
+    let format = params.request(state, String::new())?.format;
+    let (sets, rest) = import::locust_sets(&names, format);
+    let mut slots: Vec<Option<(String, Vec<u8>)>> = held.into_iter().map(Some).collect();
+    let mut runs = streamed;
+    for (prefix, idx) in sets {
+        let files: Vec<(String, Vec<u8>)> = idx.iter().filter_map(|&i| slots[i].take()).collect();
+        let req = params.request(state, format!("{prefix}_*.csv"))?;
+        runs.extend(import::import_locust_set(&state.store, progress, req, &prefix, files).await?);
+    }
+    for i in rest {
+        if let Some((source, bytes)) = slots[i].take() {
+            let total = bytes.len() as u64;
+            let req = params.request(state, source)?;
+            runs.extend(
+                import::import_reader(
+                    &state.store,
+                    progress,
+                    req,
+                    std::io::Cursor::new(bytes),
+                    Some(total),
+                )
+                .await?,
+            );
+        }
+    }
+    Ok(runs)
 }
 
 /// The file name of a `Content-Disposition: attachment; filename="…"; filename*=UTF-8''…`

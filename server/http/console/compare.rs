@@ -109,7 +109,78 @@ fn figure_title(f: Figure) -> &'static str {
         }
         Figure::MaxMs => "Slowest sample · no verdict (one sample)",
         Figure::ThroughputRps => "count / (last end − first start) · higher is better",
+        Figure::CapacityRps => {
+            "The knee of the saturation analysis: req/s (and users) where throughput stops growing while the load rises · higher is better · noise: the plateau's standard error"
+        }
     }
+}
+
+/// The capacity row of the totals: each run's knee (req/s at users), its change and
+/// verdict (see [`crate::domain::compare::CAPACITY_METHOD`]).
+fn capacity_row(c: &Comparison) -> Option<FigureRow> {
+    if c.capacity.is_empty() || c.capacity.iter().all(|r| r.statement.is_none()) {
+        return None;
+    }
+    let f = Figure::CapacityRps;
+    let cells = c
+        .capacity
+        .iter()
+        .map(|r| {
+            let ch = r.change.as_ref();
+            let verdict = ch.and_then(|c| c.verdict);
+            let value = match (r.capacity_rps, r.knee_users) {
+                (Some(rps), Some(users)) => format!("{} at ~{users} users", f.format(Some(rps))),
+                _ if r.peak_rps.is_some() => "no knee".to_string(),
+                _ => format::NONE.to_string(),
+            };
+            let users = ch
+                .and_then(|c| c.users_abs)
+                .filter(|u| *u != 0)
+                .map(|u| format!(", {u:+} users"))
+                .unwrap_or_default();
+            CellView {
+                value,
+                raw: r.capacity_rps.map(|v| v.to_string()).unwrap_or_default(),
+                delta: ch
+                    .and_then(|c| c.abs_rps)
+                    .map(|a| format!("{}{users}", signed_abs(f, a)))
+                    .unwrap_or_default(),
+                delta_pct: ch.and_then(|c| c.pct).map(signed_pct).unwrap_or_default(),
+                class: match verdict {
+                    Some(Verdict::Worse) => "worse",
+                    Some(Verdict::Better) => "better",
+                    Some(Verdict::NoChange) => "same",
+                    None => "",
+                },
+                verdict: verdict.map(|v| {
+                    (
+                        v.as_str(),
+                        match v {
+                            Verdict::Worse => "err",
+                            Verdict::Better => "ok",
+                            Verdict::NoChange => "muted",
+                        },
+                    )
+                }),
+                title: match (ch.and_then(|c| c.ci_low.zip(c.ci_high)), &r.statement) {
+                    (Some((lo, hi)), Some(st)) => format!(
+                        "{st} · 95 % interval of the change: {} … {} %",
+                        format::float(lo, 1),
+                        format::float(hi, 1)
+                    ),
+                    (None, Some(st)) => st.clone(),
+                    _ => "The load did not ramp: no saturation analysis".into(),
+                },
+                present: true,
+            }
+        })
+        .collect();
+    Some(FigureRow {
+        name: f.name(),
+        key: f.key(),
+        title: figure_title(f),
+        cells,
+    })
 }
 
 fn signed_pct(v: f64) -> String {
@@ -135,7 +206,7 @@ fn scope_views(c: &Comparison) -> Vec<ScopeView> {
         .enumerate()
         .map(|(si, s)| {
             let (mut worse, mut better) = (0, 0);
-            let rows = Figure::ALL
+            let mut rows: Vec<FigureRow> = Figure::ALL
                 .iter()
                 .map(|&f| FigureRow {
                     name: f.name(),
@@ -202,6 +273,18 @@ fn scope_views(c: &Comparison) -> Vec<ScopeView> {
                         .collect(),
                 })
                 .collect();
+            if s.label.is_none()
+                && let Some(row) = capacity_row(c)
+            {
+                for cell in &row.cells {
+                    match cell.class {
+                        "worse" => worse += 1,
+                        "better" => better += 1,
+                        _ => {}
+                    }
+                }
+                rows.push(row);
+            }
             ScopeView {
                 title: s
                     .label
@@ -452,6 +535,12 @@ pub(crate) struct ScenarioPage {
     changes: Vec<ChangeView>,
     min_effect_pct: String,
     compare_url: String,
+    /// Axes the trend can be drawn against: `("", "time")` then the runs' tag keys; the
+    /// picked one's value.
+    x_options: Vec<(String, String)>,
+    x_picked: String,
+    /// The runs the picked tag leaves out (they lack it).
+    x_untagged: usize,
     data_json: String,
 }
 
@@ -473,6 +562,34 @@ pub(crate) async fn scenario_page(
 ) -> Result<ScenarioPage, PageError> {
     let q = CompareQuery::parse(raw.as_deref())?;
     let t: Trend = comparisons::trend(&state.store, &name, &q.options()).await?;
+    // `?x=TAG`: the trend drawn against a tag of the runs instead of time.
+    let x_picked = form_urlencoded::parse(raw.as_deref().unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == "x")
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty() && v != "time")
+        .unwrap_or_default();
+    if !x_picked.is_empty() && !t.tag_keys.contains(&x_picked) {
+        return Err(Error::BadRequest(format!(
+            "x must be time or a tag of this scenario's runs ({}), got {x_picked:?}",
+            if t.tag_keys.is_empty() {
+                "they have none".to_string()
+            } else {
+                t.tag_keys.join(", ")
+            }
+        ))
+        .into());
+    }
+    let x_untagged = if x_picked.is_empty() {
+        0
+    } else {
+        t.points
+            .iter()
+            .filter(|p| !p.tags.contains_key(&x_picked))
+            .count()
+    };
+    let x_options: Vec<(String, String)> = std::iter::once((String::new(), "time".to_string()))
+        .chain(t.tag_keys.iter().map(|k| (k.clone(), format!("tag {k}"))))
+        .collect();
     let pinned = state.store.pinned_baseline(&name).await?.is_some();
     let baseline = t.baseline_run_id.and_then(|b| {
         t.points.iter().find(|p| p.run.id == b).map(|p| {
@@ -567,6 +684,7 @@ pub(crate) async fn scenario_page(
         "points": &t.points,
         "change_points": &t.change_points,
         "figures": TREND_FIGURES.iter().map(|f| f.key()).collect::<Vec<_>>(),
+        "x_tag": (!x_picked.is_empty()).then_some(&x_picked),
     });
     Ok(ScenarioPage {
         nav: "runs",
@@ -577,6 +695,9 @@ pub(crate) async fn scenario_page(
         changes,
         min_effect_pct: format::float(t.min_effect_pct, 1),
         compare_url,
+        x_options,
+        x_picked,
+        x_untagged,
         data_json: data.to_string().replace('<', "\\u003c"),
     })
 }

@@ -34,8 +34,9 @@
 //!   over its trailing 10 s window, by its rounded-bucket rule) are kept, for the
 //!   `Aggregated` rows, in [`RunData::reported`] (`history`, each row with its
 //!   `bucket_start_ms`) and shown on the charts as "reported by Locust"; buckets carry no
-//!   histogram. Imported with `_stats.csv` (a separate upload), it makes a second run: the
-//!   parse API reads one stream, and the two files do not share a key to merge on.
+//!   histogram. Imported alone, `_stats.csv` and `_stats_history.csv` each make a run;
+//!   given together (with `_failures.csv` and `_exceptions.csv` of the same `--csv` run,
+//!   recognised by their shared prefix) they make one run, see [`merge_set`].
 //! - `--json` output (an array of `StatsEntry`, no total): per endpoint count, failures,
 //!   mean = `total_response_time` / count, exact min and max, percentiles computed here
 //!   by Locust's rule from the `response_times` histogram of rounded ms (so they equal
@@ -54,7 +55,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{Bucket, LabelStats, RunData, Stats};
+use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, RunData, Stats};
 
 /// Latest timestamp of a stats-history row, unix seconds (2100-01-01).
 const MAX_TIMESTAMP_S: i64 = 4_102_444_800;
@@ -686,4 +687,285 @@ fn parse_json<R: Read>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, In
             ..RunData::default()
         },
     }])
+}
+
+/// One file of a Locust `--csv PREFIX` set, by its name's ending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CsvPart {
+    /// `PREFIX_stats.csv`: per-name rows and the `Aggregated` total.
+    Stats,
+    /// `PREFIX_stats_history.csv`: the time series.
+    History,
+    /// `PREFIX_failures.csv`: failure messages per name.
+    Failures,
+    /// `PREFIX_exceptions.csv`: exceptions in user code.
+    Exceptions,
+}
+
+/// The prefix and part of a Locust CSV file name (`x_stats_history.csv` → `("x",
+/// History)`); `None` for any other name. A directory part is left out of the prefix.
+pub fn csv_set_part(file_name: &str) -> Option<(String, CsvPart)> {
+    let base = file_name.rsplit(['/', '\\']).next().unwrap_or(file_name);
+    [
+        ("_stats_history.csv", CsvPart::History),
+        ("_stats.csv", CsvPart::Stats),
+        ("_failures.csv", CsvPart::Failures),
+        ("_exceptions.csv", CsvPart::Exceptions),
+    ]
+    .into_iter()
+    .find_map(|(suffix, part)| {
+        base.strip_suffix(suffix)
+            .filter(|p| !p.is_empty())
+            .map(|p| (p.to_owned(), part))
+    })
+}
+
+/// A `_failures.csv` read: its error groups, and its rows that did not read as (line,
+/// reason).
+pub type Failures = (Vec<ErrorGroup>, Vec<(u64, String)>);
+
+fn csv_reader<R: Read>(input: R) -> csv::Reader<R> {
+    ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input)
+}
+
+/// `PREFIX_failures.csv` (`Method,Name,Error,Occurrences[,First Seen,Last Seen]`) as error
+/// groups: label = `Method Name` as the stats files name it, message = `Error` as Locust
+/// wrote it (its `repr()`, newlines as `\n`), count = `Occurrences`, first/last seen from
+/// the ISO-8601 columns (Locust ≥ 2.44; `0` without them). Rows that do not read are
+/// returned as (line, reason).
+pub fn parse_failures<R: Read>(input: R, source_name: &str) -> Result<Failures, IngestError> {
+    let mut rdr = csv_reader(input);
+    let mut header = StringRecord::new();
+    match rdr.read_record(&mut header) {
+        Ok(true) => {}
+        Ok(false) => return Err(invalid(source_name, 1, "empty file")),
+        Err(e) => return Err(invalid(source_name, 1, e.to_string())),
+    }
+    let find = |n: &str| header.iter().position(|c| c.trim().eq_ignore_ascii_case(n));
+    let (Some(method), Some(name), Some(error), Some(occ)) = (
+        find("Method"),
+        find("Name"),
+        find("Error"),
+        find("Occurrences"),
+    ) else {
+        return Err(invalid(
+            source_name,
+            1,
+            "not a Locust failures.csv: the header must name Method, Name, Error and Occurrences",
+        ));
+    };
+    let (first, last) = (find("First Seen"), find("Last Seen"));
+    let when = |r: &StringRecord, c: Option<usize>| -> i64 {
+        c.and_then(|c| r.get(c))
+            .and_then(|t| {
+                time::OffsetDateTime::parse(
+                    t.trim(),
+                    &time::format_description::well_known::Rfc3339,
+                )
+                .ok()
+            })
+            .map_or(0, |t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+    };
+    let (mut groups, mut rejected) = (Vec::new(), Vec::new());
+    let mut r = StringRecord::new();
+    loop {
+        let line = rdr.position().line();
+        match rdr.read_record(&mut r) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                rejected.push((line, format!("unreadable row: {e}")));
+                continue;
+            }
+        }
+        let Some(count) = r.get(occ).and_then(|v| v.trim().parse::<u64>().ok()) else {
+            rejected.push((line, "Occurrences is not a whole number".to_owned()));
+            continue;
+        };
+        groups.push(ErrorGroup {
+            label: endpoint_label(
+                r.get(method).unwrap_or("").trim(),
+                r.get(name).unwrap_or(""),
+            ),
+            response_code: String::new(),
+            message: r.get(error).unwrap_or("").to_owned(),
+            count,
+            first_seen_ms: when(&r, first),
+            last_seen_ms: when(&r, last),
+        });
+    }
+    Ok((groups, rejected))
+}
+
+/// `PREFIX_exceptions.csv` (`Count,Message,Traceback,Nodes`; the traceback a multi-line
+/// quoted field) as `[{"count", "message", "traceback", "nodes"}]`: exceptions raised in
+/// the test's own code, which Locust counts apart from request failures.
+pub fn parse_exceptions<R: Read>(input: R, source_name: &str) -> Result<Value, IngestError> {
+    let mut rdr = csv_reader(input);
+    let mut header = StringRecord::new();
+    match rdr.read_record(&mut header) {
+        Ok(true) => {}
+        Ok(false) => return Err(invalid(source_name, 1, "empty file")),
+        Err(e) => return Err(invalid(source_name, 1, e.to_string())),
+    }
+    let find = |n: &str| header.iter().position(|c| c.trim().eq_ignore_ascii_case(n));
+    let (Some(count), Some(message)) = (find("Count"), find("Message")) else {
+        return Err(invalid(
+            source_name,
+            1,
+            "not a Locust exceptions.csv: the header must name Count and Message",
+        ));
+    };
+    let (traceback, nodes) = (find("Traceback"), find("Nodes"));
+    let mut out = Vec::new();
+    let mut r = StringRecord::new();
+    loop {
+        let line = rdr.position().line();
+        match rdr.read_record(&mut r) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(invalid(source_name, line, format!("unreadable row: {e}"))),
+        }
+        out.push(json!({
+            "count": r.get(count).and_then(|v| v.trim().parse::<u64>().ok()),
+            "message": r.get(message),
+            "traceback": traceback.and_then(|c| r.get(c)),
+            "nodes": nodes.and_then(|c| r.get(c)),
+        }));
+    }
+    Ok(Value::from(out))
+}
+
+/// The files of one Locust `--csv` run, read.
+#[derive(Default)]
+pub struct CsvSet {
+    /// `_stats.csv`, parsed ([`parse`]).
+    pub stats: Option<ParsedRun>,
+    /// `_stats_history.csv`, parsed ([`parse`]).
+    pub history: Option<ParsedRun>,
+    /// `_failures.csv` ([`parse_failures`]): groups and rejected rows.
+    pub failures: Option<Failures>,
+    /// `_exceptions.csv` ([`parse_exceptions`]).
+    pub exceptions: Option<Value>,
+    /// The file names given, for the run's record.
+    pub inputs: Vec<String>,
+}
+
+/// One run from the files of one Locust `--csv` run:
+/// - over time (buckets, users, window, throughput, saturation) from `_stats_history.csv`;
+/// - per-name rows from `_stats.csv` (Locust's final figures per name, with their
+///   percentiles), each given the window of its own history rows when the history has them
+///   (`--csv-full-history`);
+/// - the run total from the history's last `Aggregated` row, with the whole-run p90/p95/p99
+///   of `_stats.csv`'s `Aggregated` row ("reported by Locust"); without a history, the
+///   `_stats.csv` run as [`parse`] reads it;
+/// - failure messages from `_failures.csv` (the run's error groups), exceptions from
+///   `_exceptions.csv` (kept in `reported.exceptions`: not request failures).
+///
+/// A set needs `_stats.csv` or `_stats_history.csv`: failures alone hold no request counts.
+pub fn merge_set(set: CsvSet, source_name: &str) -> Result<ParsedRun, IngestError> {
+    let CsvSet {
+        stats,
+        history,
+        failures,
+        exceptions,
+        inputs,
+    } = set;
+    let mut run = match (history, stats) {
+        (Some(mut h), Some(s)) => {
+            let s_total = s.data.overall.clone();
+            let o = &mut h.data.overall;
+            o.p90_ms = s_total.p90_ms;
+            o.p95_ms = s_total.p95_ms;
+            o.p99_ms = s_total.p99_ms;
+            let run_window = (o.first_start_ms, o.last_end_ms, o.window_ms);
+            let history_labels = std::mem::take(&mut h.data.labels);
+            h.data.labels = s
+                .data
+                .labels
+                .into_iter()
+                .map(|mut l| {
+                    match history_labels.iter().find(|hl| hl.label == l.label) {
+                        Some(hl) => {
+                            l.stats.first_start_ms = hl.stats.first_start_ms;
+                            l.stats.last_end_ms = hl.stats.last_end_ms;
+                            l.stats.window_ms = hl.stats.window_ms;
+                        }
+                        None => {
+                            (
+                                l.stats.first_start_ms,
+                                l.stats.last_end_ms,
+                                l.stats.window_ms,
+                            ) = run_window;
+                        }
+                    }
+                    l
+                })
+                .collect();
+            // Buckets only of the names the run lists (the run's own always).
+            let names: std::collections::HashSet<String> =
+                h.data.labels.iter().map(|l| l.label.clone()).collect();
+            h.data
+                .buckets
+                .retain(|b| b.label.as_ref().is_none_or(|l| names.contains(l)));
+            let r = &mut h.data.reported;
+            r["endpoints"] = s.data.reported["endpoints"].clone();
+            r["stats_aggregated"] = s.data.reported["aggregated"].clone();
+            r["totals"] = json!(
+                "count, failures, mean, min, max and the window from the history's last Aggregated row; p90/p95/p99 from the stats.csv Aggregated row"
+            );
+            if s_total.count != h.data.overall.count {
+                r["stats_count_differs"] = json!({
+                    "stats_csv": s_total.count,
+                    "stats_history_csv": h.data.overall.count,
+                });
+            }
+            h.data.rejected_rows += s.data.rejected_rows;
+            h.data.rejected.extend(s.data.rejected);
+            h
+        }
+        (Some(h), None) => h,
+        (None, Some(s)) => s,
+        (None, None) => {
+            return Err(invalid(
+                source_name,
+                1,
+                "a Locust failures.csv or exceptions.csv holds no request counts: give it with the _stats.csv or _stats_history.csv of the same run",
+            ));
+        }
+    };
+    if let Some((groups, rejected)) = failures {
+        let start = run.data.overall.first_start_ms.unwrap_or(0);
+        run.data.errors = groups
+            .into_iter()
+            .map(|mut g| {
+                if g.first_seen_ms == 0 {
+                    g.first_seen_ms = start;
+                }
+                if g.last_seen_ms == 0 {
+                    g.last_seen_ms = run.data.overall.last_end_ms.unwrap_or(start);
+                }
+                g
+            })
+            .collect();
+        run.data.rejected_rows += rejected.len() as u64;
+        run.data
+            .rejected
+            .extend(
+                rejected
+                    .into_iter()
+                    .map(|(line, reason)| crate::domain::runs::RejectedRow {
+                        line,
+                        reason: format!("failures.csv: {reason}"),
+                    }),
+            );
+    }
+    if let Some(e) = exceptions {
+        run.data.reported["exceptions"] = e;
+    }
+    run.data.reported["inputs"] = json!(inputs);
+    Ok(run)
 }

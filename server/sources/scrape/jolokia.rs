@@ -46,8 +46,10 @@ pub fn request_body() -> Value {
 }
 
 /// Route observations from a Jolokia answer, and the number of attribute values read.
+/// `service` is the target's service (every route's); the Camel context (`CamelId`, else
+/// the ObjectName's `context`) is the route label `camel_context` beside it.
 /// An error answer (or no `value`) is an `Err` with the agent's message.
-pub fn observations(answer: &Value) -> Result<(Vec<Observation>, usize), String> {
+pub fn observations(answer: &Value, service: &str) -> Result<(Vec<Observation>, usize), String> {
     let answer = match answer {
         Value::Array(items) => items
             .first()
@@ -82,7 +84,7 @@ pub fn observations(answer: &Value) -> Result<(Vec<Observation>, usize), String>
             .and_then(Value::as_str)
             .map(str::to_string)
             .or_else(|| key_property(object_name, "context"))
-            .unwrap_or_else(|| "camel".into());
+            .filter(|c| !c.is_empty());
         let Some(route) = attrs
             .get("RouteId")
             .and_then(Value::as_str)
@@ -99,7 +101,10 @@ pub fn observations(answer: &Value) -> Result<(Vec<Observation>, usize), String>
                 c
             })
         };
-        let mut o = Observation::new(&context, &route, Source::Jolokia);
+        let mut o = Observation::new(service, &route, Source::Jolokia);
+        if let Some(context) = context {
+            o.labels.insert("camel_context".into(), context);
+        }
         o.total = counter("ExchangesTotal");
         o.failed = counter("ExchangesFailed");
         o.duration_sum_s = num("TotalProcessingTime").map(|ms| {
@@ -125,7 +130,7 @@ pub fn observations(answer: &Value) -> Result<(Vec<Observation>, usize), String>
         .max();
         out.push(o);
     }
-    out.sort_by(|a, b| (&a.service, &a.route).cmp(&(&b.service, &b.route)));
+    out.sort_by(|a, b| (&a.route, &a.labels).cmp(&(&b.route, &b.labels)));
     Ok((out, samples))
 }
 
@@ -204,11 +209,12 @@ mod tests {
         let Some(answer) = public("jolokia/camel-routes-read-pattern.response.json") else {
             return;
         };
-        let (obs, samples) = observations(&answer).unwrap();
+        let (obs, samples) = observations(&answer, "customers").unwrap();
         assert_eq!(samples, 45);
         assert_eq!(obs.len(), 1);
         let o = &obs[0];
-        assert_eq!(o.service, "camel-1");
+        assert_eq!(o.service, "customers");
+        assert_eq!(o.labels["camel_context"], "camel-1");
         assert_eq!(o.route, "address-updates-to-customer-service-route");
         assert_eq!(o.total.as_ref().unwrap().sum(), 1.0);
         assert_eq!(o.failed.as_ref().unwrap().sum(), 0.0);
@@ -224,15 +230,18 @@ mod tests {
     #[test]
     fn bulk_wildcard_answer_and_errors() {
         if let Some(answer) = public("jolokia/bulk-read-wildcard.response.json") {
-            let (obs, samples) = observations(&answer).unwrap();
+            let (obs, samples) = observations(&answer, "t").unwrap();
             assert_eq!(samples, 4);
             // Catalina thread pools are not Camel routes
             assert!(obs.is_empty());
         }
-        let e = observations(&serde_json::json!({
-            "error_type": "javax.management.InstanceNotFoundException",
-            "error": "no such MBean", "status": 404
-        }))
+        let e = observations(
+            &serde_json::json!({
+                "error_type": "javax.management.InstanceNotFoundException",
+                "error": "no such MBean", "status": 404
+            }),
+            "t",
+        )
         .unwrap_err();
         assert!(e.contains("404") && e.contains("no such MBean"), "{e}");
     }

@@ -1,7 +1,13 @@
 //! Presets: which exposed series make a route, and which figure each series is.
 //!
+//! Service identity: every route's service is the target's (its `service` label, else its
+//! configured name). Series labels naming the application are kept beside it as route
+//! labels ([`ROUTE_LABELS`]: `camelContext` → `camel_context`, `application`, and a series'
+//! own `service` / `job` as `exported_service` / `exported_job`), part of the route's
+//! identity, so two Camel contexts on one target keep their routes apart.
+//!
 //! - **Camel Micrometer** (camel-micrometer, Camel ≥ 3.21 / 4.x names): route = `routeId`,
-//!   service = `camelContext`. `camel_exchanges_total` (exchanges),
+//!   label `camel_context` = `camelContext`. `camel_exchanges_total` (exchanges),
 //!   `camel_exchanges_failed_total` (failed), `camel_exchanges_inflight`,
 //!   `camel_route_policy_seconds_{count,sum,max,bucket}` (durations). Rows with
 //!   `eventType="context"` or an empty `routeId` are context totals, not routes.
@@ -9,8 +15,7 @@
 //!   succeeded + failed when `_total` is absent.)
 //! - **Spring Boot** (Micrometer `http.server.requests`): `http_server_requests_seconds_
 //!   {count,sum,max,bucket}`; route = `method uri`; failed = `status` 5xx (or
-//!   `outcome="SERVER_ERROR"` without a status); service = the `application` label when
-//!   present.
+//!   `outcome="SERVER_ERROR"` without a status); label `application` when present.
 //! - **HTTP** (`*_http_requests_total`, `*_request_duration_seconds_{bucket,sum,count}`):
 //!   route = `method` + the first of `handler`, `route`, `path`, `uri`, `endpoint` (`*` when
 //!   none); failed = `code`/`status` 5xx. Covers harrier's own
@@ -21,44 +26,61 @@
 use std::collections::BTreeMap;
 
 use super::exposition::{Exposition, MetricType, Sample, parse_value};
-use crate::domain::routes::{Counters, Observation, Source};
+use crate::domain::routes::{Counters, Observation, ROUTE_LABELS, Source};
 
 /// Labels that never make a route or a series key.
 const IGNORED_LABELS: &[&str] = &["le", "quantile"];
 
-/// Route observations from one scrape; `service` is the target's service name, used when
-/// the series do not name one.
+/// Labels of an HTTP series that make its route or its route labels (not its series key).
+const HTTP_ROUTE_LABELS: &[&str] = &[
+    "method",
+    "handler",
+    "route",
+    "path",
+    "uri",
+    "endpoint",
+    "service",
+    "application",
+    "job",
+];
+
+/// Route observations from one scrape; `service` is the target's service name (every
+/// route's service; see the module docs for the labels kept beside it).
 pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
-    let mut routes: BTreeMap<(String, String, &'static str), Observation> = BTreeMap::new();
-    let mut http_totals: BTreeMap<(String, String), bool> = BTreeMap::new();
-    let mut camel_parts: BTreeMap<(String, String), (Counters, bool)> = BTreeMap::new();
+    let mut routes: BTreeMap<RouteKey, Observation> = BTreeMap::new();
+    let mut http_totals: BTreeMap<RouteKey, bool> = BTreeMap::new();
+    let mut camel_parts: BTreeMap<RouteKey, (Counters, bool)> = BTreeMap::new();
     for (family, s) in doc.samples() {
         if family.kind == MetricType::Summary && s.label("quantile").is_some() {
             continue;
         }
         if let Some(m) = s.name.strip_prefix("camel_") {
-            camel(&mut routes, &mut camel_parts, m, s);
+            camel(&mut routes, &mut camel_parts, service, m, s);
         } else if let Some(part) = s.name.strip_prefix("http_server_requests_seconds_") {
             spring(&mut routes, service, part, s);
         } else if s.name.ends_with("http_requests_total") {
-            let mut o = route_of(&mut routes, http_key(s, service), Source::Http);
-            let key = series_key(
-                s,
-                &["method", "handler", "route", "path", "uri", "endpoint"],
+            let mut o = route_of(
+                &mut routes,
+                http_key(s, service),
+                route_labels(s),
+                Source::Http,
             );
+            let key = series_key(s, HTTP_ROUTE_LABELS);
             o.total.get_or_insert_default().add(&key, s.value);
             let failed = o.failed.get_or_insert_default();
             if is_5xx(s) {
                 failed.add(&key, s.value);
             }
-            http_totals.insert((o.service.clone(), o.route.clone()), true);
+            http_totals.insert(o.key(), true);
             o.commit(&mut routes);
         } else if let Some(part) = duration_part(&s.name) {
-            let mut o = route_of(&mut routes, http_key(s, service), Source::Http);
-            let key = series_key(
-                s,
-                &["method", "handler", "route", "path", "uri", "endpoint"],
+            let mut o = route_of(
+                &mut routes,
+                http_key(s, service),
+                route_labels(s),
+                Source::Http,
             );
+            let key = series_key(s, HTTP_ROUTE_LABELS);
             match part {
                 "bucket" => {
                     if let Some(le) = s.label("le").and_then(parse_value) {
@@ -85,17 +107,15 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
     // HTTP routes with a requests counter: its series are the exchanges, not the duration
     // count's fallback entries.
     for o in routes.values_mut() {
-        if o.source == Source::Http
-            && http_totals.contains_key(&(o.service.clone(), o.route.clone()))
-        {
+        if o.source == Source::Http && http_totals.contains_key(&o.key()) {
             for c in [o.total.as_mut(), o.failed.as_mut()].into_iter().flatten() {
                 c.0.retain(|(k, _)| !k.starts_with("d:"));
             }
         }
     }
     // Camel without camel_exchanges_total: succeeded + failed.
-    for ((svc, route), (succeeded, _)) in camel_parts {
-        if let Some(o) = routes.get_mut(&(svc, route, "camel"))
+    for (key, (succeeded, _)) in camel_parts {
+        if let Some(o) = routes.get_mut(&key)
             && o.total.is_none()
         {
             let mut t = succeeded;
@@ -154,27 +174,55 @@ pub fn observations_by_instance(doc: &Exposition, service: &str) -> Vec<Observat
         .collect()
 }
 
-/// The route entry for `key`, taken out of the map (put back with `commit`).
+/// A route's identity within one scrape: service, route, source, labels.
+type RouteKey = (String, String, &'static str, BTreeMap<String, String>);
+
+/// The labels of `s` kept beside the service ([`ROUTE_LABELS`]); empty values are none.
+fn route_labels(s: &Sample) -> BTreeMap<String, String> {
+    ROUTE_LABELS
+        .iter()
+        .filter_map(|(series, route)| {
+            s.label(series)
+                .filter(|v| !v.is_empty())
+                .map(|v| (route.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The route entry for `(service, route)` with `labels`, taken out of the map (put back
+/// with `commit`).
 fn route_of(
-    routes: &mut BTreeMap<(String, String, &'static str), Observation>,
+    routes: &mut BTreeMap<RouteKey, Observation>,
     (service, route): (String, String),
+    labels: BTreeMap<String, String>,
     source: Source,
 ) -> Observation {
     routes
-        .remove(&(service.clone(), route.clone(), source.as_str()))
-        .unwrap_or_else(|| Observation::new(&service, &route, source))
+        .remove(&(
+            service.clone(),
+            route.clone(),
+            source.as_str(),
+            labels.clone(),
+        ))
+        .unwrap_or_else(|| {
+            let mut o = Observation::new(&service, &route, source);
+            o.labels = labels;
+            o
+        })
 }
 
 impl Observation {
-    fn commit(self, routes: &mut BTreeMap<(String, String, &'static str), Observation>) {
-        routes.insert(
-            (
-                self.service.clone(),
-                self.route.clone(),
-                self.source.as_str(),
-            ),
-            self,
-        );
+    fn key(&self) -> RouteKey {
+        (
+            self.service.clone(),
+            self.route.clone(),
+            self.source.as_str(),
+            self.labels.clone(),
+        )
+    }
+
+    fn commit(self, routes: &mut BTreeMap<RouteKey, Observation>) {
+        routes.insert(self.key(), self);
     }
 }
 
@@ -220,26 +268,21 @@ fn http_key(s: &Sample, service: &str) -> (String, String) {
         (Some(m), None) => format!("{m} *"),
         (None, None) => "*".to_string(),
     };
-    let service = ["service", "application", "job"]
-        .iter()
-        .find_map(|l| s.label(l))
-        .unwrap_or(service);
     (service.to_string(), route)
 }
 
-fn spring(
-    routes: &mut BTreeMap<(String, String, &'static str), Observation>,
-    service: &str,
-    part: &str,
-    s: &Sample,
-) {
+fn spring(routes: &mut BTreeMap<RouteKey, Observation>, service: &str, part: &str, s: &Sample) {
     let Some(uri) = s.label("uri") else { return };
     let route = match s.label("method") {
         Some(m) => format!("{m} {uri}"),
         None => uri.to_string(),
     };
-    let service = s.label("application").unwrap_or(service).to_string();
-    let mut o = route_of(routes, (service, route), Source::Spring);
+    let mut o = route_of(
+        routes,
+        (service.to_string(), route),
+        route_labels(s),
+        Source::Spring,
+    );
     let key = series_key(s, &["method", "uri", "application"]);
     match part {
         "count" => {
@@ -265,8 +308,9 @@ fn spring(
 }
 
 fn camel(
-    routes: &mut BTreeMap<(String, String, &'static str), Observation>,
-    parts: &mut BTreeMap<(String, String), (Counters, bool)>,
+    routes: &mut BTreeMap<RouteKey, Observation>,
+    parts: &mut BTreeMap<RouteKey, (Counters, bool)>,
+    service: &str,
     metric: &str,
     s: &Sample,
 ) {
@@ -276,7 +320,6 @@ fn camel(
     if s.label("eventType") == Some("context") {
         return;
     }
-    let service = s.label("camelContext").unwrap_or("camel");
     let key = series_key(
         s,
         &[
@@ -290,17 +333,14 @@ fn camel(
     let mut o = route_of(
         routes,
         (service.to_string(), route.to_string()),
+        route_labels(s),
         Source::Camel,
     );
     match metric {
         "exchanges_total" => o.total.get_or_insert_default().add(&key, s.value),
         "exchanges_failed_total" => o.failed.get_or_insert_default().add(&key, s.value),
         "exchanges_succeeded_total" => {
-            parts
-                .entry((o.service.clone(), o.route.clone()))
-                .or_default()
-                .0
-                .add(&key, s.value);
+            parts.entry(o.key()).or_default().0.add(&key, s.value);
         }
         "exchanges_inflight" if !s.value.is_nan() => {
             o.inflight = Some(o.inflight.unwrap_or(0.0) + s.value);
@@ -363,8 +403,10 @@ mod tests {
                 "route1"
             ]
         );
+        // the target's name is the service; the Camel context is a label beside it
         for o in &camel {
-            assert_eq!(o.service, "books-api-v2");
+            assert_eq!(o.service, "books");
+            assert_eq!(o.labels["camel_context"], "books-api-v2");
         }
         let books = camel
             .iter()

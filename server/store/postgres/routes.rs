@@ -141,17 +141,19 @@ impl PostgresStore {
         .execute(&mut *tx)
         .await?;
         let at = status.at_ms;
-        let mut ids: HashMap<(String, String, String, String), i64> = HashMap::new();
+        let mut ids: HashMap<(String, String, String, String, String), i64> = HashMap::new();
+        let labels: Vec<String> = routes.iter().map(RouteWrite::labels_json).collect();
         // One row per route identity: PostgreSQL refuses a statement that upserts the same
         // row twice (SQLite applies the rows in turn; the last one's figures win there too).
-        let mut seen: HashMap<(&str, &str, &str, &str), usize> = HashMap::new();
+        let mut seen: HashMap<(&str, &str, &str, &str, &str), usize> = HashMap::new();
         let mut unique: Vec<&RouteWrite> = Vec::with_capacity(routes.len());
-        for r in routes {
+        for (r, l) in routes.iter().zip(&labels) {
             let key = (
                 r.service.as_str(),
                 r.route.as_str(),
                 r.source.as_str(),
                 r.instance.as_str(),
+                l.as_str(),
             );
             match seen.get(&key) {
                 Some(&i) => unique[i] = r,
@@ -164,7 +166,7 @@ impl PostgresStore {
         for chunk in unique.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Postgres>::new(
                 "INSERT INTO routes (target_id, service, route, source, first_seen_ms, \
-                 last_seen_ms, last_exchange_ms, state, instance) ",
+                 last_seen_ms, last_exchange_ms, state, instance, labels) ",
             );
             q.push_values(chunk, |mut b, r| {
                 let rose = r
@@ -184,28 +186,31 @@ impl PostgresStore {
                     .push_bind(at)
                     .push_bind(exchange_ms)
                     .push_bind(&r.state)
-                    .push_bind(&r.instance);
+                    .push_bind(&r.instance)
+                    .push_bind(r.labels_json());
             });
             q.push(
-                " ON CONFLICT (target_id, service, route, source, instance) DO UPDATE SET \
+                " ON CONFLICT (target_id, service, route, source, instance, labels) DO UPDATE SET \
                  last_seen_ms = excluded.last_seen_ms, state = excluded.state, \
                  last_exchange_ms = COALESCE(excluded.last_exchange_ms, routes.last_exchange_ms) \
-                 RETURNING id, service, route, source, instance",
+                 RETURNING id, service, route, source, instance, labels",
             );
-            let rows: Vec<(i64, String, String, String, String)> =
+            let rows: Vec<(i64, String, String, String, String, String)> =
                 q.build_query_as().fetch_all(&mut *tx).await?;
-            for (id, service, route, source, instance) in rows {
-                ids.insert((service, route, source, instance), id);
+            for (id, service, route, source, instance, labels) in rows {
+                ids.insert((service, route, source, instance, labels), id);
             }
         }
         let route_ids: Vec<i64> = routes
             .iter()
-            .map(|r| {
+            .zip(&labels)
+            .map(|(r, l)| {
                 ids.get(&(
                     r.service.clone(),
                     r.route.clone(),
                     r.source.clone(),
                     r.instance.clone(),
+                    l.clone(),
                 ))
                 .copied()
                 .unwrap_or_default()
@@ -380,7 +385,7 @@ impl PostgresStore {
              r.last_seen_ms, r.last_exchange_ms, r.state, t.name AS target_name, \
              t.url AS target_url, t.labels AS target_labels, t.up AS target_up, \
              t.last_scrape_ms AS target_last_scrape_ms, t.interval_s AS target_interval_s, \
-             r.instance AS route_instance \
+             r.instance AS route_instance, r.labels AS route_labels \
              FROM routes r JOIN targets t ON t.id = r.target_id WHERE 1 = 1",
         );
         if let Some(t) = target_id {

@@ -186,6 +186,7 @@ impl Data {
                             &w.route,
                             &target.name,
                             &w.source,
+                            &w.labels_json(),
                         )),
                         service: w.service.clone(),
                         route: w.route.clone(),
@@ -509,6 +510,7 @@ struct SubjectDb {
     route: String,
     source: String,
     instance: String,
+    labels: String,
 }
 
 #[derive(FromRow)]
@@ -605,10 +607,11 @@ impl SqliteStore {
                 (id, TargetMeta { name, instance, up })
             })
             .collect();
-        let subjects: Vec<SubjectDb> =
-            sqlx::query_as("SELECT id, target_id, service, route, source, instance FROM routes")
-                .fetch_all(&mut *tx)
-                .await?;
+        let subjects: Vec<SubjectDb> = sqlx::query_as(
+            "SELECT id, target_id, service, route, source, instance, labels FROM routes",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
         let mut routes: HashMap<i64, RouteHeld> = HashMap::with_capacity(subjects.len());
         for s in subjects {
             let Some(t) = targets.get(&s.target_id) else {
@@ -626,7 +629,7 @@ impl SqliteStore {
                         id: s.id,
                         target_id: s.target_id,
                         labels: Arc::new(subject_labels(
-                            &s.service, &instance, &s.route, &t.name, &s.source,
+                            &s.service, &instance, &s.route, &t.name, &s.source, &s.labels,
                         )),
                         service: s.service,
                         route: s.route,

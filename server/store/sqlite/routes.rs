@@ -140,11 +140,12 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await?;
         let at = status.at_ms;
-        let mut ids: HashMap<(String, String, String, String), i64> = HashMap::new();
+        let mut ids: HashMap<(String, String, String, String, String), i64> = HashMap::new();
+        let labels: Vec<String> = routes.iter().map(RouteWrite::labels_json).collect();
         for chunk in routes.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO routes (target_id, service, route, source, first_seen_ms, \
-                 last_seen_ms, last_exchange_ms, state, instance) ",
+                 last_seen_ms, last_exchange_ms, state, instance, labels) ",
             );
             q.push_values(chunk, |mut b, r| {
                 let rose = r
@@ -164,28 +165,31 @@ impl SqliteStore {
                     .push_bind(at)
                     .push_bind(exchange_ms)
                     .push_bind(&r.state)
-                    .push_bind(&r.instance);
+                    .push_bind(&r.instance)
+                    .push_bind(r.labels_json());
             });
             q.push(
-                " ON CONFLICT (target_id, service, route, source, instance) DO UPDATE SET \
+                " ON CONFLICT (target_id, service, route, source, instance, labels) DO UPDATE SET \
                  last_seen_ms = excluded.last_seen_ms, state = excluded.state, \
                  last_exchange_ms = COALESCE(excluded.last_exchange_ms, routes.last_exchange_ms) \
-                 RETURNING id, service, route, source, instance",
+                 RETURNING id, service, route, source, instance, labels",
             );
-            let rows: Vec<(i64, String, String, String, String)> =
+            let rows: Vec<(i64, String, String, String, String, String)> =
                 q.build_query_as().fetch_all(&mut *tx).await?;
-            for (id, service, route, source, instance) in rows {
-                ids.insert((service, route, source, instance), id);
+            for (id, service, route, source, instance, labels) in rows {
+                ids.insert((service, route, source, instance, labels), id);
             }
         }
         let route_ids: Vec<i64> = routes
             .iter()
-            .map(|r| {
+            .zip(&labels)
+            .map(|(r, l)| {
                 ids.get(&(
                     r.service.clone(),
                     r.route.clone(),
                     r.source.clone(),
                     r.instance.clone(),
+                    l.clone(),
                 ))
                 .copied()
                 .unwrap_or_default()
@@ -332,7 +336,7 @@ impl SqliteStore {
              r.last_seen_ms, r.last_exchange_ms, r.state, t.name AS target_name, \
              t.url AS target_url, t.labels AS target_labels, t.up AS target_up, \
              t.last_scrape_ms AS target_last_scrape_ms, t.interval_s AS target_interval_s, \
-             r.instance AS route_instance \
+             r.instance AS route_instance, r.labels AS route_labels \
              FROM routes r JOIN targets t ON t.id = r.target_id WHERE 1 = 1",
         );
         if let Some(t) = target_id {
