@@ -174,7 +174,7 @@ fn parse_summary(text: &str, source_name: &str) -> Result<Vec<ParsedRun>, Ingest
         ));
     };
     let failed = uint(v.get("failed_transactions")).unwrap_or(0);
-    let count = trans + failed;
+    let count = trans.saturating_add(failed);
     let s = |k: &str| num(v.get(k)).map(s_to_ms);
     let stats = Stats {
         count,

@@ -373,10 +373,13 @@ impl Report {
         let is_wrk2 =
             !self.calibration.is_empty() || self.blocks.iter().any(|b| !b.spectrum.is_empty());
         let [connect, read, write, timeout] = self.socket_errors.unwrap_or([0; 4]);
-        let socket_errors = connect + read + write + timeout;
+        let socket_errors = connect
+            .saturating_add(read)
+            .saturating_add(write)
+            .saturating_add(timeout);
         let non_2xx = self.non_2xx_3xx.unwrap_or(0);
-        let count = requests + socket_errors;
-        let errors = socket_errors + non_2xx;
+        let count = requests.saturating_add(socket_errors);
+        let errors = socket_errors.saturating_add(non_2xx);
         let used = self.blocks.iter().find(|b| b.kind == "recorded");
         let uncorrected = self.blocks.iter().find(|b| b.kind == "uncorrected");
         let pct = |p: f64| used.and_then(|b| b.percentile(p));
