@@ -46,6 +46,7 @@ impl AppState {
         let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
         let egress = Egress::new(config.egress.clone());
         let auth_proxy = config.auth_proxy.clone();
+        let auth_required = !config.listen.ip().is_loopback() && !config.insecure_no_auth;
         let secure_cookies = config
             .site
             .public_origin()
@@ -57,7 +58,12 @@ impl AppState {
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
             scraper: crate::services::scrape::Scraper::new(&egress),
-            auth: crate::services::auth::Auth::new(store.clone(), secure_cookies, auth_proxy),
+            auth: crate::services::auth::Auth::new(
+                store.clone(),
+                secure_cookies,
+                auth_proxy,
+                auth_required,
+            ),
             egress,
             store,
         }

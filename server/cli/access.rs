@@ -22,6 +22,22 @@ async fn open(db: &DbArgs) -> anyhow::Result<Store> {
         .with_context(|| database_hint(&database))
 }
 
+/// Writes a change made by this command to the audit log (who `cli`, method `CLI`).
+async fn audit(store: &Store, what: String) {
+    let user = std::env::var("USER").unwrap_or_default();
+    let who = if user.is_empty() {
+        "cli".to_string()
+    } else {
+        format!("cli:{user}")
+    };
+    if let Err(e) = store
+        .insert_audit(crate::now_ms(), &who, "CLI", &what, 200, None)
+        .await
+    {
+        eprintln!("harrier: writing the audit log failed: {e}");
+    }
+}
+
 /// A password: asked twice without echo on a terminal, else the first line of stdin.
 fn read_password(name: &str) -> anyhow::Result<String> {
     let password = if std::io::stdin().is_terminal() {
@@ -45,10 +61,11 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
     let now = crate::now_ms();
     match command {
         UserCommand::Add { name, role, db } => {
-            if let Err(e) = auth::check_user_name(&name) {
+            if let Err(e) = auth::check_user_name(name.trim()) {
                 eprintln!("harrier user add: {e}");
                 return Ok(ExitCode::from(2));
             }
+            let name = auth::normalize_user_name(&name);
             let role = Role::parse(&role).context("role")?;
             let store = open(&db).await?;
             if store.user_by_name(&name).await?.is_some() {
@@ -68,6 +85,7 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
             let first = store.count_users().await? == 0;
             match store.insert_user(&name, role.as_str(), &hash, now).await? {
                 Some(id) => {
+                    audit(&store, format!("user add {name} --role {role}")).await;
                     outln!("user {name} added ({role}, id {id})");
                     if first {
                         outln!(
@@ -110,11 +128,22 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         UserCommand::Remove { name, db } => {
+            let name = auth::normalize_user_name(&name);
             let store = open(&db).await?;
-            if store.delete_user(&name).await? {
-                outln!("user {name} removed");
+            if let Some(why) = crate::http::api::access::last_admin(&store, &name).await? {
+                eprintln!("harrier user remove: {why}");
+                return Ok(ExitCode::from(2));
+            }
+            if store.delete_user(&name, now).await? {
+                audit(&store, format!("user remove {name}")).await;
+                outln!(
+                    "user {name} removed (their sessions ended, tokens and share links they made revoked)"
+                );
                 if store.count_users().await? == 0 {
-                    outln!("no users are left: sign-in is off");
+                    outln!(
+                        "no users are left: sign-in is off for a server on loopback; a server on \
+                         another address keeps refusing everyone until a user is added"
+                    );
                 }
                 Ok(ExitCode::SUCCESS)
             } else {
@@ -123,6 +152,7 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
             }
         }
         UserCommand::Passwd { name, db } => {
+            let name = auth::normalize_user_name(&name);
             let store = open(&db).await?;
             if store.user_by_name(&name).await?.is_none() {
                 eprintln!("harrier user passwd: no user named {name:?}");
@@ -137,13 +167,22 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
             };
             let hash = crate::services::auth::hash_password(&password)?;
             store.update_user(&name, None, Some(&hash)).await?;
+            audit(&store, format!("user passwd {name}")).await;
             outln!("password of {name} changed; their sessions are ended");
             Ok(ExitCode::SUCCESS)
         }
         UserCommand::Role { name, role, db } => {
+            let name = auth::normalize_user_name(&name);
             let role = Role::parse(&role).context("role")?;
             let store = open(&db).await?;
+            if role != Role::Admin
+                && let Some(why) = crate::http::api::access::last_admin(&store, &name).await?
+            {
+                eprintln!("harrier user role: {why}");
+                return Ok(ExitCode::from(2));
+            }
             if store.update_user(&name, Some(role.as_str()), None).await? {
+                audit(&store, format!("user role {name} {role}")).await;
                 outln!("{name} is now {role}");
                 Ok(ExitCode::SUCCESS)
             } else {
@@ -165,6 +204,11 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
             db,
         } => {
             let scope = Scope::parse(&scope).context("scope")?;
+            if let Err(e) = auth::check_token_name(&name) {
+                eprintln!("harrier token create: {e}");
+                return Ok(ExitCode::from(2));
+            }
+            let name = name.trim().to_string();
             let expires_at = if expires.trim().eq_ignore_ascii_case("never") {
                 None
             } else {
@@ -190,6 +234,11 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
                     expires_at,
                 )
                 .await?;
+            audit(
+                &store,
+                format!("token create {name} --scope {scope} (id {id})"),
+            )
+            .await;
             // The token alone on stdout (for `$(harrier token create …)`), the rest on stderr.
             outln!("{}", auth::format_credential(TOKEN_PREFIX, id, &secret));
             eprintln!(
@@ -230,7 +279,11 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
                 outln!(
                     "{:>4}  {:<20}  {:<6}  {:<23}  {:<23}  {:<23}  {state}",
                     t.id,
-                    t.name,
+                    t.name
+                        .chars()
+                        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+                        .take(20)
+                        .collect::<String>(),
                     t.scope,
                     format::time(Some(t.created_at_ms)),
                     t.expires_at_ms
@@ -243,6 +296,7 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
         TokenCommand::Revoke { id, db } => {
             let store = open(&db).await?;
             if store.revoke_token(id, now).await? {
+                audit(&store, format!("token revoke {id}")).await;
                 outln!("token {id} revoked");
                 Ok(ExitCode::SUCCESS)
             } else {

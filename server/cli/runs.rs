@@ -54,10 +54,13 @@ pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
         outln!(
             "{:>5}  {:<32} {:<8} {:>10} {:>8} {:>10} {:>14}",
             r["id"].as_i64().unwrap_or_default(),
+            // Control characters (escape sequences, line breaks) would act on the
+            // terminal: shown as U+FFFD.
             r["name"]
                 .as_str()
                 .unwrap_or_default()
                 .chars()
+                .map(|c| if c.is_control() { '\u{fffd}' } else { c })
                 .take(32)
                 .collect::<String>(),
             r["tool"].as_str().unwrap_or_default(),

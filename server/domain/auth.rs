@@ -176,6 +176,27 @@ impl Principal {
         }
     }
 
+    /// Whether a share link reaches `path` for reading: its run's API
+    /// (`/api/v1/runs/{id}` and below), or those of the runs of its comparison — what its
+    /// page asks for while it renders (time series per label, distributions).
+    pub fn share_reaches(&self, path: &str) -> bool {
+        let runs: &[i64] = match self {
+            Principal::Share {
+                subject: ShareSubject::Run { id },
+                ..
+            } => core::slice::from_ref(id),
+            Principal::Share {
+                subject: ShareSubject::Compare { runs },
+                ..
+            } => runs,
+            _ => return false,
+        };
+        runs.iter().any(|id| {
+            let base = format!("/api/v1/runs/{id}");
+            path == base || path.strip_prefix(&base).is_some_and(|r| r.starts_with('/'))
+        })
+    }
+
     /// The name shown in the top bar and written to the audit log: the user's name,
     /// `token:NAME`, `share:ID`, `anonymous`, or `open` (no sign-in configured).
     pub fn who(&self) -> String {
@@ -242,18 +263,40 @@ pub fn safe_next(next: Option<&str>) -> String {
     if ok { n.to_string() } else { fallback() }
 }
 
-/// A user name: 1–64 characters, letters, digits and `. _ - @`.
+/// A user name: 1–64 ASCII letters, digits and `. _ - @`, compared in lowercase
+/// ([`normalize_user_name`]) — no look-alike names (Cyrillic `а` beside Latin `a`, `Ana`
+/// beside `ana`).
 pub fn check_user_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.chars().count() > 64 {
+    if name.is_empty() || name.len() > 64 {
         return Err("a user name has 1 to 64 characters".into());
     }
     if !name
         .chars()
-        .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
     {
         return Err(format!(
-            "user name {name:?}: only letters, digits and . _ - @ are allowed"
+            "user name {name:?}: only ASCII letters, digits and . _ - @ are allowed"
         ));
+    }
+    Ok(())
+}
+
+/// The form a user name is stored and looked up in: trimmed, lowercase.
+pub fn normalize_user_name(name: &str) -> String {
+    name.trim().to_ascii_lowercase()
+}
+
+/// A token's name: 1–100 characters, no control characters (names are printed in
+/// terminals and tables).
+pub fn check_token_name(name: &str) -> Result<(), String> {
+    let n = name.trim();
+    if n.is_empty() || n.chars().count() > 100 {
+        return Err(
+            "a token needs a name of 1 to 100 characters (what uses it: \"ci-upload\")".into(),
+        );
+    }
+    if n.chars().any(char::is_control) {
+        return Err("a token's name may not hold control characters".into());
     }
     Ok(())
 }
@@ -443,6 +486,26 @@ mod tests {
     }
 
     #[test]
+    fn a_share_link_reaches_only_its_runs_api() {
+        let run = Principal::Share {
+            id: 1,
+            subject: ShareSubject::Run { id: 3 },
+        };
+        assert!(run.share_reaches("/api/v1/runs/3"));
+        assert!(run.share_reaches("/api/v1/runs/3/timeseries"));
+        assert!(!run.share_reaches("/api/v1/runs/31/timeseries"));
+        assert!(!run.share_reaches("/api/v1/runs"));
+        assert!(!run.share_reaches("/api/v1/runs/4"));
+        let cmp = Principal::Share {
+            id: 2,
+            subject: ShareSubject::Compare { runs: vec![4, 5] },
+        };
+        assert!(cmp.share_reaches("/api/v1/runs/5/distribution"));
+        assert!(!cmp.share_reaches("/api/v1/runs/3/distribution"));
+        assert!(!Principal::Anonymous.share_reaches("/api/v1/runs/3"));
+    }
+
+    #[test]
     fn credentials_round_trip_and_odd_ones_are_refused() {
         let secret = "ab".repeat(32);
         let t = format_credential(TOKEN_PREFIX, 42, &secret);
@@ -531,6 +594,12 @@ mod tests {
         assert!(check_user_name("").is_err());
         assert!(check_user_name("a b").is_err());
         assert!(check_user_name("<script>").is_err());
+        assert!(check_user_name("\u{430}na").is_err(), "Cyrillic a");
+        assert_eq!(normalize_user_name(" Ana "), "ana");
+        assert!(check_token_name("ci-upload").is_ok());
+        assert!(check_token_name("").is_err());
+        assert!(check_token_name(&"x".repeat(101)).is_err());
+        assert!(check_token_name("a\u{1b}[31mb").is_err());
         assert!(check_password("short").is_err());
         assert!(check_password("long enough").is_ok());
     }

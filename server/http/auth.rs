@@ -60,9 +60,22 @@ pub fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
 }
 
 /// Who made a change, filled in by [`resolve`] for [`audit`] (which runs outside the Host
-/// and cross-site checks, so it also sees the changes those refuse).
+/// and cross-site checks, so it also sees the changes those refuse); the sign-in handler
+/// names the user who tried ([`AuditWho::set`]).
 #[derive(Clone, Default)]
-struct AuditWho(Arc<Mutex<Option<String>>>);
+pub struct AuditWho(Arc<Mutex<Option<String>>>);
+
+impl AuditWho {
+    /// Records `who` as the author of the request being audited.
+    pub fn set(&self, who: String) {
+        if let Ok(mut w) = self.0.lock() {
+            *w = Some(who);
+        }
+    }
+}
+
+/// The longest path written to the audit log, bytes (longer ones are cut, marked `…`).
+const AUDIT_PATH_MAX: usize = 300;
 
 /// Writes every state-changing request (POST, PUT, PATCH, DELETE) to the audit log with
 /// its answer's status — the ones refused before sign-in (wrong `Host`, cross-site) as
@@ -73,7 +86,15 @@ pub async fn audit(State(state): State<AppState>, mut req: Request, next: Next) 
     }
     let now = crate::now_ms();
     let method = req.method().to_string();
-    let path = req.uri().path().to_string();
+    let mut path = req.uri().path().to_string();
+    if path.len() > AUDIT_PATH_MAX {
+        let mut cut = AUDIT_PATH_MAX;
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        path.truncate(cut);
+        path.push('…');
+    }
     let client = client_addr(&req).map(|a| a.to_string());
     let who = AuditWho::default();
     req.extensions_mut().insert(who.clone());
@@ -85,6 +106,12 @@ pub async fn audit(State(state): State<AppState>, mut req: Request, next: Next) 
         .ok()
         .and_then(|w| w.clone())
         .unwrap_or_else(|| "unchecked".to_string());
+    // A change nobody signed in tried on a path that does not exist changes nothing and
+    // is not logged (else anyone could flood the log).
+    let unknown_path = matches!(status, 404 | 405);
+    if unknown_path && (who == "anonymous" || who == "unchecked") {
+        return response;
+    }
     let store = state.store.clone();
     tokio::spawn(async move {
         if let Err(e) = store
@@ -127,7 +154,11 @@ pub async fn authorize(State(permission): State<Permission>, req: Request, next:
         .get::<Principal>()
         .cloned()
         .unwrap_or(Principal::Anonymous);
-    if principal.may(permission) {
+    if principal.may(permission)
+        || (permission == Permission::Read
+            && matches!(*req.method(), Method::GET | Method::HEAD)
+            && principal.share_reaches(req.uri().path()))
+    {
         return next.run(req).await;
     }
     let credential = req.extensions().get::<CredentialError>().copied();

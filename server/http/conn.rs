@@ -81,11 +81,17 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        // The client's address, for sign-in throttling and the audit log.
+        // The client's address (sign-in throttling, the audit log) and the address it
+        // connected to (the Host check accepts that address literally).
+        let local = stream.local_addr().ok();
         let service = TowerToHyperService::new(app.clone().map_request(
             move |mut req: axum::http::Request<hyper::body::Incoming>| {
                 req.extensions_mut()
                     .insert(axum::extract::ConnectInfo(peer));
+                if let Some(local) = local {
+                    req.extensions_mut()
+                        .insert(crate::http::guard::LocalAddr(local));
+                }
                 req
             },
         ));

@@ -1,7 +1,8 @@
 //! The one place that decides whether a request is let in, before any handler runs:
 //!
 //! 1. **Host** (against DNS rebinding): a request whose `Host` is not one of the server's
-//!    own names ([`SitePolicy::host_allowed`]) gets `421 Misdirected Request`. A request
+//!    own names ([`SitePolicy::host_allowed`]) nor the literal address its connection was
+//!    made to gets `421 Misdirected Request`. A request
 //!    without `Host` (HTTP/1.0 tools) is no browser's and passes.
 //! 2. **Websocket Origin** (against cross-site websocket hijacking): an upgrade whose
 //!    `Origin` is not the server's own ([`SitePolicy::origin_allowed`]) gets `403`.
@@ -81,18 +82,24 @@ pub fn protect<S: Clone + Send + Sync + 'static>(
         ))
 }
 
+/// The address a request's connection was accepted on (set by the accept loop).
+#[derive(Debug, Clone, Copy)]
+pub struct LocalAddr(pub std::net::SocketAddr);
+
 /// Steps 1 and 2 of the module's list.
 async fn check_request(State(site): State<Arc<SitePolicy>>, req: Request, next: Next) -> Response {
     let host = request_host(&req);
+    let local = req.extensions().get::<LocalAddr>().map(|l| l.0.ip());
     if let Some(h) = host
         && !site.host_allowed(h)
+        && !names_address(h, local)
     {
         tracing::warn!(host = %h.escape_debug(), "request for another host refused");
         return refusal(
             StatusCode::MISDIRECTED_REQUEST,
             "this server does not answer to that Host name: it accepts localhost, \
-             127.0.0.0/8, [::1], the address it listens on and the host of --public-url \
-             (set --public-url when users reach harrier through another name)",
+             127.0.0.0/8, [::1], the address it was reached at and the host of \
+             --public-url (set --public-url when users reach harrier through a name)",
         );
     }
     if is_websocket_upgrade(&req)
@@ -108,6 +115,23 @@ async fn check_request(State(site): State<Arc<SitePolicy>>, req: Request, next: 
         }
     }
     next.run(req).await
+}
+
+/// Whether `host` (a `Host` header) is the very address the connection was made to,
+/// written as an address literal (`192.0.2.2:7070`, `[2001:db8::1]:7070`): a server on
+/// `0.0.0.0` reached by its address. A DNS-rebinding page names a host, never the literal
+/// address, so this opens nothing to it.
+fn names_address(host: &str, local: Option<std::net::IpAddr>) -> bool {
+    let Some(local) = local else { return false };
+    let name = host
+        .strip_prefix('[')
+        .and_then(|r| r.split_once(']').map(|(a, _)| a))
+        .unwrap_or_else(|| host.rsplit_once(':').map_or(host, |(a, _)| a));
+    let local = match local {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(local, std::net::IpAddr::V4),
+        v4 => v4,
+    };
+    name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip == local)
 }
 
 /// The host the request was sent to: the absolute-form target's authority, else `Host`.
@@ -133,4 +157,26 @@ fn is_websocket_upgrade(req: &Request) -> bool {
 /// A refusal: JSON `{"error": message}` with `status`.
 fn refusal(status: StatusCode, message: &str) -> Response<Body> {
     (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_address;
+
+    #[test]
+    fn the_literal_address_reached_is_a_host_of_its_own() {
+        let local = Some("192.0.2.2".parse().unwrap());
+        assert!(names_address("192.0.2.2:7070", local));
+        assert!(names_address("192.0.2.2", local));
+        assert!(!names_address("192.0.2.3:7070", local));
+        assert!(
+            !names_address("myhost.lan:7070", local),
+            "names need --public-url"
+        );
+        assert!(!names_address("192.0.2.2:7070", None));
+        let v6 = Some("2001:db8::1".parse().unwrap());
+        assert!(names_address("[2001:db8::1]:7070", v6));
+        let mapped = Some("::ffff:192.0.2.2".parse().unwrap());
+        assert!(names_address("192.0.2.2:7070", mapped));
+    }
 }

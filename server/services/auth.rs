@@ -85,11 +85,20 @@ pub struct Auth {
     pub secure_cookies: bool,
     /// `[auth_proxy]`: a reverse proxy names the signed-in user in a header.
     proxy: Option<Arc<AuthProxy>>,
+    /// Sign-in stays on even with no users (a server on a non-loopback address that
+    /// started because users existed must not fall open when the last one is removed).
+    required: bool,
 }
 
 impl Auth {
-    pub fn new(store: Store, secure_cookies: bool, proxy: Option<AuthProxy>) -> Auth {
+    pub fn new(
+        store: Store,
+        secure_cookies: bool,
+        proxy: Option<AuthProxy>,
+        required: bool,
+    ) -> Auth {
         Auth {
+            required,
             proxy: proxy.map(Arc::new),
             store,
             enabled: Arc::new(AtomicBool::new(false)),
@@ -112,7 +121,7 @@ impl Auth {
     /// [`ENABLED_TTL_MS`]. A store error keeps the last answer — and when there is none
     /// yet, counts as on (a database that cannot be read opens nothing).
     pub async fn enabled(&self, now_ms: i64) -> bool {
-        if self.proxy.is_some() {
+        if self.proxy.is_some() || self.required {
             return true;
         }
         let checked = self.checked_ms.load(Ordering::Relaxed);
@@ -161,7 +170,7 @@ impl Auth {
                 .and_then(|v| v.to_str().ok())
             && auth::check_user_name(name.trim()).is_ok()
         {
-            let name = name.trim().to_string();
+            let name = auth::normalize_user_name(name);
             let groups = proxy
                 .groups_header
                 .as_deref()
@@ -196,6 +205,13 @@ impl Auth {
                 Ok(None) => {}
                 Err(e) => tracing::error!(error = %e, "reading a session failed"),
             }
+        }
+        // A shared run page's own requests for its figures: the link, in a cookie the
+        // share page set for that run's API paths only.
+        if let Some(link) = share_cookie(headers)
+            && let Ok(p) = self.share_principal(link, now_ms).await
+        {
+            return Ok(p);
         }
         Ok(Principal::Anonymous)
     }
@@ -274,6 +290,8 @@ impl Auth {
         client: Option<IpAddr>,
         now_ms: i64,
     ) -> crate::store::Result<SignIn> {
+        let name = auth::normalize_user_name(name);
+        let name = name.as_str();
         let mut keys = vec![format!("user:{name}")];
         if let Some(ip) = client {
             keys.push(format!("client:{ip}"));
@@ -393,6 +411,22 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<String> {
         return Some(password.to_string());
     }
     None
+}
+
+/// Prefix of the cookies a share page sets, one per shared run, for that run's API paths
+/// (`harrier_share_3` on `Path=/api/v1/runs/3`).
+pub const SHARE_COOKIE_PREFIX: &str = "harrier_share_";
+
+/// The first share cookie of the request.
+fn share_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| k.starts_with(SHARE_COOKIE_PREFIX))
+        .map(|(_, v)| v.trim_matches('"'))
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.

@@ -65,3 +65,6 @@ pub struct AuditRow {
 /// A session lives on while it was used within this long; its last-seen time is written
 /// at most once per this interval, ms (a request does not cost a write).
 pub const TOUCH_EVERY_MS: i64 = 60_000;
+
+/// Audit entries are kept this long: 90 days, ms.
+pub const AUDIT_RETENTION_MS: i64 = 90 * 24 * 3_600_000;

@@ -917,9 +917,10 @@ impl Store {
         dispatch!(self, db => db.list_users().await)
     }
 
-    /// Deletes a user and its sessions; `false` when there is no such user.
-    pub async fn delete_user(&self, name: &str) -> Result<bool> {
-        dispatch!(self, db => db.delete_user(name).await)
+    /// Deletes a user and its sessions, and revokes the tokens and share links it made;
+    /// `false` when there is no such user.
+    pub async fn delete_user(&self, name: &str, now_ms: i64) -> Result<bool> {
+        dispatch!(self, db => db.delete_user(name, now_ms).await)
     }
 
     /// Stores a new session (its id hashed) of `user_id`; drops expired sessions first.

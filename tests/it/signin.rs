@@ -385,6 +385,44 @@ async fn a_share_link_shows_its_run_and_nothing_else() {
             "{shown} for an editor"
         );
     }
+    // The page's own figure requests carry the link in a cookie scoped to the run's API.
+    let res = send_raw(&app, Request::get(&path).body(Body::empty()).unwrap()).await;
+    let set: Vec<String> = res
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let share_cookie = set
+        .iter()
+        .find(|c| c.starts_with(&format!("harrier_share_{run}=")))
+        .unwrap_or_else(|| panic!("{set:?}"));
+    assert!(
+        share_cookie.contains(&format!("Path=/api/v1/runs/{run}"))
+            && share_cookie.contains("HttpOnly")
+    );
+    let cookie = share_cookie.split(';').next().unwrap();
+    for (uri, want) in [
+        (format!("/api/v1/runs/{run}/timeseries"), StatusCode::OK),
+        (format!("/api/v1/runs/{run}/distribution"), StatusCode::OK),
+        ("/api/v1/runs".to_string(), StatusCode::UNAUTHORIZED),
+        ("/console/runs".to_string(), StatusCode::SEE_OTHER),
+    ] {
+        assert_eq!(
+            app.send(with_cookie(&uri, cookie)).await.status,
+            want,
+            "{uri}"
+        );
+    }
+    let r = app
+        .send(
+            Request::delete(format!("/api/v1/runs/{run}"))
+                .header(header::COOKIE, cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "reads only");
     // The link opens nothing else: as a credential it is refused everywhere.
     let link = path.trim_start_matches("/share/");
     for uri in [
@@ -669,6 +707,13 @@ fn users_and_tokens_from_the_command_line() {
         "",
     );
     assert_eq!(code, 2, "{err}");
+    let (code, _, err) = harrier(
+        &["token", "create", "", "--scope", "ingest", "--db", db],
+        "",
+    );
+    assert_eq!(code, 2, "an empty name: {err}");
+    let (code, _, err) = harrier(&["user", "remove", "ana", "--db", db], "");
+    assert_eq!(code, 2, "the only admin stays: {err}");
 
     // A server on a non-loopback address starts now that a user exists; and an import
     // through it needs the token.
@@ -855,4 +900,193 @@ async fn an_editor_signs_in_in_the_browser_and_other_pages_still_change_nothing(
         "/console/sign-in"
     );
     let _ = client.close().await;
+}
+
+/// What a fresh-user pass found, each fixed: an exposed server does not fall open when its
+/// last user goes; tokens and share links end with the user who made them; the last admin
+/// stays; look-alike names are refused and names compare in lowercase; token names without
+/// control characters; the audit log names who tried to sign in, cuts long paths and skips
+/// anonymous changes to paths that do not exist; share links only to what exists.
+#[tokio::test]
+async fn fresh_user_findings() {
+    let json_req = |method: &str, uri: &str, cookie: &str, body: &str| {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::COOKIE, cookie)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    // A server on 0.0.0.0 with no users is not open.
+    let exposed = spawn_app_with(|c| c.listen = "0.0.0.0:7070".parse().unwrap()).await;
+    assert_eq!(
+        exposed.get("/api/v1/runs").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(exposed.get("/api/v1/whoami").await.json()["sign_in"], true);
+
+    let app = spawn_app().await;
+    let boss = signed_in(&app, "boss", Role::Admin).await;
+    // The only admin cannot be removed.
+    let r = app
+        .send(json_req("DELETE", "/api/v1/users/boss", &boss, ""))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text());
+    assert!(r.text().contains("only admin"), "{}", r.text());
+    // Names: look-alikes refused, case folded.
+    let add = |name: &str| {
+        json_req(
+            "POST",
+            "/api/v1/users",
+            &boss,
+            &format!(r#"{{"name": "{name}", "role": "admin", "password": "long enough pw"}}"#),
+        )
+    };
+    assert_eq!(
+        app.send(add("\u{430}na")).await.status,
+        StatusCode::BAD_REQUEST
+    );
+    let r = app.send(add("Temp")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    assert_eq!(r.json()["name"], "temp");
+    assert_eq!(app.send(add("TEMP")).await.status, StatusCode::CONFLICT);
+    let temp = match app
+        .state
+        .auth
+        .sign_in("TeMp", "long enough pw", None, harrier::now_ms())
+        .await
+        .unwrap()
+    {
+        harrier::services::auth::SignIn::Ok { session, .. } => format!("harrier_session={session}"),
+        other => panic!("{other:?}"),
+    };
+    // Temp makes a token and a share link, then is removed: both stop working.
+    let r = app
+        .send(json_req(
+            "POST",
+            "/api/v1/tokens",
+            &temp,
+            r#"{"name": "temp-tok", "scope": "write"}"#,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let tok = r.json()["token"].as_str().unwrap().to_string();
+    let bad_name = app
+        .send(json_req(
+            "POST",
+            "/api/v1/tokens",
+            &temp,
+            "{\"name\": \"a\\u001b[31mb\", \"scope\": \"read\"}",
+        ))
+        .await;
+    assert_eq!(
+        bad_name.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        bad_name.text()
+    );
+    let imported = app
+        .send(
+            Request::post("/api/v1/runs?name=r")
+                .header(header::AUTHORIZATION, format!("Bearer {tok}"))
+                .body(Body::from(fixture("jmeter/default_props_2.13.jtl")))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(imported.status, StatusCode::CREATED);
+    let run = imported.json()["runs"][0]["id"].as_i64().unwrap();
+    // Share links only to what exists.
+    let share = |body: String| json_req("POST", "/api/v1/share-links", &temp, &body);
+    assert_eq!(
+        app.send(share(format!(r#"{{"compare": [{run}, 999]}}"#)))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.send(share(r#"{"scenario": "nope"}"#.into()))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    let link = app.send(share(format!(r#"{{"run": {run}}}"#))).await.json()["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(app.get(&link).await.status, StatusCode::OK);
+    let r = app
+        .send(json_req("DELETE", "/api/v1/users/Temp", &boss, ""))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
+    let r = app
+        .send(
+            Request::get("/api/v1/runs")
+                .header(header::AUTHORIZATION, format!("Bearer {tok}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::UNAUTHORIZED,
+        "the removed user's token: {}",
+        r.text()
+    );
+    assert_eq!(
+        app.get(&link).await.status,
+        StatusCode::NOT_FOUND,
+        "their share link"
+    );
+
+    // The audit log: who tried to sign in; long paths cut; anonymous junk not logged.
+    let _ = app
+        .send(form(
+            "/console/sign-in",
+            "name=Boss&password=nope+nope+nope",
+            None,
+        ))
+        .await;
+    let long = format!("/api/v1/runs/{}", "9".repeat(2000));
+    assert_eq!(
+        app.send(json_req("DELETE", &long, &boss, ""))
+            .await
+            .status
+            .is_client_error(),
+        true
+    );
+    for i in 0..20 {
+        let r = app
+            .send(
+                Request::post(format!("/flood/{i}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+    }
+    let mut rows = Vec::new();
+    for _ in 0..100 {
+        rows = app.state.store.list_audit(None, 100).await.unwrap();
+        if rows.iter().any(|r| r.who == "sign-in:boss")
+            && rows.iter().any(|r| r.path.ends_with('…'))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r.who == "sign-in:boss" && r.status == 401),
+        "{rows:?}"
+    );
+    let cut = rows
+        .iter()
+        .find(|r| r.path.ends_with('…'))
+        .expect("the long path, cut");
+    assert!(cut.path.len() <= 304, "{}", cut.path.len());
+    assert!(
+        !rows.iter().any(|r| r.path.starts_with("/flood/")),
+        "anonymous junk is not logged"
+    );
 }

@@ -79,8 +79,12 @@ struct NewUser {
     password: String,
 }
 
-async fn create_user(State(state): State<AppState>, Json(u): Json<NewUser>) -> Result<Response> {
-    auth::check_user_name(&u.name).map_err(Error::BadRequest)?;
+async fn create_user(
+    State(state): State<AppState>,
+    Json(mut u): Json<NewUser>,
+) -> Result<Response> {
+    auth::check_user_name(u.name.trim()).map_err(Error::BadRequest)?;
+    u.name = auth::normalize_user_name(&u.name);
     auth::check_password(&u.password).map_err(Error::BadRequest)?;
     let role = Role::parse(&u.role).ok_or_else(|| {
         Error::BadRequest(format!(
@@ -118,12 +122,38 @@ async fn delete_user(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<StatusCode> {
-    if state.store.delete_user(&name).await? {
+    let name = auth::normalize_user_name(&name);
+    if let Some(why) = last_admin(&state.store, &name).await? {
+        return Err(Error::Conflict {
+            field: None,
+            message: why,
+        });
+    }
+    if state.store.delete_user(&name, crate::now_ms()).await? {
         state.auth.recheck();
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(Error::NotFound(format!("no user named {name:?}")))
+        Err(Error::NotFound(format!("user {name:?}")))
     }
+}
+
+/// `Some(reason)` when `name` is the only admin (removing or demoting them would leave
+/// nobody to manage users and tokens).
+pub async fn last_admin(
+    store: &crate::store::Store,
+    name: &str,
+) -> crate::store::Result<Option<String>> {
+    let users = store.list_users().await?;
+    let admins: Vec<&str> = users
+        .iter()
+        .filter(|u| u.role == "admin")
+        .map(|u| u.name.as_str())
+        .collect();
+    Ok((admins == [name]).then(|| {
+        format!(
+            "{name} is the only admin: make another user admin first (harrier user role NAME admin)"
+        )
+    }))
 }
 
 async fn list_tokens(
@@ -175,11 +205,7 @@ async fn create_token(
     Json(t): Json<NewToken>,
 ) -> Result<Response> {
     let name = t.name.trim();
-    if name.is_empty() || name.chars().count() > 100 {
-        return Err(Error::BadRequest(
-            "a token needs a name of 1 to 100 characters (what uses it: \"ci-upload\")".into(),
-        ));
-    }
+    auth::check_token_name(name).map_err(Error::BadRequest)?;
     let scope = Scope::parse(&t.scope).ok_or_else(|| {
         Error::BadRequest(format!(
             "scope {:?}: expected ingest, read or write",
@@ -205,7 +231,7 @@ async fn revoke_token(State(state): State<AppState>, Path(id): Path<i64>) -> Res
     if state.store.revoke_token(id, crate::now_ms()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(Error::NotFound(format!("no live token {id}")))
+        Err(Error::NotFound(format!("live token {id}")))
     }
 }
 
@@ -231,14 +257,25 @@ async fn create_share(
     let subject = match (s.run, s.compare, s.scenario) {
         (Some(id), None, None) => {
             if state.store.get_run(id).await?.is_none() {
-                return Err(Error::NotFound(format!("no run {id}")));
+                return Err(Error::NotFound(format!("run {id}")));
             }
             ShareSubject::Run { id }
         }
         (None, Some(runs), None) if (2..=10).contains(&runs.len()) => {
+            for id in &runs {
+                if state.store.get_run(*id).await?.is_none() {
+                    return Err(Error::NotFound(format!("run {id}")));
+                }
+            }
             ShareSubject::Compare { runs }
         }
-        (None, None, Some(name)) if !name.trim().is_empty() => ShareSubject::Scenario { name },
+        (None, None, Some(name)) if !name.trim().is_empty() => {
+            let known = state.store.list_scenarios().await?;
+            if !known.iter().any(|s| s.scenario == name) {
+                return Err(Error::NotFound(format!("scenario {name:?}")));
+            }
+            ShareSubject::Scenario { name }
+        }
         _ => {
             return Err(Error::BadRequest(
                 "share one thing: {\"run\": ID}, {\"compare\": [2 to 10 run ids]} or {\"scenario\": NAME}".into(),
@@ -287,7 +324,7 @@ async fn revoke_share(State(state): State<AppState>, Path(id): Path<i64>) -> Res
     if state.store.revoke_share(id, crate::now_ms()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(Error::NotFound(format!("no live share link {id}")))
+        Err(Error::NotFound(format!("live share link {id}")))
     }
 }
 

@@ -74,6 +74,10 @@ struct SignInForm {
 async fn sign_in(State(state): State<AppState>, req: Request) -> Response {
     let client = crate::http::auth::client_addr(&req);
     let old = cookie(req.headers(), state.auth.cookie_name()).map(str::to_string);
+    let audit = req
+        .extensions()
+        .get::<crate::http::auth::AuditWho>()
+        .cloned();
     let Form(form): Form<SignInForm> =
         match <Form<SignInForm> as axum::extract::FromRequest<AppState>>::from_request(req, &state)
             .await
@@ -82,6 +86,15 @@ async fn sign_in(State(state): State<AppState>, req: Request) -> Response {
             Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}")).into_response(),
         };
     let next = safe_next(form.next.as_deref());
+    // The audit log names who tried (a name that is not a user's is cut to 64 characters).
+    let tried: String = crate::domain::auth::normalize_user_name(&form.name)
+        .chars()
+        .take(64)
+        .filter(|c| !c.is_control())
+        .collect();
+    if let Some(a) = &audit {
+        a.set(format!("sign-in:{tried}"));
+    }
     let page = |status: StatusCode, error: String| {
         let mut r = SignInPage {
             nav: "",
@@ -185,6 +198,27 @@ async fn shared_page(State(state): State<AppState>, Path(link): Path<String>) ->
         return StatusCode::NOT_FOUND.into_response();
     };
     let subject = subject.clone();
+    // The page's scripts ask for its runs' figures (per-label series, distributions):
+    // the link goes with them in a cookie scoped to those runs' API paths only.
+    let share_runs: Vec<i64> = match &subject {
+        ShareSubject::Run { id } => vec![*id],
+        ShareSubject::Compare { runs } => runs.clone(),
+        ShareSubject::Scenario { .. } => Vec::new(),
+    };
+    let secure = if state.auth.secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookies: Vec<String> = share_runs
+        .iter()
+        .map(|id| {
+            format!(
+                "{}{id}={link}; Path=/api/v1/runs/{id}; HttpOnly; SameSite=Strict; Max-Age=86400{secure}",
+                crate::services::auth::SHARE_COOKIE_PREFIX
+            )
+        })
+        .collect();
     let render = async move {
         match subject {
             ShareSubject::Run { id } => super::run(State(state), Path(id.to_string()))
@@ -209,6 +243,9 @@ async fn shared_page(State(state): State<AppState>, Path(link): Path<String>) ->
         }
     };
     let mut r = crate::http::auth::as_principal(principal, render).await;
+    for c in &cookies {
+        set_cookie(&mut r, c);
+    }
     // The page must not leak its link to the sites it links to, nor be cached by others.
     r.headers_mut().insert(
         header::CACHE_CONTROL,

@@ -81,8 +81,18 @@ impl PostgresStore {
         .await?)
     }
 
-    pub async fn delete_user(&self, name: &str) -> Result<bool> {
+    pub async fn delete_user(&self, name: &str, now_ms: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
+        // What the user made for machines and outsiders ends with them.
+        for table in ["api_tokens", "share_links"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE {table} SET revoked_at_ms = $1 WHERE created_by = $2 AND revoked_at_ms IS NULL"
+            )))
+            .bind(now_ms)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        }
         sqlx::query("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = $1)")
             .bind(name)
             .execute(&mut *tx)
@@ -321,6 +331,10 @@ impl PostgresStore {
         .bind(client)
         .execute(&self.pool)
         .await?;
+        sqlx::query("DELETE FROM audit_log WHERE at_ms < $1")
+            .bind(at_ms - AUDIT_RETENTION_MS)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
