@@ -345,6 +345,34 @@ async fn a_locust_ramp_stops_growing_at_the_pools_capacity() {
     );
 }
 
+/// Issue 12: the same step ramp made with k6 (`saturation/k6_steps.js`, k6 1.1.0, JSON
+/// points kept to `http_req_duration` and `vus`) against the same pool of 4 workers of
+/// 50 ms: the knee within ±15 % of the truth in users (12) and ±10 % in req/s (80).
+#[tokio::test]
+async fn a_k6_ramp_stops_growing_at_the_pools_capacity() {
+    let app = spawn_app().await;
+    let r = app.import("", fixture("saturation/k6_steps.json.gz")).await;
+    assert_eq!(r.status, axum::http::StatusCode::CREATED, "{}", r.text());
+    let id = r.json()["runs"][0]["id"].as_i64().unwrap();
+    let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(run["overall"]["count"], 3144, "every request of k6's summary");
+    assert_eq!(run["overall"]["errors"], 0);
+    let c = run["capacity"].clone();
+    let knee_users = c["knee"]["users"].as_f64().unwrap_or(0.0);
+    let knee_rps = c["knee"]["throughput_rps"].as_f64().unwrap_or(0.0);
+    let (truth_users, truth_rps) = (4.0 * (0.050 + 0.100) / 0.050, 4.0 / 0.050);
+    assert!(
+        (knee_users - truth_users).abs() <= 0.15 * truth_users,
+        "knee at {knee_users} users, truth {truth_users}: {c}"
+    );
+    assert!(
+        (knee_rps - truth_rps).abs() <= 0.10 * truth_rps,
+        "knee at {knee_rps} req/s, truth {truth_rps}: {c}"
+    );
+    assert!(c["error_breach"].is_null(), "no failures: {c}");
+    eprintln!("k6_steps.json.gz: {}", c["statement"]);
+}
+
 /// Issue 12: a hey run whose responses were mostly HTTP 500 shows its error rate, its
 /// status-code breakdown (errors marked) and the rule, on the page and in the API; an ab
 /// run shows its Length failures apart, not as errors.
