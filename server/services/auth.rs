@@ -28,6 +28,13 @@ use crate::domain::auth::{
 };
 use crate::store::Store;
 
+/// How long a checked token or session is believed without asking the database again, ms.
+/// Changes made through this server apply at once ([`Auth::forget_checked`]); changes made
+/// elsewhere (the CLI, another replica) within this long.
+pub const CREDENTIAL_TTL_MS: i64 = 5_000;
+/// Credentials remembered at most (then the stale ones, or all, are forgotten).
+pub const CREDENTIAL_CACHE_MAX: usize = 10_000;
+
 /// How long the "are there users" answer is reused, ms.
 pub const ENABLED_TTL_MS: i64 = 2_000;
 /// Password hashes computed at once (each takes 19 MiB and a core for tens of ms).
@@ -85,6 +92,9 @@ pub struct Auth {
     pub secure_cookies: bool,
     /// `[auth_proxy]`: a reverse proxy names the signed-in user in a header.
     proxy: Option<Arc<AuthProxy>>,
+    /// Credentials checked lately (key: `t:`/`s:` and the credential's SHA-256), with
+    /// the principal and when: a request does not cost a database read per credential.
+    checked: Arc<std::sync::Mutex<std::collections::HashMap<String, (Principal, i64)>>>,
     /// Sign-in stays on even with no users (a server on a non-loopback address that
     /// started because users existed must not fall open when the last one is removed).
     required: bool,
@@ -98,6 +108,7 @@ impl Auth {
         required: bool,
     ) -> Auth {
         Auth {
+            checked: Arc::default(),
             required,
             proxy: proxy.map(Arc::new),
             store,
@@ -161,7 +172,13 @@ impl Auth {
             return Ok(Principal::Open);
         }
         if let Some(token) = bearer_token(headers) {
-            return self.token_principal(&token, now_ms).await;
+            let key = format!("t:{}", auth::secret_hash(&token));
+            if let Some(p) = self.cached(&key, now_ms) {
+                return Ok(p);
+            }
+            let p = self.token_principal(&token, now_ms).await?;
+            self.remember(key, &p, now_ms);
+            return Ok(p);
         }
         if let Some(proxy) = &self.proxy
             && proxy.trusts(client)
@@ -190,17 +207,20 @@ impl Auth {
         if let Some(session) =
             cookie(headers, SECURE_COOKIE).or_else(|| cookie(headers, PLAIN_COOKIE))
         {
-            match self
-                .store
-                .session_user(&auth::secret_hash(session), now_ms)
-                .await
-            {
+            let hash = auth::secret_hash(session);
+            let key = format!("s:{hash}");
+            if let Some(p) = self.cached(&key, now_ms) {
+                return Ok(p);
+            }
+            match self.store.session_user(&hash, now_ms).await {
                 Ok(Some(u)) => {
-                    return Ok(Principal::User {
+                    let p = Principal::User {
                         id: u.id,
                         role: Role::parse(&u.role).unwrap_or(Role::Viewer),
                         name: u.name,
-                    });
+                    };
+                    self.remember(key, &p, now_ms);
+                    return Ok(p);
                 }
                 Ok(None) => {}
                 Err(e) => tracing::error!(error = %e, "reading a session failed"),
@@ -214,6 +234,35 @@ impl Auth {
             return Ok(p);
         }
         Ok(Principal::Anonymous)
+    }
+
+    /// A credential checked less than [`CREDENTIAL_TTL_MS`] ago: its principal.
+    fn cached(&self, key: &str, now_ms: i64) -> Option<Principal> {
+        let cache = self.checked.lock().ok()?;
+        cache
+            .get(key)
+            .filter(|(_, at)| now_ms.saturating_sub(*at) < CREDENTIAL_TTL_MS && now_ms >= *at)
+            .map(|(p, _)| p.clone())
+    }
+
+    fn remember(&self, key: String, p: &Principal, now_ms: i64) {
+        if let Ok(mut cache) = self.checked.lock() {
+            if cache.len() >= CREDENTIAL_CACHE_MAX {
+                cache.retain(|_, (_, at)| now_ms.saturating_sub(*at) < CREDENTIAL_TTL_MS);
+                if cache.len() >= CREDENTIAL_CACHE_MAX {
+                    cache.clear();
+                }
+            }
+            cache.insert(key, (p.clone(), now_ms));
+        }
+    }
+
+    /// Forgets every checked credential: called after a change made through this server
+    /// (sign-out, a token revoked, a user removed or changed), which then applies at once.
+    pub fn forget_checked(&self) {
+        if let Ok(mut cache) = self.checked.lock() {
+            cache.clear();
+        }
     }
 
     /// The principal of machine token `text`.
@@ -329,6 +378,7 @@ impl Auth {
 
     /// Ends the session of `cookie_value`.
     pub async fn sign_out(&self, cookie_value: &str) -> crate::store::Result<()> {
+        self.forget_checked();
         self.store
             .delete_session(&auth::secret_hash(cookie_value))
             .await

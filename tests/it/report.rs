@@ -355,7 +355,10 @@ async fn a_k6_ramp_stops_growing_at_the_pools_capacity() {
     assert_eq!(r.status, axum::http::StatusCode::CREATED, "{}", r.text());
     let id = r.json()["runs"][0]["id"].as_i64().unwrap();
     let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
-    assert_eq!(run["overall"]["count"], 3144, "every request of k6's summary");
+    assert_eq!(
+        run["overall"]["count"], 3144,
+        "every request of k6's summary"
+    );
     assert_eq!(run["overall"]["errors"], 0);
     let c = run["capacity"].clone();
     let knee_users = c["knee"]["users"].as_f64().unwrap_or(0.0);

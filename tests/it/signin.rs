@@ -279,13 +279,17 @@ async fn tokens_work_in_each_form_tools_send_and_stop_when_revoked() {
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{bad}");
         assert!(r.text().contains("token"), "{}", r.text());
     }
-    assert!(
-        app.state
-            .store
-            .revoke_token(id, harrier::now_ms())
-            .await
-            .unwrap()
-    );
+    // Revoked through the API (the server forgets the checked token at once).
+    let admin = signed_in(&app, "root", Role::Admin).await;
+    let r = app
+        .send(
+            Request::delete(format!("/api/v1/tokens/{id}"))
+                .header(header::COOKIE, &admin)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
     let r = app
         .send(
             Request::post("/api/v1/runs?name=late")
@@ -296,7 +300,6 @@ async fn tokens_work_in_each_form_tools_send_and_stop_when_revoked() {
         .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "revoked");
     // The token list never shows secrets or their hashes.
-    let admin = signed_in(&app, "root", Role::Admin).await;
     let list = app.send(with_cookie("/api/v1/tokens", &admin)).await;
     assert_eq!(list.status, StatusCode::OK);
     let hash = harrier::domain::auth::secret_hash(ingest.rsplit_once('_').unwrap().1);
@@ -1088,4 +1091,58 @@ async fn fresh_user_findings() {
         !rows.iter().any(|r| r.path.starts_with("/flood/")),
         "anonymous junk is not logged"
     );
+}
+
+/// A checked token is believed for `CREDENTIAL_TTL_MS` without asking the database: a
+/// revocation made elsewhere (the CLI, another replica) applies within that time, one made
+/// through this server at once.
+#[tokio::test]
+async fn checked_tokens_are_believed_five_seconds_then_asked_again() {
+    let app = spawn_app().await;
+    let _ = signed_in(&app, "ana", Role::Admin).await;
+    let t = token(&app, Scope::Read).await;
+    let id: i64 = t
+        .trim_start_matches("hrt_")
+        .split('_')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert(
+        header::AUTHORIZATION,
+        format!("Bearer {t}").parse().unwrap(),
+    );
+    let auth = &app.state.auth;
+    let t0 = harrier::now_ms();
+    assert!(auth.resolve(&headers, None, t0).await.is_ok());
+    // Revoked in the database by someone else.
+    assert!(app.state.store.revoke_token(id, t0).await.unwrap());
+    let ttl = harrier::services::auth::CREDENTIAL_TTL_MS;
+    assert!(
+        auth.resolve(&headers, None, t0 + ttl - 1).await.is_ok(),
+        "still believed"
+    );
+    assert!(
+        auth.resolve(&headers, None, t0 + ttl).await.is_err(),
+        "asked again: revoked"
+    );
+    // Through this server: at once.
+    let t2 = token(&app, Scope::Read).await;
+    headers.insert(
+        header::AUTHORIZATION,
+        format!("Bearer {t2}").parse().unwrap(),
+    );
+    let now = harrier::now_ms();
+    assert!(auth.resolve(&headers, None, now).await.is_ok());
+    let id2: i64 = t2
+        .trim_start_matches("hrt_")
+        .split('_')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(app.state.store.revoke_token(id2, now).await.unwrap());
+    auth.forget_checked();
+    assert!(auth.resolve(&headers, None, now + 1).await.is_err());
 }

@@ -131,6 +131,7 @@ async fn delete_user(
     }
     if state.store.delete_user(&name, crate::now_ms()).await? {
         state.auth.recheck();
+        state.auth.forget_checked();
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(Error::NotFound(format!("user {name:?}")))
@@ -229,6 +230,7 @@ async fn create_token(
 
 async fn revoke_token(State(state): State<AppState>, Path(id): Path<i64>) -> Result<StatusCode> {
     if state.store.revoke_token(id, crate::now_ms()).await? {
+        state.auth.forget_checked();
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(Error::NotFound(format!("live token {id}")))
