@@ -908,6 +908,10 @@
     const xAxis = {
       stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
       values: relative ? offsetTicks : timeTicks,
+      // Whole seconds at least: a run of a few seconds would otherwise get ticks a
+      // fraction of a second apart, each labelled with the same HH:MM:SS.
+      incrs: relative ? undefined : [1000, 2000, 5000, 10000, 15000, 30000, 60000, 120000, 300000,
+        600000, 900000, 1800000, 3600000, 7200000, 10800000, 21600000, 43200000, 86400000],
       // HH:MM needs ~50 px, HH:MM:SS (ticks < 1 min apart) ~80 px
       space: (u, ai, min, max, dim) => ((max - min) / Math.max(dim, 1) * 50 <= 30000 ? 80 : 50),
     };
