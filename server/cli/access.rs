@@ -130,7 +130,7 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
         UserCommand::Remove { name, db } => {
             let name = auth::normalize_user_name(&name);
             let store = open(&db).await?;
-            if let Some(why) = crate::http::api::access::last_admin(&store, &name).await? {
+            if let Some(why) = crate::services::auth::last_admin(&store, &name).await? {
                 eprintln!("harrier user remove: {why}");
                 return Ok(ExitCode::from(2));
             }
@@ -176,7 +176,7 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
             let role = Role::parse(&role).context("role")?;
             let store = open(&db).await?;
             if role != Role::Admin
-                && let Some(why) = crate::http::api::access::last_admin(&store, &name).await?
+                && let Some(why) = crate::services::auth::last_admin(&store, &name).await?
             {
                 eprintln!("harrier user role: {why}");
                 return Ok(ExitCode::from(2));

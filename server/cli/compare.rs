@@ -166,18 +166,6 @@ pub fn error_code(e: &anyhow::Error) -> ExitCode {
     })
 }
 
-/// Percent-encodes a path segment (RFC 3986 unreserved characters stay).
-fn path_segment(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// `harrier check RUN [GATE…]`: 0 pass, 1 fail, 2 usage or input error.
 pub async fn check(args: CheckArgs) -> ExitCode {
     match check_inner(args).await {
@@ -336,7 +324,7 @@ pub async fn baseline(args: BaselineArgs) -> anyhow::Result<ExitCode> {
         Source::Server(base) => {
             let url = format!(
                 "{base}/api/v1/scenarios/{}/baseline",
-                path_segment(&scenario)
+                crate::domain::format::path_segment(&scenario)
             );
             let client = crate::cli::http();
             if let Some(run) = args.run {

@@ -137,6 +137,18 @@ pub fn parse_duration_ms(s: &str) -> Option<i64> {
     (ms.is_finite() && ms > 0.0 && ms < 1e15).then_some(ms as i64)
 }
 
+/// Percent-encodes a path segment (RFC 3986 unreserved characters stay).
+pub fn path_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -415,6 +415,22 @@ impl Auth {
     }
 }
 
+/// `Some(reason)` when `name` is the only admin (removing or demoting them would leave
+/// nobody to manage users and tokens).
+pub async fn last_admin(store: &Store, name: &str) -> crate::store::Result<Option<String>> {
+    let users = store.list_users().await?;
+    let admins: Vec<&str> = users
+        .iter()
+        .filter(|u| u.role == "admin")
+        .map(|u| u.name.as_str())
+        .collect();
+    Ok((admins == [name]).then(|| {
+        format!(
+            "{name} is the only admin: make another user admin first (harrier user role NAME admin)"
+        )
+    }))
+}
+
 /// A PHC string of `password` (Argon2id with the crate's default cost, random salt).
 pub fn hash_password(password: &str) -> anyhow::Result<String> {
     let mut salt = [0u8; 16];
@@ -469,26 +485,27 @@ pub const SHARE_COOKIE_PREFIX: &str = "harrier_share_";
 
 /// The first share cookie of the request.
 fn share_cookie(headers: &HeaderMap) -> Option<&str> {
+    cookies(headers)
+        .find(|(k, _)| k.starts_with(SHARE_COOKIE_PREFIX))
+        .map(|(_, v)| v)
+}
+
+/// The request's cookies, `(name, value)`, in the order sent.
+fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| k.starts_with(SHARE_COOKIE_PREFIX))
-        .map(|(_, v)| v.trim_matches('"'))
+        .map(|(k, v)| (k, v.trim_matches('"')))
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.
 pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
+    cookies(headers)
         .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.trim_matches('"'))
+        .map(|(_, v)| v)
         .filter(|v| !v.is_empty())
 }
 

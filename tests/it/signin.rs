@@ -591,7 +591,7 @@ async fn an_auth_proxy_signs_people_in_only_from_its_address() {
     // The same header from anywhere else is not believed.
     let r = app
         .send(from(
-            "10.0.0.5",
+            "127.0.0.2",
             Some("ana"),
             Some("perf"),
             "GET",

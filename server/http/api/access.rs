@@ -123,7 +123,7 @@ async fn delete_user(
     Path(name): Path<String>,
 ) -> Result<StatusCode> {
     let name = auth::normalize_user_name(&name);
-    if let Some(why) = last_admin(&state.store, &name).await? {
+    if let Some(why) = crate::services::auth::last_admin(&state.store, &name).await? {
         return Err(Error::Conflict {
             field: None,
             message: why,
@@ -136,25 +136,6 @@ async fn delete_user(
     } else {
         Err(Error::NotFound(format!("user {name:?}")))
     }
-}
-
-/// `Some(reason)` when `name` is the only admin (removing or demoting them would leave
-/// nobody to manage users and tokens).
-pub async fn last_admin(
-    store: &crate::store::Store,
-    name: &str,
-) -> crate::store::Result<Option<String>> {
-    let users = store.list_users().await?;
-    let admins: Vec<&str> = users
-        .iter()
-        .filter(|u| u.role == "admin")
-        .map(|u| u.name.as_str())
-        .collect();
-    Ok((admins == [name]).then(|| {
-        format!(
-            "{name} is the only admin: make another user admin first (harrier user role NAME admin)"
-        )
-    }))
 }
 
 async fn list_tokens(

@@ -378,7 +378,10 @@ async fn admin_page(State(state): State<AppState>) -> Result<AdminPage, super::P
                 }
                 Some(ShareSubject::Scenario { name }) => (
                     format!("scenario {name}"),
-                    format!("/console/scenarios/{}", path_segment(&name)),
+                    format!(
+                        "/console/scenarios/{}",
+                        crate::domain::format::path_segment(&name)
+                    ),
                 ),
                 None => ("(unreadable)".into(), "#".into()),
             };
@@ -421,16 +424,4 @@ async fn admin_page(State(state): State<AppState>) -> Result<AdminPage, super::P
         shares,
         audit,
     })
-}
-
-/// `text` as one URL path segment: unreserved characters kept, every other byte `%XX`.
-fn path_segment(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
