@@ -272,11 +272,17 @@ async fn send_import(
     for (k, v) in &args.tags {
         query.push(("tag", format!("{k}={v}")));
     }
-    let response = request
-        .query(&query)
-        .send()
-        .await
-        .with_context(|| format!("cannot reach {url} (is `harrier serve` running there?)"))?;
+    let response = match request.query(&query).send().await {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(crate::cli::explain_send_error(
+                &server_base(server),
+                format!("cannot reach {url} (is `harrier serve` running there?)"),
+                e,
+            )
+            .await);
+        }
+    };
     let status = response.status();
     let json: serde_json::Value = response
         .json()

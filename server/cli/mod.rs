@@ -40,6 +40,46 @@ pub fn set_token(token: String) {
     let _ = TOKEN.set(token);
 }
 
+/// Why a request whose body could not be sent failed, in words a user can act on.
+///
+/// A server that refuses a request (no or a wrong token) answers before it has read the
+/// body and closes the connection; a client still sending a large file then sees only a
+/// broken pipe, not the answer. So after a send error this asks the server who the
+/// request would have been (`GET /api/v1/whoami`, open to anyone): when sign-in is on and
+/// the credentials made nobody of the request, the error says so and what to do; else the
+/// original error stands, with `context` in front.
+pub async fn explain_send_error(
+    base: &str,
+    context: String,
+    error: reqwest::Error,
+) -> anyhow::Error {
+    let who = async {
+        let r = http()
+            .get(format!("{base}/api/v1/whoami"))
+            .timeout(std::time::Duration::from_secs(5))
+            .send()
+            .await
+            .ok()?;
+        r.json::<serde_json::Value>().await.ok()
+    }
+    .await;
+    if let Some(w) = who
+        && w["sign_in"].as_bool() == Some(true)
+        && w["kind"].as_str() == Some("anonymous")
+    {
+        let what = if TOKEN.get().is_some() {
+            "did not accept the token given (revoked, expired or mistyped?)"
+        } else {
+            "requires sign-in and no token was given"
+        };
+        return anyhow::anyhow!(
+            "{base} {what}: pass a token with --token or HARRIER_TOKEN (an admin creates one \
+             with `harrier token create NAME --scope ingest`); the request failed with: {error}"
+        );
+    }
+    anyhow::Error::new(error).context(context)
+}
+
 /// The HTTP client of commands that talk to a running server: sends the token (if one is
 /// set) as `Authorization: Bearer`, which every route of a server with sign-in accepts.
 pub fn http() -> reqwest::Client {

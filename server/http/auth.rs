@@ -162,8 +162,48 @@ pub async fn authorize(State(permission): State<Permission>, req: Request, next:
         return next.run(req).await;
     }
     let credential = req.extensions().get::<CredentialError>().copied();
-    refuse(&principal, permission, credential, &req)
+    let mut response = refuse(&principal, permission, credential, &req);
+    if !drain_body(req.into_body()).await {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
+
+/// Reads and drops a refused request's body (at most [`DRAIN_BYTES`], for at most
+/// [`DRAIN_TIME`]) before the refusal is sent; true when the whole body was read.
+///
+/// A client uploading a file without a token is still sending when the refusal is ready;
+/// a server that answers and closes with the body unread makes the client's kernel see a
+/// reset, and the client reports a broken pipe instead of the 401 and its message (the
+/// "lingering close" problem web servers such as nginx and Apache solve the same way).
+/// A bigger or slower body is not waited for: the answer goes out with
+/// `Connection: close`.
+async fn drain_body(body: axum::body::Body) -> bool {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut read = 0usize;
+    let drained = tokio::time::timeout(DRAIN_TIME, async {
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { return false };
+            if let Some(data) = frame.data_ref() {
+                read += data.len();
+                if read > DRAIN_BYTES {
+                    return false;
+                }
+            }
+        }
+        true
+    })
+    .await;
+    drained.unwrap_or(false)
+}
+
+/// How much of a refused request's body is read before the refusal goes out (see
+/// [`drain_body`]).
+const DRAIN_BYTES: usize = 8 << 20;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn refuse(
     principal: &Principal,

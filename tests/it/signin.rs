@@ -744,6 +744,31 @@ fn users_and_tokens_from_the_command_line() {
         .join("tests/fixtures/jmeter/default_props_2.13.jtl");
     let file = file.to_str().unwrap();
     let without = harrier(&["import", file, "--server", &server], "");
+    // A file bigger than what the server reads of a refused upload: the answer may be lost
+    // to the closed connection, and the client still says what is missing.
+    let big_path = dir.path().join("big.jtl");
+    let small = std::fs::read_to_string(file).unwrap();
+    let (head, rows) = small.split_once('\n').unwrap();
+    let mut big = format!("{head}\n");
+    while big.len() < 12 << 20 {
+        big.push_str(rows);
+    }
+    std::fs::write(&big_path, big).unwrap();
+    let big_without = harrier(
+        &["import", big_path.to_str().unwrap(), "--server", &server],
+        "",
+    );
+    let wrong = harrier(
+        &[
+            "import",
+            file,
+            "--server",
+            &server,
+            "--token",
+            "hrt_nope_0000",
+        ],
+        "",
+    );
     let with = harrier(
         &["import", file, "--server", &server, "--token", &token],
         "",
@@ -755,6 +780,16 @@ fn users_and_tokens_from_the_command_line() {
     assert!(
         without.2.contains("token"),
         "says what is missing: {without:?}"
+    );
+    assert_ne!(big_without.0, 0, "no token, big file: {big_without:?}");
+    assert!(
+        big_without.2.contains("token"),
+        "says what is missing for a big file too: {big_without:?}"
+    );
+    assert_ne!(wrong.0, 0, "a wrong token: {wrong:?}");
+    assert!(
+        wrong.2.contains("token"),
+        "says the token is wrong: {wrong:?}"
     );
     assert_eq!(with.0, 0, "{with:?}");
     assert!(
