@@ -147,6 +147,11 @@ pub async fn serve(
         state.metrics.clone(),
         token.clone(),
     ));
+    tokio::spawn(crate::services::fanout::run(
+        state.store.clone(),
+        state.hub.clone(),
+        token.clone(),
+    ));
     let live_stop = token.clone();
     let live_runs = tokio::spawn(state.live_runs.clone().run(token.clone()));
     let scraper_state = state.clone();

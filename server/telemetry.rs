@@ -9,7 +9,9 @@
 //! - `harrier_http_request_duration_seconds{method,path,status}` (histogram, seconds);
 //! - `harrier_runs_imported_total`, `harrier_samples_imported_total`,
 //!   `harrier_rejected_rows_total` (counters);
-//! - `harrier_websocket_clients` (gauge), `harrier_live_lagged_total` (counter).
+//! - `harrier_websocket_clients` (gauge), `harrier_live_lagged_total` (counter);
+//! - `harrier_replica_wakes_total{direction="sent"|"received"|"lost"}` (counter): live
+//!   updates carried between replicas (PostgreSQL), see `services::fanout`.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -73,6 +75,10 @@ fn describe() {
     metrics::describe_counter!(
         "harrier_live_lagged_total",
         "Live events a slow client missed (answered by a resync)"
+    );
+    metrics::describe_counter!(
+        "harrier_replica_wakes_total",
+        "Live updates announced to (sent) and from (received) other replicas, and times some were lost (connection lost or queue full: clients resynced)"
     );
     metrics::describe_counter!(
         "harrier_alert_evaluations_total",

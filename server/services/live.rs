@@ -92,15 +92,34 @@ pub enum Event {
 }
 
 /// The broadcast hub; cheap to clone.
-#[derive(Debug, Clone)]
+///
+/// With replicas (PostgreSQL), [`crate::services::fanout`] sets a relay: what is published
+/// here is also announced to the other replicas, and what they announce is published here
+/// through [`Hub::publish_local`].
+#[derive(Clone)]
 pub struct Hub {
     tx: broadcast::Sender<Arc<str>>,
+    relay: Arc<std::sync::OnceLock<Relay>>,
 }
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("clients", &self.tx.receiver_count())
+            .field("relayed", &self.relay.get().is_some())
+            .finish()
+    }
+}
+
+/// What [`Hub::publish`] also calls with each event and its JSON: set by
+/// [`crate::services::fanout`] to announce it to the other replicas. Must not wait.
+pub type Relay = Box<dyn Fn(&Event, &str) + Send + Sync>;
 
 impl Default for Hub {
     fn default() -> Self {
         Hub {
             tx: broadcast::channel(HUB_CAPACITY).0,
+            relay: Arc::default(),
         }
     }
 }
@@ -110,11 +129,29 @@ impl Hub {
         Hub::default()
     }
 
-    /// Sends an event to every connected client; never blocks, and a hub without clients
-    /// drops it.
+    /// Sends an event to every connected client, and to the other replicas' clients when
+    /// there are replicas; never blocks, and a hub without clients drops it.
     pub fn publish(&self, event: &Event) {
         let json: Arc<str> = serde_json::to_string(event).unwrap_or_default().into();
+        if let Some(relay) = self.relay.get() {
+            relay(event, &json);
+        }
         let _ = self.tx.send(json);
+    }
+
+    /// Sends an event to this process's clients only (one another replica announced).
+    pub fn publish_local(&self, event: &Event) {
+        self.publish_json(serde_json::to_string(event).unwrap_or_default().into());
+    }
+
+    /// Sends an event already in its JSON form to this process's clients only.
+    pub fn publish_json(&self, json: Arc<str>) {
+        let _ = self.tx.send(json);
+    }
+
+    /// Sets where [`Hub::publish`] also hands events (the first call wins).
+    pub fn set_relay(&self, relay: Relay) {
+        let _ = self.relay.set(relay);
     }
 
     /// A new receiver of every event published from now on.
@@ -145,7 +182,13 @@ pub async fn client_loop(mut socket: WebSocket, hub: Hub, shutdown: Cancellation
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => {
-                    let _ = socket.send(Message::Close(None)).await;
+                    // 1012 "service restart": the console reconnects (behind a load
+                    // balancer, to another replica) and refetches what it shows.
+                    let bye = axum::extract::ws::CloseFrame {
+                        code: 1012,
+                        reason: Utf8Bytes::from_static("the server is stopping: reconnect"),
+                    };
+                    let _ = socket.send(Message::Close(Some(bye))).await;
                     break;
                 }
                 incoming = socket.recv() => match incoming {

@@ -7,6 +7,7 @@
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`load`]: `harrier load run`: the load generator's ticks merged, reported and stored;
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
+//! - [`fanout`]: the hub's events carried to the other replicas (PostgreSQL LISTEN/NOTIFY);
 //! - [`auth`]: sign-in, sessions, tokens and share links;
 //! - [`alerts`]: the alert engine (evaluator loop, notifier to channels).
 //!
@@ -16,6 +17,7 @@ pub mod alerts;
 pub mod auth;
 pub mod comparisons;
 pub mod egress;
+pub mod fanout;
 pub mod import;
 pub mod live;
 pub mod live_runs;

@@ -74,6 +74,25 @@ macro_rules! dispatch {
     };
 }
 
+/// Wake-ups from the processes sharing this database (see [`Store::listen`]).
+pub struct Listener {
+    inner: sqlx::postgres::PgListener,
+}
+
+impl Listener {
+    /// The next wake-up's payload. `Ok(None)` when the connection was lost and has been
+    /// made again: wake-ups sent in between are gone, so what the caller derives from
+    /// them must be read afresh. An error when the database cannot be reached (the next
+    /// call tries again).
+    pub async fn next(&mut self) -> Result<Option<String>> {
+        Ok(self
+            .inner
+            .try_recv()
+            .await?
+            .map(|n| n.payload().to_string()))
+    }
+}
+
 /// The exclusive lock of a database file held by `harrier serve` for its whole life: a
 /// second `serve` on the same file stops before it changes anything. Released when
 /// dropped (and by the operating system when the process ends, however it ends).
@@ -213,6 +232,27 @@ impl Store {
         match &self.backend {
             Backend::Postgres(db) => Some(db.pool()),
             Backend::Sqlite(_) => None,
+        }
+    }
+
+    /// Wakes the other processes on this database listening on `channel` (see
+    /// [`Store::listen`]) with `payload` (PostgreSQL caps it below 8,000 bytes: callers
+    /// send references, not data). Nothing on SQLite, where one process owns the file.
+    pub async fn notify(&self, channel: &str, payload: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Postgres(db) => db.notify(channel, payload).await,
+            Backend::Sqlite(_) => Ok(()),
+        }
+    }
+
+    /// Listens for [`Store::notify`] wake-ups on `channel` from every process on this
+    /// database (PostgreSQL `LISTEN`, on a connection of its own); `None` on SQLite.
+    pub async fn listen(&self, channel: &str) -> Result<Option<Listener>> {
+        match &self.backend {
+            Backend::Postgres(db) => Ok(Some(Listener {
+                inner: db.listen(channel).await?,
+            })),
+            Backend::Sqlite(_) => Ok(None),
         }
     }
 

@@ -159,3 +159,204 @@ async fn two_replicas_evaluate_one_at_a_time_and_hand_over_when_the_leader_dies(
     );
     other_task.abort();
 }
+
+/// A `harrier serve` on the PostgreSQL database `url`, on a free loopback port; killed when
+/// dropped. Returns it and its base URL.
+fn serve_replica(url: &str, dir: &std::path::Path) -> (crate::server::Proc, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--database-url", url])
+        .current_dir(dir)
+        .env("HARRIER_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start harrier");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("harrier prints its URL");
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .trim_end_matches("/console")
+        .to_string();
+    (crate::server::Proc(child), base)
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next message of `ws` whose `type` is `kind` (others skipped), with when it came;
+/// `None` after `limit`.
+async fn next_of(
+    ws: &mut Socket,
+    kind: &str,
+    limit: Duration,
+) -> Option<(serde_json::Value, Instant)> {
+    use futures_util::StreamExt;
+    let end = Instant::now() + limit;
+    loop {
+        let left = end.checked_duration_since(Instant::now())?;
+        let msg = tokio::time::timeout(left, ws.next()).await.ok()??.ok()?;
+        if let tokio_tungstenite::tungstenite::Message::Text(t) = msg {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            if v["type"] == kind {
+                return Some((v, Instant::now()));
+            }
+        }
+    }
+}
+
+/// Three replicas on one PostgreSQL database: a run imported through A reaches websocket
+/// clients on A and C (C within 250 ms of A, p99 over 30 imports), its rename and its
+/// deletion through B too; when the database ends the listening connections
+/// (`pg_terminate_backend`), C's client is told to resync and later updates still arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_on_one_replica_reach_clients_of_the_others() {
+    if on_postgres() {
+        eprintln!(
+            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        );
+        return;
+    }
+    let Some((server, _pg)) = postgres_server("live updates across replicas") else {
+        return;
+    };
+    let (store, config, dir) = fresh_store_on(Some(&server)).await;
+    let Some(DatabaseUrl::Postgres(url)) = config.database_url.clone() else {
+        panic!("a PostgreSQL database");
+    };
+    let work = tempfile::tempdir().unwrap();
+    let (proc_a, a) = serve_replica(&url, work.path());
+    let (proc_b, b) = serve_replica(&url, work.path());
+    let (proc_c, c) = serve_replica(&url, work.path());
+    let ws_url = |base: &str| format!("{}/api/v1/live", base.replace("http://", "ws://"));
+    let (mut on_a, _) = tokio_tungstenite::connect_async(ws_url(&a)).await.unwrap();
+    let (mut on_c, _) = tokio_tungstenite::connect_async(ws_url(&c)).await.unwrap();
+    let second = Duration::from_secs(5);
+    next_of(&mut on_a, "hello", second)
+        .await
+        .expect("hello on A");
+    next_of(&mut on_c, "hello", second)
+        .await
+        .expect("hello on C");
+    let http = reqwest::Client::new();
+    let body = fixture("edge-cases/EC35/input.jtl");
+    let import = |name: String| {
+        let http = http.clone();
+        let body = body.clone();
+        let a = a.clone();
+        async move {
+            let res = http
+                .post(format!("{a}/api/v1/runs?name={name}"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 201);
+            res.json::<serde_json::Value>().await.unwrap()["runs"][0]["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+
+    let mut lags_ms = Vec::new();
+    let mut last = 0;
+    for i in 0..30 {
+        let id = import(format!("fan-{i}")).await;
+        let (ev_a, at_a) = next_of(&mut on_a, "run_imported", second)
+            .await
+            .expect("run_imported on A");
+        let (ev_c, at_c) = next_of(&mut on_c, "run_imported", second)
+            .await
+            .unwrap_or_else(|| panic!("run {id} imported on A never reached C"));
+        assert_eq!(ev_a["run"]["id"], id);
+        assert_eq!(ev_c["run"], ev_a["run"], "C shows the row A shows");
+        lags_ms.push(at_c.saturating_duration_since(at_a).as_secs_f64() * 1e3);
+        last = id;
+    }
+    lags_ms.sort_by(f64::total_cmp);
+    let p50 = lags_ms[lags_ms.len() / 2];
+    let p99 = lags_ms[(lags_ms.len() * 99).div_ceil(100) - 1];
+    eprintln!(
+        "run_imported on C after A: p50 {p50:.1} ms, p99 {p99:.1} ms, max {:.1} ms over {} imports",
+        lags_ms[lags_ms.len() - 1],
+        lags_ms.len()
+    );
+    assert!(p99 < 250.0, "p99 {p99:.1} ms: {lags_ms:?}");
+
+    // A rename and a deletion through B reach C.
+    let res = http
+        .patch(format!("{b}/api/v1/runs/{last}"))
+        .json(&serde_json::json!({"name": "renamed on B"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let (ev, _) = next_of(&mut on_c, "run_updated", second)
+        .await
+        .expect("the rename on B reached C");
+    assert_eq!(ev["run"]["name"], "renamed on B");
+    let res = http
+        .delete(format!("{b}/api/v1/runs/{last}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let (ev, _) = next_of(&mut on_c, "run_deleted", second)
+        .await
+        .expect("the deletion on B reached C");
+    assert_eq!(ev["id"], last);
+
+    // The database ends every listening connection: C's client is told to resync, and
+    // once the connection is made again updates flow as before.
+    let ended = scalar_raw(
+        &store,
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+    )
+    .await;
+    assert_eq!(ended, 3, "one listening connection per replica");
+    let (ev, _) = next_of(&mut on_c, "resync", Duration::from_secs(10))
+        .await
+        .expect("C's client is told to resync");
+    eprintln!("after the listener was ended: {ev}");
+    let mut arrived = None;
+    let mut sent = Vec::new();
+    for i in 0..10 {
+        sent.push(import(format!("after-{i}")).await);
+        if let Some((ev, _)) = next_of(&mut on_c, "run_imported", Duration::from_secs(1)).await {
+            arrived = Some(ev);
+            break;
+        }
+    }
+    let ev = arrived.expect("updates reach C again after the connection was made again");
+    assert!(
+        sent.iter().any(|id| ev["run"]["id"] == *id),
+        "{ev} is one of {sent:?}"
+    );
+    // C stops gracefully: its client is told to reconnect (1012, service restart).
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &proc_c.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let close = async {
+        use futures_util::StreamExt;
+        while let Some(Ok(msg)) = on_c.next().await {
+            if let tokio_tungstenite::tungstenite::Message::Close(frame) = msg {
+                return frame.map(|f| u16::from(f.code));
+            }
+        }
+        None
+    };
+    let code = tokio::time::timeout(Duration::from_secs(10), close)
+        .await
+        .expect("C closes its websocket when it stops");
+    assert_eq!(code, Some(1012), "a close that says: reconnect");
+    // The replicas end before their database is dropped.
+    drop((proc_a, proc_b, proc_c));
+    drop(dir);
+}

@@ -13,7 +13,7 @@ use harrier::store::Store;
 const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
 
 /// A child process killed when dropped.
-pub(crate) struct Proc(Child);
+pub(crate) struct Proc(pub(crate) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {

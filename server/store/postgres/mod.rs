@@ -100,6 +100,24 @@ impl PostgresStore {
         &self.pool
     }
 
+    /// Sends `payload` on `channel` to every session listening on it (`pg_notify`; delivered
+    /// when this statement's transaction — its own — commits).
+    pub async fn notify(&self, channel: &str, payload: &str) -> Result<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(channel)
+            .bind(payload)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// A connection of its own (taken from the pool for good) listening on `channel`.
+    pub async fn listen(&self, channel: &str) -> Result<sqlx::postgres::PgListener> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.listen(channel).await?;
+        Ok(listener)
+    }
+
     /// Checks that the database answers.
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
