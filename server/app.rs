@@ -228,6 +228,7 @@ pub async fn serve(
         token.clone(),
     ));
     let limits = state.config.connections;
+    let (scraper, store) = (state.scraper.clone(), state.store.clone());
     let app = router(state);
     let stop = token.clone();
     let served = crate::http::conn::serve(listener, app, limits, async move {
@@ -243,5 +244,8 @@ pub async fn serve(
     live_stop.cancel();
     let _ = live_runs.await;
     leader.release().await;
+    if store.shared() {
+        scraper.leave(&store).await;
+    }
     served
 }

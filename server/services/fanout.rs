@@ -13,8 +13,9 @@
 //! a `resync` (they refetch what they show); when the queue of wake-ups to send is full or
 //! sending fails, the next wake-up tells the other replicas to resync theirs.
 //!
-//! Scrape events (`target_status`, `routes_updated`) are not carried: every replica
-//! scrapes its configured targets and publishes their figures itself.
+//! Scrapes too: each target is scraped by one replica ([`crate::services::scrape::Shards`]),
+//! whose `target_status` and `routes_updated` become wake-ups naming the target; the others
+//! read its status and its route rows (the last minute's figures) from the database.
 //!
 //! On SQLite there is one process per database file: nothing runs.
 
@@ -54,6 +55,17 @@ pub enum Wake {
     RunDeleted {
         id: i64,
     },
+    /// A target was scraped: read its status and announce `target_status`.
+    Target {
+        id: i64,
+    },
+    /// A target's routes changed: read its route rows and announce `routes_updated`.
+    Routes {
+        target_id: i64,
+    },
+    TargetRemoved {
+        id: i64,
+    },
     /// A small event whose data is not stored, whole: its JSON.
     Event {
         e: String,
@@ -64,7 +76,7 @@ pub enum Wake {
 
 impl Wake {
     /// The wake-up announcing `event` (whose JSON is `json`) to other replicas; `None` for
-    /// events every replica makes itself (scrapes) or that concern one connection.
+    /// events that concern one connection.
     pub fn of(event: &Event, json: &str) -> Option<Wake> {
         match event {
             Event::RunImported { run } => Some(Wake::RunImported { id: run.id }),
@@ -81,11 +93,12 @@ impl Wake {
             } else {
                 Wake::Resync
             }),
-            Event::Hello { .. }
-            | Event::Resync { .. }
-            | Event::RoutesUpdated { .. }
-            | Event::TargetStatus { .. }
-            | Event::TargetRemoved { .. } => None,
+            Event::TargetStatus { target } => Some(Wake::Target { id: target.id }),
+            Event::RoutesUpdated { target_id, .. } => Some(Wake::Routes {
+                target_id: *target_id,
+            }),
+            Event::TargetRemoved { id } => Some(Wake::TargetRemoved { id: *id }),
+            Event::Hello { .. } | Event::Resync { .. } => None,
         }
     }
 }
@@ -129,15 +142,23 @@ pub async fn run(store: Store, hub: Hub, shutdown: CancellationToken) {
         shutdown.clone(),
     ));
     let mut down = false;
+    // Target statuses come with every scrape of every target: gathered, and read in one
+    // query every [`TARGETS_EVERY`].
+    let mut targets: std::collections::BTreeSet<i64> = Default::default();
+    let mut flush = tokio::time::interval(TARGETS_EVERY);
     loop {
         let next = tokio::select! {
             _ = shutdown.cancelled() => break,
+            _ = flush.tick(), if !targets.is_empty() => {
+                announce_targets(&store, &hub, std::mem::take(&mut targets)).await;
+                continue;
+            }
             next = listener.next() => next,
         };
         match next {
             Ok(Some(payload)) => {
                 down = false;
-                receive(&store, &hub, &origin, &payload).await;
+                receive(&store, &hub, &origin, &payload, &mut targets).await;
             }
             Ok(None) => {
                 down = false;
@@ -219,8 +240,33 @@ fn envelope(origin: &str, w: Wake) -> String {
     .unwrap_or_default()
 }
 
-/// Tells this replica's clients what another replica announced, read from the database.
-async fn receive(store: &Store, hub: &Hub, origin: &str, payload: &str) {
+/// How often the statuses of targets other replicas scraped are read and announced.
+const TARGETS_EVERY: Duration = Duration::from_millis(250);
+
+/// Announces the status of `ids` (one read of the targets).
+async fn announce_targets(store: &Store, hub: &Hub, ids: std::collections::BTreeSet<i64>) {
+    match store.list_targets().await {
+        Ok(all) => {
+            for target in all.into_iter().filter(|t| ids.contains(&t.id)) {
+                hub.publish_local(&Event::TargetStatus { target });
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the targets other replicas scraped failed");
+            resync(hub, "reading an update failed: refetch");
+        }
+    }
+}
+
+/// Tells this replica's clients what another replica announced, read from the database
+/// (target statuses are gathered into `targets`, announced by the caller).
+async fn receive(
+    store: &Store,
+    hub: &Hub,
+    origin: &str,
+    payload: &str,
+    targets: &mut std::collections::BTreeSet<i64>,
+) {
     let Ok(Envelope { o, w }) = serde_json::from_str::<Envelope>(payload) else {
         tracing::debug!(payload, "an unknown live wake-up was ignored");
         return;
@@ -245,6 +291,26 @@ async fn receive(store: &Store, hub: &Hub, origin: &str, payload: &str) {
             }
         }
         Wake::RunDeleted { id } => hub.publish_local(&Event::RunDeleted { id }),
+        Wake::Target { id } => {
+            targets.insert(id);
+        }
+        Wake::Routes { target_id } => {
+            match crate::views::routes::route_rows(
+                store,
+                Some(target_id),
+                crate::services::scrape::LIVE_WINDOW_MS,
+                crate::now_ms(),
+            )
+            .await
+            {
+                Ok(routes) => hub.publish_local(&Event::RoutesUpdated { target_id, routes }),
+                Err(e) => {
+                    tracing::warn!(error = %e, target = target_id, "reading the routes of a target another replica scraped failed");
+                    resync(hub, "reading an update failed: refetch");
+                }
+            }
+        }
+        Wake::TargetRemoved { id } => hub.publish_local(&Event::TargetRemoved { id }),
         Wake::Event { e } => hub.publish_json(e.into()),
         Wake::Resync => resync(hub, "another replica's updates were lost: refetch"),
     }
@@ -289,7 +355,12 @@ mod tests {
         let json = serde_json::to_string(&big).unwrap();
         assert_eq!(Wake::of(&big, &json), Some(Wake::Resync));
         let removed = Event::TargetRemoved { id: 1 };
-        assert_eq!(Wake::of(&removed, "{}"), None);
+        assert_eq!(
+            Wake::of(&removed, "{}"),
+            Some(Wake::TargetRemoved { id: 1 })
+        );
+        let hello = Event::Hello { server_time_ms: 1 };
+        assert_eq!(Wake::of(&hello, "{}"), None);
     }
 
     #[test]

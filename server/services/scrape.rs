@@ -12,6 +12,14 @@
 //! previous good scrape is written with the target's status (up, duration, samples, error)
 //! in one transaction; `target_status` and `routes_updated` (only rows that changed) go to
 //! the live hub. Must not render anything or know about axum.
+//!
+//! Several replicas on one PostgreSQL database share the targets ([`Shards`]): each
+//! replica holds a `replica:ID` lease renewed every second (its heartbeat); every target
+//! is scraped by the live replica of highest rendezvous weight for it (highest random
+//! weight hashing, Thaler & Ravishankar 1998: when a replica comes or goes, only the
+//! targets it gains or loses move). Each replica also runs a loop for every stored target
+//! (read each second, so a target added through another replica is picked up); a loop
+//! scrapes only while its replica owns the target.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -50,6 +58,70 @@ struct Running {
     shutdown: CancellationToken,
     /// Routes kept per target and scrape (`[limits] max_routes_per_target`).
     max_routes: usize,
+    shards: Shards,
+}
+
+/// Lease name prefix of the replicas' heartbeats (`replica:ID`).
+pub const REPLICA_PREFIX: &str = "replica:";
+/// How often a replica renews its heartbeat and rereads the replicas and the targets.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+/// A replica whose heartbeat is this old is gone: its targets move to the others.
+pub const REPLICA_TTL_MS: i64 = 3_000;
+
+/// Which targets this replica scrapes: all of them alone (SQLite, or before the first
+/// heartbeat), else those for which it has the highest rendezvous weight among the live
+/// replicas. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Shards {
+    /// This replica's id (random, 64 bits in hex).
+    pub me: String,
+    live: Arc<std::sync::RwLock<Vec<String>>>,
+}
+
+impl Shards {
+    fn new() -> Shards {
+        let mut bytes = [0u8; 8];
+        // Only needs to differ between live replicas: a failed random source falls back
+        // to the process id and the time.
+        if getrandom::fill(&mut bytes).is_err() {
+            bytes = ((u64::from(std::process::id()) << 32) ^ crate::now_ms() as u64).to_le_bytes();
+        }
+        Shards {
+            me: hex::encode(bytes),
+            live: Arc::default(),
+        }
+    }
+
+    /// Whether this replica scrapes target `id` now.
+    pub fn owns(&self, id: i64) -> bool {
+        let live = self.live.read().expect("not poisoned");
+        live.is_empty() || owner(&live, id) == Some(self.me.as_str())
+    }
+
+    /// The live replicas (sorted), as last read.
+    pub fn live(&self) -> Vec<String> {
+        self.live.read().expect("not poisoned").clone()
+    }
+}
+
+/// The replica of `replicas` that scrapes target `id`: the one of highest weight
+/// (rendezvous hashing; ties, with 64-bit weights, are left to the id order).
+pub fn owner(replicas: &[String], id: i64) -> Option<&str> {
+    replicas
+        .iter()
+        .max_by_key(|r| (weight(r, id), r.as_str()))
+        .map(String::as_str)
+}
+
+/// Rendezvous weight of `replica` for target `id`: the first 8 bytes of
+/// SHA-256(replica ‖ id) — the same on every replica and every build, unlike `std`'s hasher.
+fn weight(replica: &str, id: i64) -> u64 {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(replica.as_bytes());
+    h.update(id.to_le_bytes());
+    let d = h.finalize();
+    u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
 }
 
 /// The scrape manager; cheap to clone. Created idle with the app state; `start` (called by
@@ -64,6 +136,7 @@ struct Inner {
     client: Outbound,
     running: Mutex<Option<Running>>,
     tasks: Mutex<HashMap<i64, CancellationToken>>,
+    shards: Shards,
 }
 
 /// The built-in target for a server listening on `addr`.
@@ -134,6 +207,7 @@ impl Scraper {
                 client,
                 running: Mutex::new(None),
                 tasks: Mutex::new(HashMap::new()),
+                shards: Shards::new(),
             }),
         }
     }
@@ -174,12 +248,113 @@ impl Scraper {
             hub,
             shutdown: shutdown.clone(),
             max_routes: config.max_routes_per_target,
+            shards: self.inner.shards.clone(),
         });
+        if store.shared() {
+            // Known before the first scrape: this replica does not scrape what others do.
+            self.heartbeat(&store, crate::now_ms()).await;
+        }
         for target in store.list_targets().await? {
             self.spawn(target);
         }
+        if store.shared() {
+            tokio::spawn(
+                self.clone()
+                    .membership_loop(store.clone(), shutdown.clone()),
+            );
+        }
         tokio::spawn(prune_loop(store, config.retention, shutdown));
         Ok(())
+    }
+
+    /// This replica's share of the targets.
+    pub fn shards(&self) -> &Shards {
+        &self.inner.shards
+    }
+
+    /// Renews this replica's heartbeat and rereads the live replicas.
+    async fn heartbeat(&self, store: &Store, now_ms: i64) -> bool {
+        let shards = &self.inner.shards;
+        let name = format!("{REPLICA_PREFIX}{}", shards.me);
+        if let Err(e) = store
+            .acquire_lease(&name, &shards.me, now_ms, REPLICA_TTL_MS)
+            .await
+        {
+            tracing::warn!(error = %e, "renewing this replica's heartbeat failed");
+            return false;
+        }
+        match store.lease_holders(REPLICA_PREFIX, now_ms).await {
+            Ok(live) => {
+                metrics::gauge!("harrier_replicas_live").set(live.len() as f64);
+                *shards.live.write().expect("not poisoned") = live;
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the live replicas failed");
+                false
+            }
+        }
+    }
+
+    /// Every [`HEARTBEAT`]: the heartbeat, then the stored targets (loops started for
+    /// targets added through another replica, stopped for ones deleted there); hourly,
+    /// heartbeats of replicas gone for an hour are deleted. Ends with `shutdown`, giving
+    /// the heartbeat up so the others take this replica's targets at once.
+    async fn membership_loop(self, store: Store, shutdown: CancellationToken) {
+        let mut tick = tokio::time::interval(HEARTBEAT);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut rounds = 0u64;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let now = crate::now_ms();
+            if !self.heartbeat(&store, now).await {
+                continue;
+            }
+            match store.list_targets().await {
+                Ok(targets) => self.reconcile(targets),
+                Err(e) => tracing::warn!(error = %e, "reading the targets failed"),
+            }
+            rounds += 1;
+            if rounds % 3_600 == 1 {
+                let _ = store.forget_leases(REPLICA_PREFIX, now - 3_600_000).await;
+            }
+        }
+        self.leave(&store).await;
+    }
+
+    /// Gives this replica's heartbeat up (its targets move to the others at their next
+    /// heartbeat).
+    pub async fn leave(&self, store: &Store) {
+        let shards = &self.inner.shards;
+        let name = format!("{REPLICA_PREFIX}{}", shards.me);
+        if let Err(e) = store.release_lease(&name, &shards.me).await {
+            tracing::warn!(error = %e, "giving this replica's heartbeat up failed");
+        }
+    }
+
+    /// Runs a loop for exactly the stored `targets`.
+    fn reconcile(&self, targets: Vec<TargetRow>) {
+        let running: Vec<i64> = self
+            .inner
+            .tasks
+            .lock()
+            .expect("not poisoned")
+            .keys()
+            .copied()
+            .collect();
+        for id in &running {
+            if !targets.iter().any(|t| t.id == *id) {
+                self.stop(*id);
+            }
+        }
+        for t in targets {
+            if !running.contains(&t.id) {
+                self.spawn(t);
+            }
+        }
     }
 
     /// Starts the loop of `target` (replacing a running one); a no-op before `start`.
@@ -352,6 +527,14 @@ async fn target_loop(
             _ = token.cancelled() => break,
             _ = tick.tick() => {}
         }
+        if !running.shards.owns(target.id) {
+            // Another replica scrapes it: what was read before would span its scrapes.
+            prev.clear();
+            prev_ms = None;
+            prev_process.clear();
+            sent.clear();
+            continue;
+        }
         let at_ms = crate::now_ms();
         let started = Instant::now();
         let outcome = tokio::select! {
@@ -491,4 +674,36 @@ async fn publish(running: &Running, target_id: i64, sent: &mut HashMap<i64, Rout
         target_id,
         routes: changed,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendezvous_shares_evenly_and_a_newcomer_only_takes() {
+        let three: Vec<String> = ["a1", "b2", "c3"].map(String::from).to_vec();
+        let mut four = three.clone();
+        four.push("d4".into());
+        four.sort();
+        let mut counts = HashMap::new();
+        let mut moved_between_old = 0;
+        let mut to_new = 0;
+        for id in 0..3_000 {
+            let before = owner(&three, id).unwrap();
+            let after = owner(&four, id).unwrap();
+            *counts.entry(before).or_insert(0) += 1;
+            if after == "d4" {
+                to_new += 1;
+            } else if after != before {
+                moved_between_old += 1;
+            }
+        }
+        for (r, n) in &counts {
+            assert!((850..=1150).contains(n), "{r} owns {n} of 3000: {counts:?}");
+        }
+        assert_eq!(moved_between_old, 0, "targets only move to the newcomer");
+        assert!((600..=900).contains(&to_new), "the newcomer takes {to_new} of 3000");
+        assert_eq!(owner(&[], 1), None);
+    }
 }

@@ -235,6 +235,12 @@ impl Store {
         }
     }
 
+    /// Whether other processes may share this database (PostgreSQL: replicas); SQLite's
+    /// file belongs to one `serve`.
+    pub fn shared(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+
     /// Wakes the other processes on this database listening on `channel` (see
     /// [`Store::listen`]) with `payload` (PostgreSQL caps it below 8,000 bytes: callers
     /// send references, not data). Nothing on SQLite, where one process owns the file.
@@ -1092,6 +1098,18 @@ impl Store {
         now_ms: i64,
     ) -> Result<bool> {
         dispatch!(self, db => db.lease_held(name, holder, term, now_ms).await)
+    }
+
+    /// Holders of the unexpired leases whose names start with `prefix`, sorted (the live
+    /// replicas, when each holds `replica:ID`).
+    pub async fn lease_holders(&self, prefix: &str, now_ms: i64) -> Result<Vec<String>> {
+        dispatch!(self, db => db.lease_holders(prefix, now_ms).await)
+    }
+
+    /// Deletes the leases named `prefix…` that expired before `expired_before_ms`; returns
+    /// how many.
+    pub async fn forget_leases(&self, prefix: &str, expired_before_ms: i64) -> Result<u64> {
+        dispatch!(self, db => db.forget_leases(prefix, expired_before_ms).await)
     }
 
     /// Gives lease `name` up (if `holder` has it): another may take it at once.

@@ -164,8 +164,12 @@ async fn two_replicas_evaluate_one_at_a_time_and_hand_over_when_the_leader_dies(
 /// dropped. Returns it and its base URL.
 fn serve_replica(url: &str, dir: &std::path::Path) -> (crate::server::Proc, String) {
     use std::io::BufRead;
+    let config = dir.join("harrier.toml");
+    std::fs::write(&config, "self_scrape = false\n").unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
         .args(["serve", "--listen", "127.0.0.1:0", "--database-url", url])
+        .arg("--config")
+        .arg(&config)
         .current_dir(dir)
         .env("HARRIER_LOG", "warn")
         .stdout(std::process::Stdio::piped())
@@ -358,5 +362,234 @@ async fn updates_on_one_replica_reach_clients_of_the_others() {
     assert_eq!(code, Some(1012), "a close that says: reconnect");
     // The replicas end before their database is dropped.
     drop((proc_a, proc_b, proc_c));
+    drop(dir);
+}
+
+/// Scrapes counted by a replica (`harrier_scrapes_total` summed over its targets).
+async fn scrapes_of(http: &reqwest::Client, base: &str) -> f64 {
+    let text = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("harrier_scrapes_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Hits per exporter path between `from` and `to`.
+fn hits_between(hits: &[(usize, Instant)], paths: usize, from: Instant, to: Instant) -> Vec<usize> {
+    let mut n = vec![0; paths];
+    for (p, at) in hits {
+        if *at >= from && *at < to {
+            n[*p] += 1;
+        }
+    }
+    n
+}
+
+/// 300 targets (one loopback exporter serving 300 paths, scraped every second) shared by
+/// replicas on one PostgreSQL database: with three, no target is scraped by two (at most
+/// one scrape a second each) and each replica scrapes about a third; a fourth takes about
+/// a quarter; a replica killed with SIGKILL has its targets picked up within its
+/// heartbeat time-out (3 s), a heartbeat (1 s) and an interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_the_scrape_targets() {
+    if on_postgres() {
+        eprintln!(
+            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        );
+        return;
+    }
+    let Some((server, _pg)) = postgres_server("scrape targets shared by replicas") else {
+        return;
+    };
+    const PATHS: usize = 300;
+    let hits: Arc<std::sync::Mutex<Vec<(usize, Instant)>>> = Arc::default();
+    let exporter = {
+        let hits = hits.clone();
+        axum::Router::new().route(
+            "/m/{i}",
+            axum::routing::get(move |axum::extract::Path(i): axum::extract::Path<usize>| {
+                let hits = hits.clone();
+                async move {
+                    hits.lock().unwrap().push((i, Instant::now()));
+                    "# no routes here\n"
+                }
+            }),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let exporter_addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, exporter).await });
+
+    let (_store, config, dir) = fresh_store_on(Some(&server)).await;
+    let Some(DatabaseUrl::Postgres(url)) = config.database_url.clone() else {
+        panic!("a PostgreSQL database");
+    };
+    let work = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (proc_a, a) = serve_replica(&url, work.path());
+    let (mut proc_b, b) = serve_replica(&url, work.path());
+    let (proc_c, c) = serve_replica(&url, work.path());
+    let http = reqwest::Client::new();
+    // Added through A, sixteen at a time.
+    {
+        use futures_util::StreamExt;
+        let statuses: Vec<(u16, String)> = futures_util::stream::iter(0..PATHS)
+            .map(|i| {
+                let http = http.clone();
+                let a = a.clone();
+                async move {
+                    let res = http
+                        .post(format!("{a}/api/v1/targets"))
+                        .json(&serde_json::json!({
+                            "name": format!("exporter-{i}"),
+                            "url": format!("http://{exporter_addr}/m/{i}"),
+                            "interval_s": 1,
+                            "timeout_s": 0.9,
+                        }))
+                        .send()
+                        .await
+                        .unwrap();
+                    (res.status().as_u16(), res.text().await.unwrap())
+                }
+            })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        for (status, body) in statuses {
+            assert_eq!(status, 201, "{body}");
+        }
+    }
+    // Every target scraped (B and C learn of them at their next heartbeat).
+    let added = Instant::now();
+    eprintln!(
+        "{PATHS} targets added in {} ms",
+        added.duration_since(started).as_millis()
+    );
+    loop {
+        let seen = hits_between(&hits.lock().unwrap(), PATHS, added, Instant::now());
+        if seen.iter().all(|n| *n > 0) {
+            break;
+        }
+        assert!(
+            added.elapsed() < Duration::from_secs(15),
+            "targets never scraped: {:?}",
+            seen.iter()
+                .enumerate()
+                .filter(|(_, n)| **n == 0)
+                .map(|(i, _)| i)
+                .take(10)
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!("all scraped after {} ms", added.elapsed().as_millis());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Ten intervals with three replicas.
+    let replicas = [&a, &b, &c];
+    let mut before = Vec::new();
+    for r in replicas {
+        before.push(scrapes_of(&http, r).await);
+    }
+    let from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let to = Instant::now();
+    let mut share = Vec::new();
+    for (r, b0) in replicas.iter().zip(&before) {
+        share.push(scrapes_of(&http, r).await - b0);
+    }
+    let n = hits_between(&hits.lock().unwrap(), PATHS, from, to);
+    let total: f64 = share.iter().sum();
+    eprintln!(
+        "three replicas, 10 s: scrapes per replica {share:?} (of {total}); per target min {} max {}",
+        n.iter().min().unwrap(),
+        n.iter().max().unwrap()
+    );
+    assert!(
+        n.iter().all(|k| *k <= 11),
+        "a target scraped more than once a second (by two replicas): {:?}",
+        n.iter()
+            .enumerate()
+            .filter(|(_, k)| **k > 11)
+            .take(10)
+            .collect::<Vec<_>>()
+    );
+    assert!(n.iter().all(|k| *k >= 3), "a target left unscraped: {n:?}");
+    for s in &share {
+        let part = s / total;
+        assert!((0.2..=0.47).contains(&part), "shares {share:?}");
+    }
+
+    // A fourth replica takes about a quarter.
+    let (proc_d, d) = serve_replica(&url, work.path());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let replicas = [&a, &b, &c, &d];
+    let mut before = Vec::new();
+    for r in replicas {
+        before.push(scrapes_of(&http, r).await);
+    }
+    let from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let to = Instant::now();
+    let mut share = Vec::new();
+    for (r, b0) in replicas.iter().zip(&before) {
+        share.push(scrapes_of(&http, r).await - b0);
+    }
+    let total: f64 = share.iter().sum();
+    let n = hits_between(&hits.lock().unwrap(), PATHS, from, to);
+    eprintln!("four replicas, 5 s: scrapes per replica {share:?} (of {total})");
+    assert!(
+        n.iter().all(|k| *k <= 6),
+        "a target scraped twice after the fourth joined"
+    );
+    let part = share[3] / total;
+    assert!((0.1..=0.45).contains(&part), "the fourth's share {share:?}");
+
+    // B dies without a word: its targets are picked up.
+    proc_b.0.kill().unwrap();
+    let _ = proc_b.0.wait();
+    let killed = Instant::now();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let all = hits.lock().unwrap().clone();
+    let mut worst = Duration::ZERO;
+    for p in 0..PATHS {
+        let mut times: Vec<Instant> = all
+            .iter()
+            .filter(|(q, _)| *q == p)
+            .map(|(_, t)| *t)
+            .collect();
+        times.sort();
+        let last_before = times
+            .iter()
+            .rev()
+            .find(|t| **t < killed)
+            .copied()
+            .unwrap_or(killed);
+        let first_after = times
+            .iter()
+            .find(|t| **t >= killed + Duration::from_millis(50))
+            .copied()
+            .unwrap_or_else(|| panic!("target {p} not scraped in 10 s after a replica died"));
+        worst = worst.max(first_after.saturating_duration_since(last_before));
+    }
+    eprintln!(
+        "a replica killed: the longest gap in a target's scrapes {} ms",
+        worst.as_millis()
+    );
+    assert!(
+        // Its heartbeat expires (3 s), the others read the replicas (each second), then
+        // the target's next tick; the gap also holds the interval before the kill.
+        // (and 3 s for a loaded machine).
+        worst <= Duration::from_millis(3_000 + 1_000 + 2 * 1_000 + 3_000),
+        "picked up after {worst:?}"
+    );
+    drop((proc_a, proc_c, proc_d));
     drop(dir);
 }

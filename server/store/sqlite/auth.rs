@@ -404,6 +404,28 @@ impl SqliteStore {
         Ok(row.is_some())
     }
 
+    pub async fn lease_holders(&self, prefix: &str, now_ms: i64) -> Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT holder FROM leases WHERE substr(name, 1, length(?1)) = ?1 AND expires_at_ms > ?2 ORDER BY holder",
+        )
+        .bind(prefix)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(h,)| h).collect())
+    }
+
+    pub async fn forget_leases(&self, prefix: &str, expired_before_ms: i64) -> Result<u64> {
+        Ok(sqlx::query(
+            "DELETE FROM leases WHERE substr(name, 1, length(?1)) = ?1 AND expires_at_ms < ?2",
+        )
+        .bind(prefix)
+        .bind(expired_before_ms)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+
     pub async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
         // Expired now rather than deleted: the next holder's term still grows.
         sqlx::query("UPDATE leases SET expires_at_ms = 0 WHERE name = ? AND holder = ?")
