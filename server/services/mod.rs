@@ -8,6 +8,7 @@
 //! - [`load`]: `harrier load run`: the load generator's ticks merged, reported and stored;
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`auth`]: sign-in, sessions, tokens and share links;
+//! - [`oidc`]: single sign-on with an OpenID Connect provider;
 //! - [`alerts`]: the alert engine (evaluator loop, notifier to channels).
 //!
 //! Must not know HTTP requests or pages: handlers in [`crate::http`] call these.
@@ -20,4 +21,5 @@ pub mod import;
 pub mod live;
 pub mod live_runs;
 pub mod load;
+pub mod oidc;
 pub mod scrape;
