@@ -253,13 +253,15 @@ impl Sso {
         })
     }
 
-    /// Ends the sign-on of `state` without a user (the provider answered with an error):
-    /// its row is deleted, so the state cannot be used again.
-    pub async fn forget(&self, state: &str, now_ms: i64) -> Result<(), SsoError> {
-        self.store
+    /// Ends the sign-on of `state` without a user (the provider answered with an error,
+    /// or another browser brought it): its row is deleted, so the state cannot be used
+    /// again. Whether there was such a sign-on under way.
+    pub async fn forget(&self, state: &str, now_ms: i64) -> Result<bool, SsoError> {
+        Ok(self
+            .store
             .take_oidc_login(&secret_hash(state), now_ms)
-            .await?;
-        Ok(())
+            .await?
+            .is_some())
     }
 
     /// Finishes the sign-on of `state` with the provider's `code`: see the module's list.

@@ -297,23 +297,37 @@ async fn oidc_callback(State(state): State<AppState>, req: Request) -> Response 
     );
     let provider = sso.config.name.clone();
     let outcome = async move {
+        if let Some(error) = &q.error {
+            // The provider's own words only for a sign-on this server started; else its
+            // error code alone (a crafted link must not put text on this page).
+            // (Some providers leave `state` out of an error: this browser's is ended then.)
+            let started = match q.state.as_deref().or(browser_state.as_deref()) {
+                Some(st) => sso.forget(st, now).await?,
+                None => false,
+            };
+            let text = if started {
+                q.error_description.as_deref().unwrap_or(error)
+            } else {
+                error
+            };
+            let why: String = text
+                .chars()
+                .filter(|c| {
+                    if started {
+                        !c.is_control()
+                    } else {
+                        c.is_ascii_alphanumeric() || *c == '_'
+                    }
+                })
+                .take(200)
+                .collect();
+            return Err(SsoError::Refused(why));
+        }
         let st = q.state.as_deref().ok_or(SsoError::State)?;
         // The state must be the one this browser was given at the start.
         let same_browser = browser_state.as_deref().is_some_and(|b| {
             crate::domain::auth::secret_matches(b, &crate::domain::auth::secret_hash(st))
         });
-        if let Some(error) = &q.error {
-            sso.forget(st, now).await?;
-            let why: String = q
-                .error_description
-                .as_deref()
-                .unwrap_or(error)
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(200)
-                .collect();
-            return Err(SsoError::Refused(why));
-        }
         if !same_browser {
             sso.forget(st, now).await?;
             return Err(SsoError::State);
