@@ -579,3 +579,84 @@ async fn oidc_sign_on_state_is_single_use_and_expires() {
     let local = store.user_by_name("ana").await.unwrap().unwrap();
     assert_eq!(local.oidc_subject, None);
 }
+
+/// Discovery goes through the egress policy: an issuer the policy refuses is never asked,
+/// and the sign-in page says the provider could not be reached.
+#[tokio::test]
+async fn oidc_discovery_is_held_to_the_egress_policy() {
+    use harrier::domain::egress::{EgressConfig, EgressPolicy};
+    use harrier::domain::oidc::{Oidc, OidcConfig};
+    // A listener that would answer if it were asked: it must not be.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let asked = tokio::spawn(async move { listener.accept().await.is_ok() });
+    let app = spawn_app_with(|c| {
+        c.egress = EgressPolicy::from_config(&EgressConfig {
+            deny: vec!["127.0.0.0/8".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        c.oidc = Some(
+            Oidc::from_config(
+                &OidcConfig {
+                    name: Some("Corp SSO".into()),
+                    issuer: issuer.clone(),
+                    client_id: "harrier".into(),
+                    default_role: Some("viewer".into()),
+                    ..Default::default()
+                },
+                None,
+            )
+            .unwrap(),
+        );
+    })
+    .await;
+    // Sign-in is on with single sign-on alone (no user exists).
+    let r = app.get("/api/v1/runs").await;
+    assert_eq!(r.status, axum::http::StatusCode::UNAUTHORIZED);
+    let r = app.get("/auth/oidc/start?next=/console").await;
+    assert_eq!(
+        r.status,
+        axum::http::StatusCode::BAD_GATEWAY,
+        "{}",
+        r.text()
+    );
+    let alert = select_texts(&r.html(), ".callout.err");
+    assert!(
+        alert
+            .iter()
+            .any(|t| t.contains("Corp SSO") && t.contains("could not be reached")),
+        "{alert:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!asked.is_finished(), "the refused issuer was connected to");
+    asked.abort();
+}
+
+/// README's `[oidc]` example is a configuration harrier accepts, as written.
+#[test]
+fn the_readme_oidc_example_is_accepted() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("#### Single sign-on with OIDC")
+        .nth(1)
+        .expect("the README section");
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("its toml example");
+    let file: harrier::config::FileConfig = toml::from_str(block).unwrap();
+    let oidc = harrier::domain::oidc::Oidc::from_config(file.oidc.as_ref().unwrap(), None).unwrap();
+    assert_eq!(oidc.name, "Example SSO");
+    assert_eq!(
+        oidc.role_for(["staff", "perf-team"]),
+        Some(harrier::domain::auth::Role::Editor)
+    );
+    assert_eq!(oidc.role_for(["visitors"]), None, "refused as documented");
+    assert!(
+        !format!("{oidc:?}").contains("change-me"),
+        "the secret is masked"
+    );
+}
