@@ -471,6 +471,15 @@ scopes = ["email", "profile"]
         .await;
     assert_eq!(r.status, 401, "no password signs an SSO user in");
     assert!(store.user_by_name("nora").await.unwrap().is_none());
+    // The admin page marks them.
+    let admin = olga.get(&format!("{harrier}/console/admin")).await;
+    assert_eq!(admin.status, 200);
+    let rows = select_texts(&scraper::Html::parse_document(&admin.body), "tr");
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("olga") && r.contains("admin") && r.contains("single sign-on")),
+        "{rows:?}"
+    );
 
     // Every callback is in the audit log (written beside the answer: poll briefly).
     let expected = [

@@ -528,6 +528,8 @@ struct ShareView {
 struct UserView {
     name: String,
     role: String,
+    /// `password` or `single sign-on`.
+    sign_in: &'static str,
     created_at_ms: i64,
     created: String,
 }
@@ -573,6 +575,11 @@ async fn admin_page(State(state): State<AppState>) -> Result<AdminPage, super::P
         .await?
         .into_iter()
         .map(|u| UserView {
+            sign_in: if u.oidc_subject.is_some() {
+                "single sign-on"
+            } else {
+                "password"
+            },
             created: time(Some(u.created_at_ms)),
             name: u.name,
             role: u.role,
