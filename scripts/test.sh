@@ -3,7 +3,8 @@
 # certificates; Debian's chromium and chromium-driver for the browser tests; prometheus,
 # whose own /metrics the route scraper is tested against; prometheus-alertmanager, which
 # the alerts test sends to; postgresql, whose initdb and pg_ctl give the tests a throwaway
-# server), then runs `cargo test` twice: on SQLite, then the integration tests again on
+# server; python3 and pip, and from PyPI oidc-provider-mock, the OpenID Connect provider
+# the single sign-on test signs in at), then runs `cargo test` twice: on SQLite, then the integration tests again on
 # PostgreSQL (HARRIER_TEST_BACKEND=postgres). `--install-only` stops after the install.
 #
 # PostgreSQL: a server started here in a temporary directory (trust authentication,
@@ -21,12 +22,21 @@ command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 [ -x /usr/bin/prometheus-alertmanager ] || missing+=(prometheus-alertmanager)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3 python3-pip)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing ${missing[*]} (Debian packages, for the browser, HTTPS, scrape and alerts tests)"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The single sign-on test's provider (PyPI); without it that test says "skipped: …".
+if ! python3 -c "import oidc_provider_mock" >/dev/null 2>&1; then
+  echo "installing oidc-provider-mock (PyPI, for the single sign-on test)"
+  python3 -m pip install -q oidc-provider-mock==0.3.4 >/dev/null 2>&1 \
+    || python3 -m pip install -q --break-system-packages oidc-provider-mock==0.3.4 >/dev/null 2>&1 \
+    || echo "oidc-provider-mock could not be installed: the single sign-on test will be skipped"
 fi
 
 [ "${1:-}" = "--install-only" ] && exit 0

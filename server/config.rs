@@ -465,8 +465,8 @@ pub struct BaselineArgs {
 #[derive(Debug, Default, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:7070; a non-loopback address, such as
-    /// 0.0.0.0:7070, needs sign-in on (a user from `harrier user add`, or [auth_proxy] in
-    /// harrier.toml) or --insecure-no-auth].
+    /// 0.0.0.0:7070, needs sign-in on (a user from `harrier user add`, or [oidc] or
+    /// [auth_proxy] in harrier.toml) or --insecure-no-auth].
     #[arg(long, env = "HARRIER_LISTEN")]
     pub listen: Option<SocketAddr>,
     /// SQLite database file, created if missing [default: ./harrier.db].
@@ -590,6 +590,11 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 /// header = "X-Forwarded-User"
 /// proxies = ["127.0.0.1/32"]
 ///
+/// [oidc]                      # see oidc::OidcConfig
+/// issuer = "https://sso.example.com"
+/// client_id = "harrier"
+/// groups = { "perf-team" = "editor" }
+///
 /// [limits]                    # see LimitsSection
 /// min_timestamp = "1990-01-01"
 /// max_timestamp = "2100-01-01"
@@ -615,6 +620,8 @@ pub struct FileConfig {
     pub egress: Option<EgressConfig>,
     /// `[auth_proxy]`: sign-in by a reverse proxy's user header.
     pub auth_proxy: Option<crate::domain::auth::AuthProxyConfig>,
+    /// `[oidc]`: single sign-on with an OpenID Connect provider.
+    pub oidc: Option<crate::domain::oidc::OidcConfig>,
 }
 
 /// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
@@ -789,6 +796,8 @@ pub struct Config {
     pub egress: EgressPolicy,
     /// Sign-in by a reverse proxy's user header (`[auth_proxy]`).
     pub auth_proxy: Option<crate::domain::auth::AuthProxy>,
+    /// Single sign-on with an OpenID Connect provider (`[oidc]`).
+    pub oidc: Option<crate::domain::oidc::Oidc>,
 }
 
 impl Default for Config {
@@ -812,6 +821,7 @@ impl Default for Config {
             site: SitePolicy::default(),
             egress: EgressPolicy::default(),
             auth_proxy: None,
+            oidc: None,
         }
     }
 }
@@ -927,6 +937,16 @@ impl Config {
                 }
                 None => None,
             },
+            oidc: match &file.oidc {
+                Some(c) => Some(
+                    crate::domain::oidc::Oidc::from_config(
+                        c,
+                        std::env::var("HARRIER_OIDC_CLIENT_SECRET").ok(),
+                    )
+                    .map_err(config_error)?,
+                ),
+                None => None,
+            },
             // Flags and environment over the file; within each, the URL over the path.
             database_url: match (&args.database_url, &args.db) {
                 (Some(url), _) => Some(url.clone()),
@@ -970,6 +990,7 @@ impl Config {
             insecure_no_auth: self.insecure_no_auth,
             users: false,
             auth_proxy: self.auth_proxy.is_some(),
+            oidc: self.oidc.is_some(),
         }
     }
 }

@@ -37,6 +37,8 @@ pub struct AppState {
     pub egress: Egress,
     /// Sign-in: who is asking, sessions, tokens.
     pub auth: crate::services::auth::Auth,
+    /// Single sign-on with an OpenID Connect provider (`[oidc]`), when configured.
+    pub sso: Option<Arc<crate::services::oidc::Sso>>,
 }
 
 impl AppState {
@@ -46,7 +48,13 @@ impl AppState {
         let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
         let egress = Egress::new(config.egress.clone());
         let auth_proxy = config.auth_proxy.clone();
-        let auth_required = !config.listen.ip().is_loopback() && !config.insecure_no_auth;
+        // Single sign-on turns sign-in on before anyone has signed on.
+        let auth_required = (!config.listen.ip().is_loopback() && !config.insecure_no_auth)
+            || config.oidc.is_some();
+        let sso = config
+            .oidc
+            .clone()
+            .map(|o| Arc::new(crate::services::oidc::Sso::new(o, store.clone(), &egress)));
         let secure_cookies = config
             .site
             .public_origin()
@@ -64,6 +72,7 @@ impl AppState {
                 auth_proxy,
                 auth_required,
             ),
+            sso,
             egress,
             store,
         }

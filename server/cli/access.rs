@@ -116,10 +116,15 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
                 .max()
                 .unwrap_or(4)
                 .max(4);
-            outln!("{:<w$}  {:<6}  created", "name", "role");
+            outln!("{:<w$}  {:<6}  {:<14}  created", "name", "role", "sign-in");
             for u in users {
+                let by = if u.oidc_subject.is_some() {
+                    "single sign-on"
+                } else {
+                    "password"
+                };
                 outln!(
-                    "{:<w$}  {:<6}  {}",
+                    "{:<w$}  {:<6}  {by:<14}  {}",
                     u.name,
                     u.role,
                     format::time(Some(u.created_at_ms))

@@ -53,9 +53,15 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let shown = database.shown();
     tracing::info!(listen = %addr, db = %shown, "harrier serving");
     // One line: scripts read the URL from it and may close the pipe after.
-    let sign_in = match store.count_users().await? {
-        0 => "sign-in off: no users".to_string(),
-        n => format!("sign-in on: {n} user{}", if n == 1 { "" } else { "s" }),
+    let users = store.count_users().await?;
+    let plural = if users == 1 { "" } else { "s" };
+    let sign_in = match (&config.oidc, users) {
+        (Some(o), n) => format!(
+            "sign-in on: single sign-on with {}, {n} user{plural}",
+            o.name
+        ),
+        (None, 0) => "sign-in off: no users".to_string(),
+        (None, n) => format!("sign-in on: {n} user{plural}"),
     };
     outln!("harrier console: http://{addr}/console  (database {shown}; {sign_in})");
     let state = AppState::new(store, config);

@@ -143,6 +143,8 @@ pub struct Protection {
     pub users: bool,
     /// `[auth_proxy]` is configured: a reverse proxy signs people in.
     pub auth_proxy: bool,
+    /// `[oidc]` is configured: people sign in with an OpenID Connect provider.
+    pub oidc: bool,
 }
 
 /// Whether a server may listen on `listen` with `protection`: loopback addresses always;
@@ -154,6 +156,7 @@ pub fn exposure_check(listen: SocketAddr, protection: Protection) -> Result<(), 
         || protection.insecure_no_auth
         || protection.users
         || protection.auth_proxy
+        || protection.oidc
     {
         return Ok(());
     }
@@ -162,8 +165,8 @@ pub fn exposure_check(listen: SocketAddr, protection: Protection) -> Result<(), 
          reach this address could read, change and delete everything (runs, targets, alert \
          rules, channels). Either add an admin first (harrier user add NAME --role admin; \
          sign-in is then on for the console, and tools use tokens from harrier token \
-         create), or configure [auth_proxy] in harrier.toml for a proxy that signs people \
-         in, or listen on a loopback address (--listen 127.0.0.1:{port}) behind a \
+         create), or configure [oidc] in harrier.toml for single sign-on with an OpenID \
+         Connect provider, or [auth_proxy] for a proxy that signs people in, or listen on a loopback address (--listen 127.0.0.1:{port}) behind a \
          reverse proxy that checks who is asking (with --public-url set to the address \
          users open), or pass --insecure-no-auth (insecure_no_auth = true under [server] in \
          harrier.toml) to serve the network without any sign-in.",
@@ -277,5 +280,10 @@ mod tests {
             ..Default::default()
         };
         assert!(exposure_check("0.0.0.0:7070".parse().unwrap(), proxied).is_ok());
+        let sso = Protection {
+            oidc: true,
+            ..Default::default()
+        };
+        assert!(exposure_check("0.0.0.0:7070".parse().unwrap(), sso).is_ok());
     }
 }

@@ -138,6 +138,21 @@ impl Mask for OriginOnly {
     }
 }
 
+/// Shows nothing of the value (a client secret, a password): [`MASK`], or nothing for an
+/// empty value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hidden;
+
+impl Mask for Hidden {
+    fn mask(value: &str) -> String {
+        if value.is_empty() {
+            String::new()
+        } else {
+            MASK.to_string()
+        }
+    }
+}
+
 /// A secret text (a URL holding credentials or a token), shown masked by `M` everywhere
 /// it is formatted or serialized; [`Secret::expose`] is the one way to the whole value.
 /// Deserializes from a plain string. Equal when the whole values are.

@@ -376,6 +376,29 @@ impl Auth {
         })
     }
 
+    /// Starts a session of `user` (signed in some other way: single sign-on), with `role`.
+    pub async fn start_session(
+        &self,
+        user: &crate::store::auth::UserRow,
+        role: Role,
+        now_ms: i64,
+    ) -> crate::store::Result<SignIn> {
+        let session = random_secret();
+        self.store
+            .insert_session(&auth::secret_hash(&session), user.id, now_ms)
+            .await?;
+        // A role changed by the provider's groups applies at once to this server's cache.
+        self.forget_checked();
+        Ok(SignIn::Ok {
+            session,
+            principal: Principal::User {
+                id: user.id,
+                role,
+                name: user.name.clone(),
+            },
+        })
+    }
+
     /// Ends the session of `cookie_value`.
     pub async fn sign_out(&self, cookie_value: &str) -> crate::store::Result<()> {
         self.forget_checked();

@@ -10,8 +10,9 @@
 //! - a resolver hook (`reqwest::dns::Resolve`): the addresses a host name resolves to
 //!   are filtered when the connection is made, so a name that resolves (or rebinds) to a
 //!   refused address is never connected to;
-//! - redirects: not followed for notifications ([`Outbound::notifications`]); for scrapes
-//!   ([`Outbound::scrapes`]) each hop's URL is checked like the first (at most 5 hops).
+//! - redirects: not followed for notifications ([`Outbound::notifications`]) and single
+//!   sign-on ([`Outbound::identity`]); for scrapes ([`Outbound::scrapes`]) each hop's URL
+//!   is checked like the first (at most 5 hops).
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -165,6 +166,55 @@ impl Outbound {
         )
     }
 
+    /// The single sign-on client (OpenID Connect discovery, keys and the token endpoint):
+    /// no redirects, 5 s to connect, 10 s per request.
+    pub fn identity(egress: &Egress) -> Outbound {
+        Outbound::build(
+            egress,
+            reqwest::Client::builder()
+                .redirect(redirect::Policy::none())
+                .connect_timeout(Duration::from_secs(5))
+                .timeout(Duration::from_secs(10)),
+        )
+    }
+
+    /// Sends `request` (its URL checked first, [`check`](Self::check)) and reads the
+    /// answer whole, at most [`MAX_ANSWER_BYTES`]: the shape of the `openidconnect` crate's
+    /// HTTP client. A `3xx` is returned as it is, never followed.
+    pub async fn send_whole(
+        &self,
+        request: axum::http::Request<Vec<u8>>,
+    ) -> Result<axum::http::Response<Vec<u8>>, OutboundError> {
+        let url = request.uri().to_string();
+        self.check(&url).await.map_err(OutboundError)?;
+        let (parts, body) = request.into_parts();
+        let mut answer = self
+            .client
+            .request(parts.method, &url)
+            .headers(parts.headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| OutboundError(e.without_url().to_string()))?;
+        let mut whole = Vec::new();
+        while let Some(chunk) = answer
+            .chunk()
+            .await
+            .map_err(|e| OutboundError(e.without_url().to_string()))?
+        {
+            if whole.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(OutboundError(format!(
+                    "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+                )));
+            }
+            whole.extend_from_slice(&chunk);
+        }
+        let mut response = axum::http::Response::new(whole);
+        *response.status_mut() = answer.status();
+        *response.headers_mut() = answer.headers().clone();
+        Ok(response)
+    }
+
     fn build(egress: &Egress, builder: reqwest::ClientBuilder) -> Outbound {
         let client = builder
             .user_agent(concat!("harrier/", env!("CARGO_PKG_VERSION")))
@@ -207,6 +257,30 @@ impl Outbound {
         }
     }
 }
+
+/// [`Outbound::identity`] as the `openidconnect` crate's HTTP client.
+#[derive(Clone)]
+pub struct IdentityClient(pub Outbound);
+
+impl<'c> openidconnect::AsyncHttpClient<'c> for IdentityClient {
+    type Error = OutboundError;
+    type Future = Pin<
+        Box<dyn Future<Output = Result<openidconnect::HttpResponse, OutboundError>> + Send + 'c>,
+    >;
+
+    fn call(&'c self, request: openidconnect::HttpRequest) -> Self::Future {
+        Box::pin(self.0.send_whole(request))
+    }
+}
+
+/// Largest answer [`Outbound::send_whole`] reads, bytes.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// Why [`Outbound::send_whole`] got no answer (refused by the egress policy, no
+/// connection, too large); the URL itself is not in the message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct OutboundError(pub String);
 
 /// The resolver of a client that could not be built with the policy's.
 struct RefuseAll;

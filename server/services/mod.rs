@@ -9,6 +9,7 @@
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
 //! - [`fanout`]: the hub's events carried to the other replicas (PostgreSQL LISTEN/NOTIFY);
 //! - [`auth`]: sign-in, sessions, tokens and share links;
+//! - [`oidc`]: single sign-on with an OpenID Connect provider;
 //! - [`alerts`]: the alert engine (evaluator loop, notifier to channels).
 //!
 //! Must not know HTTP requests or pages: handlers in [`crate::http`] call these.
@@ -22,4 +23,5 @@ pub mod import;
 pub mod live;
 pub mod live_runs;
 pub mod load;
+pub mod oidc;
 pub mod scrape;

@@ -15,6 +15,27 @@ pub struct UserRow {
     #[serde(skip)]
     pub password_hash: String,
     pub created_at_ms: i64,
+    /// The OpenID Connect provider's `sub` of a user made by single sign-on (who has no
+    /// password); `None` for a local user.
+    #[sqlx(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc_subject: Option<String>,
+}
+
+/// A single sign-on under way: what the answer of the provider is checked against.
+#[derive(Debug, Clone, FromRow, PartialEq)]
+pub struct OidcLoginRow {
+    /// SHA-256 (hex) of the `state` parameter sent to the provider.
+    pub state_hash: String,
+    /// The `nonce` the ID token must carry.
+    pub nonce: String,
+    /// The PKCE code verifier (RFC 7636) sent with the code.
+    pub pkce_verifier: String,
+    /// The redirect URI sent to the provider (the token request repeats it).
+    pub redirect_url: String,
+    /// Where to go once signed in (a local path, [`crate::domain::auth::safe_next`]).
+    pub next: String,
+    pub created_at_ms: i64,
 }
 
 /// A machine token (its secret's hash is never shown).

@@ -984,6 +984,35 @@ impl Store {
         dispatch!(self, db => db.delete_session(id_hash).await)
     }
 
+    /// Stores a single sign-on under way (and drops those older than
+    /// [`crate::domain::oidc::LOGIN_TTL_MS`]).
+    pub async fn insert_oidc_login(&self, login: &auth::OidcLoginRow) -> Result<()> {
+        dispatch!(self, db => db.insert_oidc_login(login).await)
+    }
+
+    /// Deletes and returns the sign-on under way of `state_hash`, if it is one started
+    /// within [`crate::domain::oidc::LOGIN_TTL_MS`] of `now_ms`: each can be finished once.
+    pub async fn take_oidc_login(
+        &self,
+        state_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<auth::OidcLoginRow>> {
+        dispatch!(self, db => db.take_oidc_login(state_hash, now_ms).await)
+    }
+
+    /// The user of provider subject `subject`, its role set to `role`; or, when there is
+    /// none, a new user `name` of that subject (no password). `None` when `name` is
+    /// taken by another user (a local one, or another subject's).
+    pub async fn oidc_user(
+        &self,
+        subject: &str,
+        name: &str,
+        role: &str,
+        now_ms: i64,
+    ) -> Result<Option<auth::UserRow>> {
+        dispatch!(self, db => db.oidc_user(subject, name, role, now_ms).await)
+    }
+
     /// Counts one failed sign-in under each key (`user:NAME`, `client:ADDR`); drops failures older than the throttling window.
     pub async fn record_sign_in_failure(&self, keys: &[String], now_ms: i64) -> Result<()> {
         dispatch!(self, db => db.record_sign_in_failure(keys, now_ms).await)

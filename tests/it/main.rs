@@ -17,6 +17,7 @@ mod limits;
 mod live;
 mod live_runs;
 mod load;
+mod oidc;
 mod permissions;
 mod readme;
 mod replicas;

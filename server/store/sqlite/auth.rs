@@ -2,6 +2,7 @@
 
 use super::SqliteStore;
 use crate::domain::auth::{SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, SIGN_IN_WINDOW_MS};
+use crate::domain::oidc::LOGIN_TTL_MS;
 use crate::store::Result;
 use crate::store::auth::*;
 
@@ -66,7 +67,7 @@ impl SqliteStore {
 
     pub async fn user_by_name(&self, name: &str) -> Result<Option<UserRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, name, role, password_hash, created_at_ms FROM users WHERE name = ?",
+            "SELECT id, name, role, password_hash, created_at_ms, oidc_subject FROM users WHERE name = ?",
         )
         .bind(name)
         .fetch_optional(&self.pool)
@@ -75,7 +76,7 @@ impl SqliteStore {
 
     pub async fn list_users(&self) -> Result<Vec<UserRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, name, role, password_hash, created_at_ms FROM users ORDER BY name",
+            "SELECT id, name, role, password_hash, created_at_ms, oidc_subject FROM users ORDER BY name",
         )
         .fetch_all(&self.pool)
         .await?)
@@ -159,6 +160,7 @@ impl SqliteStore {
             role,
             password_hash,
             created_at_ms,
+            oidc_subject: None,
         }))
     }
 
@@ -434,5 +436,79 @@ impl SqliteStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    pub async fn insert_oidc_login(&self, login: &OidcLoginRow) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("DELETE FROM oidc_logins WHERE created_at_ms < ?")
+            .bind(login.created_at_ms - LOGIN_TTL_MS)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO oidc_logins (state_hash, nonce, pkce_verifier, redirect_url, next, created_at_ms)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&login.state_hash)
+        .bind(&login.nonce)
+        .bind(&login.pkce_verifier)
+        .bind(&login.redirect_url)
+        .bind(&login.next)
+        .bind(login.created_at_ms)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn take_oidc_login(
+        &self,
+        state_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<OidcLoginRow>> {
+        let row: Option<OidcLoginRow> = sqlx::query_as(
+            "DELETE FROM oidc_logins WHERE state_hash = ?
+             RETURNING state_hash, nonce, pkce_verifier, redirect_url, next, created_at_ms",
+        )
+        .bind(state_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.filter(|r| r.created_at_ms >= now_ms - LOGIN_TTL_MS && r.created_at_ms <= now_ms))
+    }
+
+    pub async fn oidc_user(
+        &self,
+        subject: &str,
+        name: &str,
+        role: &str,
+        now_ms: i64,
+    ) -> Result<Option<UserRow>> {
+        let mut tx = self.begin_write().await?;
+        let found: Option<UserRow> = sqlx::query_as(
+            "UPDATE users SET role = ? WHERE oidc_subject = ?
+             RETURNING id, name, role, password_hash, created_at_ms, oidc_subject",
+        )
+        .bind(role)
+        .bind(subject)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let user = match found {
+            Some(u) => Some(u),
+            None => {
+                sqlx::query_as(
+                    "INSERT INTO users (name, role, password_hash, created_at_ms, oidc_subject)
+                     VALUES (?, ?, '', ?, ?)
+                     ON CONFLICT (name) DO NOTHING
+                     RETURNING id, name, role, password_hash, created_at_ms, oidc_subject",
+                )
+                .bind(name)
+                .bind(role)
+                .bind(now_ms)
+                .bind(subject)
+                .fetch_optional(&mut *tx)
+                .await?
+            }
+        };
+        tx.commit().await?;
+        Ok(user)
     }
 }
