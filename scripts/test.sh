@@ -4,7 +4,8 @@
 # whose own /metrics the route scraper is tested against; prometheus-alertmanager, which
 # the alerts test sends to; postgresql, whose initdb and pg_ctl give the tests a throwaway
 # server; python3 and pip, and from PyPI oidc-provider-mock, the OpenID Connect provider
-# the single sign-on test signs in at), then runs `cargo test` twice: on SQLite, then the integration tests again on
+# the single sign-on test signs in at; haproxy and wrk, in front of and against replicas
+# restarted one by one), then runs `cargo test` twice: on SQLite, then the integration tests again on
 # PostgreSQL (HARRIER_TEST_BACKEND=postgres). `--install-only` stops after the install.
 #
 # PostgreSQL: a server started here in a temporary directory (trust authentication,
@@ -21,6 +22,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 [ -x /usr/bin/prometheus-alertmanager ] || missing+=(prometheus-alertmanager)
+[ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3 python3-pip)
 if ((${#missing[@]})); then

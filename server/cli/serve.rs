@@ -34,7 +34,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let store = Store::connect(&database)
         .await
         .with_context(|| database_hint(&database))?;
-    let stale = store.close_stale_live_runs().await?;
+    // Alone on a SQLite file, every run still live was left by a previous process; on
+    // PostgreSQL other replicas may be streaming theirs: only runs quiet for longer than
+    // any replica keeps one open.
+    let quiet_since = if store.shared() {
+        let idle = std::time::Duration::from_secs(config.live_idle_timeout_s);
+        crate::now_ms() - crate::services::live_runs::abandoned_after_ms(idle)
+    } else {
+        i64::MAX
+    };
+    let stale = store.close_stale_live_runs(quiet_since).await?;
     if stale > 0 {
         tracing::warn!(
             runs = stale,

@@ -28,6 +28,14 @@ use crate::sources::ingest::influx::{
 };
 use crate::store::{NewRun, Store, StoreError};
 
+/// How long a live run may go without data before any replica (PostgreSQL) marks it
+/// complete, ms: twice the idle time-out, at least 2 minutes. Its own replica closes it
+/// after the idle time-out, so one still `live` well past that was left by a replica that
+/// died.
+pub fn abandoned_after_ms(idle_timeout: Duration) -> i64 {
+    (2 * idle_timeout.as_millis() as i64).max(120_000)
+}
+
 /// How often open runs are announced and idle ones closed.
 const TICK: Duration = Duration::from_secs(1);
 
@@ -417,14 +425,29 @@ impl LiveRuns {
         }
     }
 
-    /// Ticks every second until `shutdown`, then closes every open run.
+    /// Ticks every second until `shutdown`, then closes every open run. On a shared
+    /// database (replicas) it also marks, each minute, runs left live by a replica that
+    /// died as complete (see [`abandoned_after_ms`]).
     pub async fn run(self, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut ticks = 0u64;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = tick.tick() => self.tick().await,
+            }
+            ticks += 1;
+            if self.store.shared() && ticks % 60 == 0 {
+                let before = crate::now_ms() - abandoned_after_ms(self.idle_timeout);
+                match self.store.close_stale_live_runs(before).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::warn!(
+                        runs = n,
+                        "live runs left by a replica that stopped marked complete"
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "closing abandoned live runs failed"),
+                }
             }
         }
         {

@@ -703,7 +703,10 @@ mod tests {
             assert!((850..=1150).contains(n), "{r} owns {n} of 3000: {counts:?}");
         }
         assert_eq!(moved_between_old, 0, "targets only move to the newcomer");
-        assert!((600..=900).contains(&to_new), "the newcomer takes {to_new} of 3000");
+        assert!(
+            (600..=900).contains(&to_new),
+            "the newcomer takes {to_new} of 3000"
+        );
         assert_eq!(owner(&[], 1), None);
     }
 }

@@ -903,10 +903,12 @@ impl Store {
         dispatch!(self, db => db.store_live_changes(id, changes, status).await)
     }
 
-    /// Marks runs left `live` by a previous process (it stopped before they ended) as
-    /// complete; returns how many.
-    pub async fn close_stale_live_runs(&self) -> Result<u64> {
-        dispatch!(self, db => db.close_stale_live_runs().await)
+    /// Marks runs left `live` by a process that stopped before they ended as complete:
+    /// those whose last data (end time, else import time) is before `quiet_since_ms`
+    /// (`i64::MAX`: every live run, for the only process of a SQLite file); returns how
+    /// many.
+    pub async fn close_stale_live_runs(&self, quiet_since_ms: i64) -> Result<u64> {
+        dispatch!(self, db => db.close_stale_live_runs(quiet_since_ms).await)
     }
 
     /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`

@@ -163,11 +163,22 @@ async fn two_replicas_evaluate_one_at_a_time_and_hand_over_when_the_leader_dies(
 /// A `harrier serve` on the PostgreSQL database `url`, on a free loopback port; killed when
 /// dropped. Returns it and its base URL.
 fn serve_replica(url: &str, dir: &std::path::Path) -> (crate::server::Proc, String) {
+    serve_replica_on(url, dir, 0)
+}
+
+/// [`serve_replica`] on `port` (0: any free one).
+fn serve_replica_on(url: &str, dir: &std::path::Path, port: u16) -> (crate::server::Proc, String) {
     use std::io::BufRead;
     let config = dir.join("harrier.toml");
-    std::fs::write(&config, "self_scrape = false\n").unwrap();
+    std::fs::write(&config, "self_scrape = false\nlive_idle_timeout_s = 2\n").unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--database-url", url])
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--database-url",
+            url,
+        ])
         .arg("--config")
         .arg(&config)
         .current_dir(dir)
@@ -591,5 +602,205 @@ async fn replicas_share_the_scrape_targets() {
         "picked up after {worst:?}"
     );
     drop((proc_a, proc_c, proc_d));
+    drop(dir);
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then let go).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Three replicas behind haproxy (Debian's), restarted one after the other (SIGTERM, then
+/// started again) while wrk reads `/api/v1/runs` through haproxy and a k6-style writer
+/// streams points to `/api/v2/write`: no failed request, and every acknowledged point is
+/// stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() {
+    if on_postgres() {
+        eprintln!(
+            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        );
+        return;
+    }
+    let (haproxy, wrk) = ("/usr/sbin/haproxy", "/usr/bin/wrk");
+    if !std::path::Path::new(haproxy).exists() || !std::path::Path::new(wrk).exists() {
+        eprintln!(
+            "SKIPPED a rolling restart: needs Debian's haproxy and wrk (scripts/test.sh installs them)"
+        );
+        return;
+    }
+    let Some((server, _pg)) = postgres_server("a rolling restart of replicas") else {
+        return;
+    };
+    let (_store, config, dir) = fresh_store_on(Some(&server)).await;
+    let Some(DatabaseUrl::Postgres(url)) = config.database_url.clone() else {
+        panic!("a PostgreSQL database");
+    };
+    let work = tempfile::tempdir().unwrap();
+    let ports = [free_port(), free_port(), free_port()];
+    let mut replicas: Vec<crate::server::Proc> = ports
+        .iter()
+        .map(|p| serve_replica_on(&url, work.path(), *p).0)
+        .collect();
+    let front = free_port();
+    let servers: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("  server r{i} 127.0.0.1:{p} check inter 200ms fall 1 rise 2\n"))
+        .collect();
+    // Requests that found a replica gone are retried on another (connection refused or
+    // closed before any answer: nothing was done); one server connection per request.
+    let cfg = format!(
+        "global\n  maxconn 512\n\
+         defaults\n  mode http\n  timeout connect 1s\n  timeout client 20s\n  timeout server 20s\n\
+           retries 3\n  option redispatch 1\n  retry-on conn-failure empty-response\n\
+           option http-buffer-request\n  http-reuse never\n  option http-server-close\n\
+         frontend front\n  bind 127.0.0.1:{front}\n  default_backend replicas\n\
+         backend replicas\n  balance roundrobin\n  option httpchk GET /healthz\n{servers}"
+    );
+    let cfg_path = work.path().join("haproxy.cfg");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let _lb = crate::server::Proc(
+        std::process::Command::new(haproxy)
+            .args(["-db", "-f"])
+            .arg(&cfg_path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start haproxy"),
+    );
+    let base = format!("http://127.0.0.1:{front}");
+    let http = reqwest::Client::new();
+    let up = Instant::now();
+    while http
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .map(|r| r.status().as_u16())
+        .ok()
+        != Some(200)
+    {
+        assert!(
+            up.elapsed() < Duration::from_secs(10),
+            "haproxy never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await; // every replica seen healthy
+
+    // The writer: 5 points per request, every 20 ms, until told to stop.
+    let stop = CancellationToken::new();
+    let writer = {
+        let (http, base, stop) = (http.clone(), base.clone(), stop.clone());
+        tokio::spawn(async move {
+            let (mut acked, mut failed) = (0u64, Vec::new());
+            let mut n = 0u64;
+            while !stop.is_cancelled() {
+                let now_ns = harrier::now_ms() * 1_000_000;
+                let mut body = String::new();
+                for k in 0..5 {
+                    n += 1;
+                    body.push_str(&format!(
+                        "http_req_duration,expected_response=true,name=GET\\ /items,status=200,testid=rolling value={} {}\n",
+                        10 + n % 50,
+                        now_ns + k
+                    ));
+                }
+                match http
+                    .post(format!("{base}/api/v2/write?bucket=k6&precision=ns"))
+                    .body(body)
+                    .send()
+                    .await
+                {
+                    Ok(r) if r.status().as_u16() == 204 => acked += 5,
+                    Ok(r) => failed.push(format!("{}", r.status())),
+                    Err(e) => failed.push(e.to_string()),
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (acked, failed)
+        })
+    };
+    let reader = tokio::task::spawn_blocking({
+        let target = format!("{base}/api/v1/runs");
+        move || {
+            std::process::Command::new(wrk)
+                .args(["-t1", "-c4", "-d14s", &target])
+                .output()
+                .expect("run wrk")
+        }
+    });
+
+    // One replica after the other: SIGTERM, wait for it to end, start it again.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for (i, port) in ports.iter().enumerate() {
+        let pid = replicas[i].0.id();
+        let ok = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        let asked = Instant::now();
+        while replicas[i].0.try_wait().unwrap().is_none() {
+            assert!(
+                asked.elapsed() < Duration::from_secs(10),
+                "replica {i} did not stop"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        eprintln!("replica {i} stopped in {} ms", asked.elapsed().as_millis());
+        replicas[i] = serve_replica_on(&url, work.path(), *port).0;
+        tokio::time::sleep(Duration::from_secs(2)).await; // seen healthy again
+    }
+    let wrk_out = reader.await.unwrap();
+    stop.cancel();
+    let (acked, failed) = writer.await.unwrap();
+    let report = String::from_utf8_lossy(&wrk_out.stdout).to_string();
+    eprintln!("{report}");
+    assert!(wrk_out.status.success(), "{report}");
+    assert!(
+        !report.contains("Non-2xx") && !report.contains("Socket errors"),
+        "wrk saw failed requests:\n{report}"
+    );
+    let requests: u64 = report
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .expect("wrk's request count");
+    assert!(requests > 100, "{report}");
+    assert!(failed.is_empty(), "writes failed: {failed:?}");
+
+    // Every acknowledged point is stored (in the live runs of whichever replicas took
+    // them; they close 2 s after their last point).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let runs: serde_json::Value = http
+        .get(format!("{base}/api/v1/runs?limit=1000"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let items = runs
+        .as_array()
+        .cloned()
+        .or_else(|| runs["runs"].as_array().cloned())
+        .unwrap_or_default();
+    let stored: u64 = items.iter().filter_map(|r| r["count"].as_u64()).sum();
+    eprintln!(
+        "rolling restart: wrk {requests} requests, 0 failed; {acked} points acknowledged in {} runs, {stored} stored",
+        items.len()
+    );
+    assert!(acked > 500, "{acked}");
+    assert_eq!(
+        stored, acked,
+        "acknowledged points lost or doubled: {items:?}"
+    );
+    drop(replicas);
     drop(dir);
 }

@@ -493,15 +493,15 @@ impl SqliteStore {
         Ok(true)
     }
 
-    /// Marks runs left `live` by a previous process (it stopped before they ended) as
-    /// complete; returns how many.
-    pub async fn close_stale_live_runs(&self) -> Result<u64> {
-        Ok(
-            sqlx::query("UPDATE runs SET status = 'complete' WHERE status = 'live'")
-                .execute(&self.pool)
-                .await?
-                .rows_affected(),
+    pub async fn close_stale_live_runs(&self, quiet_since_ms: i64) -> Result<u64> {
+        Ok(sqlx::query(
+            "UPDATE runs SET status = 'complete'
+             WHERE status = 'live' AND COALESCE(ended_at_ms, imported_at_ms) < ?",
         )
+        .bind(quiet_since_ms)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
     }
 
     /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
