@@ -149,6 +149,11 @@ impl RequestSpec {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<RequestSpec, LoadError> {
+        if raw_target(url).1 {
+            return Err(LoadError::BadInput(format!(
+                "{url}: --feeder placeholders are filled in the path and query only, not the scheme, host or port"
+            )));
+        }
         let parsed = url::Url::parse(url)
             .map_err(|e| LoadError::BadInput(format!("{url} is not a URL: {e}")))?;
         let scheme = parsed.scheme();
@@ -258,13 +263,7 @@ impl RequestSpec {
         body_template: Option<(&str, &str)>,
     ) -> Result<RequestSpec, LoadError> {
         let bad = |e: crate::domain::load::TemplateError| LoadError::BadInput(e.0);
-        let (raw, in_authority) = raw_target(&self.url);
-        if in_authority {
-            return Err(LoadError::BadInput(format!(
-                "{}: placeholders are filled in the path and query only, not the scheme, host or port",
-                self.url
-            )));
-        }
+        let (raw, _) = raw_target(&self.url);
         let target = Template::parse("the URL", raw, feeder.as_ref()).map_err(bad)?;
         let mut headers = Vec::new();
         for (name, value) in &self.headers {
@@ -1267,10 +1266,15 @@ mod tests {
             e.contains("the URL line 1: placeholder {{nope}} is not a column of the feeder (users.csv has columns id, name)"),
             "{e}"
         );
-        let e = spec("http://{{id}}:1/", "X-A: b")
-            .with_feed(Some(feeder()), None)
-            .unwrap_err()
-            .to_string();
+        let e = RequestSpec::new(
+            "http://{{id}}:1/",
+            "GET",
+            &[],
+            vec![],
+            Duration::from_secs(1),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("not the scheme, host or port"), "{e}");
         let e = spec("http://127.0.0.1:1/", "X-A: {{id}}")
             .with_feed(None, None)
