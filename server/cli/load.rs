@@ -335,6 +335,7 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
         req.load.settings.max_connections,
         args.request.timeout,
     );
+    print_feeder(&req.load.spec);
     println!(
         "judged by    {}",
         crate::domain::load::Search::new(req.plan.clone()).rule()
@@ -362,6 +363,16 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
     println!("answer       {}", outcome.search.statement);
     print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_feeder(spec: &RequestSpec) {
+    if let Some(feed) = &spec.feed {
+        println!(
+            "feeder       {}: {} rows, one per request in order, wrapping around",
+            feed.feeder.describe(),
+            feed.feeder.rows()
+        );
+    }
 }
 
 fn print_stored(
@@ -399,6 +410,7 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         req.settings.max_connections,
         args.request.timeout,
     );
+    print_feeder(&req.spec);
     let quiet = args.quiet;
     let outcome = run_load(store.as_ref().map(|(s, _)| s), req, cancel, |line| {
         if !quiet {

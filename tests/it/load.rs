@@ -899,6 +899,9 @@ async fn a_feeder_fills_every_soap_body_with_the_next_row_in_order_wrapping_arou
             "users.csv",
             "--body-template",
             "get-balance.xml",
+            // One connection: the service sees the requests in the order they were sent.
+            "--max-connections",
+            "1",
             "--rate",
             "40",
             "--duration",
@@ -1148,12 +1151,16 @@ fn make_certificates(d: &std::path::Path) -> bool {
 }
 
 /// A TLS server on 127.0.0.1 offering h2 and http/1.1 by ALPN (hyper's server for each),
-/// requiring a client certificate signed by the test CA when `mutual`; answers "served"
-/// and records the protocol of every request.
+/// requiring a client certificate signed by the test CA when `mutual`; answers "served",
+/// records the protocol of every request and counts completed TLS handshakes.
 async fn tls_service(
     d: &std::path::Path,
     mutual: bool,
-) -> (u16, Arc<std::sync::Mutex<Vec<hyper::Version>>>) {
+) -> (
+    u16,
+    Arc<std::sync::Mutex<Vec<hyper::Version>>>,
+    Arc<AtomicU64>,
+) {
     use tokio_rustls::rustls;
     use tokio_rustls::rustls::pki_types::pem::PemObject;
     use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -1185,14 +1192,16 @@ async fn tls_service(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen: Arc<std::sync::Mutex<Vec<hyper::Version>>> = Arc::default();
-    let recorded = seen.clone();
+    let handshakes = Arc::new(AtomicU64::new(0));
+    let (recorded, counted) = (seen.clone(), handshakes.clone());
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, seen) = (acceptor.clone(), recorded.clone());
+            let (acceptor, seen, counted) = (acceptor.clone(), recorded.clone(), counted.clone());
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
+                counted.fetch_add(1, Ordering::SeqCst);
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                 let svc = hyper::service::service_fn(
                     move |req: hyper::Request<hyper::body::Incoming>| {
@@ -1222,7 +1231,7 @@ async fn tls_service(
             });
         }
     });
-    (port, seen)
+    (port, seen, handshakes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1264,7 +1273,7 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
         stdout
     };
 
-    let (port, seen) = tls_service(d, false).await;
+    let (port, seen, handshakes) = tls_service(d, false).await;
     // Trusting the test CA: HTTP/2 by ALPN, every request served.
     let stdout = ok(&harrier_cli(d, &run(port, &["--ca-file", "ca.pem"]), env).await);
     assert!(
@@ -1277,6 +1286,10 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     );
     let versions = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(versions, vec![hyper::Version::HTTP_2; 30]);
+    // One kept-alive connection carried every request: one handshake for the run (and
+    // one for the test connection before it), not one per request.
+    assert!(stdout.contains("connections   1 opened"), "{stdout}");
+    assert_eq!(handshakes.load(Ordering::SeqCst), 2);
     // --http1: HTTP/1.1 over the same TLS.
     let stdout = ok(&harrier_cli(d, &run(port, &["--ca-file", "ca.pem", "--http1"]), env).await);
     assert!(stdout.contains("errors 0"), "{stdout}");
@@ -1304,7 +1317,7 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     );
 
     // Mutual TLS: served with the client certificate, connect errors without it.
-    let (port, seen) = tls_service(d, true).await;
+    let (port, seen, _) = tls_service(d, true).await;
     let stdout = ok(&harrier_cli(
         d,
         &run(
