@@ -216,7 +216,12 @@ where
 {
     let io = TokioIo::new(io);
     if http2 {
-        let (sender, conn) = http2::handshake(LocalExec, io)
+        // One stream until the server's SETTINGS arrive, then as many as they allow (h2's
+        // default of 100 before them would overrun a lower limit, and the server would
+        // refuse the extra streams).
+        let (sender, conn) = http2::Builder::new(LocalExec)
+            .initial_max_send_streams(1)
+            .handshake(io)
             .await
             .map_err(|e| format!("HTTP/2 handshake failed: {e}"))?;
         let driver = tokio::task::spawn_local(async move {
