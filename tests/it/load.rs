@@ -1053,6 +1053,21 @@ async fn http2_with_prior_knowledge_carries_concurrent_streams_on_one_connection
         "{}",
         show(&s)
     );
+
+    // The closed model's users are streams on one connection too.
+    let (url, seen) = h2c_service(100, 20).await;
+    let mut req = request(&url, 1.0, 1.0, 8, 5000);
+    req.spec.version = harrier::sources::load::HttpVersion::Http2;
+    req.settings.workload = Workload::Closed(ClosedModel {
+        users: 4,
+        think_s: 0.0,
+        duration_s: 1.0,
+    });
+    let s = run(req).await.summary;
+    assert!(s.completed >= 40 && s.errors.total() == 0, "{}", show(&s));
+    assert_eq!(s.connections_opened, 1, "{}", show(&s));
+    assert_eq!(seen.http2.load(Ordering::SeqCst), s.completed);
+    assert!(seen.in_flight_max.load(Ordering::SeqCst) >= 2);
 }
 
 /// Runs `openssl` with `args` in `dir`; false when it is not installed (outside CI).

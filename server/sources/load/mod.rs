@@ -119,6 +119,7 @@ pub struct RequestSpec {
 /// the body is rendered per request.
 #[derive(Debug)]
 pub struct Feed {
+    /// The rows (request `n` takes row `n` modulo their number).
     pub feeder: Feeder,
     /// The URL's path and query as written, placeholders included (the run's label).
     path_template: Option<String>,

@@ -46,7 +46,9 @@ pub enum HttpVersion {
 /// The protocol a run's connections speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
+    /// HTTP/1.1 over TCP.
     Http1,
+    /// HTTP/1.1 over TLS (ALPN `http/1.1`, or none).
     Http1Tls,
     /// HTTP/2 over TLS, agreed by ALPN.
     Http2Tls,
@@ -65,6 +67,7 @@ impl Protocol {
         }
     }
 
+    /// Requests are streams on shared connections.
     pub fn is_http2(self) -> bool {
         matches!(self, Protocol::Http2Tls | Protocol::H2c)
     }
