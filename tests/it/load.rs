@@ -1,7 +1,10 @@
 //! `harrier load run` and `harrier load find` against a server the test starts on
 //! 127.0.0.1: a fixed pool of workers with a known service time (capacity = workers /
-//! service time), optionally one stall or a bounded queue. Every run is bounded (a few
-//! seconds, a few hundred requests; the search at most 110 s).
+//! service time), optionally one stall or a bounded queue; a SOAP service recording each
+//! body (feeders and templates); an HTTP/2 (h2c) service with a low stream limit; TLS
+//! services offering h2 and http/1.1 by ALPN, one requiring a client certificate, with
+//! certificates made by `openssl` at test time. Every run is bounded (a few seconds, a few
+//! hundred requests; the search at most 110 s).
 //!
 //! The machine running these tests is shared (2 cores, other builds; at a load average of 10
 //! a sleeping thread waits tens of ms for a core, which the generator rightly reports as
