@@ -5,8 +5,8 @@
 //! line's URL, method, headers and body, with the feeder's rows filling `{{column}}`
 //! placeholders per request), the target check ([`resolve_target`]: loopback and private
 //! addresses only unless allowed) and [`start`], which runs the schedule on worker
-//! threads; [`tls`] opens the connections. Must not touch the store, the live hub or the terminal: it is a source
-//! of [`Tick`]s; `services::load` turns them into a run.
+//! threads; [`tls`] opens the connections. Must not touch the store, the live hub or the
+//! terminal: it is a source of [`Tick`]s; `services::load` turns them into a run.
 //!
 //! How it sends (open model, after wrk2's `src/wrk.c` and vegeta's `lib/attack.go`): each
 //! worker thread runs a current-thread tokio runtime and takes every n-th arrival of the
@@ -23,7 +23,8 @@
 //! tasks share one connection (the first connection fills before the next opens), and at
 //! most the worker's share of `--max-connections` connections are open; the server's
 //! `SETTINGS_MAX_CONCURRENT_STREAMS` is kept by hyper's HTTP/2 client, which holds a request
-//! beyond it until a stream ends (that wait is in the request's service time).
+//! beyond it until a stream ends (that wait is in the request's service time; a server
+//! limit below 100 is not spread over more connections).
 //!
 //! A connection's set-up (TCP, TLS handshake) is in the service time of the request that
 //! opened it only: later requests on the kept-alive connection do not pay it.
