@@ -203,7 +203,8 @@ pub enum TokenCommand {
 /// `harrier load …`.
 #[derive(Debug, Subcommand)]
 pub enum LoadCommand {
-    /// Send HTTP/1.1 requests to URL on an arrival schedule (open model) and store the run.
+    /// Send HTTP/1.1 or HTTP/2 requests to URL on an arrival schedule (open model) and
+    /// store the run.
     ///
     /// Requests start when the schedule says, not when an earlier response returns: each is
     /// timed from its intended start (latency, corrected for coordinated omission), and
@@ -216,6 +217,11 @@ pub enum LoadCommand {
     /// `--steps 100,200,400 --step-duration 30s`; `--poisson` for exponential gaps. For
     /// comparison with the tools users know, `--users 10 --think 100ms` runs the closed
     /// model instead (each user waits for its response; labelled as such, not corrected).
+    ///
+    /// https:// speaks TLS (the system's CAs, plus --ca-file; --client-cert/--client-key for
+    /// mutual TLS) and HTTP/2 when the server agrees by ALPN; --http2 / --http1 force one.
+    /// Per-request data: `--feeder users.csv --body-template envelope.xml` fills each
+    /// request's `{{column}}` placeholders from the next row (in order, wrapping around).
     // Boxed: the flags are many, and clap's command enum should stay small.
     Run(Box<LoadRunArgs>),
     /// Find the rate at which URL falls over: a saturation search with the open model.
@@ -234,7 +240,8 @@ pub enum LoadCommand {
 /// `harrier load run`.
 #[derive(Debug, Clone, Args)]
 pub struct LoadRunArgs {
-    /// The URL to load (http://; only loopback and private addresses by default).
+    /// The URL to load (http:// or https://; only loopback and private addresses by
+    /// default). Its path and query may hold --feeder `{{column}}` placeholders.
     pub url: String,
     /// Requests per second: `500`, or a ramp `100..2000` (with --over).
     #[arg(long, conflicts_with_all = ["steps", "users"])]
@@ -288,8 +295,39 @@ pub struct LoadRequestArgs {
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
     /// Send this file as every request's body.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "body_template")]
     pub body_file: Option<PathBuf>,
+    /// Send this file as the body, its `{{column}}` placeholders filled from the --feeder
+    /// row of each request (a SOAP envelope per user, say); values go in as they are.
+    #[arg(long, value_name = "FILE")]
+    pub body_template: Option<PathBuf>,
+    /// Rows of per-request values: FILE.csv (a header row names the columns) or FILE.jsonl
+    /// (one JSON object of string or number values per line). Each request takes the next
+    /// row, in file order, wrapping around to the first after the last (over all
+    /// --threads). `{{column}}` fills the --body-template, the URL's path and query
+    /// (percent-encoded) and -H values; a placeholder naming no column is an error at start.
+    #[arg(long, value_name = "FILE")]
+    pub feeder: Option<PathBuf>,
+    /// https://: trust the CA certificates in this PEM file besides the system's CA store
+    /// (which SSL_CERT_FILE / SSL_CERT_DIR replace).
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// https://: present this PEM certificate chain to the server (mutual TLS); needs
+    /// --client-key.
+    #[arg(long, value_name = "PEM", requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    /// https://: the PEM private key of --client-cert.
+    #[arg(long, value_name = "PEM", requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
+    /// HTTP/2 only: h2 by ALPN on https://, prior knowledge (h2c) on http://. One
+    /// connection then carries many concurrent requests (streams, as many as the server's
+    /// SETTINGS allow); --max-connections still counts connections. [default: on https://
+    /// h2 when the server offers it by ALPN, else HTTP/1.1; on http:// HTTP/1.1]
+    #[arg(long, conflicts_with = "http1")]
+    pub http2: bool,
+    /// HTTP/1.1 only (on https:// too), one request at a time per kept-alive connection.
+    #[arg(long)]
+    pub http1: bool,
     /// Longest a request may take (from its actual send to the last byte of the response).
     #[arg(long, default_value = "10s")]
     pub timeout: String,
@@ -329,7 +367,8 @@ pub struct LoadRequestArgs {
 /// `harrier load find`.
 #[derive(Debug, Clone, Args)]
 pub struct LoadFindArgs {
-    /// The URL to load (http://; only loopback and private addresses by default).
+    /// The URL to load (http:// or https://; only loopback and private addresses by
+    /// default). Its path and query may hold --feeder `{{column}}` placeholders.
     pub url: String,
     /// The objective a step must keep: "p99<200ms,errors<1%" (terms pNN<DURATION and
     /// errors<N%) [default: the capacity rule imported runs use: p95 at most twice the

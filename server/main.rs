@@ -11,8 +11,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_env("HARRIER_LOG")
-                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn")),
+            // The platform verifier logs every certificate it refuses; the refusal is
+            // already the caller's error (a channel's test result, a load run's connect
+            // error), and a load run against a wrong certificate would log it per request.
+            EnvFilter::try_from_env("HARRIER_LOG").unwrap_or_else(|_| {
+                EnvFilter::new("info,sqlx=warn,tower_http=warn,rustls_platform_verifier=off")
+            }),
         )
         .with_writer(std::io::stderr)
         .init();

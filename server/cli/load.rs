@@ -17,10 +17,12 @@ use super::serve::open_hint;
 use crate::config::{Config, LoadCommand, LoadFindArgs, LoadRequestArgs, LoadRunArgs};
 use crate::domain::format::parse_duration_ms;
 use crate::domain::load::{
-    AbortRule, ClosedModel, RateProfile, Schedule, SearchPlan, Slo, Workload,
+    AbortRule, ClosedModel, Feeder, RateProfile, Schedule, SearchPlan, Slo, Workload,
 };
 use crate::services::load::{FindEvent, FindRequest, LoadRequest, find_capacity, run_load};
-use crate::sources::load::{EngineSettings, RequestSpec, parse_status_ranges};
+use crate::sources::load::{
+    EngineSettings, HttpVersion, RequestSpec, TlsFiles, parse_status_ranges,
+};
 use crate::store::Store;
 
 /// Runs a `harrier load …` command.
@@ -157,13 +159,35 @@ fn request_from(
         }
         None => Vec::new(),
     };
+    let feeder = args.feeder.as_deref().map(read_feeder).transpose()?;
+    let template = match &args.body_template {
+        Some(path) => Some((
+            path.display().to_string(),
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --body-template {}", path.display()))?,
+        )),
+        None => None,
+    };
     let mut spec = RequestSpec::new(
         url,
         &args.method,
         &args.headers,
         body,
         Duration::from_secs_f64(timeout_s),
+    )?
+    .with_tls_files(TlsFiles {
+        ca_file: args.ca_file.as_deref(),
+        client_cert: args.client_cert.as_deref().zip(args.client_key.as_deref()),
+    })?
+    .with_feed(
+        feeder,
+        template.as_ref().map(|(n, t)| (n.as_str(), t.as_str())),
     )?;
+    spec.version = match (args.http1, args.http2) {
+        (true, _) => HttpVersion::Http1,
+        (_, true) => HttpVersion::Http2,
+        _ => HttpVersion::Auto,
+    };
     spec.expect_status = parse_status_ranges(&args.expect_status)?;
     spec.expect_body = args
         .expect_body_contains
@@ -189,6 +213,24 @@ fn request_from(
             .transpose()
             .map_err(anyhow::Error::msg)?,
     })
+}
+
+/// Reads `--feeder FILE`: JSON Lines when it ends in `.jsonl` or `.ndjson`, else CSV.
+fn read_feeder(path: &std::path::Path) -> anyhow::Result<Feeder> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read --feeder {}", path.display()))?;
+    let name = path.display().to_string();
+    let jsonl = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("ndjson"));
+    let feeder = if jsonl {
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|e| anyhow::anyhow!("{name}: not UTF-8 text: {e}"))?;
+        Feeder::from_jsonl(&name, text)
+    } else {
+        Feeder::from_csv(&name, &bytes)
+    };
+    Ok(feeder?)
 }
 
 fn percent(flag: &str, s: &str) -> Result<f64, String> {
@@ -293,6 +335,7 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
         req.load.settings.max_connections,
         args.request.timeout,
     );
+    print_feeder(&req.load.spec);
     println!(
         "judged by    {}",
         crate::domain::load::Search::new(req.plan.clone()).rule()
@@ -320,6 +363,16 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
     println!("answer       {}", outcome.search.statement);
     print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_feeder(spec: &RequestSpec) {
+    if let Some(feed) = &spec.feed {
+        println!(
+            "feeder       {}: {} rows, one per request in order, wrapping around",
+            feed.feeder.describe(),
+            feed.feeder.rows()
+        );
+    }
 }
 
 fn print_stored(
@@ -357,6 +410,7 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         req.settings.max_connections,
         args.request.timeout,
     );
+    print_feeder(&req.spec);
     let quiet = args.quiet;
     let outcome = run_load(store.as_ref().map(|(s, _)| s), req, cancel, |line| {
         if !quiet {

@@ -438,7 +438,7 @@ impl LiveRuns {
                 _ = tick.tick() => self.tick().await,
             }
             ticks += 1;
-            if self.store.shared() && ticks % 60 == 0 {
+            if self.store.shared() && ticks.is_multiple_of(60) {
                 let before = crate::now_ms() - abandoned_after_ms(self.idle_timeout);
                 match self.store.close_stale_live_runs(before).await {
                     Ok(0) => {}

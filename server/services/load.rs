@@ -8,7 +8,9 @@
 //! one engine and one connection set for every step, its rate set by
 //! [`crate::domain::load::Search`], a cool-down after each step until nothing is queued or
 //! in flight; the answer stored as the run's `reported.search`, which the run's JSON shows
-//! as `capacity`). Must not print, parse command lines or know HTTP requests.
+//! as `capacity`). Before either, one test connection ([`load::negotiate`]) learns the
+//! protocol the run speaks (ALPN on `https://`) or why connecting fails; both go into the
+//! summary and the stored run. Must not print, parse command lines or know HTTP requests.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,15 +78,17 @@ impl From<LoadError> for Error {
 /// measured is kept.
 pub async fn run_load(
     store: Option<&Store>,
-    req: LoadRequest,
+    mut req: LoadRequest,
     cancel: CancellationToken,
     mut on_second: impl FnMut(&SecondLine),
 ) -> Result<LoadOutcome> {
+    req.spec = req.spec.with_default_tls()?;
     let spec = req.spec.clone();
     let allow = req.allow_public_target;
     let addr = tokio::task::spawn_blocking(move || load::resolve_target(&spec, allow))
         .await
         .map_err(|e| Error::Internal(format!("resolving the target stopped: {e}")))??;
+    let negotiated = load::negotiate(addr, req.spec.tls.as_ref(), req.spec.version).await;
     let label = req.spec.label();
     let schedule = req.settings.workload.describe();
     let mut acc = LoadAccumulator::new(RunPlan {
@@ -95,9 +99,17 @@ pub async fn run_load(
         max_connections: req.settings.max_connections,
         dispatch_limit_us: req.dispatch_limit_us,
         workers: req.settings.threads.max(1),
+        protocol: negotiated.protocol.describe().to_string(),
+        connect_error: negotiated.error.clone(),
     });
     let engine_cancel = cancel.child_token();
-    let mut running = load::start(req.spec.clone(), addr, &req.settings, engine_cancel.clone())?;
+    let mut running = load::start(
+        req.spec.clone(),
+        addr,
+        negotiated.protocol,
+        &req.settings,
+        engine_cancel.clone(),
+    )?;
     let mut watch = req.abort_on.clone().map(AbortWatch::new);
     let mut aborted = None;
     while let Some(tick) = running.ticks.recv().await {
@@ -212,15 +224,17 @@ fn segment_of(rate_per_s: f64, from_second: u32, seconds: u32) -> Segment {
 /// measured. Stores the run (all steps, one run) with the answer in `reported.search`.
 pub async fn find_capacity(
     store: Option<&Store>,
-    req: FindRequest,
+    mut req: FindRequest,
     cancel: CancellationToken,
     mut on_event: impl FnMut(FindEvent<'_>),
 ) -> Result<FindOutcome> {
+    req.load.spec = req.load.spec.with_default_tls()?;
     let spec = req.load.spec.clone();
     let allow = req.load.allow_public_target;
     let addr = tokio::task::spawn_blocking(move || load::resolve_target(&spec, allow))
         .await
         .map_err(|e| Error::Internal(format!("resolving the target stopped: {e}")))??;
+    let negotiated = load::negotiate(addr, req.load.spec.tls.as_ref(), req.load.spec.version).await;
     let label = req.load.spec.label();
     let describe = format!(
         "saturation search from {}, tolerance {} %",
@@ -252,11 +266,14 @@ pub async fn find_capacity(
         max_connections: settings.max_connections,
         dispatch_limit_us: req.load.dispatch_limit_us,
         workers: threads,
+        protocol: negotiated.protocol.describe().to_string(),
+        connect_error: negotiated.error.clone(),
     });
     let engine_cancel = cancel.child_token();
     let mut running = load::start(
         req.load.spec.clone(),
         addr,
+        negotiated.protocol,
         &settings,
         engine_cancel.clone(),
     )?;

@@ -1,7 +1,10 @@
 //! `harrier load run` and `harrier load find` against a server the test starts on
 //! 127.0.0.1: a fixed pool of workers with a known service time (capacity = workers /
-//! service time), optionally one stall or a bounded queue. Every run is bounded (a few
-//! seconds, a few hundred requests; the search at most 110 s).
+//! service time), optionally one stall or a bounded queue; a SOAP service recording each
+//! body (feeders and templates); an HTTP/2 (h2c) service with a low stream limit; TLS
+//! services offering h2 and http/1.1 by ALPN, one requiring a client certificate, with
+//! certificates made by `openssl` at test time. Every run is bounded (a few seconds, a few
+//! hundred requests; the search at most 110 s).
 //!
 //! The machine running these tests is shared (2 cores, other builds; at a load average of 10
 //! a sleeping thread waits tens of ms for a core, which the generator rightly reports as
@@ -786,4 +789,593 @@ async fn a_cancelled_search_ends_cleanly_and_keeps_what_was_measured() {
     let json = app.get(&format!("/api/v1/runs/{}", run.id)).await.json();
     assert_eq!(json["overall"]["count"].as_u64(), Some(served));
     assert_eq!(json["capacity"]["ended_by"], "stopped (Ctrl-C)");
+}
+
+/// Runs the `harrier` binary with `args` (and `env`) in `dir`; at most 60 s.
+async fn harrier_cli(
+    dir: &std::path::Path,
+    args: &[String],
+    env: &[(&str, &std::path::Path)],
+) -> std::process::Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env_remove("HARRIER_DB")
+        .env_remove("HARRIER_CONFIG");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || command.output().unwrap()),
+    )
+    .await
+    .expect("harrier ends by itself")
+    .unwrap()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// What the SOAP test service received: the path's customer, the X-Customer header and
+/// the body of each request, in arrival order.
+type Received = Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
+
+async fn soap(
+    State(got): State<Received>,
+    axum::extract::Path(customer): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> &'static str {
+    let header = headers
+        .get("x-customer")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    got.lock().unwrap().push((customer, header, body));
+    "<ok/>"
+}
+
+const ENVELOPE: &str = r#"<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:acc="urn:example:accounts">
+  <soapenv:Body>
+    <acc:GetBalance>
+      <acc:customer>{{customer}}</acc:customer>
+      <acc:account>{{ account }}</acc:account>
+      <acc:holder>{{holder}}</acc:holder>
+    </acc:GetBalance>
+  </soapenv:Body>
+</soapenv:Envelope>
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feeder_fills_every_soap_body_with_the_next_row_in_order_wrapping_around() {
+    // 50 rows, 40 req/s for 3 s: 120 requests take rows 1–50, 1–50, 1–20.
+    let received: Received = Arc::default();
+    let app = Router::new()
+        .route("/soap/{customer}", axum::routing::post(soap))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows: Vec<[String; 3]> = (1..=50)
+        .map(|i| {
+            [
+                format!("C-{i:04}"),
+                format!("DE{:020}", i * 7919),
+                format!("Holder {i}, Jr & Co"),
+            ]
+        })
+        .collect();
+    let mut csv = String::from("customer,account,holder\n");
+    for r in &rows {
+        csv.push_str(&format!("{},{},\"{}\"\n", r[0], r[1], r[2]));
+    }
+    std::fs::write(d.join("users.csv"), &csv).unwrap();
+    std::fs::write(d.join("get-balance.xml"), ENVELOPE).unwrap();
+    let url = format!("http://{addr}/soap/{{{{customer}}}}");
+    let base = |extra: &[&str]| {
+        let mut a = strings(&[
+            "load",
+            "run",
+            &url,
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: text/xml; charset=utf-8",
+            "-H",
+            "X-Customer: {{customer}}",
+            "--no-store",
+        ]);
+        a.extend(strings(extra));
+        a
+    };
+    let out = harrier_cli(
+        d,
+        &base(&[
+            "--feeder",
+            "users.csv",
+            "--body-template",
+            "get-balance.xml",
+            // One connection: the service sees the requests in the order they were sent.
+            "--max-connections",
+            "1",
+            "--rate",
+            "40",
+            "--duration",
+            "3s",
+            "--expect-body-contains",
+            "<ok/>",
+            "--dispatch-limit",
+            "250ms",
+        ]),
+        &[],
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("120 scheduled, 120 sent, 120 completed; errors 0"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("protocol      HTTP/1.1\n"), "{stdout}");
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 120);
+    for (k, (customer, header, body)) in got.iter().enumerate() {
+        let row = &rows[k % 50];
+        let expected = ENVELOPE
+            .replace("{{customer}}", &row[0])
+            .replace("{{ account }}", &row[1])
+            .replace("{{holder}}", &row[2]);
+        assert_eq!(body, &expected, "request {k} carries row {}", k % 50 + 1);
+        assert_eq!((customer, header), (&row[0], &row[0]), "request {k}");
+    }
+
+    // Mistakes stop the command before anything is sent (exit 2), naming what is wrong.
+    std::fs::write(d.join("typo.xml"), "<a>{{acount}}</a>").unwrap();
+    let out = harrier_cli(
+        d,
+        &base(&[
+            "--feeder",
+            "users.csv",
+            "--body-template",
+            "typo.xml",
+            "--rate",
+            "1",
+        ]),
+        &[],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "typo.xml line 1: placeholder {{acount}} is not a column of the feeder (users.csv has columns customer, account, holder)"
+        ),
+        "{stderr}"
+    );
+    std::fs::write(d.join("bad.csv"), "customer,account\nC-1,A\nC-2\n").unwrap();
+    let out = harrier_cli(d, &base(&["--feeder", "bad.csv", "--rate", "1"]), &[]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bad.csv line 3: 1 values, expected 2"),
+        "{stderr}"
+    );
+    let out = harrier_cli(d, &base(&["--rate", "1"]), &[]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("placeholder {{customer}} needs a --feeder"),
+        "{stderr}"
+    );
+    assert_eq!(received.lock().unwrap().len(), 120, "nothing more was sent");
+}
+
+/// HTTP/2 over TCP (h2c) test service: an axum router served by hyper's HTTP/2 server
+/// with at most `max_streams` concurrent streams per connection, each request `service_ms`
+/// long; counts requests by protocol and the most under way at once.
+#[derive(Default)]
+struct H2Seen {
+    http2: AtomicU64,
+    other: AtomicU64,
+    in_flight: AtomicU64,
+    in_flight_max: AtomicU64,
+    connections: AtomicU64,
+}
+
+async fn h2c_service(max_streams: u32, service_ms: u64) -> (String, Arc<H2Seen>) {
+    let seen = Arc::new(H2Seen::default());
+    let app = Router::new()
+        .route(
+            "/work",
+            get(
+                move |State(s): State<Arc<H2Seen>>, version: axum::http::Version| async move {
+                    if version == axum::http::Version::HTTP_2 {
+                        s.http2.fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        s.other.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    s.in_flight_max.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(service_ms)).await;
+                    s.in_flight.fetch_sub(1, Ordering::SeqCst);
+                    "served"
+                },
+            ),
+        )
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let counted = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            counted.connections.fetch_add(1, Ordering::SeqCst);
+            let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+            tokio::spawn(async move {
+                let _ =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .max_concurrent_streams(max_streams)
+                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), svc)
+                        .await;
+            });
+        }
+    });
+    (format!("http://{addr}/work"), seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_with_prior_knowledge_carries_concurrent_streams_on_one_connection() {
+    // 100 req/s of 50 ms each wants 5 under way; the server allows 3 streams per
+    // connection, and --max-connections 1: hyper keeps the server's limit (the rest wait
+    // in the service time), and every request still completes.
+    let (url, seen) = h2c_service(3, 50).await;
+    let mut req = request(&url, 100.0, 1.5, 1, 10_000);
+    req.spec.version = harrier::sources::load::HttpVersion::Http2;
+    let s = run(req).await.summary;
+    assert_eq!((s.completed, s.errors.total()), (150, 0), "{}", show(&s));
+    assert_eq!(s.protocol, "HTTP/2 (h2c, prior knowledge)");
+    assert_eq!(seen.http2.load(Ordering::SeqCst), 150);
+    assert_eq!(seen.other.load(Ordering::SeqCst), 0);
+    assert_eq!(s.connections_opened, 1, "{}", show(&s));
+    // The test connection before the run, then the run's one connection.
+    assert_eq!(seen.connections.load(Ordering::SeqCst), 2);
+    let most = seen.in_flight_max.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&most), "{most} streams at once");
+    assert!(
+        show(&s).contains("protocol      HTTP/2 (h2c, prior knowledge)"),
+        "{}",
+        show(&s)
+    );
+
+    // The closed model's users are streams on one connection too.
+    let (url, seen) = h2c_service(100, 20).await;
+    let mut req = request(&url, 1.0, 1.0, 8, 5000);
+    req.spec.version = harrier::sources::load::HttpVersion::Http2;
+    req.settings.workload = Workload::Closed(ClosedModel {
+        users: 4,
+        think_s: 0.0,
+        duration_s: 1.0,
+    });
+    let s = run(req).await.summary;
+    assert!(s.completed >= 40 && s.errors.total() == 0, "{}", show(&s));
+    assert_eq!(s.connections_opened, 1, "{}", show(&s));
+    assert_eq!(seen.http2.load(Ordering::SeqCst), s.completed);
+    assert!(seen.in_flight_max.load(Ordering::SeqCst) >= 2);
+}
+
+/// Runs `openssl` with `args` in `dir`; false when it is not installed (outside CI).
+fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+    match std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+    {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            true
+        }
+        Err(e) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "openssl is missing ({e}); Debian: apt-get install openssl"
+            );
+            false
+        }
+    }
+}
+
+/// A test CA (`ca.pem`), another CA nobody uses (`other.pem`), a server certificate for
+/// 127.0.0.1 (`srv.pem`, `srv.key`) and a client certificate (`client.pem`,
+/// `client.key`), both signed by the test CA. False without openssl.
+fn make_certificates(d: &std::path::Path) -> bool {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for (name, cn) in [("ca", "harrier load test CA"), ("other", "another CA")] {
+        let (key, pem, subj) = (
+            format!("{name}.key"),
+            format!("{name}.pem"),
+            format!("/CN={cn}"),
+        );
+        let mut args = vec!["req", "-x509"];
+        args.extend(ec);
+        args.extend(["-keyout", &key, "-out", &pem, "-days", "2", "-subj", &subj]);
+        if !openssl(d, &args) {
+            return false;
+        }
+    }
+    std::fs::write(
+        d.join("srv.cnf"),
+        "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("client.cnf"),
+        "basicConstraints = CA:FALSE\nextendedKeyUsage = clientAuth\n",
+    )
+    .unwrap();
+    for (name, cn) in [("srv", "127.0.0.1"), ("client", "load client")] {
+        let (key, csr, pem, cnf, subj) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.pem"),
+            format!("{name}.cnf"),
+            format!("/CN={cn}"),
+        );
+        let mut args = vec!["req"];
+        args.extend(ec);
+        args.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
+        openssl(d, &args);
+        openssl(
+            d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &pem,
+                "-days",
+                "2",
+                "-extfile",
+                &cnf,
+            ],
+        );
+    }
+    true
+}
+
+/// A TLS server on 127.0.0.1 offering h2 and http/1.1 by ALPN (hyper's server for each),
+/// requiring a client certificate signed by the test CA when `mutual`; answers "served",
+/// records the protocol of every request and counts completed TLS handshakes.
+async fn tls_service(
+    d: &std::path::Path,
+    mutual: bool,
+) -> (
+    u16,
+    Arc<std::sync::Mutex<Vec<hyper::Version>>>,
+    Arc<AtomicU64>,
+) {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(d.join("srv.pem"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(d.join("srv.key")).unwrap();
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = if mutual {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(d.join("ca.pem")).unwrap())
+            .unwrap();
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .unwrap();
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let mut config = builder.with_single_cert(chain, key).unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen: Arc<std::sync::Mutex<Vec<hyper::Version>>> = Arc::default();
+    let handshakes = Arc::new(AtomicU64::new(0));
+    let (recorded, counted) = (seen.clone(), handshakes.clone());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, seen, counted) = (acceptor.clone(), recorded.clone(), counted.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                counted.fetch_add(1, Ordering::SeqCst);
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            seen.lock().unwrap().push(req.version());
+                            Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                                http_body_util::Full::new(hyper::body::Bytes::from_static(
+                                    b"served",
+                                )),
+                            ))
+                        }
+                    },
+                );
+                let io = hyper_util::rt::TokioIo::new(tls);
+                if h2 {
+                    let _ = hyper::server::conn::http2::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(io, svc)
+                    .await;
+                } else {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, svc)
+                        .await;
+                }
+            });
+        }
+    });
+    (port, seen, handshakes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    if !make_certificates(d) {
+        eprintln!("SKIPPED: openssl not installed");
+        return;
+    }
+    // The system's CA store is replaced by a CA that signed nothing here: only --ca-file
+    // makes the server trusted.
+    let env: &[(&str, &std::path::Path)] = &[("SSL_CERT_FILE", &d.join("other.pem"))];
+    let run = |port: u16, extra: &[&str]| {
+        let mut a = strings(&[
+            "load",
+            "run",
+            &format!("https://127.0.0.1:{port}/work"),
+            "--rate",
+            "30",
+            "--duration",
+            "1s",
+            "--expect-body-contains",
+            "served",
+            "--dispatch-limit",
+            "250ms",
+            "--no-store",
+        ]);
+        a.extend(strings(extra));
+        a
+    };
+    let ok = |out: &std::process::Output| {
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+
+    let (port, seen, handshakes) = tls_service(d, false).await;
+    // Trusting the test CA: HTTP/2 by ALPN, every request served.
+    let stdout = ok(&harrier_cli(d, &run(port, &["--ca-file", "ca.pem"]), env).await);
+    assert!(
+        stdout.contains("30 scheduled, 30 sent, 30 completed; errors 0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("protocol      HTTP/2 over TLS (ALPN h2)\n"),
+        "{stdout}"
+    );
+    let versions = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(versions, vec![hyper::Version::HTTP_2; 30]);
+    // One kept-alive connection carried every request: one handshake for the run (and
+    // one for the test connection before it), not one per request.
+    assert!(stdout.contains("connections   1 opened"), "{stdout}");
+    assert_eq!(handshakes.load(Ordering::SeqCst), 2);
+    // --http1: HTTP/1.1 over the same TLS.
+    let stdout = ok(&harrier_cli(d, &run(port, &["--ca-file", "ca.pem", "--http1"]), env).await);
+    assert!(stdout.contains("errors 0"), "{stdout}");
+    assert!(
+        stdout.contains("protocol      HTTP/1.1 over TLS\n"),
+        "{stdout}"
+    );
+    let versions = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(versions, vec![hyper::Version::HTTP_11; 30]);
+    // Without the CA: every request is a connect error, and the summary says why.
+    let stdout = ok(&harrier_cli(d, &run(port, &[]), env).await);
+    assert!(
+        stdout.contains("30 completed; errors 30 (100.00 %: connect 30)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "connect error TLS handshake with 127.0.0.1:{port} failed: invalid peer certificate"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing reached the server"
+    );
+
+    // Mutual TLS: served with the client certificate, connect errors without it.
+    let (port, seen, _) = tls_service(d, true).await;
+    let stdout = ok(&harrier_cli(
+        d,
+        &run(
+            port,
+            &[
+                "--ca-file",
+                "ca.pem",
+                "--client-cert",
+                "client.pem",
+                "--client-key",
+                "client.key",
+            ],
+        ),
+        env,
+    )
+    .await);
+    assert!(
+        stdout.contains("30 scheduled, 30 sent, 30 completed; errors 0"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("HTTP/2 over TLS"), "{stdout}");
+    assert_eq!(seen.lock().unwrap().len(), 30);
+    let stdout = ok(&harrier_cli(d, &run(port, &["--ca-file", "ca.pem"]), env).await);
+    assert!(
+        stdout.contains("30 completed; errors 30 (100.00 %: connect 30)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "connect error TLS handshake with 127.0.0.1:{port} failed"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        30,
+        "nothing more reached the server"
+    );
+
+    // A client key without its certificate is a usage error.
+    let out = harrier_cli(d, &run(port, &["--client-key", "client.key"]), env).await;
+    assert_eq!(out.status.code(), Some(2));
 }

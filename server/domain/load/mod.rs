@@ -4,9 +4,10 @@
 //! Owns [`schedule`] (when requests are meant to start: constant, ramp, steps, Poisson),
 //! [`record`] (the three times of a request and a worker's once-a-second hand-over),
 //! [`summary`] (ticks merged into lines, the stored run through the run builder, the
-//! summary), [`search`] (the saturation search of `load find`) and [`guard`]
-//! (`--abort-on`). Must not read the clock, sleep, open sockets or print: the engine in
-//! `sources::load` sends the requests, `services::load` stores the run, `cli::load` prints.
+//! summary), [`search`] (the saturation search of `load find`), [`guard`]
+//! (`--abort-on`) and [`template`] (feeder rows and the `{{column}}` templates they fill).
+//! Must not read the clock, sleep, open sockets or print: the engine in `sources::load`
+//! sends the requests, `services::load` stores the run, `cli::load` prints.
 //!
 //! Definitions (DESIGN.md "Numbers must be true"): the open model times each request from
 //! its *intended* start (latency, corrected for coordinated omission), and also records
@@ -19,6 +20,7 @@ pub mod record;
 pub mod schedule;
 pub mod search;
 pub mod summary;
+pub mod template;
 
 pub use guard::{AbortRule, AbortWatch};
 pub use record::{ErrorCounts, Outcome, Recorder, Tick, Timing};
@@ -27,3 +29,4 @@ pub use search::{Search, SearchOutcome, SearchPlan, Slo, StepPlan, StepResult, V
 pub use summary::{
     DEFAULT_DISPATCH_LIMIT_US, LoadAccumulator, LoadSummary, Percentiles, RunPlan, SecondLine,
 };
+pub use template::{Feeder, Template, TemplateError};

@@ -335,6 +335,26 @@ impl Recorder {
     /// response as read (status line, headers, body).
     #[inline]
     pub fn record(&mut self, t: &Timing, outcome: Outcome, status: u16, bytes_received: u64) {
+        self.record_sized(
+            t,
+            outcome,
+            status,
+            bytes_received,
+            self.bytes_sent_per_request,
+        );
+    }
+
+    /// [`Recorder::record`] of a request whose size as written was `bytes_sent` (requests
+    /// filled from a feeder differ in size).
+    #[inline]
+    pub fn record_sized(
+        &mut self,
+        t: &Timing,
+        outcome: Outcome,
+        status: u16,
+        bytes_received: u64,
+        bytes_sent: u64,
+    ) {
         self.in_flight = self.in_flight.saturating_sub(1);
         self.tick.completed += 1;
         self.tick.errors.count(outcome);
@@ -364,7 +384,7 @@ impl Recorder {
         g.bytes_sent += if outcome == Outcome::Connect {
             0
         } else {
-            self.bytes_sent_per_request
+            bytes_sent
         };
     }
 

@@ -156,6 +156,12 @@ pub struct RunPlan {
     pub dispatch_limit_us: u64,
     /// Worker threads.
     pub workers: usize,
+    /// The protocol the connections speak, for people: `HTTP/1.1`, `HTTP/2 over TLS
+    /// (ALPN h2)`, `HTTP/2 (h2c, prior knowledge)`.
+    pub protocol: String,
+    /// Why a test connection made before the run could not be opened (a refused port, a
+    /// TLS handshake error), or `None`: every connect error of such a run has this cause.
+    pub connect_error: Option<String>,
 }
 
 /// The end of a run: what the terminal prints and the run's `reported` figures hold.
@@ -186,6 +192,10 @@ pub struct LoadSummary {
     pub waited_for_connection: u64,
     /// Why the generator could not drive the run as planned; empty when it could.
     pub generator_limited: Vec<String>,
+    /// The protocol the connections spoke (see [`RunPlan::protocol`]).
+    pub protocol: String,
+    /// See [`RunPlan::connect_error`].
+    pub connect_error: Option<String>,
 }
 
 impl LoadSummary {
@@ -263,6 +273,10 @@ impl LoadSummary {
                 None => out.push_str(&format!("{name:<13} {:>11}   {what}\n", "–")),
             }
         }
+        out.push_str(&format!("protocol      {}\n", self.protocol));
+        if let Some(e) = &self.connect_error {
+            out.push_str(&format!("connect error {e}\n"));
+        }
         if self.open {
             out.push_str(&format!(
                 "connections   {} opened, at most {} open (--max-connections {}), {} requests waited for one; at most {} in flight\n",
@@ -323,6 +337,8 @@ impl LoadSummary {
             "latency ms (intended start → response, HDR)": pm(&self.latency),
             "service time ms (actual send → response, HDR)": pm(&self.service),
             "dispatch delay ms (intended start → actual send, HDR)": pm(&self.dispatch),
+            "protocol": self.protocol,
+            "connect error": self.connect_error,
             "connections": {
                 "opened": self.connections_opened,
                 "most open": self.connections_max,
@@ -528,6 +544,8 @@ impl LoadAccumulator {
             in_flight_max: t.in_flight_max,
             max_connections: self.plan.max_connections,
             waited_for_connection: t.waited_for_connection,
+            protocol: self.plan.protocol.clone(),
+            connect_error: self.plan.connect_error.clone(),
         };
         data.reported = summary.reported();
         (lines, data, summary)
@@ -597,6 +615,8 @@ mod tests {
             max_connections: 10,
             dispatch_limit_us: DEFAULT_DISPATCH_LIMIT_US,
             workers,
+            protocol: "HTTP/2 over TLS (ALPN h2)".into(),
+            connect_error: None,
         }
     }
 
@@ -670,6 +690,13 @@ mod tests {
         assert_eq!((d.p99_us, d.count), (100, 200));
         assert_eq!(data.reported["generator"], "kept its schedule");
         assert_eq!(data.reported["errors by class"]["timeout"], 2);
+        // Which protocol the connections spoke: in the stored run and the summary.
+        assert_eq!(data.reported["protocol"], "HTTP/2 over TLS (ALPN h2)");
+        assert!(
+            summary
+                .render()
+                .contains("protocol      HTTP/2 over TLS (ALPN h2)\n")
+        );
     }
 
     #[test]

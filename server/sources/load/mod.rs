@@ -1,11 +1,12 @@
-//! The load generator's engine: sends HTTP/1.1 requests on an arrival schedule and hands
-//! over what it measured once a second.
+//! The load generator's engine: sends HTTP/1.1 or HTTP/2 requests (over TCP or TLS) on an
+//! arrival schedule and hands over what it measured once a second.
 //!
 //! Owns [`RequestSpec`] (what to send and what counts as success, parsed from the command
-//! line's URL, method, headers and body), the target check ([`resolve_target`]: loopback
-//! and private addresses only unless allowed) and [`start`], which runs the schedule on
-//! worker threads. Must not touch the store, the live hub or the terminal: it is a source
-//! of [`Tick`]s; `services::load` turns them into a run.
+//! line's URL, method, headers and body, with the feeder's rows filling `{{column}}`
+//! placeholders per request), the target check ([`resolve_target`]: loopback and private
+//! addresses only unless allowed) and [`start`], which runs the schedule on worker
+//! threads; [`tls`] opens the connections. Must not touch the store, the live hub or the
+//! terminal: it is a source of [`Tick`]s; `services::load` turns them into a run.
 //!
 //! How it sends (open model, after wrk2's `src/wrk.c` and vegeta's `lib/attack.go`): each
 //! worker thread runs a current-thread tokio runtime and takes every n-th arrival of the
@@ -18,30 +19,51 @@
 //! shows in the latency of every request that should have gone out meanwhile (no
 //! coordinated omission).
 //!
-//! Hot path: no channel message and no allocation of ours per request (hyper allocates
-//! its request and response state); a worker records into its own [`Recorder`] and sends one
-//! [`Tick`] per second.
+//! HTTP/2: a task is then a stream, not a connection. Up to [`H2_STREAMS_PER_CONNECTION`]
+//! tasks share one connection (the first connection fills before the next opens), and at
+//! most the worker's share of `--max-connections` connections are open; the server's
+//! `SETTINGS_MAX_CONCURRENT_STREAMS` is kept by hyper's HTTP/2 client, which holds a request
+//! beyond it until a stream ends (that wait is in the request's service time; a server
+//! limit below 100 is not spread over more connections).
+//!
+//! A connection's set-up (TCP, TLS handshake) is in the service time of the request that
+//! opened it only: later requests on the kept-alive connection do not pay it.
+//!
+//! Hot path: no channel message of ours per request, and no allocation beyond hyper's
+//! request and response state and, with a body template, the rendered body (one buffer of
+//! the exact size); a worker records into its own [`Recorder`] and sends one [`Tick`] per
+//! second.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper::client::conn::http1::SendRequest;
+use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::{TrySendError, http2};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Uri};
-use hyper_util::rt::TokioIo;
-use tokio::sync::{Notify, mpsc, watch};
+use hyper::{Method, Request, Response, Uri};
+use tokio::sync::{Notify, OnceCell, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::load::{ClosedModel, Outcome, Recorder, Schedule, Tick, Timing, Workload};
+use crate::domain::load::{
+    ClosedModel, Feeder, Outcome, Recorder, Schedule, Template, Tick, Timing, Workload,
+};
+
+pub mod tls;
+
+use tls::{Dialer, Opened, Sender};
+pub use tls::{HttpVersion, Negotiated, Protocol, TlsClient, TlsFiles, negotiate};
+
+/// Streams one HTTP/2 connection carries before the next connection opens (the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` still bounds how many are under way at once).
+pub const H2_STREAMS_PER_CONNECTION: u32 = 100;
 
 /// Why a load run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +101,44 @@ pub struct RequestSpec {
     pub expect_body: Option<Vec<u8>>,
     /// Longest a request may take from its pick-up to the last byte of its response.
     pub timeout: Duration,
+    /// The URL is `https://`.
+    pub https: bool,
+    /// `https://`: the TLS client ([`RequestSpec::with_tls_files`]; the run builds one
+    /// trusting the system's CAs when it was not called).
+    pub tls: Option<TlsClient>,
+    /// `--http1` / `--http2`, else [`HttpVersion::Auto`].
+    pub version: HttpVersion,
+    /// The absolute-form target (`http://host:port/path?query`): HTTP/2 sends the scheme and
+    /// authority as pseudo-headers.
+    pub absolute: Uri,
+    /// Per-request values from a feeder (`None`: every request is the same).
+    pub feed: Option<Arc<Feed>>,
+}
+
+/// A feeder's rows and what they fill: the URL's path and query, header values, the body.
+/// Targets and header values are rendered for every row before the run (they are short);
+/// the body is rendered per request.
+#[derive(Debug)]
+pub struct Feed {
+    /// The rows (request `n` takes row `n` modulo their number).
+    pub feeder: Feeder,
+    /// The URL's path and query as written, placeholders included (the run's label).
+    path_template: Option<String>,
+    /// Per row: origin-form and absolute-form targets.
+    targets: Vec<(Uri, Uri)>,
+    /// Per templated header: its name and its value for each row.
+    headers: Vec<(HeaderName, Vec<HeaderValue>)>,
+    body: Option<Template>,
+}
+
+/// The path and query of `url` exactly as written (`/users/{{id}}?x=1`), and whether its
+/// scheme, host or port hold a placeholder.
+fn raw_target(url: &str) -> (&str, bool) {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let target = rest[start..].split('#').next().unwrap_or("");
+    let before = &url[..url.len() - rest.len() + start];
+    (target, before.contains("{{"))
 }
 
 impl RequestSpec {
@@ -91,25 +151,23 @@ impl RequestSpec {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<RequestSpec, LoadError> {
+        if raw_target(url).1 {
+            return Err(LoadError::BadInput(format!(
+                "{url}: --feeder placeholders are filled in the path and query only, not the scheme, host or port"
+            )));
+        }
         let parsed = url::Url::parse(url)
             .map_err(|e| LoadError::BadInput(format!("{url} is not a URL: {e}")))?;
-        match parsed.scheme() {
-            "http" => {}
-            "https" => {
-                return Err(LoadError::BadInput(
-                    "https is not supported yet: the generator speaks HTTP/1.1 over plain TCP"
-                        .into(),
-                ));
-            }
-            other => {
-                return Err(LoadError::BadInput(format!(
-                    "{url}: scheme {other} is not http"
-                )));
-            }
+        let scheme = parsed.scheme();
+        if scheme != "http" && scheme != "https" {
+            return Err(LoadError::BadInput(format!(
+                "{url}: scheme {scheme} is not http or https"
+            )));
         }
         let host = parsed
             .host_str()
             .ok_or_else(|| LoadError::BadInput(format!("{url} has no host")))?;
+        let bare_host = host.trim_start_matches('[').trim_end_matches(']');
         let port = parsed.port_or_known_default().unwrap_or(80);
         let authority = match parsed.port() {
             Some(p) => format!("{host}:{p}"),
@@ -122,6 +180,9 @@ impl RequestSpec {
         let path: Uri = path_and_query
             .parse()
             .map_err(|e| LoadError::BadInput(format!("{url}: bad path: {e}")))?;
+        let absolute: Uri = format!("{scheme}://{authority}{path_and_query}")
+            .parse()
+            .map_err(|e| LoadError::BadInput(format!("{url}: bad URL: {e}")))?;
         let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes())
             .map_err(|_| LoadError::BadInput(format!("{method} is not an HTTP method")))?;
         let mut map = HeaderMap::new();
@@ -147,10 +208,7 @@ impl RequestSpec {
         Ok(RequestSpec {
             method,
             url: url.to_string(),
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
+            host: bare_host.to_string(),
             authority,
             port,
             path,
@@ -159,12 +217,138 @@ impl RequestSpec {
             expect_status: vec![(200, 399)],
             expect_body: None,
             timeout,
+            https: scheme == "https",
+            tls: None,
+            version: HttpVersion::Auto,
+            absolute,
+            feed: None,
         })
     }
 
-    /// `GET /orders`: the run's label.
+    /// The TLS client of an `https://` URL: trusting the system's CAs and `files.ca_file`,
+    /// presenting `files.client_cert`. On `http://` nothing, or an error when a file is
+    /// given.
+    pub fn with_tls_files(mut self, files: TlsFiles<'_>) -> Result<RequestSpec, LoadError> {
+        if !self.https {
+            if files.ca_file.is_some() || files.client_cert.is_some() {
+                return Err(LoadError::BadInput(format!(
+                    "--ca-file and --client-cert are for https:// URLs; {} is not one",
+                    self.url
+                )));
+            }
+            return Ok(self);
+        }
+        self.tls = Some(TlsClient::new(&self.host, files)?);
+        Ok(self)
+    }
+
+    /// The spec ready to connect: an `https://` one without a TLS client gets the default
+    /// (the system's CAs, no client certificate).
+    pub fn with_default_tls(self) -> Result<RequestSpec, LoadError> {
+        if self.https && self.tls.is_none() {
+            return self.with_tls_files(TlsFiles::default());
+        }
+        Ok(self)
+    }
+
+    /// Fills `{{column}}` placeholders of the URL's path and query, of header values and of
+    /// `body_template` (`(file name, text)`, replacing the body) from `feeder`'s rows, one
+    /// row per request in order, wrapping around.
+    ///
+    /// Errors (before anything is sent): a placeholder without a feeder, or naming no
+    /// column of it (the message lists the columns); a placeholder in the scheme, host or
+    /// port; a row whose values make an invalid URL or header value (with the feeder's
+    /// line).
+    pub fn with_feed(
+        mut self,
+        feeder: Option<Feeder>,
+        body_template: Option<(&str, &str)>,
+    ) -> Result<RequestSpec, LoadError> {
+        let bad = |e: crate::domain::load::TemplateError| LoadError::BadInput(e.0);
+        let (raw, _) = raw_target(&self.url);
+        let target = Template::parse("the URL", raw, feeder.as_ref()).map_err(bad)?;
+        let mut headers = Vec::new();
+        for (name, value) in &self.headers {
+            let Ok(text) = value.to_str() else { continue };
+            if !text.contains("{{") {
+                continue;
+            }
+            let t =
+                Template::parse(&format!("header {name}"), text, feeder.as_ref()).map_err(bad)?;
+            headers.push((name.clone(), t));
+        }
+        let body = match body_template {
+            Some((name, text)) => {
+                let t = Template::parse(name, text, feeder.as_ref()).map_err(bad)?;
+                if t.is_literal() {
+                    self.body = Bytes::from(t.text().as_bytes().to_vec());
+                    None
+                } else {
+                    Some(t)
+                }
+            }
+            None => None,
+        };
+        let Some(feeder) = feeder else {
+            return Ok(self);
+        };
+        let row_error = |i: usize, what: &str| {
+            LoadError::BadInput(format!(
+                "{} line {}: its values make {what}",
+                feeder.name,
+                feeder.line_of(i)
+            ))
+        };
+        let mut targets = Vec::new();
+        let path_template = (!target.is_literal()).then(|| raw.to_string());
+        if path_template.is_some() {
+            let (scheme, authority) = (
+                self.absolute.scheme_str().unwrap_or("http"),
+                self.authority.as_str(),
+            );
+            for i in 0..feeder.rows() {
+                let mut path = target.render_url(feeder.row(i));
+                if !path.starts_with('/') {
+                    path.insert(0, '/');
+                }
+                let origin: Uri = path
+                    .parse()
+                    .map_err(|e| row_error(i, &format!("an invalid URL path {path:?}: {e}")))?;
+                let absolute: Uri = format!("{scheme}://{authority}{path}")
+                    .parse()
+                    .map_err(|e| row_error(i, &format!("an invalid URL {path:?}: {e}")))?;
+                targets.push((origin, absolute));
+            }
+        }
+        let headers = headers
+            .into_iter()
+            .map(|(name, t)| {
+                let values = (0..feeder.rows())
+                    .map(|i| {
+                        HeaderValue::from_bytes(&t.render(feeder.row(i))).map_err(|_| {
+                            row_error(i, &format!("an invalid value of header {name}"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((name, values))
+            })
+            .collect::<Result<Vec<_>, LoadError>>()?;
+        self.feed = Some(Arc::new(Feed {
+            feeder,
+            path_template,
+            targets,
+            headers,
+            body,
+        }));
+        Ok(self)
+    }
+
+    /// `GET /orders`: the run's label (with placeholders as written: `GET /users/{{id}}`).
     pub fn label(&self) -> String {
-        format!("{} {}", self.method, self.path)
+        match self.feed.as_ref().and_then(|f| f.path_template.as_ref()) {
+            Some(t) => format!("{} {t}", self.method),
+            None => format!("{} {}", self.method, self.path),
+        }
     }
 
     /// Bytes of one request as written: request line, headers (with `content-length` when
@@ -190,12 +374,52 @@ impl RequestSpec {
             .any(|&(lo, hi)| (lo..=hi).contains(&status))
     }
 
-    fn request(&self) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(self.body.clone()));
+    /// The request for feeder row `row` (ignored without a feeder), for HTTP/2 (absolute
+    /// target, no `Host`: the authority is a pseudo-header) or HTTP/1.1, and its size as
+    /// written in HTTP/1.1 (an estimate for HTTP/2, whose headers are compressed).
+    fn request(&self, row: usize, http2: bool) -> (Request<Full<Bytes>>, u64) {
+        let feed = self.feed.as_deref();
+        let body = match feed.and_then(|f| f.body.as_ref().map(|b| (b, &f.feeder))) {
+            Some((template, feeder)) => Bytes::from(template.render(feeder.row(row))),
+            None => self.body.clone(),
+        };
+        let body_len = body.len();
+        let mut req = Request::new(Full::new(body));
         *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.path.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
+        let (origin, absolute) = match feed.filter(|f| !f.targets.is_empty()) {
+            Some(f) => {
+                let t = &f.targets[row % f.targets.len()];
+                (&t.0, &t.1)
+            }
+            None => (&self.path, &self.absolute),
+        };
+        *req.uri_mut() = if http2 {
+            absolute.clone()
+        } else {
+            origin.clone()
+        };
+        let headers = req.headers_mut();
+        *headers = self.headers.clone();
+        if let Some(f) = feed {
+            for (name, values) in &f.headers {
+                headers.insert(name.clone(), values[row % values.len()].clone());
+            }
+        }
+        if http2 {
+            headers.remove(hyper::header::HOST);
+        }
+        let target_len = origin.path_and_query().map_or(1, |p| p.as_str().len());
+        let header_len: usize = headers
+            .iter()
+            .map(|(n, v)| n.as_str().len() + 2 + v.len() + 2)
+            .sum();
+        let length = if body_len == 0 {
+            0
+        } else {
+            "content-length: \r\n".len() + body_len.checked_ilog10().unwrap_or(0) as usize + 1
+        };
+        let bytes = self.method.as_str().len() + 1 + target_len + 11 + header_len + length + 2;
+        (req, (bytes + body_len) as u64)
     }
 }
 
@@ -334,11 +558,13 @@ pub struct Running {
     pub t0: Instant,
 }
 
-/// Starts the workers. `cancel` stops the schedule early: requests in flight finish (or
-/// time out), queued ones are counted as never sent.
+/// Starts the workers, their connections speaking `protocol` (what [`negotiate`] found).
+/// `cancel` stops the schedule early: requests in flight finish (or time out), queued ones
+/// are counted as never sent.
 pub fn start(
     spec: RequestSpec,
     addr: SocketAddr,
+    protocol: Protocol,
     settings: &EngineSettings,
     cancel: CancellationToken,
 ) -> Result<Running, LoadError> {
@@ -348,7 +574,10 @@ pub fn start(
     };
     let max_connections = settings.max_connections.max(threads as u32);
     let (tx, rx) = mpsc::unbounded_channel();
+    let dialer = Dialer::new(addr, protocol, spec.tls.as_ref());
     let spec = Arc::new(spec);
+    // Feeder rows are taken in order over all workers.
+    let rows = Arc::new(AtomicUsize::new(0));
     let run_start_unix_ms = crate::now_ms();
     let t0 = Instant::now();
     for worker in 0..threads {
@@ -359,7 +588,8 @@ pub fn start(
             worker,
             workers: threads,
             spec: spec.clone(),
-            addr,
+            dialer: dialer.clone(),
+            rows: rows.clone(),
             workload: settings.workload.clone(),
             max_open: share,
             t0,
@@ -384,8 +614,10 @@ struct WorkerCtx {
     worker: usize,
     workers: usize,
     spec: Arc<RequestSpec>,
-    addr: SocketAddr,
+    dialer: Dialer,
+    rows: Arc<AtomicUsize>,
     workload: Workload,
+    /// Connections this worker may open.
     max_open: u32,
     t0: Instant,
     run_start_unix_ms: i64,
@@ -413,13 +645,20 @@ fn worker_main(ctx: WorkerCtx) {
 /// thread: `Cell`/`RefCell`, never a lock).
 struct Shared {
     spec: Arc<RequestSpec>,
-    addr: SocketAddr,
+    dialer: Dialer,
+    /// The next feeder row (shared by all workers).
+    rows: Arc<AtomicUsize>,
+    /// HTTP/2: the worker's connections, shared by its stream tasks (task `k` uses
+    /// connection `k / H2_STREAMS_PER_CONNECTION`); empty for HTTP/1.1.
+    h2: Vec<RefCell<Rc<H2Slot>>>,
     t0: Instant,
     /// Intended start times (ns) of requests waiting for a connection.
     queue: RefCell<VecDeque<u64>>,
     wake: Notify,
-    /// Connections waiting for work and not yet claimed by the dispatcher.
+    /// Connection tasks (HTTP/2: stream tasks) waiting for work and not yet claimed by the
+    /// dispatcher.
     idle: Cell<u32>,
+    /// Connection tasks (HTTP/2: stream tasks) running.
     open: Cell<u32>,
     done: Cell<bool>,
     rec: RefCell<Recorder>,
@@ -428,7 +667,58 @@ struct Shared {
     gauge: Option<(Arc<RateControl>, usize)>,
 }
 
+/// One HTTP/2 connection of a worker, opened by the first stream task that needs it.
+type H2Slot = OnceCell<Opened>;
+
 impl Shared {
+    fn http2(&self) -> bool {
+        self.dialer.protocol().is_http2()
+    }
+
+    /// Tasks this worker may run: one per connection (HTTP/1.1), or
+    /// [`H2_STREAMS_PER_CONNECTION`] per connection (HTTP/2).
+    fn max_tasks(&self, max_open: u32) -> u32 {
+        if self.http2() {
+            max_open.saturating_mul(H2_STREAMS_PER_CONNECTION)
+        } else {
+            max_open
+        }
+    }
+
+    /// A connection for task `slot`: its own new one (HTTP/1.1), or a stream on the
+    /// worker's shared HTTP/2 connection of that slot, opened if it is not open (or was
+    /// closed).
+    async fn connect(&self, slot: u32) -> Result<Conn, String> {
+        if self.h2.is_empty() {
+            let opened = tls::open(&self.dialer).await?;
+            return Ok(Conn::Own(opened));
+        }
+        let cell = &self.h2[(slot / H2_STREAMS_PER_CONNECTION) as usize % self.h2.len()];
+        for _ in 0..2 {
+            let current = cell.borrow().clone();
+            let opened = current
+                .get_or_try_init(|| async {
+                    let opened = tls::open(&self.dialer).await?;
+                    self.rec.borrow_mut().connection_opened();
+                    Ok::<Opened, String>(opened)
+                })
+                .await?;
+            if let Sender::Http2(sender) = &opened.sender
+                && !sender.is_closed()
+            {
+                return Ok(Conn::Stream(sender.clone()));
+            }
+            // Closed by the server (GOAWAY, idle timeout) or broken: the next user opens
+            // a new one.
+            let mut slot_ref = cell.borrow_mut();
+            if Rc::ptr_eq(&slot_ref, &current) {
+                *slot_ref = Rc::new(OnceCell::new());
+                self.rec.borrow_mut().connection_closed();
+            }
+        }
+        Err("the HTTP/2 connection closed as it was opened".into())
+    }
+
     fn ns_since_start(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.t0).as_nanos() as u64
     }
@@ -444,9 +734,21 @@ impl Shared {
 }
 
 async fn run_worker(ctx: WorkerCtx) {
+    let h2_connections = match (&ctx.workload, ctx.dialer.protocol().is_http2()) {
+        (_, false) => 0,
+        // Closed model: users are streams, as many connections as they fill.
+        (Workload::Closed(m), true) => {
+            (m.users.div_ceil(ctx.workers as u32)).div_ceil(H2_STREAMS_PER_CONNECTION)
+        }
+        (Workload::Open(_), true) => ctx.max_open,
+    };
     let shared = Rc::new(Shared {
         spec: ctx.spec.clone(),
-        addr: ctx.addr,
+        dialer: ctx.dialer.clone(),
+        rows: ctx.rows.clone(),
+        h2: (0..h2_connections)
+            .map(|_| RefCell::new(Rc::new(OnceCell::new())))
+            .collect(),
         t0: ctx.t0,
         queue: RefCell::new(VecDeque::with_capacity(1024)),
         wake: Notify::new(),
@@ -487,17 +789,22 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
     let users: Vec<JoinHandle<()>> = (0..model.users as usize)
         .skip(ctx.worker)
         .step_by(ctx.workers)
-        .map(|_| {
+        .enumerate()
+        .map(|(slot, _)| {
             let (sh, cancel) = (shared.clone(), ctx.cancel.clone());
+            let slot = slot as u32;
             tokio::task::spawn_local(async move {
-                sh.rec.borrow_mut().connection_opened();
+                // HTTP/2 counts its shared connections as they open.
+                if !sh.http2() {
+                    sh.rec.borrow_mut().connection_opened();
+                }
                 let mut conn: Option<Conn> = None;
                 let mut body = Vec::new();
                 while Instant::now() < end && !cancel.is_cancelled() {
                     // Closed model: a request is meant to start when it is sent.
                     let intended_ns = sh.ns_since_start(Instant::now());
                     sh.rec.borrow_mut().scheduled(intended_ns, false);
-                    one_request(&sh, &mut conn, &mut body, intended_ns).await;
+                    one_request(&sh, slot, &mut conn, &mut body, intended_ns).await;
                     if !think.is_zero() {
                         tokio::select! {
                             _ = tokio::time::sleep(think) => {}
@@ -505,7 +812,9 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
                         }
                     }
                 }
-                sh.rec.borrow_mut().connection_closed();
+                if !sh.http2() {
+                    sh.rec.borrow_mut().connection_closed();
+                }
             })
         })
         .collect();
@@ -522,19 +831,22 @@ fn dispatch(
     intended_ns: u64,
 ) {
     let (idle, open) = (shared.idle.get(), shared.open.get());
+    let max_tasks = shared.max_tasks(ctx.max_open);
     shared
         .rec
         .borrow_mut()
-        .scheduled(intended_ns, idle == 0 && open >= ctx.max_open);
+        .scheduled(intended_ns, idle == 0 && open >= max_tasks);
     shared.queue.borrow_mut().push_back(intended_ns);
     shared.outstanding_add(1);
     if idle > 0 {
         shared.idle.set(idle - 1);
         shared.wake.notify_one();
-    } else if open < ctx.max_open {
+    } else if open < max_tasks {
         shared.open.set(open + 1);
-        shared.rec.borrow_mut().connection_opened();
-        connections.push(tokio::task::spawn_local(connection(shared.clone())));
+        if !shared.http2() {
+            shared.rec.borrow_mut().connection_opened();
+        }
+        connections.push(tokio::task::spawn_local(connection(shared.clone(), open)));
     }
 }
 
@@ -634,33 +946,59 @@ async fn ticker(
     }
 }
 
-/// One keep-alive connection: the hyper handle and the task driving the socket.
-struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    driver: JoinHandle<()>,
+/// What a task sends on: its own keep-alive connection (dropping it closes the socket at
+/// once, even with a response still under way after a timeout), or a handle on the
+/// worker's shared HTTP/2 connection (dropping it, or a request future, resets only that
+/// stream).
+enum Conn {
+    Own(Opened),
+    Stream(http2::SendRequest<Full<Bytes>>),
 }
 
-impl Drop for Conn {
+impl Drop for Opened {
     fn drop(&mut self) {
-        // Close the socket now, even with a response still under way (after a timeout).
         self.driver.abort();
     }
 }
 
-async fn open_connection(addr: SocketAddr) -> Option<Conn> {
-    let stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let _ = stream.set_nodelay(true);
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .ok()?;
-    let driver = tokio::task::spawn_local(async move {
-        let _ = conn.await;
-    });
-    Some(Conn { sender, driver })
+impl Conn {
+    fn is_closed(&self) -> bool {
+        match self {
+            Conn::Own(o) => match &o.sender {
+                Sender::Http1(s) => s.is_closed(),
+                Sender::Http2(s) => s.is_closed(),
+            },
+            Conn::Stream(s) => s.is_closed(),
+        }
+    }
+
+    async fn ready(&mut self) -> hyper::Result<()> {
+        match self {
+            Conn::Own(o) => match &mut o.sender {
+                Sender::Http1(s) => s.ready().await,
+                Sender::Http2(s) => s.ready().await,
+            },
+            Conn::Stream(s) => s.ready().await,
+        }
+    }
+
+    async fn send(
+        &mut self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, TrySendError<Request<Full<Bytes>>>> {
+        match self {
+            Conn::Own(o) => match &mut o.sender {
+                Sender::Http1(s) => s.try_send_request(request).await,
+                Sender::Http2(s) => s.try_send_request(request).await,
+            },
+            Conn::Stream(s) => s.try_send_request(request).await,
+        }
+    }
 }
 
-/// A connection task: takes queued requests until the schedule is done and the queue empty.
-async fn connection(sh: Rc<Shared>) {
+/// A connection task (HTTP/2: a stream task), number `slot` of its worker: takes queued
+/// requests until the schedule is done and the queue empty.
+async fn connection(sh: Rc<Shared>, slot: u32) {
     let mut conn: Option<Conn> = None;
     let mut body = Vec::new();
     loop {
@@ -673,17 +1011,33 @@ async fn connection(sh: Rc<Shared>) {
             sh.wake.notified().await;
             continue;
         };
-        one_request(&sh, &mut conn, &mut body, intended_ns).await;
+        one_request(&sh, slot, &mut conn, &mut body, intended_ns).await;
     }
     sh.open.set(sh.open.get().saturating_sub(1));
-    sh.rec.borrow_mut().connection_closed();
+    if !sh.http2() {
+        sh.rec.borrow_mut().connection_closed();
+    }
 }
 
-/// Sends one request meant to start at `intended_ns`, on `conn`, and records it.
-async fn one_request(sh: &Shared, conn: &mut Option<Conn>, body: &mut Vec<u8>, intended_ns: u64) {
+/// Sends one request meant to start at `intended_ns`, on `conn` (task `slot`'s), and
+/// records it.
+async fn one_request(
+    sh: &Shared,
+    slot: u32,
+    conn: &mut Option<Conn>,
+    body: &mut Vec<u8>,
+    intended_ns: u64,
+) {
     let picked = Instant::now();
     sh.rec.borrow_mut().picked();
-    let result = tokio::time::timeout(sh.spec.timeout, exchange(sh, conn, body)).await;
+    let row = if sh.spec.feed.is_some() {
+        sh.rows.fetch_add(1, Ordering::Relaxed)
+    } else {
+        0
+    };
+    let (request, bytes_sent) = sh.spec.request(row, sh.http2());
+    let result =
+        tokio::time::timeout(sh.spec.timeout, exchange(sh, slot, conn, body, request)).await;
     let (outcome, status, bytes) = match result {
         Ok(r) => r,
         Err(_) => {
@@ -697,7 +1051,9 @@ async fn one_request(sh: &Shared, conn: &mut Option<Conn>, body: &mut Vec<u8>, i
         picked_ns: sh.ns_since_start(picked),
         done_ns: sh.ns_since_start(done),
     };
-    sh.rec.borrow_mut().record(&timing, outcome, status, bytes);
+    sh.rec
+        .borrow_mut()
+        .record_sized(&timing, outcome, status, bytes, bytes_sent);
     sh.outstanding_add(-1);
 }
 
@@ -710,37 +1066,39 @@ async fn one_request(sh: &Shared, conn: &mut Option<Conn>, body: &mut Vec<u8>, i
 /// is never sent again.
 async fn exchange(
     sh: &Shared,
+    slot: u32,
     conn: &mut Option<Conn>,
     body_buf: &mut Vec<u8>,
+    mut request: Request<Full<Bytes>>,
 ) -> (Outcome, u16, u64) {
-    let mut request = sh.spec.request();
     let mut fresh = false;
     let response = loop {
-        if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
+        if conn.as_ref().is_none_or(Conn::is_closed) {
             *conn = None;
-            match open_connection(sh.addr).await {
-                Some(c) => *conn = Some(c),
-                None => return (Outcome::Connect, 0, 0),
+            match sh.connect(slot).await {
+                Ok(c) => *conn = Some(c),
+                Err(_) => return (Outcome::Connect, 0, 0),
             }
             fresh = true;
         }
         let Some(c) = conn.as_mut() else {
             return (Outcome::Connect, 0, 0);
         };
-        if c.sender.ready().await.is_err() {
+        if let Err(e) = c.ready().await {
             *conn = None;
             if fresh {
-                return (Outcome::Transport, 0, 0);
+                return (broken(sh, fresh, &e), 0, 0);
             }
             continue;
         }
-        match c.sender.try_send_request(request).await {
+        match c.send(request).await {
             Ok(r) => break r,
             Err(mut e) => {
                 *conn = None;
+                let outcome = broken(sh, fresh, e.error());
                 match e.take_message() {
                     Some(unsent) if !fresh => request = unsent,
-                    _ => return (Outcome::Transport, 0, 0),
+                    _ => return (outcome, 0, 0),
                 }
             }
         }
@@ -767,9 +1125,9 @@ async fn exchange(
                     }
                 }
             }
-            Err(_) => {
+            Err(e) => {
                 *conn = None;
-                return (Outcome::Transport, status, bytes);
+                return (broken(sh, false, &e), status, bytes);
             }
         }
     }
@@ -783,6 +1141,36 @@ async fn exchange(
         Outcome::Ok
     };
     (outcome, status, bytes)
+}
+
+/// The class of a connection that broke: `connect` when TLS failed (a TLS alert or error
+/// anywhere in the cause chain), or when a TLS connection opened for this request broke
+/// before its response (a TLS 1.3 server refuses a missing or untrusted client
+/// certificate only after the client's side of the handshake is done); else `transport`.
+fn broken(sh: &Shared, fresh: bool, e: &hyper::Error) -> Outcome {
+    if (fresh && sh.spec.tls.is_some()) || tls_failed(e) {
+        Outcome::Connect
+    } else {
+        Outcome::Transport
+    }
+}
+
+fn tls_failed(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if e.is::<tokio_rustls::rustls::Error>() {
+            return true;
+        }
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+            && inner.is::<tokio_rustls::rustls::Error>()
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -808,9 +1196,19 @@ mod tests {
         assert_eq!(s.headers["content-type"], "text/xml");
         assert_eq!(s.headers["host"], "127.0.0.1:8080");
         assert!(s.bytes_per_request() > 4 + 30);
-        assert!(
-            RequestSpec::new("https://x/", "GET", &[], vec![], Duration::from_secs(1)).is_err()
-        );
+        assert!(RequestSpec::new("ftp://x/", "GET", &[], vec![], Duration::from_secs(1)).is_err());
+        let https =
+            RequestSpec::new("https://x/a", "GET", &[], vec![], Duration::from_secs(1)).unwrap();
+        assert_eq!((https.https, https.port), (true, 443));
+        assert_eq!(https.absolute, "https://x/a");
+        let e = s
+            .clone()
+            .with_tls_files(TlsFiles {
+                ca_file: Some(std::path::Path::new("ca.pem")),
+                client_cert: None,
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("for https:// URLs"), "{e}");
         assert!(
             RequestSpec::new(
                 "http://x/",
@@ -826,6 +1224,83 @@ mod tests {
             [(200, 299), (404, 404)]
         );
         assert!(parse_status_ranges("299-200").is_err());
+    }
+
+    #[tokio::test]
+    async fn feeder_rows_fill_the_target_headers_and_body_of_each_request() {
+        let feeder = || Feeder::from_csv("users.csv", b"id,name\n7,Ann Lee\n8,Bo\n").unwrap();
+        let spec = |url: &str, header: &str| {
+            RequestSpec::new(
+                url,
+                "POST",
+                &[header.to_string()],
+                vec![],
+                Duration::from_secs(1),
+            )
+            .unwrap()
+        };
+        let s = spec(
+            "http://127.0.0.1:1/users/{{id}}?n={{name}}",
+            "X-User: {{name}}",
+        )
+        .with_feed(Some(feeder()), Some(("b.txt", "id={{id}}&name={{name}}")))
+        .unwrap();
+        assert_eq!(s.label(), "POST /users/{{id}}?n={{name}}");
+        let (r, bytes) = s.request(1, false);
+        assert_eq!(r.uri(), "/users/8?n=Bo");
+        assert_eq!(r.headers()["x-user"], "Bo");
+        assert_eq!(r.headers()["host"], "127.0.0.1:1");
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"id=8&name=Bo");
+        assert!(bytes > body.len() as u64 + 40, "{bytes}");
+        // Past the last row: the first again; HTTP/2 takes the absolute form, no Host.
+        let (r, _) = s.request(2, true);
+        assert_eq!(r.uri(), "http://127.0.0.1:1/users/7?n=Ann%20Lee");
+        assert!(r.headers().get("host").is_none());
+        assert_eq!(r.headers()["x-user"], "Ann Lee");
+
+        // Refused before anything is sent, naming what is wrong.
+        let e = spec("http://127.0.0.1:1/{{nope}}", "X-A: b")
+            .with_feed(Some(feeder()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the URL line 1: placeholder {{nope}} is not a column of the feeder (users.csv has columns id, name)"),
+            "{e}"
+        );
+        let e = RequestSpec::new(
+            "http://{{id}}:1/",
+            "GET",
+            &[],
+            vec![],
+            Duration::from_secs(1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not the scheme, host or port"), "{e}");
+        let e = spec("http://127.0.0.1:1/", "X-A: {{id}}")
+            .with_feed(None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("header x-a line 1: placeholder {{id}} needs a --feeder"),
+            "{e}"
+        );
+        let multiline = Feeder::from_csv("m.csv", b"v\nok\n\"two\nlines\"\n").unwrap();
+        let e = spec("http://127.0.0.1:1/", "X-A: {{v}}")
+            .with_feed(Some(multiline), None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "m.csv line 3: its values make an invalid value of header x-a"
+        );
+        // A template without placeholders is a plain body.
+        let plain = spec("http://127.0.0.1:1/", "X-A: b")
+            .with_feed(None, Some(("b.txt", "<ping/>")))
+            .unwrap();
+        assert!(plain.feed.is_none());
+        assert_eq!(&plain.body[..], b"<ping/>");
     }
 
     #[test]
