@@ -3,7 +3,8 @@
 # measurement taken on both backends back to back. See bench/README.md ("Backends").
 #
 #   bench/backends.sh [--parts 1,2,3,4,5] [--size 1G] [--import-runs 3] [--restarts 5]
-#                     [--warm 20] [--route-days 30] [--route-reqs 20] [--alert-routes 10000]
+#                     [--warm 20] [--route-days 30] [--route-interval-s 10] [--route-reqs 20]
+#                     [--alert-routes 10000]
 #                     [--alert-ticks 20] [--big-rows 100000000] [--data DIR] [--no-build]
 #
 # Parts:
@@ -14,7 +15,8 @@
 #  2  10-run comparison: 10 runs of 1 M samples (gen_compare.py, as bench/compare.sh) imported
 #     into each backend, then `GET /api/v1/compare?runs=1,…,10` on `harrier serve`:
 #     per restart (alternating backends) one cold request and --warm warm ones; ms (curl)
-#  3  route chart query: bench/route_fill writes --route-days days of 10 s scrapes of one
+#  3  route chart query: bench/route_fill writes --route-days days of scrapes (every
+#     --route-interval-s seconds, default 10) of one
 #     route into SQLite (as bench/route_query.sh), `harrier migrate` copies it into
 #     PostgreSQL; both served at once; per range 1 warm-up + --route-reqs requests of
 #     `GET /api/v1/routes/{id}/timeseries`, alternating backends range by range; ms (curl)
@@ -35,7 +37,7 @@ set -euo pipefail
 
 bench="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$bench")"
-parts=1,2,3,4,5 size=1G import_runs=3 restarts=5 warm=20 route_days=30 route_reqs=20
+parts=1,2,3,4,5 size=1G import_runs=3 restarts=5 warm=20 route_days=30 route_every_s=10 route_reqs=20
 alert_routes=10000 alert_ticks=20 big_rows=100000000 data="$bench/out/backends" build=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -45,13 +47,14 @@ while [ $# -gt 0 ]; do
     --restarts) restarts="$2"; shift 2 ;;
     --warm) warm="$2"; shift 2 ;;
     --route-days) route_days="$2"; shift 2 ;;
+    --route-interval-s) route_every_s="$2"; shift 2 ;;
     --route-reqs) route_reqs="$2"; shift 2 ;;
     --alert-routes) alert_routes="$2"; shift 2 ;;
     --alert-ticks) alert_ticks="$2"; shift 2 ;;
     --big-rows) big_rows="$2"; shift 2 ;;
     --data) data="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -99,7 +102,7 @@ for _ in 1 2 3 4 5; do
 done
 [ -n "$pg_port" ] || { cat "$pg_dir/server.log" >&2; exit 1; }
 pg_url() { echo "postgres://postgres@127.0.0.1:$pg_port/$1"; }
-sql() { psql -h 127.0.0.1 -p "$pg_port" -U postgres -d "${2:-postgres}" -qtAX -c "$1"; }
+sql() { PGOPTIONS='-c client_min_messages=warning' psql -h 127.0.0.1 -p "$pg_port" -U postgres -d "${2:-postgres}" -qtAX -c "$1"; }
 fresh_pg() { sql "DROP DATABASE IF EXISTS $1" > /dev/null; sql "CREATE DATABASE $1" > /dev/null; }
 drop_pg() { sql "DROP DATABASE IF EXISTS $1 WITH (FORCE)" > /dev/null; }
 pg_bytes() { sql "SELECT pg_database_size(current_database())" "$1"; }
@@ -289,10 +292,10 @@ fi
 # --- 3. route chart query ---------------------------------------------------------------------
 if has 3; then
   echo
-  echo "## 3. route chart query, $route_days days of 10 s scrapes of one route"
+  echo "## 3. route chart query, $route_days days of $route_every_s s scrapes of one route"
   rdb="$data/route-${route_days}d.db"
   rm -f "$rdb" "$rdb-wal" "$rdb-shm"
-  timed "$target/release/route_fill" "$rdb" --days "$route_days"
+  timed "$target/release/route_fill" "$rdb" --days "$route_days" --interval-s "$route_every_s"
   echo "route_fill (SQLite, Store::record_scrape, then prune): $(tr '\n' ' ' < "$work/out.txt")(wall $WALL s)"
   fresh_pg routes
   timed "$harrier" migrate --from "sqlite:$rdb" --to "$(pg_url routes)"
