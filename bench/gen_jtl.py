@@ -2,6 +2,7 @@
 """Write a large, realistic JMeter 5.x CSV JTL, deterministically (python3 stdlib only).
 
     gen_jtl.py OUT.jtl [--size 1G] [--seed 1]
+    gen_jtl.py - --rows 100000000 [--seed 1]     # exactly N records, to standard output
 
 The same --size and --seed always give the same bytes (Python's random.Random is
 stable across versions for random()/getrandbits()/gauss() with an int seed).
@@ -19,7 +20,9 @@ Content:
 - rows in the order JMeter writes them: by sample end, while timeStamp is the sample start,
   so timeStamps go slightly backwards now and then.
 No transaction-controller rows: every record is one sample.
-Rows are written until the file reaches --size (it ends within a few rows past it).
+Rows are written until the file reaches --size (it ends within a few rows past it), or with
+--rows N until N records are written (the ramp then spans the first 15 % of N; `-` as OUT
+writes to standard output, e.g. piped into `harrier import -`).
 """
 
 import argparse
@@ -84,7 +87,7 @@ def weighted_table(rng, weights, size):
     return table[:size]
 
 
-def generate(path, size, seed):
+def generate(path, size, seed, rows_limit=None):
     rng = random.Random(seed)
     TBITS = 14
     TSIZE = 1 << TBITS
@@ -99,7 +102,7 @@ def generate(path, size, seed):
 
     groups = [("Browse", 1, 150), ("Buy", 2, 50)]
     max_total = sum(g[2] for g in groups)
-    est_rows = max(1, size // 130)          # ~130 bytes per row
+    est_rows = max(1, size // 130) if rows_limit is None else max(1, rows_limit)  # ~130 bytes per row
     ramp_rows = max(1, int(est_rows * 0.15))
 
     start_ms = 1796000000000                 # 2026-11-29 (UTC), a fixed origin
@@ -108,12 +111,19 @@ def generate(path, size, seed):
     rows = 0
     rnd = rng.random
     bits = rng.getrandbits
-    with open(path, "w", encoding="utf-8", newline="\n") as out:
+    if rows_limit is not None:
+        size = float("inf")                 # stop by rows, not bytes
+    if path == "-":
+        out_file = open(sys.stdout.fileno(), "w", encoding="utf-8", newline="\n", closefd=False,
+                        buffering=1 << 20)
+    else:
+        out_file = open(path, "w", encoding="utf-8", newline="\n")
+    with out_file as out:
         out.write(HEADER)
         written += len(HEADER)
         buf = []
-        flush_at = max(1, min(20000, (size - written) // 160))
-        while written < size:
+        flush_at = int(max(1, min(20000, (size - written) // 160)))
+        while written < size if rows_limit is None else rows < rows_limit:
             # Active threads: linear ramp, then hold.
             frac = min(1.0, rows / ramp_rows)
             active = [max(1, int(g[2] * frac)) for g in groups]
@@ -150,13 +160,13 @@ def generate(path, size, seed):
             buf.append(f"{ts},{elapsed},{name},{code},{msg},{thread},{dtype},{ok},{fmsg},"
                        f"{nb},{sent},{active[g]},{all_threads},{url},{latency},0,{connect}\n")
             rows += 1
-            if len(buf) >= flush_at:
+            if len(buf) >= flush_at or rows == rows_limit:
                 chunk = "".join(buf)
                 out.write(chunk)
                 written += len(chunk)
                 buf = []
                 # Big chunks, smaller near the end so the file stops close to --size.
-                flush_at = max(1, min(20000, (size - written) // 160))
+                flush_at = int(max(1, min(20000, (size - written) // 160)))
         if buf:
             chunk = "".join(buf)
             out.write(chunk)
@@ -169,8 +179,10 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--size", default="1G", help="target size: bytes or with K/M/G suffix (default 1G)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rows", type=int, default=None,
+                    help="write exactly this many records instead of stopping at --size")
     args = ap.parse_args()
-    rows, written = generate(args.out, parse_size(args.size), args.seed)
+    rows, written = generate(args.out, parse_size(args.size), args.seed, args.rows)
     print(f"{args.out}: {rows} records, {written} bytes (seed {args.seed})", file=sys.stderr)
 
 

@@ -1,7 +1,10 @@
 //! Times alert evaluation rounds (`alerts::evaluator::evaluate_once`) over `--routes`
-//! route subjects (default 10,000) in a real SQLite file.
+//! route subjects (default 10,000) in a real SQLite file or a PostgreSQL database.
 //!
 //! `alerts_eval DB [--routes 10000] [--ticks 30] [--scrapes 40] [--p95]`
+//!
+//! DB is a SQLite file path, `sqlite:PATH` or `postgres://user@host:port/database` (an
+//! existing database; `Store::connect` creates the tables).
 //!
 //! Fills DB (when it has no routes yet) with `--scrapes` scrapes 15 s apart of one target
 //! exposing `--routes` routes, through the store's own write path
@@ -16,7 +19,6 @@
 //! (nearest rank), `FIRST_TICK_MS`, the median time of the scrape writes between rounds,
 //! the process's resident memory (now and peak), `RULES`, `SUBJECTS`, `ACTIVE_ALERTS`.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use harrier::services::alerts::evaluator::{evaluate_once, seed};
@@ -24,7 +26,7 @@ use harrier::domain::alerts::rule::Rule;
 use harrier::domain::alerts::AlertsConfig;
 use harrier::services::live::Hub;
 use harrier::domain::routes::Interval;
-use harrier::store::{RouteWrite, ScrapeStatus, Store, TargetSpec};
+use harrier::store::{DatabaseUrl, RouteWrite, ScrapeStatus, Store, TargetSpec};
 
 const LE: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, f64::INFINITY];
 
@@ -115,7 +117,12 @@ async fn write_scrape(store: &Store, target: i64, routes: usize, at: i64, with_i
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
-    let db = PathBuf::from(args.next().expect("usage: alerts_eval DB [--routes N] [--ticks N]"));
+    let db_arg = args.next().expect("usage: alerts_eval DB [--routes N] [--ticks N]");
+    let db = if db_arg.starts_with("sqlite:") || db_arg.contains("://") {
+        DatabaseUrl::parse(&db_arg).expect("database URL")
+    } else {
+        DatabaseUrl::Sqlite(db_arg.clone().into())
+    };
     let (mut routes, mut ticks, mut scrapes, mut p95) = (10_000usize, 30usize, 40i64, false);
     while let Some(a) = args.next() {
         if a == "--p95" {
@@ -130,7 +137,7 @@ async fn main() {
             _ => panic!("unknown {a}"),
         }
     }
-    let store = Store::open(&db).await.expect("open db");
+    let store = Store::connect(&db).await.expect("open db");
     let now = harrier::now_ms();
     let step = 15_000;
     let existing = store.route_infos(None, None).await.expect("routes").len();
@@ -154,7 +161,7 @@ async fn main() {
         eprintln!("filled {routes} routes × {scrapes} scrapes in {:.1} s", t0.elapsed().as_secs_f64());
         now
     } else {
-        eprintln!("{existing} routes already in {}; evaluating at the fill time", db.display());
+        eprintln!("{existing} routes already in {}; evaluating at the fill time", db.shown());
         store
             .route_infos(None, None)
             .await
