@@ -122,7 +122,8 @@ pub async fn run(store: Store, hub: Hub, shutdown: CancellationToken) {
             return;
         }
     };
-    let origin = origin_id();
+    // Recognises this replica's own wake-ups: 64 random bits.
+    let origin = crate::services::auth::random_secret()[..16].to_string();
     let (tx, rx) = mpsc::channel(QUEUE);
     let lost = Arc::new(AtomicBool::new(false));
     let full = lost.clone();
@@ -314,18 +315,6 @@ async fn receive(
         Wake::Event { e } => hub.publish_json(e.into()),
         Wake::Resync => resync(hub, "another replica's updates were lost: refetch"),
     }
-}
-
-/// A random id for this process's wake-ups (64 bits, hex).
-fn origin_id() -> String {
-    let mut bytes = [0u8; 8];
-    // Only used to recognise this process's own wake-ups: a failed random source falls
-    // back to the process id and time, still unique among live replicas in practice.
-    if getrandom::fill(&mut bytes).is_err() {
-        let fallback = (u64::from(std::process::id()) << 32) ^ crate::now_ms() as u64;
-        bytes = fallback.to_le_bytes();
-    }
-    hex::encode(bytes)
 }
 
 #[cfg(test)]

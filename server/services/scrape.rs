@@ -80,14 +80,8 @@ pub struct Shards {
 
 impl Shards {
     fn new() -> Shards {
-        let mut bytes = [0u8; 8];
-        // Only needs to differ between live replicas: a failed random source falls back
-        // to the process id and the time.
-        if getrandom::fill(&mut bytes).is_err() {
-            bytes = ((u64::from(std::process::id()) << 32) ^ crate::now_ms() as u64).to_le_bytes();
-        }
         Shards {
-            me: hex::encode(bytes),
+            me: crate::services::auth::random_secret()[..16].to_string(),
             live: Arc::default(),
         }
     }
@@ -96,11 +90,6 @@ impl Shards {
     pub fn owns(&self, id: i64) -> bool {
         let live = self.live.read().expect("not poisoned");
         live.is_empty() || owner(&live, id) == Some(self.me.as_str())
-    }
-
-    /// The live replicas (sorted), as last read.
-    pub fn live(&self) -> Vec<String> {
-        self.live.read().expect("not poisoned").clone()
     }
 }
 
@@ -265,11 +254,6 @@ impl Scraper {
         }
         tokio::spawn(prune_loop(store, config.retention, shutdown));
         Ok(())
-    }
-
-    /// This replica's share of the targets.
-    pub fn shards(&self) -> &Shards {
-        &self.inner.shards
     }
 
     /// Renews this replica's heartbeat and rereads the live replicas.

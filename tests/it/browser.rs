@@ -4,7 +4,6 @@
 //! `scripts/test.sh` installs `chromium` and `chromium-driver`; without them these tests
 //! fail with a message saying so.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -33,17 +32,7 @@ pub(crate) fn start_harrier(db: &Path) -> (Proc, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start harrier");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("harrier prints its URL");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .trim_end_matches("/console")
-        .to_string();
+    let url = crate::server::printed_url(&mut child);
     (Proc(child), url)
 }
 

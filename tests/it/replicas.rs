@@ -168,7 +168,6 @@ fn serve_replica(url: &str, dir: &std::path::Path) -> (crate::server::Proc, Stri
 
 /// [`serve_replica`] on `port` (0: any free one).
 fn serve_replica_on(url: &str, dir: &std::path::Path, port: u16) -> (crate::server::Proc, String) {
-    use std::io::BufRead;
     let config = dir.join("harrier.toml");
     std::fs::write(&config, "self_scrape = false\nlive_idle_timeout_s = 2\n").unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
@@ -187,16 +186,7 @@ fn serve_replica_on(url: &str, dir: &std::path::Path, port: u16) -> (crate::serv
         .stderr(std::process::Stdio::inherit())
         .spawn()
         .expect("start harrier");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("harrier prints its URL");
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .trim_end_matches("/console")
-        .to_string();
+    let base = crate::server::printed_url(&mut child);
     (crate::server::Proc(child), base)
 }
 

@@ -45,17 +45,21 @@ pub(crate) fn start(dir: &Path, config: &str, nofile: Option<u32>) -> (Proc, Str
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start harrier");
+    let url = printed_url(&mut child);
+    (Proc(child), url)
+}
+
+/// The base URL a started `harrier serve` prints first on its standard output (piped).
+pub(crate) fn printed_url(child: &mut Child) -> String {
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
+    BufReader::new(child.stdout.take().expect("stdout piped"))
         .read_line(&mut line)
         .expect("harrier prints its URL");
-    let url = line
-        .split_whitespace()
+    line.split_whitespace()
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .trim_end_matches("/console")
-        .to_string();
-    (Proc(child), url)
+        .to_string()
 }
 
 fn addr_of(base: &str) -> String {
