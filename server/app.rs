@@ -40,6 +40,7 @@ pub fn routes() -> Routes {
         .route("/static/{*path}", GET, Public, get(static_file))
         .merge(crate::http::api::runs::routes())
         .merge(crate::http::api::write::routes())
+        .merge(crate::http::api::load::routes())
         .merge(crate::http::api::routes::routes())
         .merge(crate::http::api::services::routes())
         .merge(crate::http::api::compare::routes())
@@ -154,6 +155,7 @@ pub async fn serve(
     ));
     let live_stop = token.clone();
     let live_runs = tokio::spawn(state.live_runs.clone().run(token.clone()));
+    let load_runs = tokio::spawn(state.load_runs.clone().run(token.clone()));
     let scraper_state = state.clone();
     let self_addr = listener.local_addr().ok();
     if let Some(addr) = self_addr {
@@ -243,6 +245,7 @@ pub async fn serve(
     // takes the alerts lease at its next round.
     live_stop.cancel();
     let _ = live_runs.await;
+    let _ = load_runs.await;
     leader.release().await;
     if store.shared() {
         scraper.leave(&store).await;

@@ -355,6 +355,14 @@ pub struct LoadRequestArgs {
     /// SQLite database file to store the run in [default: db in harrier.toml, else ./harrier.db].
     #[arg(long, env = "HARRIER_DB", conflicts_with = "no_store")]
     pub db: Option<PathBuf>,
+    /// Stream the run into a running harrier (e.g. http://127.0.0.1:7070) instead of a
+    /// database file: its run page shows it live, second by second, and it ends with the
+    /// exact figures this process prints.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["db", "no_store"])]
+    pub server: Option<String>,
+    /// Token sent to --server when it has sign-in on (`harrier token create NAME --scope ingest`).
+    #[arg(long, env = "HARRIER_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// Do not store the run (print only).
     #[arg(long)]
     pub no_store: bool,

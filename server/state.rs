@@ -19,6 +19,7 @@ use crate::store::Store;
 /// - `metrics`: renders `/metrics`;
 /// - `config`: resolved settings;
 /// - `live_runs`: runs being streamed in (InfluxDB line protocol);
+/// - `load_runs`: runs of `harrier load … --server` streaming in;
 /// - `shutdown`: cancelled when the server stops (websocket loops end on it);
 /// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them);
 /// - `egress`: where outbound requests may go.
@@ -29,6 +30,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub config: Arc<Config>,
     pub live_runs: LiveRuns,
+    /// Load runs streaming in from `harrier load … --server`.
+    pub load_runs: crate::services::load_runs::LoadRuns,
     pub shutdown: CancellationToken,
     /// The scrape loops (started by [`serve`]).
     pub scraper: crate::services::scrape::Scraper,
@@ -61,6 +64,7 @@ impl AppState {
             .is_some_and(|o| o.starts_with("https://"));
         AppState {
             live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
+            load_runs: crate::services::load_runs::LoadRuns::new(store.clone(), hub.clone()),
             hub,
             metrics: crate::telemetry::install(),
             config: Arc::new(config),

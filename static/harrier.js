@@ -1485,6 +1485,80 @@
    * offered and achieved requests/s on the left axis, latency p99 on the right; failing
    * steps' points drawn in the error colour. search = the run's `capacity` (kind "search").
    */
+  /**
+   * The load generator's own series of a `harrier load` run (#run-data.generator,
+   * reported.seconds: columns second, offered, achieved, errors, latency_p50_ms,
+   * latency_p99_ms, service_p50_ms, service_p99_ms, dispatch_p99_ms, in_flight,
+   * connections; one point per step_s seconds): offered vs achieved req/s, corrected vs
+   * uncorrected latency, in flight and dispatch delay. x = seconds since the run's start.
+   */
+  function buildGenerator(boxes, gen) {
+    const charts = [];
+    for (const box of Object.values(boxes)) {
+      if (box) box.querySelectorAll('.uplot, .chart-empty').forEach((el) => el.remove());
+    }
+    const x = gen && Array.isArray(gen.second) ? gen.second : [];
+    if (!x.length) {
+      for (const box of Object.values(boxes)) if (box) emptyBox(box, 'No seconds yet', 'The generator has not handed over its first second.');
+      return charts;
+    }
+    const axis = plainAxes();
+    const col = (k) => (Array.isArray(gen[k]) ? gen[k].map((v) => (isNum(v) ? v : null)) : x.map(() => null));
+    // whole seconds since the start: "45 s", "2 min 05 s", "1 h 02 min"
+    const since = (v) => {
+      const t = Math.round(v);
+      if (t < 60) return t + ' s';
+      if (t < 3600) return Math.floor(t / 60) + ' min ' + String(t % 60).padStart(2, '0') + ' s';
+      return Math.floor(t / 3600) + ' h ' + String(Math.floor((t % 3600) / 60)).padStart(2, '0') + ' min';
+    };
+    const xAxis = axis('since the start', since, { size: X_AXIS_SIZE, space: 70, incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400] });
+    const line = (label, colorVar, scale, fmtFn, extra) => Object.assign({
+      label, scale, stroke: cssVar(colorVar, '#888'), width: 1.5, points: { show: false },
+      value: (u, v, si, idx) => (idx === null || idx === undefined ? '' : isNum(v) ? fmtFn(v) : NULL_TEXT),
+    }, extra || {});
+    const make = (box, series, data, axes, scales) => {
+      if (!box) return;
+      const u = new uPlot({
+        width: Math.max(200, box.clientWidth),
+        height: Math.max(80, box.clientHeight - 30),
+        pxAlign: 0,
+        padding: [10, 8, 0, 0],
+        legend: { live: true },
+        cursor: { sync: { key: 'harrier-generator', setSeries: false }, points: { size: 6 }, drag: { x: true, y: false, setScale: true }, focus: { prox: 16 } },
+        focus: { alpha: 0.35 },
+        scales: Object.assign({ x: { time: false } }, scales),
+        series: [{ label: 'Second', value: (uu, v) => (isNum(v) ? since(v) : '') }].concat(series),
+        axes: [xAxis].concat(axes),
+      }, data, box);
+      fit(u, box);
+      charts.push(u);
+    };
+    const zeroUp = (pad) => ({ range: (u, min, max) => [0, max > 0 ? max * pad : 10] });
+    const nfAxis = (v) => nf(0, v < 10 ? 1 : 0).format(v);
+    const fmtEps = (v) => nf(1, 1).format(v) + ' err/s';
+    make(boxes.rate, [
+      line('offered', '--c-max', 'rps', fmt.rps, { dash: [4, 3] }),
+      line('achieved', '--c-rps', 'rps', fmt.rps, { fill: cssVar('--c-rps-fill', 'transparent') }),
+      line('errors/s', '--c-errs', 'rps', fmtEps),
+    ], [x, col('offered'), col('achieved'), col('errors')],
+    [axis('requests / s', nfAxis, { scale: 'rps' })], { rps: zeroUp(1.08) });
+    make(boxes.latency, [
+      line('p50 corrected', '--c-p50', 'ms', fmt.ms),
+      line('p99 corrected', '--c-p99', 'ms', fmt.ms),
+      line('p50 service', '--c-p50', 'ms', fmt.ms, { dash: [4, 3], width: 1.25 }),
+      line('p99 service', '--c-p99', 'ms', fmt.ms, { dash: [4, 3], width: 1.25 }),
+    ], [x, col('latency_p50_ms'), col('latency_p99_ms'), col('service_p50_ms'), col('service_p99_ms')],
+    [axis('latency (ms)', nfAxis, { scale: 'ms' })], { ms: zeroUp(1.05) });
+    make(boxes.load, [
+      line('in flight', '--c-users', 'n', fmt.int, { fill: cssVar('--c-users-fill', 'transparent') }),
+      line('dispatch p99', '--c-errpct', 'ms', fmt.ms, { width: 1.25, dash: [2, 2] }),
+    ], [x, col('in_flight'), col('dispatch_p99_ms')], [
+      axis('requests in flight', (v) => nf(0, 0).format(v), { scale: 'n' }),
+      axis('dispatch p99 (ms)', nfAxis, { scale: 'ms', side: 1, grid: { show: false } }),
+    ], { n: zeroUp(1.1), ms: zeroUp(1.1) });
+    return charts;
+  }
+
   function buildSearch(box, search) {
     box.querySelectorAll('.uplot, .chart-empty').forEach((el) => el.remove());
     const steps = (search && Array.isArray(search.steps)) ? search.steps : [];
@@ -1586,8 +1660,14 @@
     };
     const usersBox = $('.chart[data-chart="vs-users"]');
     const searchBox = $('.chart[data-chart="search"]');
+    const genBoxes = {
+      rate: $('.chart[data-chart="gen-rate"]'),
+      latency: $('.chart[data-chart="gen-latency"]'),
+      load: $('.chart[data-chart="gen-load"]'),
+    };
     const seriesBoxes = Object.values(boxes).concat([usersBox]).filter(Boolean);
-    const allBoxes = seriesBoxes.concat(Object.values(distBoxes).filter(Boolean), searchBox ? [searchBox] : []);
+    const allBoxes = seriesBoxes.concat(Object.values(distBoxes).filter(Boolean), searchBox ? [searchBox] : [],
+      Object.values(genBoxes).filter(Boolean));
     if (!allBoxes.length) return;
     let data = null;
     try { data = island ? JSON.parse(island.textContent) : null; } catch (err) {
@@ -1606,7 +1686,7 @@
     const hasDist = !!(distBoxes.distribution || distBoxes.percentiles);
     const state = {
       series: data.timeseries, label: '', charts: [], usersChart: null,
-      dist: null, distError: null, distLoading: hasDist, distCharts: [], searchChart: null,
+      dist: null, distError: null, distLoading: hasDist, distCharts: [], searchChart: null, genCharts: [],
     };
     // data.timeseries is the run's all-requests series: load vs. users takes each second's user level from it
     // alert periods of live-run rules for this run (static/alertmarks.js, when loaded)
@@ -1633,9 +1713,14 @@
       if (state.searchChart) state.searchChart.destroy();
       state.searchChart = searchBox ? buildSearch(searchBox, data.search) : null;
     }
-    function draw() { drawSeries(); drawDist(); drawSearch(); }
+    /** The load generator's series (a run of `harrier load`). */
+    function drawGenerator() {
+      for (const u of state.genCharts) u.destroy();
+      state.genCharts = genBoxes.rate ? buildGenerator(genBoxes, data.generator) : [];
+    }
+    function draw() { drawSeries(); drawDist(); drawSearch(); drawGenerator(); }
     const allCharts = () => state.charts.concat(state.distCharts, state.usersChart ? [state.usersChart] : [],
-      state.searchChart ? [state.searchChart] : []);
+      state.searchChart ? [state.searchChart] : [], state.genCharts);
     const withLabel = (base, label) => base + (label ? (base.includes('?') ? '&' : '?') + 'label=' + encodeURIComponent(label) : '');
 
     async function getJson(url) {
@@ -1743,6 +1828,49 @@
     // colours come from CSS: redraw when the colour scheme flips
     const mq = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)');
     if (mq && mq.addEventListener) mq.addEventListener('change', draw);
+
+    // A live run: each announcement of it (about once a second) refetches the page and
+    // swaps in its totals and chart data; the charts redraw in place (fixed heights, no
+    // layout jump). When it completes, one reload shows the exact, final page.
+    let live = doc.body.dataset.runStatus === 'live';
+    let refreshing = false;
+    let again = false;
+    async function refreshLive() {
+      if (refreshing) { again = true; return; }
+      refreshing = true;
+      try {
+        const res = await fetch(location.href, { headers: { Accept: 'text/html' } });
+        if (!res.ok) return;
+        const fresh = new DOMParser().parseFromString(await res.text(), 'text/html');
+        if (fresh.body.dataset.runStatus !== 'live') {
+          live = false;
+          location.reload();
+          return;
+        }
+        const kpis = $('.kpis');
+        const freshKpis = fresh.querySelector('.kpis');
+        if (kpis && freshKpis) kpis.innerHTML = freshKpis.innerHTML;
+        const freshIsland = fresh.getElementById('run-data');
+        if (freshIsland) {
+          const next = JSON.parse(freshIsland.textContent);
+          data.generator = next.generator;
+          data.timeseries = next.timeseries;
+          data.run = next.run;
+          if (state.label) loadSeries(state.label); else { state.series = next.timeseries; drawSeries(); }
+          drawGenerator();
+        }
+      } catch (err) {
+        console.warn('harrier: refreshing the live run failed', err);
+      } finally {
+        refreshing = false;
+        if (again && live) { again = false; refreshLive(); }
+      }
+    }
+    on('run_updated', (msg) => {
+      if (live && msg && msg.run && String(msg.run.id) === String(data.run && data.run.id)) refreshLive();
+    });
+    // after a reconnect the socket says resync: fetch what was missed
+    on('resync', () => { if (live) refreshLive(); });
 
     harrier.run = { data, state, redraw: draw, load };
   }

@@ -19,7 +19,9 @@ use crate::domain::format::parse_duration_ms;
 use crate::domain::load::{
     AbortRule, ClosedModel, Feeder, RateProfile, Schedule, SearchPlan, Slo, Workload,
 };
+use super::load_stream::LoadStream;
 use crate::services::load::{FindEvent, FindRequest, LoadRequest, find_capacity, run_load};
+use crate::services::load_runs::EndLoadRun;
 use crate::sources::load::{
     EngineSettings, HttpVersion, RequestSpec, TlsFiles, parse_status_ranges,
 };
@@ -212,6 +214,7 @@ fn request_from(
             .map(AbortRule::parse)
             .transpose()
             .map_err(anyhow::Error::msg)?,
+        tap: None,
     })
 }
 
@@ -320,8 +323,13 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let store = open_store(args.request.db.clone(), args.request.no_store).await?;
+    let store = match &args.request.server {
+        Some(_) => None,
+        None => open_store(args.request.db.clone(), args.request.no_store).await?,
+    };
     let cancel = cancel_on_ctrl_c();
+    let mut req = req;
+    let stream = stream_to(&args.request, &mut req.load, &cancel);
     println!(
         "harrier load find: {} {} — probe {} req/s, doubling to --max-rate {} req/s, bisecting to {} %; steps of {} s (confirmation {} s), at most {} s; at most {} connections, timeout {}; Ctrl-C stops and keeps what was measured",
         req.load.spec.method,
@@ -362,7 +370,15 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
     print!("{}", outcome.summary.render());
     println!("answer       {}", outcome.search.statement);
     print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
-    Ok(ExitCode::SUCCESS)
+    finish_stream(
+        stream,
+        EndLoadRun {
+            duration_s: Some(outcome.summary.duration_s),
+            search: serde_json::to_value(&outcome.search).ok(),
+            ended_by: outcome.search.ended_by.clone(),
+        },
+    )
+    .await
 }
 
 fn print_feeder(spec: &RequestSpec) {
@@ -400,8 +416,15 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let store = open_store(args.request.db.clone(), args.request.no_store).await?;
-    let cancel = cancel_on_ctrl_c();
+    let store = match &args.request.server {
+        Some(_) => None,
+        None => open_store(args.request.db.clone(), args.request.no_store).await?,
+    };
+    let ctrl_c = cancel_on_ctrl_c();
+    // The stream stops the load (not Ctrl-C) when the server refuses it.
+    let cancel = ctrl_c.child_token();
+    let mut req = req;
+    let stream = stream_to(&args.request, &mut req, &cancel);
     println!(
         "harrier load: {} {} — {}, at most {} connections, timeout {}; Ctrl-C stops and keeps what was measured",
         req.spec.method,
@@ -432,7 +455,55 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         println!("aborted      {why}");
     }
     print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
-    Ok(ExitCode::SUCCESS)
+    let ended_by = outcome
+        .aborted
+        .clone()
+        .or_else(|| ctrl_c.is_cancelled().then(|| "stopped (Ctrl-C)".to_string()));
+    finish_stream(
+        stream,
+        EndLoadRun {
+            duration_s: Some(outcome.summary.duration_s),
+            search: None,
+            ended_by,
+        },
+    )
+    .await
+}
+
+/// With `--server`: the tap of `req` and the stream it feeds.
+fn stream_to(
+    args: &LoadRequestArgs,
+    req: &mut LoadRequest,
+    cancel: &CancellationToken,
+) -> Option<LoadStream> {
+    let server = args.server.as_deref()?;
+    if let Some(t) = &args.token {
+        crate::cli::set_token(t.clone());
+    }
+    let (tap, stream) = LoadStream::start(server, cancel.clone());
+    req.tap = Some(tap);
+    Some(stream)
+}
+
+/// Ends the streamed run (if any) and says where it is.
+async fn finish_stream(stream: Option<LoadStream>, end: EndLoadRun) -> anyhow::Result<ExitCode> {
+    let Some(stream) = stream else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    match stream.finish(end).await {
+        Ok(Some(run)) => {
+            println!("stored       run {} on the server: {}", run.id, run.url);
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(None) => {
+            println!("stored       nothing: the run was never opened on the server");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("harrier load: {e:#}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 #[cfg(test)]

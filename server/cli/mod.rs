@@ -14,6 +14,7 @@ pub mod access;
 pub mod compare;
 pub mod import;
 pub mod load;
+pub mod load_stream;
 pub mod rules;
 pub mod runs;
 pub mod serve;

@@ -20,8 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::domain::load::{
     AbortRule, AbortWatch, LoadAccumulator, LoadSummary, RateProfile, RunPlan, Schedule, Search,
-    SearchOutcome, SearchPlan, SecondLine, StepResult, Workload,
+    SearchOutcome, SearchPlan, SecondLine, StepResult, Tick, Workload,
 };
+use crate::services::load_runs::OpenLoadRun;
 use crate::domain::runs::RunData;
 use crate::error::{Error, Result};
 use crate::sources::load::{self, EngineSettings, LoadError, RateControl, RequestSpec, Segment};
@@ -43,6 +44,44 @@ pub struct LoadRequest {
     pub tags: Vec<(String, String)>,
     /// Stop early when this holds (`--abort-on "errors>50% for 5s"`).
     pub abort_on: Option<AbortRule>,
+    /// Where the run is also streamed while it runs (`--server`): first
+    /// [`Tap::Open`] (once the protocol is known), then every worker's tick as it is
+    /// merged, in order.
+    pub tap: Option<tokio::sync::mpsc::UnboundedSender<Tap>>,
+}
+
+/// What a run streams out while it runs (see [`LoadRequest::tap`]).
+#[derive(Debug)]
+pub enum Tap {
+    /// The run as a server opens it.
+    Open(OpenLoadRun),
+    Tick(Tick),
+}
+
+impl LoadRequest {
+    fn tap_open(&self, plan: &RunPlan, name: String) {
+        if let Some(tap) = &self.tap {
+            let _ = tap.send(Tap::Open(OpenLoadRun {
+                name,
+                scenario: Some(self.scenario_name()),
+                source: self.spec.url.clone(),
+                tags: self.tags.clone(),
+                plan: plan.clone(),
+            }));
+        }
+    }
+
+    fn tap_tick(&self, tick: &Tick) {
+        if let Some(tap) = &self.tap {
+            let _ = tap.send(Tap::Tick(tick.clone()));
+        }
+    }
+
+    fn scenario_name(&self) -> String {
+        self.scenario
+            .clone()
+            .unwrap_or_else(|| format!("{} {}", self.spec.method, self.spec.url))
+    }
 }
 
 /// The stored run.
@@ -91,7 +130,7 @@ pub async fn run_load(
     let negotiated = load::negotiate(addr, req.spec.tls.as_ref(), req.spec.version).await;
     let label = req.spec.label();
     let schedule = req.settings.workload.describe();
-    let mut acc = LoadAccumulator::new(RunPlan {
+    let plan = RunPlan {
         label: label.clone(),
         schedule: schedule.clone(),
         open: req.settings.workload.is_open(),
@@ -101,7 +140,13 @@ pub async fn run_load(
         workers: req.settings.threads.max(1),
         protocol: negotiated.protocol.describe().to_string(),
         connect_error: negotiated.error.clone(),
-    });
+    };
+    let name = req
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{label} · {schedule}"));
+    req.tap_open(&plan, name.clone());
+    let mut acc = LoadAccumulator::new(plan);
     let engine_cancel = cancel.child_token();
     let mut running = load::start(
         req.spec.clone(),
@@ -113,6 +158,7 @@ pub async fn run_load(
     let mut watch = req.abort_on.clone().map(AbortWatch::new);
     let mut aborted = None;
     while let Some(tick) = running.ticks.recv().await {
+        req.tap_tick(&tick);
         for line in acc.push(tick) {
             on_second(&line);
             if aborted.is_none()
@@ -127,10 +173,6 @@ pub async fn run_load(
     for line in &lines {
         on_second(line);
     }
-    let name = req
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("{label} · {schedule}"));
     let run = store_run(store, &req, name, &data).await?;
     Ok(LoadOutcome {
         summary,
@@ -150,11 +192,7 @@ async fn store_run(
         Some(store) if data.overall.count > 0 => {
             let new = NewRun {
                 name: name.clone(),
-                scenario: Some(
-                    req.scenario
-                        .clone()
-                        .unwrap_or_else(|| format!("{} {}", req.spec.method, req.spec.url)),
-                ),
+                scenario: Some(req.scenario_name()),
                 tool: "harrier".into(),
                 source: Some(req.spec.url.clone()),
                 tags: req.tags.clone(),
@@ -258,7 +296,7 @@ pub async fn find_capacity(
         seed: 1,
     });
     settings.control = Some(control.clone());
-    let mut acc = LoadAccumulator::new(RunPlan {
+    let plan = RunPlan {
         label: label.clone(),
         schedule: describe.clone(),
         open: true,
@@ -268,7 +306,14 @@ pub async fn find_capacity(
         workers: threads,
         protocol: negotiated.protocol.describe().to_string(),
         connect_error: negotiated.error.clone(),
-    });
+    };
+    let name = req
+        .load
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{label} · saturation search"));
+    req.load.tap_open(&plan, name.clone());
+    let mut acc = LoadAccumulator::new(plan);
     let engine_cancel = cancel.child_token();
     let mut running = load::start(
         req.load.spec.clone(),
@@ -294,6 +339,7 @@ pub async fn find_capacity(
         tokio::select! {
             tick = running.ticks.recv() => {
                 let Some(tick) = tick else { break };
+                req.load.tap_tick(&tick);
                 for line in acc.push(tick) {
                     on_event(FindEvent::Second(&line));
                     if stopped || stop_why.is_some() {
@@ -360,11 +406,6 @@ pub async fn find_capacity(
     }
     let outcome = search.outcome();
     data.reported["search"] = serde_json::to_value(&outcome).unwrap_or_default();
-    let name = req
-        .load
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("{label} · saturation search"));
     let run = store_run(store, &req.load, name, &data).await?;
     Ok(FindOutcome {
         search: outcome,

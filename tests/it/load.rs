@@ -127,6 +127,7 @@ fn request(
         scenario: Some("load-test".into()),
         tags: vec![("build".into(), "1".into())],
         abort_on: None,
+        tap: None,
     }
 }
 

@@ -27,7 +27,10 @@ use hdrhistogram::Histogram;
 use crate::domain::runs::hdr::SIGNIFICANT_DIGITS;
 
 /// How a request ended. Every class but `Ok` is an error (the run's success flag).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// A response whose status is expected and whose body passed the check.
     Ok,
@@ -79,7 +82,7 @@ impl Outcome {
 }
 
 /// Errors by class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ErrorCounts {
     pub connect: u64,
     pub timeout: u64,
@@ -171,7 +174,9 @@ pub fn new_us_histogram() -> Histogram<u64> {
 
 /// Samples that share their start second, elapsed ms, outcome and status: the run builder
 /// gets them as one group (see [`Group`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct GroupKey {
     /// Intended start, unix epoch seconds (the sample's bucket).
     pub start_s: i64,
@@ -184,7 +189,7 @@ pub struct GroupKey {
 
 /// The samples of one [`GroupKey`]: enough to give the run builder exactly what it would get
 /// from the samples one by one (first start, last end, error groups' first and last seen).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Group {
     pub count: u64,
     /// Earliest and latest intended start, unix epoch ms.
@@ -199,7 +204,12 @@ pub struct Group {
 /// Live figures are by the second the request *ended* in (what the terminal shows as it
 /// happens); the sample groups carry their own start second, the run's buckets are by
 /// *intended start* second (DESIGN.md: buckets are by sample start second).
-#[derive(Debug, Clone)]
+///
+/// Its JSON form is what `harrier load … --server` streams (see
+/// `POST /api/v1/load-runs/{id}/ticks`): the counts as numbers, each histogram as base64 of
+/// its HdrHistogram V2 encoding, the groups as `[key, group]` pairs — lossless, so a server
+/// merging the ticks gets exactly the figures the generator's own process gets.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Tick {
     /// Which worker.
     pub worker: usize,
@@ -215,10 +225,13 @@ pub struct Tick {
     pub completed: u64,
     pub errors: ErrorCounts,
     /// Latency (intended → done), µs.
+    #[serde(with = "v2_base64")]
     pub latency_us: Histogram<u64>,
     /// Service time (picked → done), µs.
+    #[serde(with = "v2_base64")]
     pub service_us: Histogram<u64>,
     /// Dispatch delay (intended → picked), µs.
+    #[serde(with = "v2_base64")]
     pub dispatch_us: Histogram<u64>,
     /// Arrivals that found every allowed connection busy and waited for one.
     pub waited_for_connection: u64,
@@ -234,6 +247,28 @@ pub struct Tick {
     pub unsent: u64,
     /// Sample groups recorded in this second (any start second).
     pub groups: Vec<(GroupKey, Group)>,
+}
+
+/// A histogram as base64 of its HdrHistogram V2 encoding (readable by every HdrHistogram
+/// implementation), for the JSON form of [`Tick`].
+mod v2_base64 {
+    use base64::Engine;
+    use hdrhistogram::Histogram;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::domain::runs::hdr::{deserialize_histogram, serialize_histogram};
+
+    pub fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(serialize_histogram(h)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map_err(|e| serde::de::Error::custom(format!("histogram is not base64: {e}")))?;
+        deserialize_histogram(&bytes).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Tick {

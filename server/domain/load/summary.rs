@@ -24,7 +24,129 @@ use serde_json::json;
 
 use super::record::{ErrorCounts, Group, GroupKey, Outcome, Tick};
 use crate::domain::runs::hdr::histogram_percentile;
-use crate::domain::runs::{RunBuilder, RunData, Sample, Stats};
+use crate::domain::runs::{RunBuilder, RunChanges, RunData, Sample, Stats};
+
+/// Most points of a finished run's `reported.seconds`: a longer run keeps one point per
+/// several seconds (see [`SecondsSeries::downsampled`]).
+pub const MAX_SERIES_POINTS: usize = 3_600;
+/// Points of `reported.seconds` while a run streams into a server (its last seconds).
+pub const LIVE_SERIES_POINTS: usize = 600;
+
+/// The generator's own figures over time, stored with the run as `reported.seconds`:
+/// columns of equal length, one point per `step_s` seconds (1 unless the run was longer
+/// than [`MAX_SERIES_POINTS`] s). What the run's buckets have no column for: the offered
+/// rate, the service time (uncorrected latency), the dispatch delay and requests in flight.
+///
+/// Rates are requests per second (by the second requests were due or ended in, see
+/// [`Tick`]); times are ms from the seconds' µs HDR histograms (≤ 0.1 %); a point of
+/// several seconds holds their mean rates and the highest of their percentiles and
+/// in-flight counts. `null` where a second had no completed request.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SecondsSeries {
+    /// Seconds each point covers.
+    pub step_s: u32,
+    /// Seconds since the run's start at which each point begins.
+    pub second: Vec<u32>,
+    /// Arrivals due (the offered rate), req/s.
+    pub offered: Vec<f64>,
+    /// Requests that ended (the achieved rate), req/s.
+    pub achieved: Vec<f64>,
+    /// Requests that ended in error, per s.
+    pub errors: Vec<f64>,
+    /// Latency from the intended start (corrected for coordinated omission), ms.
+    pub latency_p50_ms: Vec<Option<f64>>,
+    pub latency_p99_ms: Vec<Option<f64>>,
+    /// Service time from the actual send (uncorrected), ms.
+    pub service_p50_ms: Vec<Option<f64>>,
+    pub service_p99_ms: Vec<Option<f64>>,
+    /// Dispatch delay (intended → actual send), ms.
+    pub dispatch_p99_ms: Vec<Option<f64>>,
+    /// Most requests in flight at once.
+    pub in_flight: Vec<u32>,
+    /// Most connections open at once.
+    pub connections: Vec<u32>,
+}
+
+impl SecondsSeries {
+    fn push(&mut self, l: &SecondLine) {
+        let ms = |p: &Option<Percentiles>, f: fn(&Percentiles) -> u64| {
+            p.as_ref().map(|p| round3(f(p) as f64 / 1000.0))
+        };
+        self.step_s = 1;
+        self.second.push(l.second);
+        self.offered.push(l.offered as f64);
+        self.achieved.push(l.completed as f64);
+        self.errors.push(l.errors.total() as f64);
+        self.latency_p50_ms.push(ms(&l.latency, |p| p.p50_us));
+        self.latency_p99_ms.push(ms(&l.latency, |p| p.p99_us));
+        self.service_p50_ms.push(ms(&l.service, |p| p.p50_us));
+        self.service_p99_ms.push(ms(&l.service, |p| p.p99_us));
+        self.dispatch_p99_ms.push(ms(&l.dispatch, |p| p.p99_us));
+        self.in_flight.push(l.in_flight_max);
+        self.connections.push(l.connections_max);
+    }
+
+    /// Points held.
+    pub fn len(&self) -> usize {
+        self.second.len()
+    }
+
+    /// Whether no second has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.second.is_empty()
+    }
+
+    /// The last `n` points.
+    pub fn tail(&self, n: usize) -> SecondsSeries {
+        let from = self.len().saturating_sub(n);
+        SecondsSeries {
+            step_s: self.step_s,
+            second: self.second[from..].to_vec(),
+            offered: self.offered[from..].to_vec(),
+            achieved: self.achieved[from..].to_vec(),
+            errors: self.errors[from..].to_vec(),
+            latency_p50_ms: self.latency_p50_ms[from..].to_vec(),
+            latency_p99_ms: self.latency_p99_ms[from..].to_vec(),
+            service_p50_ms: self.service_p50_ms[from..].to_vec(),
+            service_p99_ms: self.service_p99_ms[from..].to_vec(),
+            dispatch_p99_ms: self.dispatch_p99_ms[from..].to_vec(),
+            in_flight: self.in_flight[from..].to_vec(),
+            connections: self.connections[from..].to_vec(),
+        }
+    }
+
+    /// At most `max` points: runs of `ceil(len / max)` consecutive seconds merged into one
+    /// (mean rates, highest percentiles and counts).
+    pub fn downsampled(&self, max: usize) -> SecondsSeries {
+        let k = self.len().div_ceil(max.max(1)).max(1);
+        if k == 1 {
+            return self.clone();
+        }
+        fn mean(v: &[f64]) -> f64 {
+            round3(v.iter().sum::<f64>() / v.len() as f64)
+        }
+        fn worst(v: &[Option<f64>]) -> Option<f64> {
+            v.iter().flatten().copied().reduce(f64::max)
+        }
+        fn most(v: &[u32]) -> u32 {
+            v.iter().copied().max().unwrap_or(0)
+        }
+        SecondsSeries {
+            step_s: self.step_s.max(1) * k as u32,
+            second: self.second.chunks(k).map(|c| c[0]).collect(),
+            offered: self.offered.chunks(k).map(mean).collect(),
+            achieved: self.achieved.chunks(k).map(mean).collect(),
+            errors: self.errors.chunks(k).map(mean).collect(),
+            latency_p50_ms: self.latency_p50_ms.chunks(k).map(worst).collect(),
+            latency_p99_ms: self.latency_p99_ms.chunks(k).map(worst).collect(),
+            service_p50_ms: self.service_p50_ms.chunks(k).map(worst).collect(),
+            service_p99_ms: self.service_p99_ms.chunks(k).map(worst).collect(),
+            dispatch_p99_ms: self.dispatch_p99_ms.chunks(k).map(worst).collect(),
+            in_flight: self.in_flight.chunks(k).map(most).collect(),
+            connections: self.connections.chunks(k).map(most).collect(),
+        }
+    }
+}
 
 /// Dispatch delay p99 above which a run is generator-limited, µs, by default.
 ///
@@ -140,8 +262,9 @@ impl SecondLine {
     }
 }
 
-/// What the run was asked to do, for the summary and the verdict.
-#[derive(Debug, Clone)]
+/// What the run was asked to do, for the summary and the verdict (also the JSON a
+/// generator sends when it opens a run on a server: `POST /api/v1/load-runs`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RunPlan {
     /// The run's one label, e.g. `GET /orders`.
     pub label: String,
@@ -403,6 +526,8 @@ pub struct LoadAccumulator {
     statuses: Vec<String>,
     /// Samples pushed into the builder so far.
     pushed: u64,
+    /// Every emitted second's generator figures.
+    series: SecondsSeries,
 }
 
 impl LoadAccumulator {
@@ -419,7 +544,46 @@ impl LoadAccumulator {
             totals: Tick::new(0, 0),
             statuses: (0..=999).map(|s| s.to_string()).collect(),
             pushed: 0,
+            series: SecondsSeries::default(),
         }
+    }
+
+    /// For a run stored while it runs: its buckets are taken as they change
+    /// ([`take_live_changes`](Self::take_live_changes)) and the run ends with
+    /// [`finish_live`](Self::finish_live). Call before the first tick.
+    pub fn track_changes(&mut self) {
+        self.builder.track_changes();
+    }
+
+    /// Samples taken so far (requests that ended).
+    pub fn samples(&self) -> u64 {
+        self.builder.samples()
+    }
+
+    /// The run as it stands, with the buckets changed since the previous call (see
+    /// [`RunBuilder::take_changes`]); its `reported` holds the model, the schedule and the
+    /// last [`LIVE_SERIES_POINTS`] seconds of `seconds`. Needs
+    /// [`track_changes`](Self::track_changes).
+    pub fn take_live_changes(&mut self) -> RunChanges {
+        let mut changes = self.builder.take_changes();
+        changes.data.reported = json!({
+            "schedule": self.plan.schedule,
+            "protocol": self.plan.protocol,
+            "seconds": self.series.tail(LIVE_SERIES_POINTS),
+        });
+        changes
+    }
+
+    /// Ends a run stored while it ran: every second not yet emitted, the last changes
+    /// (with the full `reported` figures, as [`finish`](Self::finish) gives them) and the
+    /// summary. Storing every [`take_live_changes`](Self::take_live_changes) and then
+    /// these changes leaves exactly the run [`finish`](Self::finish) would have given.
+    pub fn finish_live(mut self) -> (Vec<SecondLine>, RunChanges, LoadSummary) {
+        let lines = self.complete_seconds(true);
+        let mut changes = self.builder.take_changes();
+        let summary = self.summary(&changes.data.overall);
+        changes.data.reported = self.reported(&summary);
+        (lines, changes, summary)
     }
 
     /// Takes one worker's tick; returns the seconds that every worker has now handed over,
@@ -460,7 +624,9 @@ impl LoadAccumulator {
             // The run's peak is the busiest second, all workers together.
             self.totals.connections_max = self.totals.connections_max.max(t.connections_max);
             self.totals.in_flight_max = self.totals.in_flight_max.max(t.in_flight_max);
-            out.push(line_of(&t));
+            let line = line_of(&t);
+            self.series.push(&line);
+            out.push(line);
         }
         out
     }
@@ -509,12 +675,27 @@ impl LoadAccumulator {
     /// the stored run's data and the summary.
     pub fn finish(mut self) -> (Vec<SecondLine>, RunData, LoadSummary) {
         let lines = self.complete_seconds(true);
-        let mut data = self.builder.finish();
+        let builder = std::mem::take(&mut self.builder);
+        let mut data = builder.finish();
+        let summary = self.summary(&data.overall);
+        data.reported = self.reported(&summary);
+        (lines, data, summary)
+    }
+
+    /// The summary's `reported` figures and the generator's series (`seconds`).
+    fn reported(&self, summary: &LoadSummary) -> serde_json::Value {
+        let mut reported = summary.reported();
+        reported["seconds"] =
+            serde_json::to_value(self.series.downsampled(MAX_SERIES_POINTS)).unwrap_or_default();
+        reported
+    }
+
+    fn summary(&self, exact: &Stats) -> LoadSummary {
         let t = &self.totals;
         let latency = Percentiles::of(&t.latency_us);
         let service = Percentiles::of(&t.service_us);
         let dispatch = Percentiles::of(&t.dispatch_us);
-        let summary = LoadSummary {
+        LoadSummary {
             schedule: self.plan.schedule.clone(),
             open: self.plan.open,
             duration_s: self.plan.duration_s,
@@ -528,7 +709,7 @@ impl LoadAccumulator {
             } else {
                 0.0
             },
-            exact: data.overall.clone(),
+            exact: exact.clone(),
             latency,
             service,
             generator_limited: generator_limits(
@@ -546,9 +727,7 @@ impl LoadAccumulator {
             waited_for_connection: t.waited_for_connection,
             protocol: self.plan.protocol.clone(),
             connect_error: self.plan.connect_error.clone(),
-        };
-        data.reported = summary.reported();
-        (lines, data, summary)
+        }
     }
 }
 

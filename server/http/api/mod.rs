@@ -4,6 +4,7 @@
 pub mod access;
 pub mod alerts;
 pub mod compare;
+pub mod load;
 pub mod routes;
 pub mod runs;
 pub mod services;

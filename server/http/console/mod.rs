@@ -711,6 +711,10 @@ pub(crate) struct RunPage {
     search: Option<SearchView>,
     /// Tags as "k=v, k=v" for the edit form.
     tags_text: String,
+    /// The run is still streaming in (status `live`): the page refreshes its figures.
+    live: bool,
+    /// A run of `harrier load` with the generator's series (`reported.seconds`).
+    has_generator: bool,
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
     data_json: String,
     run: RunDetail,
@@ -838,13 +842,20 @@ pub(crate) async fn run(
     } else {
         format!("{} s buckets", series.bucket_ms / 1000)
     };
+    // The generator's own series of a `harrier load` run (offered rate, service time,
+    // dispatch delay, in flight): see `domain::load::SecondsSeries`.
+    let generator = (run.tool == "harrier")
+        .then(|| run.reported.get("seconds").cloned())
+        .flatten()
+        .filter(|v| v.is_object());
     let data = serde_json::json!({
         "run": {
             "id": run.id, "name": &run.name, "tool": &run.tool, "scenario": &run.scenario,
             "started_at_ms": run.started_at_ms, "duration_ms": run.overall.window_ms,
-            "summary_only": run.summary_only,
+            "summary_only": run.summary_only, "status": &run.status,
         },
         "timeseries": series,
+        "generator": generator,
         "timeseries_url": format!("/api/v1/runs/{id}/timeseries"),
         "distribution_url": format!("/api/v1/runs/{id}/distribution"),
         "capacity": &capacity,
@@ -905,6 +916,8 @@ pub(crate) async fn run(
         (false, false)
     };
     Ok(RunPage {
+        live: run.status == "live",
+        has_generator: generator.is_some(),
         failed,
         nav: "runs",
         has_baseline,

@@ -1,0 +1,271 @@
+//! Load runs streamed into this server while they run: `harrier load run|find --server URL`
+//! opens a run (`POST /api/v1/load-runs`), sends its workers' ticks about once a second
+//! (`…/{id}/ticks`) and ends it (`…/{id}/end`, with the search's answer for `load find`).
+//!
+//! Owns the open streams. Each merges the ticks with the same [`LoadAccumulator`] the
+//! generator's process uses, so the stored run — its exact statistics, per-second buckets,
+//! the generator's own series (`reported.seconds`) and the summary — is exactly what
+//! `harrier load run --db` would have stored. After each batch of ticks the changed buckets
+//! are stored (status `live`) and the run is announced over the websocket, so its page
+//! climbs while it runs; the end stores the last changes with the full summary (status
+//! `complete`). A stream that sends nothing for [`IDLE_TIMEOUT`] is ended with what it
+//! has (`reported.ended_by` says so). Streams live in the memory of the replica that
+//! opened them: behind a load balancer a generator's requests must reach that one
+//! replica (its `--server` is one replica's address, or the balancer is sticky).
+//!
+//! Must not parse HTTP: `http::api::load` hands over the decoded requests.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::load::{LoadAccumulator, LoadSummary, RunPlan, Tick};
+use crate::error::{Error, Result};
+use crate::services::live::{Event, Hub};
+use crate::store::{NewRun, Store};
+
+/// A stream that sends nothing for this long is ended with what it has.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most worker threads a stream may declare.
+pub const MAX_WORKERS: usize = 1024;
+/// Most samples one tick may carry (its groups' counts together): 10 M requests in one
+/// worker-second is far beyond any one worker; more is a damaged or hostile request.
+pub const MAX_TICK_SAMPLES: u64 = 10_000_000;
+/// Latest second a tick may cover (a week).
+pub const MAX_SECOND: u32 = 7 * 24 * 3600;
+
+/// What a generator sends to open a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpenLoadRun {
+    pub name: String,
+    /// Scenario [default: none].
+    pub scenario: Option<String>,
+    /// The loaded URL, shown as the run's source.
+    pub source: String,
+    #[serde(default)]
+    pub tags: Vec<(String, String)>,
+    pub plan: RunPlan,
+}
+
+/// What a generator sends to end a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EndLoadRun {
+    /// The run's length, s, when it was not known in advance (a search): the summary's
+    /// offered rate is scheduled / this.
+    pub duration_s: Option<f64>,
+    /// `harrier load find`'s answer, stored as `reported.search` (the run's `capacity`).
+    pub search: Option<serde_json::Value>,
+    /// Why the run stopped early (`--abort-on`, Ctrl-C), stored as `reported.ended_by`.
+    pub ended_by: Option<String>,
+}
+
+struct Stream {
+    acc: LoadAccumulator,
+    workers: usize,
+    last_seen: Instant,
+}
+
+/// The open streams; cheap to clone.
+#[derive(Clone)]
+pub struct LoadRuns {
+    streams: Arc<Mutex<HashMap<i64, Arc<Mutex<Option<Stream>>>>>>,
+    store: Store,
+    hub: Hub,
+}
+
+impl LoadRuns {
+    pub fn new(store: Store, hub: Hub) -> LoadRuns {
+        LoadRuns {
+            streams: Arc::default(),
+            store,
+            hub,
+        }
+    }
+
+    /// Opens a run (stored at once, status `live`) and returns its id. Errors:
+    /// `BadRequest` for a plan without workers or with more than [`MAX_WORKERS`].
+    pub async fn open(&self, run: OpenLoadRun) -> Result<i64> {
+        if run.plan.workers == 0 || run.plan.workers > MAX_WORKERS {
+            return Err(Error::BadRequest(format!(
+                "plan.workers must be 1 to {MAX_WORKERS}, not {}",
+                run.plan.workers
+            )));
+        }
+        if run.name.trim().is_empty() {
+            return Err(Error::BadRequest("name must not be empty".into()));
+        }
+        let id = self
+            .store
+            .create_live_run(&NewRun {
+                name: run.name.clone(),
+                scenario: run.scenario.clone(),
+                tool: "harrier".into(),
+                source: Some(run.source.clone()),
+                tags: run.tags.clone(),
+                imported_at_ms: crate::now_ms(),
+            })
+            .await?;
+        let workers = run.plan.workers;
+        let mut acc = LoadAccumulator::new(run.plan);
+        acc.track_changes();
+        self.streams.lock().await.insert(
+            id,
+            Arc::new(Mutex::new(Some(Stream {
+                acc,
+                workers,
+                last_seen: Instant::now(),
+            }))),
+        );
+        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+            self.hub.publish(&Event::RunImported { run: item });
+        }
+        metrics::gauge!("harrier_load_streams_open").increment(1.0);
+        tracing::info!(run = id, "load run streaming in");
+        Ok(id)
+    }
+
+    async fn stream(&self, id: i64) -> Result<Arc<Mutex<Option<Stream>>>> {
+        self.streams.lock().await.get(&id).cloned().ok_or_else(|| {
+            Error::NotFound(format!(
+                "load stream of run {id} (ended, idle for more than {} s, or opened on another replica)",
+                IDLE_TIMEOUT.as_secs()
+            ))
+        })
+    }
+
+    /// Merges a batch of ticks, stores the changed buckets and announces the run.
+    /// Errors: `NotFound` when the run is not open here; `BadRequest` for a tick of an
+    /// unknown worker, a second beyond [`MAX_SECOND`] or more than [`MAX_TICK_SAMPLES`]
+    /// samples — nothing of that batch is taken.
+    pub async fn ticks(&self, id: i64, ticks: Vec<Tick>) -> Result<u64> {
+        let cell = self.stream(id).await?;
+        let mut guard = cell.lock().await;
+        let Some(stream) = guard.as_mut() else {
+            return Err(Error::NotFound(format!("load stream of run {id} (it has ended)")));
+        };
+        for (i, t) in ticks.iter().enumerate() {
+            let samples: u64 = t.groups.iter().map(|(_, g)| g.count).sum();
+            let why = if t.worker >= stream.workers {
+                Some(format!(
+                    "worker {} is not one of the plan's {} workers",
+                    t.worker, stream.workers
+                ))
+            } else if t.second > MAX_SECOND {
+                Some(format!("second {} is beyond {MAX_SECOND}", t.second))
+            } else if samples > MAX_TICK_SAMPLES {
+                Some(format!(
+                    "{samples} samples in one tick (at most {MAX_TICK_SAMPLES})"
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(Error::BadRequest(format!(
+                    "tick {i} refused, nothing of this batch was taken: {why}"
+                )));
+            }
+        }
+        for t in ticks {
+            stream.acc.push(t);
+        }
+        stream.last_seen = Instant::now();
+        let changes = stream.acc.take_live_changes();
+        self.store.store_live_changes(id, &changes, "live").await?;
+        let samples = stream.acc.samples();
+        drop(guard);
+        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+            self.hub.publish(&Event::RunUpdated { run: item });
+        }
+        Ok(samples)
+    }
+
+    /// Ends a run: the last changes and the summary stored, status `complete`. Errors:
+    /// `NotFound` when the run is not open here.
+    pub async fn end(&self, id: i64, end: EndLoadRun) -> Result<LoadSummary> {
+        let cell = self.stream(id).await?;
+        let summary = self.close(id, &cell, end).await?;
+        Ok(summary)
+    }
+
+    async fn close(
+        &self,
+        id: i64,
+        cell: &Arc<Mutex<Option<Stream>>>,
+        end: EndLoadRun,
+    ) -> Result<LoadSummary> {
+        let mut guard = cell.lock().await;
+        let Some(mut stream) = guard.take() else {
+            return Err(Error::NotFound(format!("load stream of run {id} (it has ended)")));
+        };
+        self.streams.lock().await.remove(&id);
+        metrics::gauge!("harrier_load_streams_open").decrement(1.0);
+        if let Some(d) = end.duration_s.filter(|d| d.is_finite() && *d > 0.0) {
+            stream.acc.set_duration_s(d);
+        }
+        let (_, mut changes, summary) = stream.acc.finish_live();
+        if let Some(search) = end.search {
+            changes.data.reported["search"] = search;
+        }
+        if let Some(why) = end.ended_by {
+            changes.data.reported["ended_by"] = why.into();
+        }
+        let stored = self
+            .store
+            .store_live_changes(id, &changes, "complete")
+            .await;
+        drop(guard);
+        stored?;
+        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+            self.hub.publish(&Event::RunUpdated { run: item });
+        }
+        tracing::info!(run = id, samples = summary.completed, "load run complete");
+        Ok(summary)
+    }
+
+    /// Ends streams idle for [`IDLE_TIMEOUT`], every second until `shutdown`; then ends
+    /// every open stream with what it has.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => self.end_idle(Some(IDLE_TIMEOUT), "the generator stopped sending").await,
+            }
+        }
+        self.end_idle(None, "the server stopped").await;
+    }
+
+    async fn end_idle(&self, idle: Option<Duration>, why: &str) {
+        let open: Vec<(i64, Arc<Mutex<Option<Stream>>>)> = self
+            .streams
+            .lock()
+            .await
+            .iter()
+            .map(|(id, c)| (*id, c.clone()))
+            .collect();
+        for (id, cell) in open {
+            let quiet = match cell.try_lock() {
+                Ok(g) => g
+                    .as_ref()
+                    .is_some_and(|s| idle.is_none_or(|t| s.last_seen.elapsed() >= t)),
+                Err(_) => idle.is_none(),
+            };
+            if !quiet {
+                continue;
+            }
+            let end = EndLoadRun {
+                ended_by: Some(format!("{why}; the run keeps what arrived")),
+                ..EndLoadRun::default()
+            };
+            match self.close(id, &cell, end).await {
+                Ok(_) => tracing::warn!(run = id, "{why}: load run ended with what arrived"),
+                Err(e) => tracing::warn!(run = id, error = %e, "ending an idle load run failed"),
+            }
+        }
+    }
+}
