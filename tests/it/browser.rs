@@ -574,6 +574,115 @@ async fn a_search_run_page_shows_its_steps_and_chart() {
     client.close().await.unwrap();
 }
 
+/// `harrier load run --server`: the run's page, open while the load runs, climbs second by
+/// second (its request count, the generator's charts) without reloading, and shows the
+/// exact, complete run once the load ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_run_page_climbs_while_the_load_streams_in() {
+    let (url, svc) = crate::load::pool_service(20, Duration::from_millis(2), 100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
+    let load = Command::new(HARRIER)
+        .args(["load", "run", &url, "--server", &base])
+        .args(["--rate", "100", "--duration", "8s", "--dispatch-limit", "250ms", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start harrier load run");
+    let load = Proc(load);
+    let http = reqwest::Client::new();
+    let mut id = None;
+    for _ in 0..100 {
+        let runs: serde_json::Value = http
+            .get(format!("{base}/api/v1/runs"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(r) = runs["runs"].as_array().and_then(|a| a.first()) {
+            assert_eq!(r["status"], "live", "{r}");
+            id = r["id"].as_i64();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let id = id.expect("the load opened its run on the server");
+    let (_driver, client) = browser().await;
+    client
+        .goto(&format!("{base}/console/runs/{id}"))
+        .await
+        .unwrap();
+    client
+        .execute("window.__harrierMarker = 7;", vec![])
+        .await
+        .unwrap();
+    assert!(text_of(&client, "#run-live").await.starts_with("Live."));
+    // The first KPI is the request count; read it while the page stays the same page.
+    let requests = || {
+        let client = client.clone();
+        async move {
+            let v = client
+                .execute(
+                    "return window.__harrierMarker === 7 ? document.querySelector('.kpi .kpi-value').textContent.replace(/[^0-9]/g, '') : 'reloaded';",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            v.as_str().unwrap_or_default().parse::<u64>().unwrap_or(0)
+        }
+    };
+    let mut counts = vec![requests().await];
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let n = requests().await;
+        if n != *counts.last().unwrap() {
+            counts.push(n);
+        }
+        if counts.len() >= 4 {
+            break;
+        }
+    }
+    assert!(
+        counts.len() >= 4 && counts.windows(2).all(|w| w[0] < w[1]) && *counts.last().unwrap() < 800,
+        "the request count climbs in place while the load runs: {counts:?}"
+    );
+    let drawn = client
+        .execute(
+            "const c = window.harrier.run.state.genCharts; return c.length ? c[0].data[0].length : 0;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(drawn.as_u64().unwrap_or(0) >= 2, "generator charts drawn with seconds: {drawn}");
+
+    // The load ends: the page shows the complete run with its exact count.
+    let out = tokio::task::spawn_blocking(move || {
+        let mut load = load;
+        let status = load.0.wait().unwrap();
+        let mut stdout = String::new();
+        use std::io::Read;
+        load.0.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+        (status, stdout)
+    })
+    .await
+    .unwrap();
+    assert!(out.0.success(), "{}", out.1);
+    assert!(out.1.contains(&format!("stored       run {id} on the server")), "{}", out.1);
+    client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("body[data-run-status=\"complete\"]"))
+        .await
+        .expect("the page shows the run complete");
+    let final_count = text_of(&client, ".kpi .kpi-value").await;
+    assert_eq!(final_count.replace(',', ""), "800", "{final_count}");
+    assert_eq!(svc.served.load(std::sync::atomic::Ordering::SeqCst), 800);
+    assert!(client.find(Locator::Css("#run-live")).await.is_err(), "no live callout once complete");
+    client.close().await.unwrap();
+}
+
 /// At 1024 px the runs, alert rules and routes tables fit without scrolling sideways:
 /// long names wrap, the start time takes two lines, Edit and Delete stack, the routes
 /// table drops its Max and sparkline columns.

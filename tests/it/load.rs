@@ -462,7 +462,7 @@ pub(crate) struct Pool {
     state: std::sync::Mutex<PoolState>,
     service: Duration,
     queue: usize,
-    served: AtomicU64,
+    pub(crate) served: AtomicU64,
     refused: AtomicU64,
 }
 
@@ -1379,4 +1379,144 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     // A client key without its certificate is a usage error.
     let out = harrier_cli(d, &run(port, &["--client-key", "client.key"]), env).await;
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Drops what differs between two stores of the same run: ids, import times, links.
+fn without_ids(mut v: serde_json::Value) -> serde_json::Value {
+    match &mut v {
+        serde_json::Value::Object(map) => {
+            for k in ["id", "run_id", "imported_at_ms", "url", "timeseries_url", "distribution_url"] {
+                map.remove(k);
+            }
+            for x in map.values_mut() {
+                *x = without_ids(x.take());
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for x in items.iter_mut() {
+                *x = without_ids(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+/// `--server`: the workers' ticks stream into a running harrier, which merges them with the
+/// generator's own accumulator — the stored run (statistics, buckets, distribution, the
+/// generator's series, the summary) is exactly the one the generator's process stores
+/// itself, while the run shows as live until it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_streamed_to_a_server_is_exactly_the_run_its_own_process_stores() {
+    use harrier::cli::load_stream::LoadStream;
+    use harrier::services::load_runs::EndLoadRun;
+
+    let (url, svc) = service(8, 3, None).await;
+    let server = spawn_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(harrier::app::serve(
+        listener,
+        server.state.clone(),
+        std::future::pending(),
+    ));
+    let (local, config, dir) = crate::helpers::fresh_store_on(None).await;
+    let local = crate::helpers::TestApp {
+        state: harrier::app::AppState::new(local, config),
+        _dir: dir,
+    };
+
+    let mut req = request(&url, 150.0, 3.0, 16, 2_000);
+    req.settings.threads = 2;
+    let cancel = CancellationToken::new();
+    let (tap, stream) = LoadStream::start(&base, cancel.clone());
+    req.tap = Some(tap);
+    // While it runs, the server holds it as a live run whose count grows.
+    let watch_store = server.state.store.clone();
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        for _ in 0..60 {
+            if let Ok(runs) = watch_store.list_runs().await
+                && let Some(r) = runs.first()
+            {
+                seen.push((r.status.clone(), r.count));
+                if r.status == "complete" {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        seen
+    });
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        run_load(Some(&local.state.store), req, cancel, |_| {}),
+    )
+    .await
+    .expect("the run ends by itself")
+    .expect("the run starts");
+    let streamed = stream
+        .finish(EndLoadRun {
+            duration_s: Some(outcome.summary.duration_s),
+            ..EndLoadRun::default()
+        })
+        .await
+        .expect("the run ends on the server")
+        .expect("the run was opened on the server");
+    let local_id = outcome.run.as_ref().expect("stored locally").id;
+    assert_eq!(outcome.summary.completed, 450, "{}", show(&outcome.summary));
+    assert_eq!(svc.seen.load(Ordering::SeqCst), 450);
+
+    let seen = watcher.await.unwrap();
+    let live: Vec<i64> = seen
+        .iter()
+        .filter(|(s, _)| s == "live")
+        .map(|(_, c)| *c)
+        .collect();
+    assert!(
+        live.iter().any(|&c| c > 0 && c < 450),
+        "the server showed the run live with part of its requests: {seen:?}"
+    );
+    assert!(live.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+
+    for path in ["", "/timeseries", "/distribution", "/errors"] {
+        let a = server
+            .get(&format!("/api/v1/runs/{}{path}", streamed.id))
+            .await;
+        let b = local.get(&format!("/api/v1/runs/{local_id}{path}")).await;
+        assert_eq!(a.status, b.status, "{path}");
+        assert_eq!(
+            without_ids(a.json()),
+            without_ids(b.json()),
+            "GET /api/v1/runs/ID{path}: the streamed run equals the one stored by the process"
+        );
+    }
+    let run = server
+        .get(&format!("/api/v1/runs/{}", streamed.id))
+        .await
+        .json();
+    assert_eq!(run["status"], "complete");
+    assert_eq!(run["tool"], "harrier");
+    assert_eq!(run["overall"]["count"], 450);
+    let seconds = &run["reported"]["seconds"];
+    let achieved: f64 = seconds["achieved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert_eq!(achieved, 450.0, "the generator's series counts every request");
+    assert_eq!(seconds["offered"][0], 150.0);
+
+    // A stream the server does not know is refused and says why; a tick of a worker the
+    // plan does not have is refused whole.
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{base}/api/v1/load-runs/{}/ticks", streamed.id))
+        .json(&serde_json::json!({"ticks": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().contains("load stream of run"));
 }
