@@ -210,7 +210,8 @@ pub enum LoadCommand {
     /// timed from its intended start (latency, corrected for coordinated omission), and
     /// service time (actual send → response) and dispatch delay (intended → actual send)
     /// are shown beside it. One line per second, a summary at the end; the run is stored
-    /// in the local database (tool `harrier`) like an import. Ctrl-C stops early and keeps
+    /// in the local database (tool `harrier`) like an import, or streamed live into a
+    /// running harrier with --server (its page climbs while it runs). Ctrl-C stops early and keeps
     /// what was measured. Only loopback and private addresses unless --allow-public-target.
     ///
     /// Schedules: `--rate 500` (constant), `--rate 100..2000 --over 2m` (ramp),
