@@ -670,6 +670,73 @@ pub struct FileConfig {
     pub auth_proxy: Option<crate::domain::auth::AuthProxyConfig>,
     /// `[oidc]`: single sign-on with an OpenID Connect provider.
     pub oidc: Option<crate::domain::oidc::OidcConfig>,
+    /// `[load]`: load tests started from the console.
+    pub load: Option<LoadSection>,
+}
+
+/// `[load]` in `harrier.toml`: load tests started from the console (Runs → New load test).
+/// Off by default: a server that sends load to any URL someone types is a risk on a shared
+/// network.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    /// Allow editors and admins to start load tests from the console (default false).
+    pub enabled: Option<bool>,
+    /// Also load addresses that are neither loopback nor private (default false).
+    pub allow_public_targets: Option<bool>,
+    /// Highest rate a console load test may offer, req/s (default 5,000).
+    pub max_rate: Option<f64>,
+    /// Longest a console load test may run: `10m`, `1h` (default `10m`).
+    pub max_duration: Option<String>,
+}
+
+/// The resolved `[load]` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadTestPolicy {
+    pub enabled: bool,
+    pub allow_public_targets: bool,
+    /// req/s.
+    pub max_rate: f64,
+    /// s.
+    pub max_duration_s: f64,
+}
+
+impl Default for LoadTestPolicy {
+    fn default() -> Self {
+        LoadTestPolicy {
+            enabled: false,
+            allow_public_targets: false,
+            max_rate: 5_000.0,
+            max_duration_s: 600.0,
+        }
+    }
+}
+
+impl LoadTestPolicy {
+    fn from_section(s: &LoadSection) -> Result<LoadTestPolicy, String> {
+        let d = LoadTestPolicy::default();
+        let max_duration_s = match &s.max_duration {
+            Some(text) => crate::domain::format::parse_duration_ms(text)
+                .filter(|ms| *ms > 0)
+                .map(|ms| ms as f64 / 1000.0)
+                .ok_or_else(|| {
+                    format!("[load] max_duration {text:?}: expected a duration such as 10m")
+                })?,
+            None => d.max_duration_s,
+        };
+        let max_rate = s.max_rate.unwrap_or(d.max_rate);
+        if !(max_rate.is_finite() && max_rate >= 1.0) {
+            return Err(format!(
+                "[load] max_rate {max_rate}: expected requests per second, at least 1"
+            ));
+        }
+        Ok(LoadTestPolicy {
+            enabled: s.enabled.unwrap_or(false),
+            allow_public_targets: s.allow_public_targets.unwrap_or(false),
+            max_rate,
+            max_duration_s,
+        })
+    }
 }
 
 /// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
@@ -846,6 +913,8 @@ pub struct Config {
     pub auth_proxy: Option<crate::domain::auth::AuthProxy>,
     /// Single sign-on with an OpenID Connect provider (`[oidc]`).
     pub oidc: Option<crate::domain::oidc::Oidc>,
+    /// Load tests started from the console (`[load]`).
+    pub load_tests: LoadTestPolicy,
 }
 
 impl Default for Config {
@@ -870,6 +939,7 @@ impl Default for Config {
             egress: EgressPolicy::default(),
             auth_proxy: None,
             oidc: None,
+            load_tests: LoadTestPolicy::default(),
         }
     }
 }
@@ -995,6 +1065,8 @@ impl Config {
                 ),
                 None => None,
             },
+            load_tests: LoadTestPolicy::from_section(&file.load.clone().unwrap_or_default())
+                .map_err(config_error)?,
             // Flags and environment over the file; within each, the URL over the path.
             database_url: match (&args.database_url, &args.db) {
                 (Some(url), _) => Some(url.clone()),

@@ -32,6 +32,8 @@ pub struct AppState {
     pub live_runs: LiveRuns,
     /// Load runs streaming in from `harrier load … --server`.
     pub load_runs: crate::services::load_runs::LoadRuns,
+    /// Load tests started from the console (`[load]`).
+    pub load_tests: crate::services::load_tests::LoadTests,
     pub shutdown: CancellationToken,
     /// The scrape loops (started by [`serve`]).
     pub scraper: crate::services::scrape::Scraper,
@@ -62,9 +64,14 @@ impl AppState {
             .site
             .public_origin()
             .is_some_and(|o| o.starts_with("https://"));
+        let load_runs = crate::services::load_runs::LoadRuns::new(store.clone(), hub.clone());
         AppState {
             live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
-            load_runs: crate::services::load_runs::LoadRuns::new(store.clone(), hub.clone()),
+            load_runs: load_runs.clone(),
+            load_tests: crate::services::load_tests::LoadTests::new(
+                config.load_tests.clone(),
+                load_runs,
+            ),
             hub,
             metrics: crate::telemetry::install(),
             config: Arc::new(config),

@@ -1945,6 +1945,66 @@
   }
   const NETWORK_ERROR = 'The connection to the server was lost. Check that harrier is running, then try again.';
 
+  // ── load tests from the console ──────────────────────────────────────
+  // form#load-form (Runs page, when [load] enabled = true): mode radios show the
+  // [data-mode] fields of the chosen kind; submit → POST /api/v1/load-tests → the new
+  // run's page (live). button#load-stop[data-run-id] (run page) → POST …/{id}/stop.
+  function initLoadForm(form) {
+    const error = $('#load-error');
+    const mode = () => (form.querySelector('input[name="mode"]:checked') || {}).value || 'run';
+    const showMode = () => {
+      for (const el of $$('[data-mode]', form)) el.hidden = el.dataset.mode !== mode();
+    };
+    form.addEventListener('change', (e) => { if (e.target.name === 'mode') showMode(); });
+    showMode();
+    const val = (n) => { const el = form.elements.namedItem(n); return el ? String(el.value || '').trim() : ''; };
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const button = $('#load-start');
+      const body = {
+        url: val('url'), mode: mode(), method: val('method'),
+        headers: val('headers').split('\n').map((x) => x.trim()).filter(Boolean),
+        body: form.elements.namedItem('body').value,
+        timeout: val('timeout'), name: val('name'), scenario: val('scenario'),
+      };
+      if (body.mode === 'find') Object.assign(body, { slo: val('slo'), max_rate: val('max_rate'), max_duration: val('max_duration') });
+      else Object.assign(body, { rate: val('rate'), over: val('over'), duration: val('duration') });
+      if (error) error.hidden = true;
+      button.disabled = true;
+      form.setAttribute('aria-busy', 'true');
+      try {
+        const res = await fetch('/api/v1/load-tests', {
+          method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body),
+        });
+        if (res.status === 201) {
+          const json = await res.json();
+          location.href = json.url;
+          return;
+        }
+        if (error) { error.textContent = 'Not started: ' + await responseError(res); error.hidden = false; }
+      } catch (_) {
+        if (error) { error.textContent = 'Not started: ' + NETWORK_ERROR; error.hidden = false; }
+      }
+      button.disabled = false;
+      form.removeAttribute('aria-busy');
+    });
+  }
+
+  function initLoadStop(button) {
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      button.textContent = 'Stopping\u2026';
+      try {
+        const res = await fetch('/api/v1/load-tests/' + encodeURIComponent(button.dataset.runId) + '/stop', { method: 'POST', headers: { Accept: 'application/json' } });
+        if (!res.ok && res.status !== 404) throw new Error(await responseError(res));
+      } catch (err) {
+        button.disabled = false;
+        button.textContent = 'Stop load test';
+        window.alert('Not stopped: ' + (err.message || err));
+      }
+    });
+  }
+
   function initRunEdit(form) {
     const id = form.dataset.runId || doc.body.dataset.runId;
     const result = editResultBox(form);
@@ -2102,6 +2162,10 @@
     if (editForm) initRunEdit(editForm);
     const del = $('#run-delete');
     if (del) initRunDelete(del);
+    const loadForm = $('#load-form');
+    if (loadForm) initLoadForm(loadForm);
+    const loadStop = $('#load-stop');
+    if (loadStop) initLoadStop(loadStop);
     for (const b of $$('[data-share-run],[data-share-compare],[data-share-scenario]')) initShare(b);
     // one socket per page: pages with live data, and every page with the alerts badge
     if ($('#alerts-badge')) initAlertsUi();

@@ -25,5 +25,6 @@ pub mod live_runs;
 pub mod load;
 pub mod load_args;
 pub mod load_runs;
+pub mod load_tests;
 pub mod oidc;
 pub mod scrape;

@@ -1520,3 +1520,119 @@ async fn a_run_streamed_to_a_server_is_exactly_the_run_its_own_process_stores() 
     assert_eq!(r.status(), 404);
     assert!(r.text().await.unwrap().contains("load stream of run"));
 }
+
+/// Load tests from the console (`POST /api/v1/load-tests`): off unless `[load] enabled`,
+/// held to the server's limits and to private targets, one at a time, streamed into a run
+/// that is live while it runs, and stopped from the console keeping every request sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppable() {
+    use axum::body::Body;
+    use axum::http::Request;
+
+    let (url, svc) = service(8, 2, None).await;
+    async fn post(
+        app: &crate::helpers::TestApp,
+        uri: &str,
+        body: serde_json::Value,
+    ) -> crate::helpers::Reply {
+        let req = Request::post(uri.to_string())
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        app.send(req).await
+    }
+    let test = |rate: &str, duration: &str| {
+        serde_json::json!({"url": url, "mode": "run", "rate": rate, "duration": duration,
+                           "expect_body_contains": "served", "scenario": "console"})
+    };
+
+    let off = spawn_app().await;
+    let r = post(&off, "/api/v1/load-tests", test("50", "2s")).await;
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("[load] enabled = true"), "{}", r.text());
+    assert_eq!(off.get("/api/v1/load-tests").await.json()["enabled"], false);
+
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.load_tests.enabled = true;
+        c.load_tests.max_rate = 500.0;
+        c.load_tests.max_duration_s = 60.0;
+    })
+    .await;
+    let r = post(&app, "/api/v1/load-tests", test("900", "2s")).await;
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("limit of 500 req/s"), "{}", r.text());
+    let r = post(&app, "/api/v1/load-tests", test("100", "2m")).await;
+    assert!(r.text().contains("limit of 60 s"), "{}", r.text());
+    let r = post(&app, "/api/v1/load-tests", test("fast", "2s")).await;
+    assert!(r.text().contains("--rate \\\"fast\\\""), "{}", r.text());
+    let mut public = test("10", "2s");
+    public["url"] = "http://192.0.2.1/".into();
+    let r = post(&app, "/api/v1/load-tests", public).await;
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("allow_public_targets"), "{}", r.text());
+    let mut find = test("10", "2s");
+    find["mode"] = "find".into();
+    find["max_duration"] = "5m".into();
+    let r = post(&app, "/api/v1/load-tests", find).await;
+    assert!(r.text().contains("limit of 60 s"), "{}", r.text());
+    assert_eq!(svc.seen.load(Ordering::SeqCst), 0, "refused tests send nothing");
+
+    let r = post(&app, "/api/v1/load-tests", test("100", "30s")).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let started = r.json();
+    let id = started["id"].as_i64().unwrap();
+    assert_eq!(
+        started["command"],
+        format!("harrier load run {url} --rate 100 --duration 30s --expect-body-contains served --scenario console")
+    );
+    let r = post(&app, "/api/v1/load-tests", test("10", "2s")).await;
+    assert_eq!(r.status, 409, "one at a time: {}", r.text());
+    assert_eq!(
+        app.get("/api/v1/load-tests").await.json()["running"]["id"],
+        id
+    );
+    // Live, and growing.
+    let mut live_count = 0;
+    for _ in 0..50 {
+        let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+        assert_eq!(run["status"], "live");
+        live_count = run["overall"]["count"].as_i64().unwrap_or(0);
+        if live_count >= 150 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(live_count >= 150, "the run filled while it ran: {live_count}");
+    let page = app.get(&format!("/console/runs/{id}")).await.text();
+    assert!(page.contains("id=\"load-stop\""), "a Stop button on the live run's page");
+    assert!(page.contains("id=\"load-command\""));
+
+    let r = post(&app, &format!("/api/v1/load-tests/{id}/stop"), serde_json::json!({})).await;
+    assert_eq!(r.status, 204);
+    let mut run = serde_json::Value::Null;
+    for _ in 0..100 {
+        run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+        if run["status"] == "complete" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(run["status"], "complete", "{run}");
+    assert_eq!(run["reported"]["ended_by"], "stopped from the console");
+    let count = run["overall"]["count"].as_u64().unwrap();
+    assert!(count < 3_000, "stopped early: {count}");
+    assert_eq!(
+        svc.seen.load(Ordering::SeqCst),
+        count,
+        "every request the service saw is in the run"
+    );
+    for _ in 0..50 {
+        if app.get("/api/v1/load-tests").await.json()["running"].is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(app.get("/api/v1/load-tests").await.json()["running"].is_null());
+    let r = post(&app, &format!("/api/v1/load-tests/{id}/stop"), serde_json::json!({})).await;
+    assert_eq!(r.status, 404);
+}

@@ -36,6 +36,21 @@ pub enum RateProfile {
 }
 
 impl RateProfile {
+    /// The highest rate the profile offers, requests per second.
+    pub fn peak(&self) -> f64 {
+        match self {
+            RateProfile::Constant { rate_per_s } => *rate_per_s,
+            RateProfile::Ramp {
+                from_per_s,
+                to_per_s,
+                ..
+            } => from_per_s.max(*to_per_s),
+            RateProfile::Steps { rates_per_s, .. } => {
+                rates_per_s.iter().copied().fold(0.0, f64::max)
+            }
+        }
+    }
+
     /// The offered rate at `t_s` seconds from the start, requests per second.
     pub fn rate_at(&self, t_s: f64) -> f64 {
         match self {
@@ -262,6 +277,15 @@ impl Workload {
         match self {
             Workload::Open(s) => s.duration_s,
             Workload::Closed(c) => c.duration_s,
+        }
+    }
+
+    /// The highest rate offered, requests per second; `None` for the closed model (its
+    /// rate follows the responses).
+    pub fn peak_rate(&self) -> Option<f64> {
+        match self {
+            Workload::Open(s) => Some(s.profile.peak()),
+            Workload::Closed(_) => None,
         }
     }
 

@@ -10,6 +10,11 @@
 //! - `POST /api/v1/load-runs/{id}/end` `{duration_s?, search?, ended_by?}` → 200 `{id, url,
 //!   completed, errors}`: the run's exact figures stored, status `complete`.
 //!
+//! Load tests the console starts (`[load] enabled = true`): `GET /api/v1/load-tests`
+//! (enabled, limits, the test under way), `POST /api/v1/load-tests` (scope `write`; the
+//! form, see [`NewLoadTest`]) → 201 `{id, url, command, started_by, started_at_ms}`, `POST
+//! /api/v1/load-tests/{id}/stop` → 204.
+//!
 //! 404 when the run is not streaming into this replica. Bodies are JSON, at most
 //! [`MAX_TICKS_BYTES`].
 
@@ -17,7 +22,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -28,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::http::table::Routes;
 use crate::http::table::methods::*;
 use crate::services::load_runs::{EndLoadRun, OpenLoadRun};
+use crate::services::load_tests::NewLoadTest;
 use crate::state::AppState;
 
 /// Largest body of a batch of ticks, bytes (a second of many workers with wide histograms
@@ -44,6 +50,52 @@ pub fn routes() -> Routes {
             post(ticks).layer(DefaultBodyLimit::max(MAX_TICKS_BYTES)),
         )
         .route("/api/v1/load-runs/{id}/end", POST, Ingest, post(end))
+        .route("/api/v1/load-tests", GET, Read, get(tests))
+        .route("/api/v1/load-tests", POST, Write, post(start_test))
+        .route("/api/v1/load-tests/{id}/stop", POST, Write, post(stop_test))
+}
+
+/// `GET /api/v1/load-tests`: whether the console may start load tests, its limits, and the
+/// test under way (`running`: `{id, url, command, started_by, started_at_ms}` or null).
+async fn tests(State(state): State<AppState>) -> Json<Value> {
+    let p = state.load_tests.policy();
+    Json(json!({
+        "enabled": p.enabled,
+        "max_rate": p.max_rate,
+        "max_duration_s": p.max_duration_s,
+        "allow_public_targets": p.allow_public_targets,
+        "running": state.load_tests.running().await,
+    }))
+}
+
+/// `POST /api/v1/load-tests` (a [`NewLoadTest`]) → 201 `{id, url, command, …}` once the
+/// run exists; 400 naming what is wrong (or that `[load]` is off); 409 while another runs.
+async fn start_test(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>)> {
+    let test: NewLoadTest = body_of(
+        &body,
+        "expected {url, mode: run|find, method, headers, body, rate, duration, slo, …} as JSON",
+    )?;
+    let by = crate::http::auth::signed_in()
+        .map(|(name, _)| name)
+        .unwrap_or_else(|| "anonymous".to_string());
+    let running = state.load_tests.start(test, by).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::to_value(&running).unwrap_or_default()),
+    ))
+}
+
+/// `POST /api/v1/load-tests/{id}/stop` → 204; 404 when no test of run `id` is running.
+async fn stop_test(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode> {
+    let id = crate::http::params::run_id(&id)?;
+    if state.load_tests.stop(id).await {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(Error::NotFound(format!("a running load test of run {id}")))
+    }
 }
 
 /// The body as `T`, or a 400 saying where the JSON is wrong.

@@ -258,6 +258,19 @@ struct RunsPage {
     limit: Option<usize>,
     /// Known scenarios, offered in the upload form.
     scenarios: Vec<String>,
+    /// The "New load test" form, when `[load]` allows it.
+    load_form: Option<LoadFormView>,
+}
+
+/// The Runs page's "New load test" form: the server's limits, and the test under way.
+struct LoadFormView {
+    max_rate: String,
+    /// The limit as the form's default max rate (no separators).
+    max_rate_raw: String,
+    max_duration: String,
+    public_targets: bool,
+    /// (run id, started by) of the test under way.
+    running: Option<(i64, String)>,
 }
 
 async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
@@ -265,11 +278,30 @@ async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
     let mut scenarios: Vec<String> = runs.iter().filter_map(|r| r.scenario.clone()).collect();
     scenarios.sort();
     scenarios.dedup();
+    let policy = state.load_tests.policy();
+    let load_form = if policy.enabled {
+        Some(LoadFormView {
+            max_rate: format::int(policy.max_rate.round() as i64),
+            max_rate_raw: format!("{}", policy.max_rate.round()),
+            max_duration: format::duration(Some(
+                (policy.max_duration_s * 1000.0).round() as i64
+            )),
+            public_targets: policy.allow_public_targets,
+            running: state
+                .load_tests
+                .running()
+                .await
+                .map(|r| (r.id, r.started_by)),
+        })
+    } else {
+        None
+    };
     Ok(RunsPage {
         nav: "runs",
         runs: RunRowView::with_verdicts(&state, runs.iter()).await?,
         limit: None,
         scenarios,
+        load_form,
     })
 }
 
@@ -713,6 +745,9 @@ pub(crate) struct RunPage {
     tags_text: String,
     /// The run is still streaming in (status `live`): the page refreshes its figures.
     live: bool,
+    /// A load test of the console is sending this run's load: (equivalent command,
+    /// started by).
+    load_test: Option<(String, String)>,
     /// A run of `harrier load` with the generator's series (`reported.seconds`).
     has_generator: bool,
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
@@ -915,7 +950,14 @@ pub(crate) async fn run(
     } else {
         (false, false)
     };
+    let load_test = state
+        .load_tests
+        .running()
+        .await
+        .filter(|t| t.id == run.id)
+        .map(|t| (t.command, t.started_by));
     Ok(RunPage {
+        load_test,
         live: run.status == "live",
         has_generator: generator.is_some(),
         failed,

@@ -1,0 +1,438 @@
+//! Load tests started from the console (Runs → New load test; `POST /api/v1/load-tests`):
+//! the server itself runs `harrier load run` or `harrier load find` and streams the run into
+//! its own [`LoadRuns`], so the run's page is the same live view a `--server` run gets.
+//!
+//! Owns the form's shape ([`NewLoadTest`]), its translation into the generator's flags (the
+//! same flags, parsed by the same code, as on the command line — the page shows the
+//! equivalent command), the limits of `[load]` ([`LoadTestPolicy`]: off unless enabled, at
+//! most `max_rate` and `max_duration`, loopback and private targets unless
+//! `allow_public_targets`), one test at a time per server, and stopping it. Never reads a
+//! file the form names: the body is the form's text, and the flags that read files are not
+//! offered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{LoadFindArgs, LoadRunArgs, LoadTestPolicy};
+use crate::domain::load::Tick;
+use crate::error::{Error, Result};
+use crate::services::load::{FindRequest, LoadRequest, Tap, find_capacity, run_load};
+use crate::services::load_args::{find_request_of, request_of};
+use crate::services::load_runs::{EndLoadRun, LoadRuns};
+
+/// What the console's form sends. Texts are as the command line takes them (`500`,
+/// `100..2000`, `2m`, `p99<200ms,errors<1%`); absent fields take the command's defaults.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NewLoadTest {
+    pub url: String,
+    /// `run` (a schedule) or `find` (the saturation search).
+    pub mode: String,
+    pub method: String,
+    /// `Name: value`, one per entry.
+    pub headers: Vec<String>,
+    /// The request body (the same for every request).
+    pub body: String,
+    /// run: `500`, or a ramp `100..2000` with `over`.
+    pub rate: String,
+    pub over: String,
+    /// run: `100,200,400` with `step_duration`.
+    pub steps: String,
+    pub step_duration: String,
+    /// run: how long requests are scheduled.
+    pub duration: String,
+    /// find: `p99<200ms,errors<1%` (empty: the capacity rule of imported runs).
+    pub slo: String,
+    pub start_rate: String,
+    pub max_rate: String,
+    /// find: the search stops here at the latest.
+    pub max_duration: String,
+    pub max_connections: Option<u32>,
+    pub timeout: String,
+    pub expect_status: String,
+    pub expect_body_contains: String,
+    pub name: String,
+    pub scenario: String,
+}
+
+#[derive(Parser)]
+#[command(name = "harrier load run", no_binary_name = true)]
+struct RunFlags {
+    #[command(flatten)]
+    args: LoadRunArgs,
+}
+
+#[derive(Parser)]
+#[command(name = "harrier load find", no_binary_name = true)]
+struct FindFlags {
+    #[command(flatten)]
+    args: LoadFindArgs,
+}
+
+impl NewLoadTest {
+    /// The test as the flags of `harrier load run|find` (after the URL), in order.
+    pub fn flags(&self) -> Vec<String> {
+        let mut out = vec![self.url.trim().to_string()];
+        let mut flag = |name: &str, value: &str| {
+            let v = value.trim();
+            if !v.is_empty() {
+                out.push(format!("--{name}"));
+                out.push(v.to_string());
+            }
+        };
+        if !self.method.trim().eq_ignore_ascii_case("GET") {
+            flag("method", &self.method);
+        }
+        for h in &self.headers {
+            flag("header", h);
+        }
+        if self.mode == "find" {
+            flag("slo", &self.slo);
+            flag("start-rate", &self.start_rate);
+            flag("max-rate", &self.max_rate);
+            flag("max-duration", &self.max_duration);
+        } else {
+            flag("rate", &self.rate);
+            flag("over", &self.over);
+            flag("steps", &self.steps);
+            flag("step-duration", &self.step_duration);
+            flag("duration", &self.duration);
+        }
+        if let Some(n) = self.max_connections {
+            flag("max-connections", &n.to_string());
+        }
+        flag("timeout", &self.timeout);
+        flag("expect-status", &self.expect_status);
+        flag("expect-body-contains", &self.expect_body_contains);
+        flag("name", &self.name);
+        flag("scenario", &self.scenario);
+        out
+    }
+
+    /// The test with the server's limits as the search's defaults: an empty max rate or max
+    /// duration of `find` becomes `policy`'s (the command's own defaults may lie beyond it).
+    pub fn within(mut self, policy: &LoadTestPolicy) -> NewLoadTest {
+        if self.mode == "find" {
+            if self.max_rate.trim().is_empty() {
+                self.max_rate = format!("{}", policy.max_rate);
+            }
+            if self.max_duration.trim().is_empty() {
+                self.max_duration = format!("{}s", policy.max_duration_s.round());
+            }
+        }
+        self
+    }
+
+    /// The equivalent command line, for people (`--body-file` stands for the form's body).
+    pub fn command(&self) -> String {
+        let mode = if self.mode == "find" { "find" } else { "run" };
+        let mut words = vec!["harrier".to_string(), "load".into(), mode.into()];
+        words.extend(self.flags().iter().map(|w| shell_quote(w)));
+        if !self.body.is_empty() {
+            words.push("--body-file".into());
+            words.push("BODY".into());
+        }
+        words.join(" ")
+    }
+}
+
+/// `word` quoted for a POSIX shell when it needs it.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A console load test, ready to start.
+enum Prepared {
+    Run(LoadRequest),
+    Find(FindRequest),
+}
+
+/// clap's message without its usage block: "invalid value 'x' for '--rate <RATE>': …".
+fn clap_message(e: clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("the flags are not valid");
+    first.trim_start_matches("error: ").to_string()
+}
+
+fn bad(m: impl Into<String>) -> Error {
+    Error::BadRequest(m.into())
+}
+
+/// The form as a request within `policy`'s limits. Errors name the field's flag and what
+/// it expects.
+fn prepare(t: &NewLoadTest, policy: &LoadTestPolicy) -> Result<Prepared> {
+    if t.url.trim().is_empty() {
+        return Err(Error::Field {
+            field: "url".into(),
+            message: "the URL to load is missing (http:// or https://)".into(),
+        });
+    }
+    let body = hyper::body::Bytes::from(t.body.clone().into_bytes());
+    match t.mode.as_str() {
+        "find" => {
+            let flags = FindFlags::try_parse_from(t.flags()).map_err(|e| bad(clap_message(e)))?;
+            let mut req = find_request_of(&flags.args).map_err(|e| bad(format!("{e:#}")))?;
+            if req.plan.max_rate > policy.max_rate {
+                return Err(bad(format!(
+                    "max rate {} req/s is above this server's limit of {} req/s ([load] max_rate)",
+                    req.plan.max_rate, policy.max_rate
+                )));
+            }
+            if req.max_duration_s > policy.max_duration_s {
+                return Err(bad(format!(
+                    "max duration {} s is above this server's limit of {} s ([load] max_duration)",
+                    req.max_duration_s, policy.max_duration_s
+                )));
+            }
+            req.load.spec.body = body;
+            req.load.allow_public_target = policy.allow_public_targets;
+            Ok(Prepared::Find(req))
+        }
+        "run" | "" => {
+            let flags = RunFlags::try_parse_from(t.flags()).map_err(|e| bad(clap_message(e)))?;
+            let mut req = request_of(&flags.args).map_err(|e| bad(format!("{e:#}")))?;
+            let duration_s = req.settings.workload.duration_s();
+            if duration_s > policy.max_duration_s {
+                return Err(bad(format!(
+                    "the schedule lasts {duration_s} s, above this server's limit of {} s ([load] max_duration)",
+                    policy.max_duration_s
+                )));
+            }
+            let peak = req.settings.workload.peak_rate().unwrap_or(f64::INFINITY);
+            if peak > policy.max_rate {
+                return Err(bad(format!(
+                    "the schedule reaches {peak} req/s, above this server's limit of {} req/s ([load] max_rate)",
+                    policy.max_rate
+                )));
+            }
+            req.spec.body = body;
+            req.allow_public_target = policy.allow_public_targets;
+            Ok(Prepared::Run(req))
+        }
+        other => Err(Error::Field {
+            field: "mode".into(),
+            message: format!("mode {other:?}: expected run (a schedule) or find (a saturation search)"),
+        }),
+    }
+}
+
+/// The test under way.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunningTest {
+    /// Its run.
+    pub id: i64,
+    pub url: String,
+    pub command: String,
+    pub started_by: String,
+    pub started_at_ms: i64,
+    #[serde(skip)]
+    cancel: CancellationToken,
+}
+
+/// The console's load tests; cheap to clone.
+#[derive(Clone)]
+pub struct LoadTests {
+    policy: LoadTestPolicy,
+    load_runs: LoadRuns,
+    running: Arc<Mutex<Option<RunningTest>>>,
+}
+
+/// How often the ticks of a console test are merged and stored (as `--server` sends them).
+const STORE_EVERY: Duration = Duration::from_secs(1);
+
+impl LoadTests {
+    pub fn new(policy: LoadTestPolicy, load_runs: LoadRuns) -> LoadTests {
+        LoadTests {
+            policy,
+            load_runs,
+            running: Arc::default(),
+        }
+    }
+
+    /// `[load]` as resolved.
+    pub fn policy(&self) -> &LoadTestPolicy {
+        &self.policy
+    }
+
+    /// The test under way, if any.
+    pub async fn running(&self) -> Option<RunningTest> {
+        self.running.lock().await.clone()
+    }
+
+    /// Starts a test; returns it once its run exists (status `live`). Errors: `BadRequest`
+    /// when `[load]` is off, the form is wrong or beyond the limits, or the target is not
+    /// allowed; `Conflict` while another test runs.
+    pub async fn start(&self, test: NewLoadTest, started_by: String) -> Result<RunningTest> {
+        if !self.policy.enabled {
+            return Err(bad(
+                "load tests from the console are off on this server: an admin turns them on with `[load] enabled = true` in harrier.toml",
+            ));
+        }
+        let test = test.within(&self.policy);
+        let prepared = prepare(&test, &self.policy)?;
+        let mut slot = self.running.lock().await;
+        if let Some(r) = slot.as_ref() {
+            return Err(Error::Conflict {
+                field: None,
+                message: format!(
+                    "a load test is already running (run {}, started by {}): stop it or wait for it to end",
+                    r.id, r.started_by
+                ),
+            });
+        }
+        let cancel = CancellationToken::new();
+        let (tap, taps) = mpsc::unbounded_channel();
+        let (opened_tx, opened_rx) = oneshot::channel();
+        let forward = tokio::spawn(forward(self.load_runs.clone(), taps, opened_tx));
+        let (done_tx, done_rx) = oneshot::channel::<String>();
+        let load_runs = self.load_runs.clone();
+        let running = self.running.clone();
+        let run_cancel = cancel.clone();
+        tokio::spawn(async move {
+            let ended = match prepared {
+                Prepared::Run(mut req) => {
+                    req.tap = Some(tap);
+                    run_load(None, req, run_cancel.clone(), |_| {})
+                        .await
+                        .map(|o| EndLoadRun {
+                            duration_s: Some(o.summary.duration_s),
+                            search: None,
+                            ended_by: o.aborted.or_else(|| {
+                                run_cancel
+                                    .is_cancelled()
+                                    .then(|| "stopped from the console".to_string())
+                            }),
+                        })
+                }
+                Prepared::Find(mut req) => {
+                    req.load.tap = Some(tap);
+                    find_capacity(None, req, run_cancel.clone(), |_| {})
+                        .await
+                        .map(|o| EndLoadRun {
+                            duration_s: Some(o.summary.duration_s),
+                            search: serde_json::to_value(&o.search).ok(),
+                            ended_by: o.search.ended_by.clone(),
+                        })
+                }
+            };
+            let id = forward.await.ok().flatten();
+            match (ended, id) {
+                (Ok(end), Some(id)) => {
+                    if let Err(e) = load_runs.end(id, end).await {
+                        tracing::warn!(run = id, error = %e, "ending a console load test failed");
+                    }
+                }
+                (Err(e), Some(id)) => {
+                    let end = EndLoadRun {
+                        ended_by: Some(format!("the load test failed: {e}")),
+                        ..EndLoadRun::default()
+                    };
+                    let _ = load_runs.end(id, end).await;
+                }
+                (Err(e), None) => {
+                    let _ = done_tx.send(e.to_string());
+                }
+                (Ok(_), None) => {
+                    let _ = done_tx.send("the load test ended before its run was opened".into());
+                }
+            }
+            *running.lock().await = None;
+        });
+        let id = match opened_rx.await {
+            Ok(id) => id,
+            Err(_) => {
+                drop(slot);
+                let why = done_rx
+                    .await
+                    .unwrap_or_else(|_| "the load test did not start".into());
+                // The command line's advice, in the console's terms.
+                let why = why.replace(
+                    "pass --allow-public-target if you mean to load it",
+                    "an admin allows such targets with `[load] allow_public_targets = true` in harrier.toml",
+                );
+                return Err(bad(why));
+            }
+        };
+        let test = RunningTest {
+            id,
+            url: format!("/console/runs/{id}"),
+            command: test.command(),
+            started_by,
+            started_at_ms: crate::now_ms(),
+            cancel,
+        };
+        *slot = Some(test.clone());
+        tracing::info!(run = id, by = %test.started_by, command = %test.command, "console load test started");
+        Ok(test)
+    }
+
+    /// Stops the running test of run `id` (what was measured is kept). `false` when no test
+    /// of that run is running.
+    pub async fn stop(&self, id: i64) -> bool {
+        match self.running.lock().await.as_ref() {
+            Some(r) if r.id == id => {
+                r.cancel.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Opens the run in `load_runs` when the load says how (sending its id on `opened`), then
+/// merges its ticks about once a second until the load ends; returns the run's id.
+async fn forward(
+    load_runs: LoadRuns,
+    mut taps: mpsc::UnboundedReceiver<Tap>,
+    opened: oneshot::Sender<i64>,
+) -> Option<i64> {
+    let open = match taps.recv().await {
+        Some(Tap::Open(open)) => open,
+        _ => return None,
+    };
+    let id = match load_runs.open(open).await {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::warn!(error = %e, "opening a console load test's run failed");
+            return None;
+        }
+    };
+    let _ = opened.send(id);
+    let mut pending: Vec<Tick> = Vec::new();
+    let mut next = tokio::time::Instant::now() + STORE_EVERY;
+    loop {
+        tokio::select! {
+            msg = taps.recv() => match msg {
+                Some(Tap::Tick(t)) => { pending.push(t); continue; }
+                Some(Tap::Open(_)) => continue,
+                None => break,
+            },
+            _ = tokio::time::sleep_until(next) => {}
+        }
+        next = tokio::time::Instant::now() + STORE_EVERY;
+        if !pending.is_empty()
+            && let Err(e) = load_runs.ticks(id, std::mem::take(&mut pending)).await
+        {
+            tracing::warn!(run = id, error = %e, "storing a console load test's seconds failed");
+        }
+    }
+    if !pending.is_empty()
+        && let Err(e) = load_runs.ticks(id, pending).await
+    {
+        tracing::warn!(run = id, error = %e, "storing a console load test's last seconds failed");
+    }
+    Some(id)
+}
