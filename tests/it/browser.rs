@@ -683,6 +683,100 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
     client.close().await.unwrap();
 }
 
+/// The Runs page's "New load test" form (`[load] enabled = true`): fill it in, start, land
+/// on the run's live page with the equivalent command and a Stop button; Stop ends the run
+/// early and the page shows it complete. Without `[load]` the form is not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_test_started_from_the_console_runs_live_and_stops() {
+    let (url, svc) = crate::load::pool_service(20, Duration::from_millis(2), 100).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_plain, plain_base) = start_harrier(&dir.path().join("plain.db"));
+    let config = dir.path().join("harrier.toml");
+    std::fs::write(&config, "[load]\nenabled = true\nmax_rate = 1000\n").unwrap();
+    let mut child = Command::new(HARRIER)
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(dir.path().join("harrier.db"))
+        .env("HARRIER_CONFIG", &config)
+        .env("HARRIER_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start harrier");
+    let base = crate::server::printed_url(&mut child);
+    let _harrier = Proc(child);
+    let (_driver, client) = browser().await;
+    client
+        .goto(&format!("{plain_base}/console/runs"))
+        .await
+        .unwrap();
+    assert!(
+        client.find(Locator::Css("#load-form")).await.is_err(),
+        "no form without [load] enabled"
+    );
+    client.goto(&format!("{base}/console/runs")).await.unwrap();
+    let field = |css: &'static str| {
+        let client = client.clone();
+        async move { client.find(Locator::Css(css)).await.unwrap() }
+    };
+    field("#load-url").await.send_keys(&url).await.unwrap();
+    let rate = field("#load-rate").await;
+    rate.clear().await.unwrap();
+    rate.send_keys("5000").await.unwrap();
+    field("#load-start").await.click().await.unwrap();
+    let error = client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#load-error:not([hidden])"))
+        .await
+        .expect("a refused test says why")
+        .text()
+        .await
+        .unwrap();
+    assert!(error.contains("limit of 1000 req/s"), "{error}");
+    rate.clear().await.unwrap();
+    rate.send_keys("100").await.unwrap();
+    let duration = field("#load-duration").await;
+    duration.clear().await.unwrap();
+    duration.send_keys("60s").await.unwrap();
+    field("#load-start").await.click().await.unwrap();
+    client
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("body[data-run-status=\"live\"] #load-stop"))
+        .await
+        .expect("the new run's live page with a Stop button");
+    let command = text_of(&client, "#load-command").await;
+    assert_eq!(
+        command,
+        format!("harrier load run {url} --rate 100 --duration 60s --timeout 10s")
+    );
+    // Let it climb a little, then stop it.
+    client
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css(".chart[data-chart=\"gen-rate\"] canvas"))
+        .await
+        .expect("the generator's charts drawn");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    field("#load-stop").await.click().await.unwrap();
+    client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("body[data-run-status=\"complete\"]"))
+        .await
+        .expect("the page shows the run complete");
+    let count: u64 = text_of(&client, ".kpi .kpi-value")
+        .await
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!(count > 100 && count < 6_000, "stopped early: {count}");
+    assert_eq!(svc.served.load(std::sync::atomic::Ordering::SeqCst), count);
+    let reported = text_of(&client, "#reported-h").await;
+    assert!(reported.starts_with("Reported by"), "{reported}");
+    client.close().await.unwrap();
+}
+
 /// At 1024 px the runs, alert rules and routes tables fit without scrolling sideways:
 /// long names wrap, the start time takes two lines, Edit and Delete stack, the routes
 /// table drops its Max and sparkline columns.

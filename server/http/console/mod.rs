@@ -959,7 +959,8 @@ pub(crate) async fn run(
     Ok(RunPage {
         load_test,
         live: run.status == "live",
-        has_generator: generator.is_some(),
+        // A live run of `harrier load` gets the panel before its first second arrives.
+        has_generator: generator.is_some() || (run.tool == "harrier" && run.status == "live"),
         failed,
         nav: "runs",
         has_baseline,
