@@ -236,6 +236,35 @@ pub enum LoadCommand {
     /// at X req/s (limited by …); sustains Y req/s with p99 …; N requests in flight at the
     /// knee") at the end and in the stored run (its JSON's `capacity`, its page).
     Find(Box<LoadFindArgs>),
+    /// Wait for work from a harrier server and take part in its load tests.
+    ///
+    /// The agent polls the server (`--server`, token scope ingest) until a load test started
+    /// from the console (or `POST /api/v1/load-tests` with `agents: N`) gives it a part: the
+    /// same request with 1/N of every rate, starting with the other agents. It sends its
+    /// requests from this machine and streams its seconds into the test's run, where they
+    /// merge exactly with the other agents'; then it waits for the next test (`--once`: it
+    /// exits). Ctrl-C ends its part early, keeping what was measured.
+    Agent(LoadAgentArgs),
+}
+
+/// `harrier load agent`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadAgentArgs {
+    /// The harrier server to take work from (e.g. http://harrier.internal:7070).
+    #[arg(long, env = "HARRIER_SERVER")]
+    pub server: String,
+    /// Token sent to --server when it has sign-in on (`harrier token create NAME --scope ingest`).
+    #[arg(long, env = "HARRIER_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// This agent's name on the server [default: the host name and process id].
+    #[arg(long, env = "HARRIER_AGENT_NAME")]
+    pub name: Option<String>,
+    /// Exit after one test (a Kubernetes Job's pod, a CI step).
+    #[arg(long)]
+    pub once: bool,
+    /// Give up when no test comes within this long (with --once; e.g. 10m) [default: wait forever].
+    #[arg(long, value_name = "DURATION")]
+    pub wait: Option<String>,
 }
 
 /// `harrier load run`.

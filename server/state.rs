@@ -34,6 +34,8 @@ pub struct AppState {
     pub load_runs: crate::services::load_runs::LoadRuns,
     /// Load tests started from the console (`[load]`).
     pub load_tests: crate::services::load_tests::LoadTests,
+    /// `harrier load agent` processes waiting for their part of a console load test.
+    pub load_agents: crate::services::load_agents::LoadAgents,
     pub shutdown: CancellationToken,
     /// The scrape loops (started by [`serve`]).
     pub scraper: crate::services::scrape::Scraper,
@@ -65,13 +67,16 @@ impl AppState {
             .public_origin()
             .is_some_and(|o| o.starts_with("https://"));
         let load_runs = crate::services::load_runs::LoadRuns::new(store.clone(), hub.clone());
+        let load_agents = crate::services::load_agents::LoadAgents::new();
         AppState {
             live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
             load_runs: load_runs.clone(),
             load_tests: crate::services::load_tests::LoadTests::new(
                 config.load_tests.clone(),
                 load_runs,
+                load_agents.clone(),
             ),
+            load_agents,
             hub,
             metrics: crate::telemetry::install(),
             config: Arc::new(config),

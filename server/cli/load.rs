@@ -14,7 +14,10 @@ use tokio_util::sync::CancellationToken;
 use super::load_stream::LoadStream;
 use super::serve::open_hint;
 pub use crate::services::load_args::{find_request_of, request_of, schedule_of, workload_of};
-use crate::config::{Config, LoadCommand, LoadFindArgs, LoadRequestArgs, LoadRunArgs};
+use crate::config::{
+    Config, LoadAgentArgs, LoadCommand, LoadFindArgs, LoadRequestArgs, LoadRunArgs,
+};
+use crate::services::load_agents::Assignment;
 use crate::services::load::{FindEvent, LoadRequest, find_capacity, run_load};
 use crate::services::load_runs::EndLoadRun;
 use crate::sources::load::RequestSpec;
@@ -25,6 +28,7 @@ pub async fn load(command: LoadCommand) -> anyhow::Result<ExitCode> {
     match command {
         LoadCommand::Run(args) => run(*args).await,
         LoadCommand::Find(args) => find(*args).await,
+        LoadCommand::Agent(args) => agent(args).await,
     }
 }
 
@@ -244,4 +248,150 @@ async fn finish_stream(stream: Option<LoadStream>, end: EndLoadRun) -> anyhow::R
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// `harrier load agent`: polls `--server` for parts of load tests and runs them.
+async fn agent(args: LoadAgentArgs) -> anyhow::Result<ExitCode> {
+    if let Some(t) = &args.token {
+        crate::cli::set_token(t.clone());
+    }
+    let base = crate::cli::import::server_base(&args.server);
+    let name = args.name.clone().unwrap_or_else(|| {
+        let host = std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "agent".into());
+        format!("{host}-{}", std::process::id())
+    });
+    let give_up = match args.wait.as_deref() {
+        Some(w) => Some(std::time::Instant::now() + std::time::Duration::from_secs_f64(
+            crate::services::load_args::duration_s("--wait", w).map_err(anyhow::Error::msg)?,
+        )),
+        None => None,
+    };
+    let ctrl_c = cancel_on_ctrl_c();
+    println!("harrier load agent {name}: waiting for load tests from {base} (Ctrl-C stops)");
+    let url = format!("{base}/api/v1/load-agents/poll");
+    let mut failures = 0u32;
+    loop {
+        if ctrl_c.is_cancelled() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if give_up.is_some_and(|t| std::time::Instant::now() >= t) {
+            eprintln!("harrier load agent: no load test came within --wait");
+            return Ok(ExitCode::from(1));
+        }
+        let answer = tokio::select! {
+            a = crate::cli::http().post(&url).json(&serde_json::json!({"name": name})).send() => a,
+            _ = ctrl_c.cancelled() => return Ok(ExitCode::SUCCESS),
+        };
+        let response = match answer {
+            Ok(r) => r,
+            Err(e) => {
+                failures += 1;
+                if failures == 1 || failures.is_multiple_of(30) {
+                    eprintln!("harrier load agent: cannot reach {url} ({e}); trying again");
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                continue;
+            }
+        };
+        failures = 0;
+        let status = response.status();
+        if status == reqwest::StatusCode::NO_CONTENT {
+            continue;
+        }
+        if !status.is_success() {
+            let body: serde_json::Value = response.json().await.unwrap_or_default();
+            eprintln!(
+                "harrier load agent: {url} answered {status}: {}",
+                body["error"].as_str().unwrap_or("refused")
+            );
+            if matches!(status.as_u16(), 401 | 403) {
+                return Ok(ExitCode::from(1));
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            continue;
+        }
+        let part: Assignment = response
+            .json()
+            .await
+            .with_context(|| format!("{url} answered with something other than a part"))?;
+        run_part(&base, &part, &ctrl_c).await;
+        if args.once || ctrl_c.is_cancelled() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+}
+
+/// Runs one part of a load test and streams it into its run.
+async fn run_part(base: &str, part: &Assignment, ctrl_c: &CancellationToken) {
+    println!(
+        "part {} of {} of run {}: {}",
+        part.index + 1,
+        part.agents,
+        part.run_id,
+        part.flags.join(" ")
+    );
+    let cancel = ctrl_c.child_token();
+    let (tap, stream) = LoadStream::join(base, part.run_id, part.worker_offset, cancel.clone());
+    let outcome = match crate::services::load_tests::part_request(part) {
+        Ok(mut req) => {
+            req.tap = Some(tap);
+            let wait_ms = part.start_at_ms - crate::now_ms();
+            if wait_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(wait_ms.min(60_000) as u64))
+                    .await;
+            }
+            run_load(None, req, cancel.clone(), |line| {
+                println!("{}", line.render());
+                let _ = std::io::stdout().flush();
+            })
+            .await
+            .map_err(|e| e.to_string())
+        }
+        Err(e) => {
+            drop(tap);
+            Err(e.to_string())
+        }
+    };
+    let end = match &outcome {
+        Ok(o) => {
+            print!("{}", o.summary.render());
+            EndLoadRun {
+                duration_s: Some(o.summary.duration_s),
+                search: None,
+                ended_by: o
+                    .aborted
+                    .clone()
+                    .or_else(|| ctrl_c.is_cancelled().then(|| "an agent was stopped (Ctrl-C)".into())),
+            }
+        }
+        Err(e) => {
+            eprintln!("harrier load agent: this part failed: {e}");
+            EndLoadRun {
+                ended_by: Some(format!("an agent's part failed: {e}")),
+                ..EndLoadRun::default()
+            }
+        }
+    };
+    // A part that never opened its stream still ends its share of the run.
+    let finished = match stream.finish(end.clone()).await {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => end_part(base, part.run_id, &end).await,
+        Err(e) => Err(e),
+    };
+    match finished {
+        Ok(()) => println!("part ended: {base}/console/runs/{}", part.run_id),
+        Err(e) => eprintln!("harrier load agent: ending the part failed: {e:#}"),
+    }
+}
+
+async fn end_part(base: &str, id: i64, end: &EndLoadRun) -> anyhow::Result<()> {
+    let url = format!("{base}/api/v1/load-runs/{id}/end");
+    let r = crate::cli::http().post(&url).json(end).send().await?;
+    anyhow::ensure!(r.status().is_success(), "{url} answered {}", r.status());
+    Ok(())
 }

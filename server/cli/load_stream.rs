@@ -45,7 +45,21 @@ impl LoadStream {
     pub fn start(server: &str, cancel: CancellationToken) -> (mpsc::UnboundedSender<Tap>, Self) {
         let base = crate::cli::import::server_base(server);
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(forward(base.clone(), rx, cancel));
+        let task = tokio::spawn(forward(base.clone(), rx, cancel, None));
+        (tx, LoadStream { base, task })
+    }
+
+    /// Streams one agent's part into run `id`, which the server has opened: its workers'
+    /// ticks are numbered from `worker_offset` (the run's workers are all agents' together).
+    pub fn join(
+        server: &str,
+        id: i64,
+        worker_offset: usize,
+        cancel: CancellationToken,
+    ) -> (mpsc::UnboundedSender<Tap>, Self) {
+        let base = crate::cli::import::server_base(server);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(forward(base.clone(), rx, cancel, Some((id, worker_offset))));
         (tx, LoadStream { base, task })
     }
 
@@ -108,20 +122,31 @@ async fn forward(
     base: String,
     mut rx: mpsc::UnboundedReceiver<Tap>,
     cancel: CancellationToken,
+    join: Option<(i64, usize)>,
 ) -> anyhow::Result<Option<i64>> {
     let open = match rx.recv().await {
         Some(Tap::Open(open)) => open,
         Some(Tap::Tick(_)) => anyhow::bail!("the load sent a tick before opening its run"),
         None => return Ok(None),
     };
-    let url = format!("{base}/api/v1/load-runs");
-    let id = match post(&url, &serde_json::to_value(&open)?).await {
-        Ok(v) => v["id"]
-            .as_i64()
-            .with_context(|| format!("{url} answered without a run id"))?,
-        Err(e) => {
-            cancel.cancel();
-            return Err(e.context("the run could not be opened on the server; the load is stopped"));
+    let (id, worker_offset) = match join {
+        Some(joined) => joined,
+        None => {
+            let url = format!("{base}/api/v1/load-runs");
+            match post(&url, &serde_json::to_value(&open)?).await {
+                Ok(v) => (
+                    v["id"]
+                        .as_i64()
+                        .with_context(|| format!("{url} answered without a run id"))?,
+                    0,
+                ),
+                Err(e) => {
+                    cancel.cancel();
+                    return Err(e.context(
+                        "the run could not be opened on the server; the load is stopped",
+                    ));
+                }
+            }
         }
     };
     let ticks_url = format!("{base}/api/v1/load-runs/{id}/ticks");
@@ -133,7 +158,7 @@ async fn forward(
         if open_channel {
             tokio::select! {
                 msg = rx.recv() => match msg {
-                    Some(Tap::Tick(t)) => { pending.push(t); continue; }
+                    Some(Tap::Tick(mut t)) => { t.worker += worker_offset; pending.push(t); continue; }
                     Some(Tap::Open(_)) => continue,
                     None => open_channel = false,
                 },
@@ -145,9 +170,13 @@ async fn forward(
             continue;
         }
         match post(&ticks_url, &json!({ "ticks": pending })).await {
-            Ok(_) => {
+            Ok(answer) => {
                 pending.clear();
                 failing_since = None;
+                if answer["stop"] == true && !cancel.is_cancelled() {
+                    eprintln!("stopping: the run was stopped on the server");
+                    cancel.cancel();
+                }
             }
             Err(e) => {
                 let since = *failing_since.get_or_insert_with(Instant::now);

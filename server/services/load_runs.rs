@@ -67,6 +67,21 @@ struct Stream {
     acc: LoadAccumulator,
     workers: usize,
     last_seen: Instant,
+    /// Generators (agents) still to end their part; the run ends with the last.
+    parts_left: usize,
+    /// What the parts that ended said (longest duration, first reason).
+    ended: EndLoadRun,
+    /// Asked to stop: the next answer to each generator's ticks says so.
+    stop: bool,
+}
+
+/// What a batch of ticks did.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TicksTaken {
+    /// Requests taken so far.
+    pub samples: u64,
+    /// The run was stopped (from the console): the generator stops its load.
+    pub stop: bool,
 }
 
 /// The open streams; cheap to clone.
@@ -89,6 +104,13 @@ impl LoadRuns {
     /// Opens a run (stored at once, status `live`) and returns its id. Errors:
     /// `BadRequest` for a plan without workers or with more than [`MAX_WORKERS`].
     pub async fn open(&self, run: OpenLoadRun) -> Result<i64> {
+        self.open_parts(run, 1).await
+    }
+
+    /// [`open`](Self::open) for a run whose load `parts` generators share (agents): their
+    /// ticks carry worker numbers from one range (`plan.workers` in all), and the run ends
+    /// when each has ended its part (or on the idle time-out).
+    pub async fn open_parts(&self, run: OpenLoadRun, parts: usize) -> Result<i64> {
         if run.plan.workers == 0 || run.plan.workers > MAX_WORKERS {
             return Err(Error::BadRequest(format!(
                 "plan.workers must be 1 to {MAX_WORKERS}, not {}",
@@ -118,6 +140,9 @@ impl LoadRuns {
                 acc,
                 workers,
                 last_seen: Instant::now(),
+                parts_left: parts.max(1),
+                ended: EndLoadRun::default(),
+                stop: false,
             }))),
         );
         if let Ok(Some(item)) = self.store.run_list_item(id).await {
@@ -141,7 +166,7 @@ impl LoadRuns {
     /// Errors: `NotFound` when the run is not open here; `BadRequest` for a tick of an
     /// unknown worker, a second beyond [`MAX_SECOND`] or more than [`MAX_TICK_SAMPLES`]
     /// samples — nothing of that batch is taken.
-    pub async fn ticks(&self, id: i64, ticks: Vec<Tick>) -> Result<u64> {
+    pub async fn ticks(&self, id: i64, ticks: Vec<Tick>) -> Result<TicksTaken> {
         let cell = self.stream(id).await?;
         let mut guard = cell.lock().await;
         let Some(stream) = guard.as_mut() else {
@@ -175,20 +200,72 @@ impl LoadRuns {
         stream.last_seen = Instant::now();
         let changes = stream.acc.take_live_changes();
         self.store.store_live_changes(id, &changes, "live").await?;
-        let samples = stream.acc.samples();
+        let taken = TicksTaken {
+            samples: stream.acc.samples(),
+            stop: stream.stop,
+        };
         drop(guard);
         if let Ok(Some(item)) = self.store.run_list_item(id).await {
             self.hub.publish(&Event::RunUpdated { run: item });
         }
-        Ok(samples)
+        Ok(taken)
     }
 
-    /// Ends a run: the last changes and the summary stored, status `complete`. Errors:
-    /// `NotFound` when the run is not open here.
-    pub async fn end(&self, id: i64, end: EndLoadRun) -> Result<LoadSummary> {
+    /// Asks the generators of run `id` to stop (they learn it from the answer to their
+    /// next ticks, within about a second); `false` when the run is not streaming here.
+    pub async fn request_stop(&self, id: i64) -> bool {
+        let Ok(cell) = self.stream(id).await else {
+            return false;
+        };
+        let mut guard = cell.lock().await;
+        match guard.as_mut() {
+            Some(s) => {
+                s.stop = true;
+                s.ended
+                    .ended_by
+                    .get_or_insert_with(|| "stopped from the console".into());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether run `id` is still streaming into this server.
+    pub async fn is_open(&self, id: i64) -> bool {
+        self.streams.lock().await.contains_key(&id)
+    }
+
+    /// Ends a run (or, for a run of several generators, one generator's part: `None`
+    /// until the last part ends): the last changes and the summary stored, status
+    /// `complete`. Errors: `NotFound` when the run is not open here.
+    pub async fn end(&self, id: i64, end: EndLoadRun) -> Result<Option<LoadSummary>> {
         let cell = self.stream(id).await?;
-        let summary = self.close(id, &cell, end).await?;
-        Ok(summary)
+        {
+            let mut guard = cell.lock().await;
+            let Some(stream) = guard.as_mut() else {
+                return Err(Error::NotFound(format!(
+                    "load stream of run {id} (it has ended)"
+                )));
+            };
+            let e = &mut stream.ended;
+            e.duration_s = match (e.duration_s, end.duration_s) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            if e.search.is_none() {
+                e.search = end.search;
+            }
+            if e.ended_by.is_none() {
+                e.ended_by = end.ended_by;
+            }
+            if stream.parts_left > 1 {
+                stream.parts_left -= 1;
+                stream.last_seen = Instant::now();
+                return Ok(None);
+            }
+        }
+        let summary = self.close(id, &cell, EndLoadRun::default()).await?;
+        Ok(Some(summary))
     }
 
     async fn close(
@@ -203,14 +280,16 @@ impl LoadRuns {
         };
         self.streams.lock().await.remove(&id);
         metrics::gauge!("harrier_load_streams_open").decrement(1.0);
-        if let Some(d) = end.duration_s.filter(|d| d.is_finite() && *d > 0.0) {
+        let ended = std::mem::take(&mut stream.ended);
+        let duration_s = end.duration_s.or(ended.duration_s);
+        if let Some(d) = duration_s.filter(|d| d.is_finite() && *d > 0.0) {
             stream.acc.set_duration_s(d);
         }
         let (_, mut changes, summary) = stream.acc.finish_live();
-        if let Some(search) = end.search {
+        if let Some(search) = end.search.or(ended.search) {
             changes.data.reported["search"] = search;
         }
-        if let Some(why) = end.ended_by {
+        if let Some(why) = ended.ended_by.or(end.ended_by) {
             changes.data.reported["ended_by"] = why.into();
         }
         let stored = self

@@ -22,8 +22,10 @@ use crate::config::{LoadFindArgs, LoadRunArgs, LoadTestPolicy};
 use crate::domain::load::Tick;
 use crate::error::{Error, Result};
 use crate::services::load::{FindRequest, LoadRequest, Tap, find_capacity, run_load};
+use crate::domain::load::RunPlan;
+use crate::services::load_agents::{Assignment, LoadAgents};
 use crate::services::load_args::{find_request_of, request_of};
-use crate::services::load_runs::{EndLoadRun, LoadRuns};
+use crate::services::load_runs::{EndLoadRun, LoadRuns, OpenLoadRun};
 
 /// What the console's form sends. Texts are as the command line takes them (`500`,
 /// `100..2000`, `2m`, `p99<200ms,errors<1%`); absent fields take the command's defaults.
@@ -58,6 +60,9 @@ pub struct NewLoadTest {
     pub expect_body_contains: String,
     pub name: String,
     pub scenario: String,
+    /// 0: this server sends the requests; N: N waiting `harrier load agent` processes
+    /// share the schedule (each offers 1/N of every rate).
+    pub agents: u32,
 }
 
 #[derive(Parser)]
@@ -247,17 +252,36 @@ pub struct RunningTest {
 pub struct LoadTests {
     policy: LoadTestPolicy,
     load_runs: LoadRuns,
+    agents: LoadAgents,
     running: Arc<Mutex<Option<RunningTest>>>,
+}
+
+/// An agent's part of a console load test as the request it sends: the test's flags
+/// parsed as `harrier load run` parses them, every rate divided among the agents.
+/// Errors: `BadRequest` naming the flag (a server of another version, or a closed model).
+pub fn part_request(a: &Assignment) -> Result<LoadRequest> {
+    let flags = RunFlags::try_parse_from(&a.flags).map_err(|e| bad(clap_message(e)))?;
+    let mut req = request_of(&flags.args).map_err(|e| bad(format!("{e:#}")))?;
+    req.settings.workload = req
+        .settings
+        .workload
+        .part(a.index, a.agents)
+        .ok_or_else(|| bad("agents share open-model schedules only"))?;
+    req.settings.threads = a.threads.max(1);
+    req.spec.body = hyper::body::Bytes::from(a.body.clone().into_bytes());
+    req.allow_public_target = a.allow_public_target;
+    Ok(req)
 }
 
 /// How often the ticks of a console test are merged and stored (as `--server` sends them).
 const STORE_EVERY: Duration = Duration::from_secs(1);
 
 impl LoadTests {
-    pub fn new(policy: LoadTestPolicy, load_runs: LoadRuns) -> LoadTests {
+    pub fn new(policy: LoadTestPolicy, load_runs: LoadRuns, agents: LoadAgents) -> LoadTests {
         LoadTests {
             policy,
             load_runs,
+            agents,
             running: Arc::default(),
         }
     }
@@ -292,6 +316,37 @@ impl LoadTests {
                     r.id, r.started_by
                 ),
             });
+        }
+        if test.agents > 0 {
+            let Prepared::Run(req) = prepared else {
+                return Err(Error::Field {
+                    field: "agents".into(),
+                    message: "a saturation search runs on one generator (this server): agents share schedules".into(),
+                });
+            };
+            let id = self.start_on_agents(&test, req).await?;
+            let running = RunningTest {
+                id,
+                url: format!("/console/runs/{id}"),
+                command: test.command(),
+                started_by,
+                started_at_ms: crate::now_ms(),
+                cancel: CancellationToken::new(),
+            };
+            *slot = Some(running.clone());
+            // The slot frees itself when the last agent has ended its part.
+            let (load_runs, slot_of) = (self.load_runs.clone(), self.running.clone());
+            tokio::spawn(async move {
+                while load_runs.is_open(id).await {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                let mut slot = slot_of.lock().await;
+                if slot.as_ref().is_some_and(|r| r.id == id) {
+                    *slot = None;
+                }
+            });
+            tracing::info!(run = id, agents = test.agents, by = %running.started_by, "console load test started on agents");
+            return Ok(running);
         }
         let cancel = CancellationToken::new();
         let (tap, taps) = mpsc::unbounded_channel();
@@ -379,16 +434,122 @@ impl LoadTests {
         Ok(test)
     }
 
-    /// Stops the running test of run `id` (what was measured is kept). `false` when no test
-    /// of that run is running.
+    /// Opens the run of a test shared by `test.agents` waiting agents and gives each its
+    /// part; returns the run's id. Errors: `BadRequest` when fewer agents wait or the
+    /// target is not allowed.
+    async fn start_on_agents(&self, test: &NewLoadTest, req: LoadRequest) -> Result<i64> {
+        let n = test.agents as usize;
+        let waiting = self.agents.list().await.len();
+        if waiting < n {
+            return Err(Error::Field {
+                field: "agents".into(),
+                message: format!(
+                    "{n} agents asked for, {waiting} waiting: start `harrier load agent --server URL` on {} more machine(s)",
+                    n - waiting
+                ),
+            });
+        }
+        let spec = req.spec.clone();
+        let allow = req.allow_public_target;
+        tokio::task::spawn_blocking(move || crate::sources::load::resolve_target(&spec, allow))
+            .await
+            .map_err(|e| Error::Internal(format!("resolving the target stopped: {e}")))?
+            .map_err(|e| {
+                bad(e.to_string().replace(
+                    "pass --allow-public-target if you mean to load it",
+                    "an admin allows such targets with `[load] allow_public_targets = true` in harrier.toml",
+                ))
+            })?;
+        let threads = req.settings.threads.max(1);
+        let label = req.spec.label();
+        let schedule = format!(
+            "{} · split among {n} agents",
+            req.settings.workload.describe()
+        );
+        let plan = RunPlan {
+            label: label.clone(),
+            schedule: schedule.clone(),
+            open: req.settings.workload.is_open(),
+            duration_s: req.settings.workload.duration_s(),
+            max_connections: req.settings.max_connections.saturating_mul(n as u32),
+            dispatch_limit_us: req.dispatch_limit_us,
+            workers: n * threads,
+            protocol: "negotiated by each agent".into(),
+            connect_error: None,
+        };
+        let id = self
+            .load_runs
+            .open_parts(
+                OpenLoadRun {
+                    name: req.name.clone().unwrap_or_else(|| format!("{label} · {schedule}")),
+                    scenario: Some(
+                        req.scenario
+                            .clone()
+                            .unwrap_or_else(|| format!("{} {}", req.spec.method, req.spec.url)),
+                    ),
+                    source: req.spec.url.clone(),
+                    tags: req.tags.clone(),
+                    plan,
+                },
+                n,
+            )
+            .await?;
+        let start_at_ms = crate::now_ms() + 1_500;
+        let flags = test.flags();
+        let given = self
+            .agents
+            .give(n, |index| Assignment {
+                run_id: id,
+                index,
+                agents: n as u32,
+                flags: flags.clone(),
+                body: test.body.clone(),
+                threads,
+                worker_offset: index as usize * threads,
+                allow_public_target: self.policy.allow_public_targets,
+                start_at_ms,
+            })
+            .await;
+        match given {
+            Ok(names) => {
+                tracing::info!(run = id, agents = ?names, "load test parts given");
+                Ok(id)
+            }
+            Err(waiting) => {
+                self.load_runs.request_stop(id).await;
+                for _ in 0..n {
+                    let _ = self
+                        .load_runs
+                        .end(
+                            id,
+                            EndLoadRun {
+                                ended_by: Some("the agents left before it started".into()),
+                                ..EndLoadRun::default()
+                            },
+                        )
+                        .await;
+                }
+                Err(bad(format!(
+                    "{n} agents asked for, {waiting} still waiting: an agent left as the test started; try again"
+                )))
+            }
+        }
+    }
+
+    /// Stops the running test of run `id` (what was measured is kept; agents stop at their
+    /// next hand-over, within about a second). `false` when no test of that run is running.
     pub async fn stop(&self, id: i64) -> bool {
-        match self.running.lock().await.as_ref() {
+        let running = match self.running.lock().await.as_ref() {
             Some(r) if r.id == id => {
                 r.cancel.cancel();
                 true
             }
             _ => false,
+        };
+        if running {
+            self.load_runs.request_stop(id).await;
         }
+        running
     }
 }
 

@@ -23,6 +23,7 @@ pub mod import;
 pub mod live;
 pub mod live_runs;
 pub mod load;
+pub mod load_agents;
 pub mod load_args;
 pub mod load_runs;
 pub mod load_tests;

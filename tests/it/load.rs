@@ -1636,3 +1636,132 @@ async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppab
     let r = post(&app, &format!("/api/v1/load-tests/{id}/stop"), serde_json::json!({})).await;
     assert_eq!(r.status, 404);
 }
+
+/// Three `harrier load agent` processes share a console load test: each offers a third of
+/// the rate from its own process and streams its seconds into the one run, which counts
+/// exactly the requests the service saw — no more, no fewer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_count() {
+    use axum::body::Body;
+    use axum::http::Request;
+
+    let (url, svc) = service(16, 2, None).await;
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.load_tests.enabled = true;
+        c.load_tests.max_rate = 1_000.0;
+    })
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(harrier::app::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
+    let agents: Vec<crate::browser::Proc> = (1..=3)
+        .map(|i| {
+            crate::browser::Proc(
+                std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
+                    .args(["load", "agent", "--server", &base, "--once", "--wait", "60s"])
+                    .args(["--name", &format!("agent-{i}")])
+                    .env_remove("HARRIER_TOKEN")
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("start an agent"),
+            )
+        })
+        .collect();
+    let mut waiting = 0;
+    for _ in 0..100 {
+        waiting = app.get("/api/v1/load-agents").await.json()["waiting"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if waiting == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(waiting, 3, "three agents wait for work");
+    let start = |body: serde_json::Value| {
+        let req = Request::post("/api/v1/load-tests")
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        app.send(req)
+    };
+    let test = serde_json::json!({"url": url, "mode": "run", "rate": "300", "duration": "3s",
+                                  "expect_body_contains": "served", "agents": 3});
+    let mut four = test.clone();
+    four["agents"] = 4.into();
+    let r = start(four).await;
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("4 agents asked for, 3 waiting"), "{}", r.text());
+    let mut find = test.clone();
+    find["mode"] = "find".into();
+    let r = start(find).await;
+    assert!(r.text().contains("one generator"), "{}", r.text());
+    assert_eq!(svc.seen.load(Ordering::SeqCst), 0);
+
+    let r = start(test).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["id"].as_i64().unwrap();
+    let outputs = tokio::task::spawn_blocking(move || {
+        agents
+            .into_iter()
+            .map(|mut a| {
+                let status = a.0.wait().unwrap();
+                let mut out = String::new();
+                use std::io::Read;
+                a.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+                (status, out)
+            })
+            .collect::<Vec<_>>()
+    });
+    let outputs = tokio::time::timeout(Duration::from_secs(60), outputs)
+        .await
+        .expect("the agents end their parts and exit")
+        .unwrap();
+    for (status, out) in &outputs {
+        assert!(status.success(), "{out}");
+        assert!(out.contains(" of 3 of run "), "{out}");
+        assert!(out.contains("part ended"), "{out}");
+    }
+    let mut run = serde_json::Value::Null;
+    for _ in 0..100 {
+        run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+        if run["status"] == "complete" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(run["status"], "complete", "{run}");
+    let served = svc.seen.load(Ordering::SeqCst);
+    assert_eq!(served, 900, "each agent offered 100 req/s for 3 s");
+    assert_eq!(
+        run["overall"]["count"].as_u64(),
+        Some(served),
+        "the merged run counts exactly what the service saw"
+    );
+    assert_eq!(run["overall"]["errors"], 0);
+    let offered: Vec<f64> = run["reported"]["seconds"]["offered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(offered.iter().sum::<f64>(), 900.0, "{offered:?}");
+    assert!(
+        run["name"].as_str().unwrap().contains("split among 3 agents"),
+        "{run}"
+    );
+    let mut free = false;
+    for _ in 0..40 {
+        free = app.get("/api/v1/load-tests").await.json()["running"].is_null();
+        if free {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(free, "the test is over once every part has ended");
+}

@@ -36,6 +36,32 @@ pub enum RateProfile {
 }
 
 impl RateProfile {
+    /// The profile with every rate multiplied by `share` (one generator's part of a rate
+    /// split among several).
+    pub fn scaled(&self, share: f64) -> RateProfile {
+        match self {
+            RateProfile::Constant { rate_per_s } => RateProfile::Constant {
+                rate_per_s: rate_per_s * share,
+            },
+            RateProfile::Ramp {
+                from_per_s,
+                to_per_s,
+                over_s,
+            } => RateProfile::Ramp {
+                from_per_s: from_per_s * share,
+                to_per_s: to_per_s * share,
+                over_s: *over_s,
+            },
+            RateProfile::Steps {
+                rates_per_s,
+                step_s,
+            } => RateProfile::Steps {
+                rates_per_s: rates_per_s.iter().map(|r| r * share).collect(),
+                step_s: *step_s,
+            },
+        }
+    }
+
     /// The highest rate the profile offers, requests per second.
     pub fn peak(&self) -> f64 {
         match self {
@@ -285,6 +311,20 @@ impl Workload {
     pub fn peak_rate(&self) -> Option<f64> {
         match self {
             Workload::Open(s) => Some(s.profile.peak()),
+            Workload::Closed(_) => None,
+        }
+    }
+
+    /// Part `index` of `parts` equal parts of an open workload (each generator offers
+    /// 1/`parts` of every rate, with its own Poisson seed); `None` for the closed model.
+    pub fn part(&self, index: u32, parts: u32) -> Option<Workload> {
+        match self {
+            Workload::Open(s) => Some(Workload::Open(Schedule {
+                profile: s.profile.scaled(1.0 / f64::from(parts.max(1))),
+                duration_s: s.duration_s,
+                poisson: s.poisson,
+                seed: s.seed.wrapping_add(u64::from(index)),
+            })),
             Workload::Closed(_) => None,
         }
     }

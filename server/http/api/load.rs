@@ -5,15 +5,22 @@
 //!   protocol) → 201 `{id, url}`: the run exists at once, status `live`.
 //! - `POST /api/v1/load-runs/{id}/ticks` `{ticks: [Tick…]}` (each worker's second: counts,
 //!   errors by class, three HDR histograms as base64 V2, the sample groups; see
-//!   [`crate::domain::load::Tick`]) → 200 `{samples}` (requests taken so far). A batch is
-//!   taken whole or not at all (400 naming the bad tick).
+//!   [`crate::domain::load::Tick`]) → 200 `{samples, stop}` (requests taken so far; `stop`:
+//!   the run was stopped from the console, stop the load). A batch is taken whole or not
+//!   at all (400 naming the bad tick).
 //! - `POST /api/v1/load-runs/{id}/end` `{duration_s?, search?, ended_by?}` → 200 `{id, url,
-//!   completed, errors}`: the run's exact figures stored, status `complete`.
+//!   complete, completed, errors}`: the run's exact figures stored, status `complete` (for
+//!   a run shared by agents, once the last one has ended its part: until then `complete`
+//!   is false).
 //!
 //! Load tests the console starts (`[load] enabled = true`): `GET /api/v1/load-tests`
 //! (enabled, limits, the test under way), `POST /api/v1/load-tests` (scope `write`; the
 //! form, see [`NewLoadTest`]) → 201 `{id, url, command, started_by, started_at_ms}`, `POST
 //! /api/v1/load-tests/{id}/stop` → 204.
+//!
+//! Agents (`harrier load agent`): `POST /api/v1/load-agents/poll` `{name}` (scope `ingest`,
+//! a long poll of up to 25 s) → 200 the agent's part of a test started with `agents: N`, or
+//! 204; `GET /api/v1/load-agents` lists the waiting ones.
 //!
 //! 404 when the run is not streaming into this replica. Bodies are JSON, at most
 //! [`MAX_TICKS_BYTES`].
@@ -53,6 +60,38 @@ pub fn routes() -> Routes {
         .route("/api/v1/load-tests", GET, Read, get(tests))
         .route("/api/v1/load-tests", POST, Write, post(start_test))
         .route("/api/v1/load-tests/{id}/stop", POST, Write, post(stop_test))
+        .route("/api/v1/load-agents", GET, Read, get(agents))
+        .route("/api/v1/load-agents/poll", POST, Ingest, post(poll_agent))
+}
+
+/// `GET /api/v1/load-agents` → `{waiting: [{name, since_ms}]}`: agents ready for a test.
+async fn agents(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({ "waiting": state.load_agents.list().await }))
+}
+
+#[derive(Deserialize)]
+struct Poll {
+    name: String,
+}
+
+/// `POST /api/v1/load-agents/poll` `{name}`: waits up to 25 s for this agent's part of a
+/// load test → 200 [`crate::services::load_agents::Assignment`], or 204 when none came
+/// (poll again).
+async fn poll_agent(State(state): State<AppState>, body: Bytes) -> Result<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let poll: Poll = body_of(&body, "expected {name} as JSON")?;
+    let name = poll.name.trim().chars().take(128).collect::<String>();
+    if name.is_empty() {
+        return Err(Error::BadRequest("name must not be empty".into()));
+    }
+    let wait = crate::services::load_agents::POLL_WAIT;
+    Ok(tokio::select! {
+        a = state.load_agents.poll(name, wait) => match a {
+            Some(a) => Json(a).into_response(),
+            None => StatusCode::NO_CONTENT.into_response(),
+        },
+        _ = state.shutdown.cancelled() => StatusCode::NO_CONTENT.into_response(),
+    })
 }
 
 /// `GET /api/v1/load-tests`: whether the console may start load tests, its limits, and the
@@ -127,8 +166,8 @@ async fn ticks(
 ) -> Result<Json<Value>> {
     let id = crate::http::params::run_id(&id)?;
     let batch: Ticks = body_of(&body, "expected {ticks: [...]} as JSON")?;
-    let samples = state.load_runs.ticks(id, batch.ticks).await?;
-    Ok(Json(json!({ "samples": samples })))
+    let taken = state.load_runs.ticks(id, batch.ticks).await?;
+    Ok(Json(serde_json::to_value(taken).unwrap_or_default()))
 }
 
 async fn end(
@@ -146,7 +185,8 @@ async fn end(
     Ok(Json(json!({
         "id": id,
         "url": format!("/console/runs/{id}"),
-        "completed": summary.completed,
-        "errors": summary.errors.total(),
+        "complete": summary.is_some(),
+        "completed": summary.as_ref().map(|s| s.completed),
+        "errors": summary.as_ref().map(|s| s.errors.total()),
     })))
 }
