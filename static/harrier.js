@@ -1957,6 +1957,17 @@
     };
     form.addEventListener('change', (e) => { if (e.target.name === 'mode') showMode(); });
     showMode();
+    // agents come and go: keep their count current while the page is open
+    const waiting = $('#load-agents-waiting');
+    if (waiting) {
+      setInterval(async () => {
+        if (doc.hidden) return;
+        try {
+          const res = await fetch('/api/v1/load-agents', { headers: { Accept: 'application/json' } });
+          if (res.ok) waiting.textContent = String(((await res.json()).waiting || []).length);
+        } catch (_) { /* offline: keep the last count */ }
+      }, 5000);
+    }
     const val = (n) => { const el = form.elements.namedItem(n); return el ? String(el.value || '').trim() : ''; };
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
@@ -1968,7 +1979,7 @@
         timeout: val('timeout'), name: val('name'), scenario: val('scenario'),
       };
       if (body.mode === 'find') Object.assign(body, { slo: val('slo'), max_rate: val('max_rate'), max_duration: val('max_duration') });
-      else Object.assign(body, { rate: val('rate'), over: val('over'), duration: val('duration') });
+      else Object.assign(body, { rate: val('rate'), over: val('over'), duration: val('duration'), agents: Math.max(0, parseInt(val('agents'), 10) || 0) });
       if (error) error.hidden = true;
       button.disabled = true;
       form.setAttribute('aria-busy', 'true');

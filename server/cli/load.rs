@@ -13,12 +13,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::load_stream::LoadStream;
 use super::serve::open_hint;
-pub use crate::services::load_args::{find_request_of, request_of, schedule_of, workload_of};
 use crate::config::{
     Config, LoadAgentArgs, LoadCommand, LoadFindArgs, LoadRequestArgs, LoadRunArgs,
 };
-use crate::services::load_agents::Assignment;
 use crate::services::load::{FindEvent, LoadRequest, find_capacity, run_load};
+use crate::services::load_agents::Assignment;
+pub use crate::services::load_args::{find_request_of, request_of, schedule_of, workload_of};
 use crate::services::load_runs::EndLoadRun;
 use crate::sources::load::RequestSpec;
 use crate::store::Store;
@@ -199,10 +199,11 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         println!("aborted      {why}");
     }
     print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
-    let ended_by = outcome
-        .aborted
-        .clone()
-        .or_else(|| ctrl_c.is_cancelled().then(|| "stopped (Ctrl-C)".to_string()));
+    let ended_by = outcome.aborted.clone().or_else(|| {
+        ctrl_c
+            .is_cancelled()
+            .then(|| "stopped (Ctrl-C)".to_string())
+    });
     finish_stream(
         stream,
         EndLoadRun {
@@ -266,9 +267,13 @@ async fn agent(args: LoadAgentArgs) -> anyhow::Result<ExitCode> {
         format!("{host}-{}", std::process::id())
     });
     let give_up = match args.wait.as_deref() {
-        Some(w) => Some(std::time::Instant::now() + std::time::Duration::from_secs_f64(
-            crate::services::load_args::duration_s("--wait", w).map_err(anyhow::Error::msg)?,
-        )),
+        Some(w) => Some(
+            std::time::Instant::now()
+                + std::time::Duration::from_secs_f64(
+                    crate::services::load_args::duration_s("--wait", w)
+                        .map_err(anyhow::Error::msg)?,
+                ),
+        ),
         None => None,
     };
     let ctrl_c = cancel_on_ctrl_c();
@@ -363,10 +368,11 @@ async fn run_part(base: &str, part: &Assignment, ctrl_c: &CancellationToken) {
             EndLoadRun {
                 duration_s: Some(o.summary.duration_s),
                 search: None,
-                ended_by: o
-                    .aborted
-                    .clone()
-                    .or_else(|| ctrl_c.is_cancelled().then(|| "an agent was stopped (Ctrl-C)".into())),
+                ended_by: o.aborted.clone().or_else(|| {
+                    ctrl_c
+                        .is_cancelled()
+                        .then(|| "an agent was stopped (Ctrl-C)".into())
+                }),
             }
         }
         Err(e) => {

@@ -158,7 +158,7 @@ async fn forward(
         if open_channel {
             tokio::select! {
                 msg = rx.recv() => match msg {
-                    Some(Tap::Tick(mut t)) => { t.worker += worker_offset; pending.push(t); continue; }
+                    Some(Tap::Tick(mut t)) => { t.worker += worker_offset; pending.push(*t); continue; }
                     Some(Tap::Open(_)) => continue,
                     None => open_channel = false,
                 },

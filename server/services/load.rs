@@ -22,9 +22,9 @@ use crate::domain::load::{
     AbortRule, AbortWatch, LoadAccumulator, LoadSummary, RateProfile, RunPlan, Schedule, Search,
     SearchOutcome, SearchPlan, SecondLine, StepResult, Tick, Workload,
 };
-use crate::services::load_runs::OpenLoadRun;
 use crate::domain::runs::RunData;
 use crate::error::{Error, Result};
+use crate::services::load_runs::OpenLoadRun;
 use crate::sources::load::{self, EngineSettings, LoadError, RateControl, RequestSpec, Segment};
 use crate::store::{NewRun, Store};
 
@@ -54,26 +54,26 @@ pub struct LoadRequest {
 #[derive(Debug)]
 pub enum Tap {
     /// The run as a server opens it.
-    Open(OpenLoadRun),
-    Tick(Tick),
+    Open(Box<OpenLoadRun>),
+    Tick(Box<Tick>),
 }
 
 impl LoadRequest {
     fn tap_open(&self, plan: &RunPlan, name: String) {
         if let Some(tap) = &self.tap {
-            let _ = tap.send(Tap::Open(OpenLoadRun {
+            let _ = tap.send(Tap::Open(Box::new(OpenLoadRun {
                 name,
                 scenario: Some(self.scenario_name()),
                 source: self.spec.url.clone(),
                 tags: self.tags.clone(),
                 plan: plan.clone(),
-            }));
+            })));
         }
     }
 
     fn tap_tick(&self, tick: &Tick) {
         if let Some(tap) = &self.tap {
-            let _ = tap.send(Tap::Tick(tick.clone()));
+            let _ = tap.send(Tap::Tick(Box::new(tick.clone())));
         }
     }
 

@@ -84,10 +84,13 @@ pub struct TicksTaken {
     pub stop: bool,
 }
 
+/// One open stream (`None` once it has ended), locked while its ticks are merged.
+type StreamCell = Arc<Mutex<Option<Stream>>>;
+
 /// The open streams; cheap to clone.
 #[derive(Clone)]
 pub struct LoadRuns {
-    streams: Arc<Mutex<HashMap<i64, Arc<Mutex<Option<Stream>>>>>>,
+    streams: Arc<Mutex<HashMap<i64, StreamCell>>>,
     store: Store,
     hub: Hub,
 }
@@ -153,7 +156,7 @@ impl LoadRuns {
         Ok(id)
     }
 
-    async fn stream(&self, id: i64) -> Result<Arc<Mutex<Option<Stream>>>> {
+    async fn stream(&self, id: i64) -> Result<StreamCell> {
         self.streams.lock().await.get(&id).cloned().ok_or_else(|| {
             Error::NotFound(format!(
                 "load stream of run {id} (ended, idle for more than {} s, or opened on another replica)",
@@ -170,7 +173,9 @@ impl LoadRuns {
         let cell = self.stream(id).await?;
         let mut guard = cell.lock().await;
         let Some(stream) = guard.as_mut() else {
-            return Err(Error::NotFound(format!("load stream of run {id} (it has ended)")));
+            return Err(Error::NotFound(format!(
+                "load stream of run {id} (it has ended)"
+            )));
         };
         for (i, t) in ticks.iter().enumerate() {
             let samples: u64 = t.groups.iter().map(|(_, g)| g.count).sum();
@@ -268,15 +273,12 @@ impl LoadRuns {
         Ok(Some(summary))
     }
 
-    async fn close(
-        &self,
-        id: i64,
-        cell: &Arc<Mutex<Option<Stream>>>,
-        end: EndLoadRun,
-    ) -> Result<LoadSummary> {
+    async fn close(&self, id: i64, cell: &StreamCell, end: EndLoadRun) -> Result<LoadSummary> {
         let mut guard = cell.lock().await;
         let Some(mut stream) = guard.take() else {
-            return Err(Error::NotFound(format!("load stream of run {id} (it has ended)")));
+            return Err(Error::NotFound(format!(
+                "load stream of run {id} (it has ended)"
+            )));
         };
         self.streams.lock().await.remove(&id);
         metrics::gauge!("harrier_load_streams_open").decrement(1.0);
@@ -320,7 +322,7 @@ impl LoadRuns {
     }
 
     async fn end_idle(&self, idle: Option<Duration>, why: &str) {
-        let open: Vec<(i64, Arc<Mutex<Option<Stream>>>)> = self
+        let open: Vec<(i64, StreamCell)> = self
             .streams
             .lock()
             .await

@@ -19,10 +19,10 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{LoadFindArgs, LoadRunArgs, LoadTestPolicy};
+use crate::domain::load::RunPlan;
 use crate::domain::load::Tick;
 use crate::error::{Error, Result};
 use crate::services::load::{FindRequest, LoadRequest, Tap, find_capacity, run_load};
-use crate::domain::load::RunPlan;
 use crate::services::load_agents::{Assignment, LoadAgents};
 use crate::services::load_args::{find_request_of, request_of};
 use crate::services::load_runs::{EndLoadRun, LoadRuns, OpenLoadRun};
@@ -229,7 +229,9 @@ fn prepare(t: &NewLoadTest, policy: &LoadTestPolicy) -> Result<Prepared> {
         }
         other => Err(Error::Field {
             field: "mode".into(),
-            message: format!("mode {other:?}: expected run (a schedule) or find (a saturation search)"),
+            message: format!(
+                "mode {other:?}: expected run (a schedule) or find (a saturation search)"
+            ),
         }),
     }
 }
@@ -481,7 +483,10 @@ impl LoadTests {
             .load_runs
             .open_parts(
                 OpenLoadRun {
-                    name: req.name.clone().unwrap_or_else(|| format!("{label} · {schedule}")),
+                    name: req
+                        .name
+                        .clone()
+                        .unwrap_or_else(|| format!("{label} · {schedule}")),
                     scenario: Some(
                         req.scenario
                             .clone()
@@ -564,7 +569,7 @@ async fn forward(
         Some(Tap::Open(open)) => open,
         _ => return None,
     };
-    let id = match load_runs.open(open).await {
+    let id = match load_runs.open(*open).await {
         Ok(id) => id,
         Err(e) => {
             tracing::warn!(error = %e, "opening a console load test's run failed");
@@ -577,7 +582,7 @@ async fn forward(
     loop {
         tokio::select! {
             msg = taps.recv() => match msg {
-                Some(Tap::Tick(t)) => { pending.push(t); continue; }
+                Some(Tap::Tick(t)) => { pending.push(*t); continue; }
                 Some(Tap::Open(_)) => continue,
                 None => break,
             },

@@ -584,7 +584,15 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
     let (_harrier, base) = start_harrier(&dir.path().join("harrier.db"));
     let load = Command::new(HARRIER)
         .args(["load", "run", &url, "--server", &base])
-        .args(["--rate", "100", "--duration", "8s", "--dispatch-limit", "250ms", "-q"])
+        .args([
+            "--rate",
+            "100",
+            "--duration",
+            "8s",
+            "--dispatch-limit",
+            "250ms",
+            "-q",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -645,7 +653,9 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
         }
     }
     assert!(
-        counts.len() >= 4 && counts.windows(2).all(|w| w[0] < w[1]) && *counts.last().unwrap() < 800,
+        counts.len() >= 4
+            && counts.windows(2).all(|w| w[0] < w[1])
+            && *counts.last().unwrap() < 800,
         "the request count climbs in place while the load runs: {counts:?}"
     );
     let drawn = client
@@ -655,7 +665,10 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
         )
         .await
         .unwrap();
-    assert!(drawn.as_u64().unwrap_or(0) >= 2, "generator charts drawn with seconds: {drawn}");
+    assert!(
+        drawn.as_u64().unwrap_or(0) >= 2,
+        "generator charts drawn with seconds: {drawn}"
+    );
 
     // The load ends: the page shows the complete run with its exact count.
     let out = tokio::task::spawn_blocking(move || {
@@ -663,13 +676,23 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
         let status = load.0.wait().unwrap();
         let mut stdout = String::new();
         use std::io::Read;
-        load.0.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+        load.0
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
         (status, stdout)
     })
     .await
     .unwrap();
     assert!(out.0.success(), "{}", out.1);
-    assert!(out.1.contains(&format!("stored       run {id} on the server")), "{}", out.1);
+    assert!(
+        out.1
+            .contains(&format!("stored       run {id} on the server")),
+        "{}",
+        out.1
+    );
     client
         .wait()
         .at_most(Duration::from_secs(20))
@@ -679,7 +702,10 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
     let final_count = text_of(&client, ".kpi .kpi-value").await;
     assert_eq!(final_count.replace(',', ""), "800", "{final_count}");
     assert_eq!(svc.served.load(std::sync::atomic::Ordering::SeqCst), 800);
-    assert!(client.find(Locator::Css("#run-live")).await.is_err(), "no live callout once complete");
+    assert!(
+        client.find(Locator::Css("#run-live")).await.is_err(),
+        "no live callout once complete"
+    );
     client.close().await.unwrap();
 }
 

@@ -1385,7 +1385,14 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
 fn without_ids(mut v: serde_json::Value) -> serde_json::Value {
     match &mut v {
         serde_json::Value::Object(map) => {
-            for k in ["id", "run_id", "imported_at_ms", "url", "timeseries_url", "distribution_url"] {
+            for k in [
+                "id",
+                "run_id",
+                "imported_at_ms",
+                "url",
+                "timeseries_url",
+                "distribution_url",
+            ] {
                 map.remove(k);
             }
             for x in map.values_mut() {
@@ -1505,7 +1512,10 @@ async fn a_run_streamed_to_a_server_is_exactly_the_run_its_own_process_stores() 
         .iter()
         .map(|v| v.as_f64().unwrap())
         .sum();
-    assert_eq!(achieved, 450.0, "the generator's series counts every request");
+    assert_eq!(
+        achieved, 450.0,
+        "the generator's series counts every request"
+    );
     assert_eq!(seconds["offered"][0], 150.0);
 
     // A stream the server does not know is refused and says why; a tick of a worker the
@@ -1575,7 +1585,11 @@ async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppab
     find["max_duration"] = "5m".into();
     let r = post(&app, "/api/v1/load-tests", find).await;
     assert!(r.text().contains("limit of 60 s"), "{}", r.text());
-    assert_eq!(svc.seen.load(Ordering::SeqCst), 0, "refused tests send nothing");
+    assert_eq!(
+        svc.seen.load(Ordering::SeqCst),
+        0,
+        "refused tests send nothing"
+    );
 
     let r = post(&app, "/api/v1/load-tests", test("100", "30s")).await;
     assert_eq!(r.status, 201, "{}", r.text());
@@ -1583,7 +1597,9 @@ async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppab
     let id = started["id"].as_i64().unwrap();
     assert_eq!(
         started["command"],
-        format!("harrier load run {url} --rate 100 --duration 30s --expect-body-contains served --scenario console")
+        format!(
+            "harrier load run {url} --rate 100 --duration 30s --expect-body-contains served --scenario console"
+        )
     );
     let r = post(&app, "/api/v1/load-tests", test("10", "2s")).await;
     assert_eq!(r.status, 409, "one at a time: {}", r.text());
@@ -1602,12 +1618,23 @@ async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppab
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(live_count >= 150, "the run filled while it ran: {live_count}");
+    assert!(
+        live_count >= 150,
+        "the run filled while it ran: {live_count}"
+    );
     let page = app.get(&format!("/console/runs/{id}")).await.text();
-    assert!(page.contains("id=\"load-stop\""), "a Stop button on the live run's page");
+    assert!(
+        page.contains("id=\"load-stop\""),
+        "a Stop button on the live run's page"
+    );
     assert!(page.contains("id=\"load-command\""));
 
-    let r = post(&app, &format!("/api/v1/load-tests/{id}/stop"), serde_json::json!({})).await;
+    let r = post(
+        &app,
+        &format!("/api/v1/load-tests/{id}/stop"),
+        serde_json::json!({}),
+    )
+    .await;
     assert_eq!(r.status, 204);
     let mut run = serde_json::Value::Null;
     for _ in 0..100 {
@@ -1633,7 +1660,12 @@ async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppab
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(app.get("/api/v1/load-tests").await.json()["running"].is_null());
-    let r = post(&app, &format!("/api/v1/load-tests/{id}/stop"), serde_json::json!({})).await;
+    let r = post(
+        &app,
+        &format!("/api/v1/load-tests/{id}/stop"),
+        serde_json::json!({}),
+    )
+    .await;
     assert_eq!(r.status, 404);
 }
 
@@ -1662,7 +1694,9 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
         .map(|i| {
             crate::browser::Proc(
                 std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
-                    .args(["load", "agent", "--server", &base, "--once", "--wait", "60s"])
+                    .args([
+                        "load", "agent", "--server", &base, "--once", "--wait", "60s",
+                    ])
                     .args(["--name", &format!("agent-{i}")])
                     .env_remove("HARRIER_TOKEN")
                     .stdout(std::process::Stdio::piped())
@@ -1696,7 +1730,11 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
     four["agents"] = 4.into();
     let r = start(four).await;
     assert_eq!(r.status, 400);
-    assert!(r.text().contains("4 agents asked for, 3 waiting"), "{}", r.text());
+    assert!(
+        r.text().contains("4 agents asked for, 3 waiting"),
+        "{}",
+        r.text()
+    );
     let mut find = test.clone();
     find["mode"] = "find".into();
     let r = start(find).await;
@@ -1752,7 +1790,10 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
         .collect();
     assert_eq!(offered.iter().sum::<f64>(), 900.0, "{offered:?}");
     assert!(
-        run["name"].as_str().unwrap().contains("split among 3 agents"),
+        run["name"]
+            .as_str()
+            .unwrap()
+            .contains("split among 3 agents"),
         "{run}"
     );
     let mut free = false;
@@ -1764,4 +1805,35 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(free, "the test is over once every part has ended");
+}
+
+/// `deploy/kubernetes/load-agents.yaml` runs the agent command with flags this binary
+/// accepts, as an Indexed Job whose pods each take one part.
+#[test]
+fn the_kubernetes_agents_manifest_runs_the_agent_command() {
+    use clap::Parser;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/load-agents.yaml");
+    let text = std::fs::read_to_string(&path).expect("the manifest exists");
+    assert!(text.contains("completionMode: Indexed"));
+    assert!(text.contains("name: HARRIER_SERVER"));
+    let args_line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("args: "))
+        .expect("an args line");
+    let args: Vec<String> =
+        serde_json::from_str(args_line).expect("args as a flow list of strings");
+    let mut argv = vec!["harrier".to_string()];
+    argv.extend(args);
+    // HARRIER_SERVER comes from the manifest's env.
+    argv.extend(["--server".to_string(), "http://127.0.0.1:7070".to_string()]);
+    let cli =
+        harrier::config::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    match cli.command {
+        Some(harrier::config::Command::Load(harrier::config::LoadCommand::Agent(a))) => {
+            assert!(a.once, "each pod takes one part and exits");
+            assert_eq!(a.wait.as_deref(), Some("30m"));
+        }
+        other => panic!("not `load agent`: {other:?}"),
+    }
 }

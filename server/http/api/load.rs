@@ -77,7 +77,10 @@ struct Poll {
 /// `POST /api/v1/load-agents/poll` `{name}`: waits up to 25 s for this agent's part of a
 /// load test → 200 [`crate::services::load_agents::Assignment`], or 204 when none came
 /// (poll again).
-async fn poll_agent(State(state): State<AppState>, body: Bytes) -> Result<axum::response::Response> {
+async fn poll_agent(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<axum::response::Response> {
     use axum::response::IntoResponse;
     let poll: Poll = body_of(&body, "expected {name} as JSON")?;
     let name = poll.name.trim().chars().take(128).collect::<String>();

@@ -271,6 +271,8 @@ struct LoadFormView {
     public_targets: bool,
     /// (run id, started by) of the test under way.
     running: Option<(i64, String)>,
+    /// `harrier load agent` processes waiting for work.
+    agents_waiting: usize,
 }
 
 async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
@@ -283,10 +285,9 @@ async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
         Some(LoadFormView {
             max_rate: format::int(policy.max_rate.round() as i64),
             max_rate_raw: format!("{}", policy.max_rate.round()),
-            max_duration: format::duration(Some(
-                (policy.max_duration_s * 1000.0).round() as i64
-            )),
+            max_duration: format::duration(Some((policy.max_duration_s * 1000.0).round() as i64)),
             public_targets: policy.allow_public_targets,
+            agents_waiting: state.load_agents.list().await.len(),
             running: state
                 .load_tests
                 .running()
