@@ -1837,3 +1837,94 @@ fn the_kubernetes_agents_manifest_runs_the_agent_command() {
         other => panic!("not `load agent`: {other:?}"),
     }
 }
+
+/// A writable CPU controller: cgroup v2 (`cpu.max`) or v1 (`cpu.cfs_quota_us`); the
+/// directory made for this test and the line that caps it at `percent` % of one CPU.
+fn cpu_cgroup(name: &str, percent: u32) -> Option<(std::path::PathBuf, &'static str)> {
+    let v2 = std::path::Path::new("/sys/fs/cgroup");
+    let v1 = v2.join("cpu");
+    let (dir, v1_layout) = if v2.join("cgroup.controllers").exists() {
+        (v2.join(name), false)
+    } else if v1.join("cpu.cfs_quota_us").exists() {
+        (v1.join(name), true)
+    } else {
+        return None;
+    };
+    std::fs::create_dir(&dir).ok()?;
+    let quota = 1_000 * percent; // of a 100 ms period, µs
+    let ok = if v1_layout {
+        std::fs::write(dir.join("cpu.cfs_period_us"), "100000").is_ok()
+            && std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string()).is_ok()
+    } else {
+        std::fs::write(dir.join("cpu.max"), format!("{quota} 100000")).is_ok()
+    };
+    if !ok {
+        let _ = std::fs::remove_dir(&dir);
+        return None;
+    }
+    Some((dir, if v1_layout { "v1" } else { "v2" }))
+}
+
+/// A generator starved of CPU (a cgroup quota of 3 % of one CPU) starts its requests late:
+/// the run is labelled generator-limited with the dispatch delay as the reason — never "the
+/// service fell over" — while the same run with the CPU it needs keeps its schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generator_starved_of_cpu_is_labelled_generator_limited_and_a_normal_run_is_not() {
+    let (url, _svc) = service(16, 1, None).await;
+    let harrier = env!("CARGO_BIN_EXE_harrier");
+    let flags = [
+        "load",
+        "run",
+        url.as_str(),
+        "--rate",
+        "100",
+        "--duration",
+        "2s",
+        "--no-store",
+        "--dispatch-limit",
+        "50ms",
+        "--expect-body-contains",
+        "served",
+    ];
+    let run = |wrap: Option<std::path::PathBuf>| {
+        let flags: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+        tokio::task::spawn_blocking(move || {
+            let out = match wrap {
+                // The shell joins the cgroup, then becomes harrier: every thread is capped.
+                Some(procs) => std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "echo $$ > {} && exec \"$0\" \"$@\"",
+                        procs.display()
+                    ))
+                    .arg(harrier)
+                    .args(&flags)
+                    .output(),
+                None => std::process::Command::new(harrier).args(&flags).output(),
+            }
+            .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr)
+        })
+    };
+    let normal = run(None).await.unwrap();
+    assert!(normal.contains("kept its schedule"), "{normal}");
+    assert!(!normal.contains("GENERATOR-LIMITED"), "{normal}");
+
+    let name = format!("harrier-test-starved-{}", std::process::id());
+    let Some((dir, layout)) = cpu_cgroup(&name, 3) else {
+        println!(
+            "skipped: no writable cgroup CPU controller here (needs root and cgroups); the starved half of this test did not run"
+        );
+        return;
+    };
+    let starved = run(Some(dir.join("cgroup.procs"))).await.unwrap();
+    let _ = std::fs::remove_dir(&dir);
+    println!("cgroup {layout}, 3 % of one CPU:\n{starved}");
+    assert!(starved.contains("GENERATOR-LIMITED"), "{starved}");
+    assert!(
+        starved.contains("dispatch delay p99") && starved.contains("is above 50.00 ms"),
+        "the reason is the generator's lateness: {starved}"
+    );
+    assert!(!starved.contains("kept its schedule"), "{starved}");
+}
