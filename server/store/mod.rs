@@ -22,7 +22,7 @@ mod sqlite;
 pub use crate::domain::alerts::channel::{Group, GroupAlert};
 pub use crate::domain::runs::NewRun;
 pub use alert_groups::{Delivery, FlushResult, GroupEntry};
-pub use alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
+pub use alerts::{HistoryFilter, HistoryRow, LeaseTerm, Notification, StoredRule};
 pub use channels::StoredChannel;
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use recent::{MAX_WINDOW_MS, RouteSubject, RouteWindows, subject_labels};
@@ -410,6 +410,19 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<i64>> {
         dispatch!(self, db => db.save_evaluation(rules, alerts, transitions, now_ms).await)
+    }
+
+    /// As [`Store::save_evaluation`], only while `fence` is held in its term at `now_ms`
+    /// (checked in the same transaction); `None`, nothing saved, when it is not.
+    pub async fn save_evaluation_fenced(
+        &self,
+        fence: Option<&LeaseTerm<'_>>,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Option<Vec<i64>>> {
+        dispatch!(self, db => db.save_evaluation_fenced(fence, rules, alerts, transitions, now_ms).await)
     }
 
     /// The history, newest first: at most `limit` rows, of one rule when given.
