@@ -235,7 +235,7 @@ async fn lease(pool: &sqlx::PgPool) -> Option<(u32, i64)> {
         sqlx::query_as("SELECT holder, term FROM leases WHERE name = 'alerts'")
             .fetch_optional(pool)
             .await
-            .unwrap();
+            .ok()?;
     let (holder, term) = row?;
     // host:pid:random
     let pid = holder.rsplit(':').nth(1)?.parse().ok()?;
@@ -243,7 +243,18 @@ async fn lease(pool: &sqlx::PgPool) -> Option<(u32, i64)> {
 }
 
 /// Polls `check` every 50 ms until it gives a value; panics after `limit`.
-async fn until<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+async fn until<T, F, Fut>(what: &str, limit: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    within(limit, check)
+        .await
+        .unwrap_or_else(|| panic!("timed out after {limit:?}: {what}"))
+}
+
+/// Polls `check` every 50 ms until it gives a value; `None` after `limit`.
+async fn within<T, F, Fut>(limit: Duration, mut check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -251,11 +262,33 @@ where
     let start = Instant::now();
     loop {
         if let Some(v) = check().await {
-            return v;
+            return Some(v);
         }
-        assert!(start.elapsed() < limit, "timed out after {limit:?}: {what}");
+        if start.elapsed() >= limit {
+            return None;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// What the database holds of the alerts pipeline, for a failure's message.
+async fn dump(pool: &sqlx::PgPool) -> String {
+    let mut out = String::new();
+    for sql in [
+        "SELECT row_to_json(l)::text FROM leases l",
+        "SELECT row_to_json(a)::text FROM alerts a",
+        "SELECT row_to_json(h)::text FROM alert_history h ORDER BY id",
+        "SELECT row_to_json(n)::text FROM alert_notifications n ORDER BY id",
+        "SELECT row_to_json(g)::text FROM alert_groups g",
+        "SELECT row_to_json(t)::text FROM targets t",
+    ] {
+        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_all(pool)
+            .await
+            .unwrap_or_else(|e| vec![e.to_string()]);
+        out.push_str(&format!("{sql}:\n  {}\n", rows.join("\n  ")));
+    }
+    out
 }
 
 /// RFC 3339 to the second, as the messages write times.
@@ -394,26 +427,38 @@ async fn run_once(server: &str, scenario: Scenario, rng: &mut Seeded) -> Counts 
     }
     let disturbed = Instant::now();
 
-    until(
-        "the firing notice to be delivered",
-        Duration::from_secs(30),
-        || async { firing_delivered(&got).then_some(()) },
-    )
-    .await;
+    if within(Duration::from_secs(30), || async {
+        firing_delivered(&got).then_some(())
+    })
+    .await
+    .is_none()
+    {
+        panic!(
+            "{}: the firing notice was not delivered within 30 s; got {:?}\n{}",
+            scenario.name(),
+            got.lock().unwrap(),
+            dump(&pool).await
+        );
+    }
     // The pool drains: the rule resolves.
     pending.store(0, Ordering::Relaxed);
-    until(
-        "the resolved notice to be delivered",
-        Duration::from_secs(30),
-        || async {
-            got.lock()
-                .unwrap()
-                .iter()
-                .any(|g| g.told.iter().any(|(s, _)| s == "resolved"))
-                .then_some(())
-        },
-    )
-    .await;
+    if within(Duration::from_secs(30), || async {
+        got.lock()
+            .unwrap()
+            .iter()
+            .any(|g| g.told.iter().any(|(s, _)| s == "resolved"))
+            .then_some(())
+    })
+    .await
+    .is_none()
+    {
+        panic!(
+            "{}: the resolved notice was not delivered within 30 s; got {:?}\n{}",
+            scenario.name(),
+            got.lock().unwrap(),
+            dump(&pool).await
+        );
+    }
     // Late or stale sends would show within a few dispatch passes.
     tokio::time::sleep(Duration::from_millis(2_000)).await;
     watch.abort();
@@ -509,6 +554,9 @@ async fn notifications_survive_a_leader_killed_stopped_or_cut_off() {
         let mut order = Scenario::ALL.to_vec();
         for i in (1..order.len()).rev() {
             order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        if let Ok(only) = std::env::var("HARRIER_CHAOS_ONLY") {
+            order.retain(|s| s.pause_at() == only || s.name() == only);
         }
         eprintln!(
             "chaos: seed {seed}: {:?}",

@@ -332,6 +332,7 @@ pub async fn dispatch_fenced(
             .collect();
         let flushed = if ch.grouped() {
             flush_group(
+                store,
                 client,
                 ctx,
                 leader,
@@ -345,6 +346,7 @@ pub async fn dispatch_fenced(
             .await
         } else {
             push_alertmanager(
+                store,
                 client,
                 ctx,
                 leader,
@@ -359,7 +361,6 @@ pub async fn dispatch_fenced(
             .await
         };
         let Some((result, delivery)) = flushed else {
-            tracing::warn!("the alerts lease was lost; this replica sends nothing more");
             return Ok(out);
         };
         if let Some(d) = &delivery {
@@ -381,19 +382,36 @@ pub async fn dispatch_fenced(
     Ok(out)
 }
 
-/// Right before a send: stops at the `before-send` testing point ([`super::pause`]), then
-/// checks that `leader` still holds the lease in its term. `Some(term)` to send under
-/// (`None` inside when unfenced), `None` to send nothing.
-async fn fence(leader: Option<&Leader>) -> Option<Option<i64>> {
+/// Right before a send: stops at the `before-send` testing point ([`super::pause`]),
+/// checks that `leader` still holds the lease in its term, then marks the firing alerts
+/// `told` as told ([`Store::mark_told`]). `Some(term)` to send under (`None` inside when
+/// unfenced), `None` to send nothing (the lease lost, or the mark not stored).
+async fn before_send(
+    store: &Store,
+    leader: Option<&Leader>,
+    channel: &str,
+    told: &[String],
+) -> Option<Option<i64>> {
     pause::at(pause::Point::BeforeSend);
-    let Some(leader) = leader else {
-        return Some(None);
+    let term = match leader {
+        None => None,
+        Some(leader) => {
+            let term = leader.term();
+            if term == 0 || !leader.still_held(crate::now_ms()).await {
+                tracing::warn!("the alerts lease was lost; this replica sends nothing more");
+                return None;
+            }
+            Some(term)
+        }
     };
-    let term = leader.term();
-    if term == 0 || !leader.still_held(crate::now_ms()).await {
+    if told.is_empty() {
+        return Some(term);
+    }
+    if let Err(e) = store.mark_told(channel, told).await {
+        tracing::error!(error = %e, channel, "marking alerts as told failed; not sending");
         return None;
     }
-    Some(Some(term))
+    Some(term)
 }
 
 fn retry_at(g: &Group, now_ms: i64, cap_ms: i64) -> i64 {
@@ -402,6 +420,7 @@ fn retry_at(g: &Group, now_ms: i64, cap_ms: i64) -> i64 {
 
 #[expect(clippy::too_many_arguments)]
 async fn flush_group<'a>(
+    store: &Store,
     client: &Outbound,
     ctx: &Dispatch,
     leader: Option<&Leader>,
@@ -429,14 +448,22 @@ async fn flush_group<'a>(
         pushed: Vec::new(),
         next_flush_ms: next,
     };
-    if !needs_update(
-        g,
-        &firing,
-        &resolved,
-        ch.send_resolved,
-        ch.repeat_interval.ms(),
-        now_ms,
-    ) {
+    // All resolved, with alerts whose firing message was being sent when its sender
+    // stopped (not in the notification log, but the receiver may know of them): tell it.
+    let told_unsettled = firing.is_empty()
+        && visible.iter().any(|a| {
+            a.ends_at_ms.is_some() && a.notified && !g.notified_resolved.contains(&a.fingerprint)
+        });
+    if !told_unsettled
+        && !needs_update(
+            g,
+            &firing,
+            &resolved,
+            ch.send_resolved,
+            ch.repeat_interval.ms(),
+            now_ms,
+        )
+    {
         return Some((done(None), None));
     }
     let send: Vec<OutAlert> = visible
@@ -459,7 +486,7 @@ async fn flush_group<'a>(
         )
     };
     let key = notification_key(&ch.name, &g.group_key, g.notified_at_ms, &firing, &resolved);
-    let term = fence(leader).await?;
+    let term = before_send(store, leader, &ch.name, &firing).await?;
     let (status, error) = post(client, ch, ch.url.expose(), &body, Some(&key), term).await;
     if error.is_none() {
         pause::at(pause::Point::AfterSend);
@@ -485,6 +512,7 @@ async fn flush_group<'a>(
 
 #[expect(clippy::too_many_arguments)]
 async fn push_alertmanager<'a>(
+    store: &Store,
     client: &Outbound,
     ctx: &Dispatch,
     leader: Option<&Leader>,
@@ -526,7 +554,7 @@ async fn push_alertmanager<'a>(
     let ends = now_ms + 4 * ctx.evaluation_interval_ms.max(60_000);
     let body = alertmanager_payload(&send, ends);
     let url = format!("{}/api/v2/alerts", ch.url.expose().trim_end_matches('/'));
-    let term = fence(leader).await?;
+    let term = before_send(store, leader, &ch.name, &[]).await?;
     let (status, error) = post(client, ch, &url, &body, None, term).await;
     if error.is_none() {
         pause::at(pause::Point::AfterSend);

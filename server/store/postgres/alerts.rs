@@ -287,7 +287,9 @@ impl PostgresStore {
     }
 
     /// As [`Self::save_evaluation`], only while `fence` is held in its term at `now_ms`,
-    /// checked in the same transaction (`FOR SHARE`: a takeover waits for this round's commit); `None` (nothing saved) when it is not.
+    /// checked last in the same transaction; `None` (nothing saved) when it is not. The
+    /// check takes no lock (a paused holder must not hold up a takeover): a holder paused
+    /// between it and the commit, one round trip, still stores its round.
     pub async fn save_evaluation_fenced(
         &self,
         fence: Option<&LeaseTerm<'_>>,
@@ -297,20 +299,6 @@ impl PostgresStore {
         now_ms: i64,
     ) -> Result<Option<Vec<i64>>> {
         let mut tx = self.begin_write().await?;
-        if let Some(f) = fence {
-            let held: Option<i64> = sqlx::query_scalar(
-                "SELECT term FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at_ms > $4 FOR SHARE",
-            )
-            .bind(f.name)
-            .bind(f.holder)
-            .bind(f.term)
-            .bind(now_ms)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if held.is_none() {
-                return Ok(None);
-            }
-        }
         for chunk in rules.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Postgres>::new("DELETE FROM alerts WHERE rule IN (");
             let mut sep = q.separated(", ");
@@ -373,6 +361,20 @@ impl PostgresStore {
             q.push(" RETURNING id");
             let rows: Vec<(i64,)> = q.build_query_as().fetch_all(&mut *tx).await?;
             ids.extend(rows.into_iter().map(|(id,)| id));
+        }
+        if let Some(f) = fence {
+            let held: Option<i64> = sqlx::query_scalar(
+                "SELECT term FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at_ms > $4",
+            )
+            .bind(f.name)
+            .bind(f.holder)
+            .bind(f.term)
+            .bind(now_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if held.is_none() {
+                return Ok(None);
+            }
         }
         tx.commit().await?;
         Ok(Some(ids))

@@ -292,7 +292,8 @@ impl SqliteStore {
     }
 
     /// As [`Self::save_evaluation`], only while `fence` is held in its term at `now_ms`,
-    /// checked in the same transaction (the write transaction holds the database); `None` (nothing saved) when it is not.
+    /// checked last in the same transaction (which holds the database); `None` (nothing
+    /// saved) when it is not.
     pub async fn save_evaluation_fenced(
         &self,
         fence: Option<&LeaseTerm<'_>>,
@@ -302,20 +303,6 @@ impl SqliteStore {
         now_ms: i64,
     ) -> Result<Option<Vec<i64>>> {
         let mut tx = self.begin_write().await?;
-        if let Some(f) = fence {
-            let held: Option<i64> = sqlx::query_scalar(
-                "SELECT term FROM leases WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > ?",
-            )
-            .bind(f.name)
-            .bind(f.holder)
-            .bind(f.term)
-            .bind(now_ms)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if held.is_none() {
-                return Ok(None);
-            }
-        }
         for chunk in rules.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Sqlite>::new("DELETE FROM alerts WHERE rule IN (");
             let mut sep = q.separated(", ");
@@ -378,6 +365,20 @@ impl SqliteStore {
             q.push(" RETURNING id");
             let rows: Vec<(i64,)> = q.build_query_as().fetch_all(&mut *tx).await?;
             ids.extend(rows.into_iter().map(|(id,)| id));
+        }
+        if let Some(f) = fence {
+            let held: Option<i64> = sqlx::query_scalar(
+                "SELECT term FROM leases WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > ?",
+            )
+            .bind(f.name)
+            .bind(f.holder)
+            .bind(f.term)
+            .bind(now_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if held.is_none() {
+                return Ok(None);
+            }
         }
         tx.commit().await?;
         Ok(Some(ids))
