@@ -507,6 +507,21 @@ async fn run_once(server: &str, scenario: Scenario, rng: &mut Seeded) -> Counts 
             terms.iter().any(|(seen, t, _)| *t > term && *seen < g.at)
         })
         .count();
+    // Killed or stopped past its lease: another replica leads within the lease time-out
+    // (3 s from the last renewal, at or before the stop) plus one round (1 s).
+    let takeover = terms
+        .iter()
+        .find(|t| t.1 > 1)
+        .map(|t| t.0.saturating_duration_since(stopped));
+    if scenario != Scenario::TerminateConnections {
+        let took = takeover.expect("another replica took the lease");
+        assert!(
+            took <= Duration::from_millis(3_000 + 1_000 + 1_500),
+            "{}: taken over {} ms after the leader stopped",
+            scenario.name(),
+            took.as_millis()
+        );
+    }
     let counts = Counts {
         transitions: history.len(),
         delivered: got.len(),
@@ -515,14 +530,18 @@ async fn run_once(server: &str, scenario: Scenario, rng: &mut Seeded) -> Counts 
     };
     eprintln!(
         "chaos: scenario {}: transitions {}, delivered {}, duplicates {}, stale-term sends {} \
-         (held {} ms; terms {:?}; disturbed {} ms after the stop)",
+         (terms {:?}, taken over {}; held {} ms, disturbed {} ms after the stop)",
         scenario.name(),
         counts.transitions,
         counts.delivered,
         counts.duplicates,
         counts.stale,
-        hold.as_millis(),
         terms.iter().map(|t| t.1).collect::<Vec<_>>(),
+        takeover.map_or("never".to_string(), |t| format!(
+            "{} ms after the stop",
+            t.as_millis()
+        )),
+        hold.as_millis(),
         disturbed.duration_since(stopped).as_millis()
     );
     drop(others);
