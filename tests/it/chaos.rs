@@ -411,7 +411,10 @@ async fn run_once(server: &str, scenario: Scenario, rng: &mut Seeded) -> Counts 
             .fetch_one(&pool)
             .await
             .unwrap();
-            assert!(ended > 0, "the leader's connections are named after its pid");
+            assert!(
+                ended > 0,
+                "the leader's connections are named after its pid"
+            );
             // Within its lease or past it (another replica leads by then).
             let past = rng.below(2) == 1;
             if past {
@@ -433,11 +436,11 @@ async fn run_once(server: &str, scenario: Scenario, rng: &mut Seeded) -> Counts 
     .await
     .is_none()
     {
+        let db = dump(&pool).await;
         panic!(
-            "{}: the firing notice was not delivered within 30 s; got {:?}\n{}",
+            "{}: the firing notice was not delivered within 30 s; got {:?}\n{db}",
             scenario.name(),
             got.lock().unwrap(),
-            dump(&pool).await
         );
     }
     // The pool drains: the rule resolves.
@@ -452,11 +455,11 @@ async fn run_once(server: &str, scenario: Scenario, rng: &mut Seeded) -> Counts 
     .await
     .is_none()
     {
+        let db = dump(&pool).await;
         panic!(
-            "{}: the resolved notice was not delivered within 30 s; got {:?}\n{}",
+            "{}: the resolved notice was not delivered within 30 s; got {:?}\n{db}",
             scenario.name(),
             got.lock().unwrap(),
-            dump(&pool).await
         );
     }
     // Late or stale sends would show within a few dispatch passes.

@@ -599,7 +599,8 @@ pub async fn run(
         if !leader.still_held(crate::now_ms()).await {
             continue;
         }
-        if let Err(e) = dispatch_fenced(&store, &client, &ctx, Some(&leader), crate::now_ms()).await {
+        if let Err(e) = dispatch_fenced(&store, &client, &ctx, Some(&leader), crate::now_ms()).await
+        {
             tracing::error!(error = %e, "dispatching alert notifications failed");
         }
     }
