@@ -77,3 +77,22 @@ pub fn at(point: Point) {
         tracing::error!(error = %e, "{PAUSE_AT_ENV}: running kill failed");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_are_named_as_the_variable_says() {
+        for p in [
+            Point::BeforeOutbox,
+            Point::AfterOutbox,
+            Point::BeforeSend,
+            Point::AfterSend,
+        ] {
+            assert_eq!(Point::parse(p.name()), Some(p));
+        }
+        assert_eq!(Point::parse(" after-send\n"), Some(Point::AfterSend));
+        assert_eq!(Point::parse("after_send"), None);
+    }
+}
