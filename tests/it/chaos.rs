@@ -547,6 +547,24 @@ async fn run_once(server: &str, scenario: Scenario, rng: &mut Seeded) -> Counts 
         hold.as_millis(),
         disturbed.duration_since(stopped).as_millis()
     );
+    if counts.stale > 0 || counts.duplicates > 0 {
+        let ms = |at: Instant| at.saturating_duration_since(stopped).as_millis();
+        for g in &got {
+            eprintln!(
+                "chaos:   message {} ms after the stop: term {:?}, key {:?}, {:?}",
+                ms(g.at),
+                g.term,
+                g.key,
+                g.told
+            );
+        }
+        for (seen, term, pid) in &terms {
+            eprintln!(
+                "chaos:   term {term} (pid {pid}) seen {} ms after the stop",
+                ms(*seen)
+            );
+        }
+    }
     drop(others);
     drop(first);
     drop(dir);

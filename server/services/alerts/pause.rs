@@ -1,7 +1,7 @@
 //! A testing hook, off unless the environment variable `HARRIER_PAUSE_AT` is set: the
-//! process stops itself (SIGSTOP, through `kill -STOP <own pid>`) the first time it
-//! reaches the named point of the alerts pipeline, so that a test can kill it exactly
-//! there (SIGKILL) or resume it later (SIGCONT). The points ([`Point`]):
+//! process stops itself (SIGSTOP, raised on the calling thread) the first time it reaches
+//! the named point of the alerts pipeline, so that a test can kill it exactly there
+//! (SIGKILL) or resume it later (SIGCONT). The points ([`Point`]):
 //!
 //! | `HARRIER_PAUSE_AT` | where |
 //! | --- | --- |
@@ -69,12 +69,12 @@ pub fn at(point: Point) {
     let pid = std::process::id().to_string();
     tracing::warn!(point = point.name(), pid = %pid, "stopping at {PAUSE_AT_ENV}");
     eprintln!("harrier {pid}: stopped at {PAUSE_AT_ENV}={}", point.name());
-    // `kill` stops this process while it waits for `kill` to end; it is reaped on SIGCONT.
-    if let Err(e) = std::process::Command::new("kill")
-        .args(["-STOP", &pid])
-        .status()
-    {
-        tracing::error!(error = %e, "{PAUSE_AT_ENV}: running kill failed");
+    // Raised on this thread, the signal stops it before the call returns (and the other
+    // threads with it); sent to the process (`kill -STOP`) it may be taken by another
+    // thread while this one goes on for a moment, past the point.
+    // SAFETY: raise(3) has no memory-safety preconditions.
+    if unsafe { libc::raise(libc::SIGSTOP) } != 0 {
+        tracing::error!("{PAUSE_AT_ENV}: raising SIGSTOP failed");
     }
 }
 
