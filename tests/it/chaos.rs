@@ -609,6 +609,7 @@ async fn notifications_survive_a_leader_killed_stopped_or_cut_off() {
     let Some((server, _pg)) = postgres_server("the notification chaos test") else {
         return;
     };
+    let _turn = REPLICA_TESTS.lock().await;
     let seeds: Vec<u64> = std::env::var("HARRIER_CHAOS_SEEDS")
         .ok()
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
