@@ -13,6 +13,15 @@ use sqlx::FromRow;
 
 pub(crate) const BATCH_ROWS: usize = 500;
 
+/// A lease held in a term (`leases`), checked inside a write transaction so that a
+/// holder that lost it writes nothing (fencing; `services::alerts::lease`).
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseTerm<'a> {
+    pub name: &'a str,
+    pub holder: &'a str,
+    pub term: i64,
+}
+
 /// A stored rule and where it came from (`builtin`, `config` or `api`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredRule {

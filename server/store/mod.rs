@@ -22,7 +22,7 @@ mod sqlite;
 pub use crate::domain::alerts::channel::{Group, GroupAlert};
 pub use crate::domain::runs::NewRun;
 pub use alert_groups::{Delivery, FlushResult, GroupEntry};
-pub use alerts::{HistoryFilter, HistoryRow, Notification, StoredRule};
+pub use alerts::{HistoryFilter, HistoryRow, LeaseTerm, Notification, StoredRule};
 pub use channels::StoredChannel;
 pub use compare::{CheckRow, PackedBuckets, ScenarioItem};
 pub use recent::{MAX_WINDOW_MS, RouteSubject, RouteWindows, subject_labels};
@@ -302,6 +302,14 @@ impl Store {
         dispatch!(self, db => db.group_alerts(channel, group_key).await)
     }
 
+    /// Marks the alerts `fingerprints` of `channel` as told while firing, right before a
+    /// message that tells of them is sent: should the sender die before the message is
+    /// settled, whoever flushes the group next knows the receiver may have heard of them,
+    /// and tells it when they resolve.
+    pub async fn mark_told(&self, channel: &str, fingerprints: &[String]) -> Result<()> {
+        dispatch!(self, db => db.mark_told(channel, fingerprints).await)
+    }
+
     /// Settles one flush of group (`channel`, `group_key`) in one transaction: logs the
     /// attempt (when a message was tried), records the notification log entry, drops the
     /// flushed resolved alerts (and the group once it is empty), and sets the next flush.
@@ -410,6 +418,19 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<i64>> {
         dispatch!(self, db => db.save_evaluation(rules, alerts, transitions, now_ms).await)
+    }
+
+    /// As [`Store::save_evaluation`], only while `fence` is held in its term at `now_ms`
+    /// (checked in the same transaction); `None`, nothing saved, when it is not.
+    pub async fn save_evaluation_fenced(
+        &self,
+        fence: Option<&LeaseTerm<'_>>,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Option<Vec<i64>>> {
+        dispatch!(self, db => db.save_evaluation_fenced(fence, rules, alerts, transitions, now_ms).await)
     }
 
     /// The history, newest first: at most `limit` rows, of one rule when given.

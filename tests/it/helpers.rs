@@ -84,6 +84,11 @@ pub struct PgDatabase {
     pub url: String,
 }
 
+/// Taken by the tests that start several `harrier serve` replicas and time what they do
+/// (`replicas`, `chaos`), so they run one after the other: on a small machine two of them
+/// at once slow each other past their time limits.
+pub static REPLICA_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The server the PostgreSQL tests use, `HARRIER_TEST_DATABASE_URL`.
 pub fn pg_server_url() -> Option<String> {
     std::env::var("HARRIER_TEST_DATABASE_URL")

@@ -8,6 +8,7 @@ mod alerts_console;
 mod attack;
 mod backends;
 mod browser;
+mod chaos;
 mod cli;
 mod compare;
 mod egress;

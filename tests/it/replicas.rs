@@ -229,6 +229,7 @@ async fn updates_on_one_replica_reach_clients_of_the_others() {
     let Some((server, _pg)) = postgres_server("live updates across replicas") else {
         return;
     };
+    let _turn = REPLICA_TESTS.lock().await;
     let (store, config, dir) = fresh_store_on(Some(&server)).await;
     let Some(DatabaseUrl::Postgres(url)) = config.database_url.clone() else {
         panic!("a PostgreSQL database");
@@ -409,6 +410,7 @@ async fn replicas_share_the_scrape_targets() {
     let Some((server, _pg)) = postgres_server("scrape targets shared by replicas") else {
         return;
     };
+    let _turn = REPLICA_TESTS.lock().await;
     const PATHS: usize = 300;
     let hits: Arc<std::sync::Mutex<Vec<(usize, Instant)>>> = Arc::default();
     let exporter = {
@@ -626,6 +628,7 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() 
     let Some((server, _pg)) = postgres_server("a rolling restart of replicas") else {
         return;
     };
+    let _turn = REPLICA_TESTS.lock().await;
     let (_store, config, dir) = fresh_store_on(Some(&server)).await;
     let Some(DatabaseUrl::Postgres(url)) = config.database_url.clone() else {
         panic!("a PostgreSQL database");

@@ -618,6 +618,7 @@ pub struct GroupAlert {
     pub starts_at_ms: i64,
     /// `None` while firing.
     pub ends_at_ms: Option<i64>,
-    /// Alertmanager channels: it was pushed while firing.
+    /// It was (or was about to be) sent while firing: pushed to Alertmanager, or in a
+    /// message to another channel whose sending began (the receiver may know of it).
     pub notified: bool,
 }

@@ -23,7 +23,7 @@ use crate::domain::alerts::{AlertView, AlertsConfig};
 use crate::domain::pools::{self, PoolWindow};
 use crate::domain::routes::Figures;
 use crate::services::live::{Event, Hub};
-use crate::store::{LiveRunWindow, MINUTE_MS, RouteInfo, Store, WindowNeed};
+use crate::store::{LeaseTerm, LiveRunWindow, MINUTE_MS, RouteInfo, Store, WindowNeed};
 
 /// A pool's readings `(at_ms, field, value)`.
 type Readings = Vec<(i64, String, f64)>;
@@ -203,6 +203,21 @@ pub struct Round {
 /// Evaluates every rule in force at `now_ms`, saves the round and publishes
 /// `alert_firing` / `alert_resolved` events.
 pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::store::Result<Round> {
+    Ok(evaluate_fenced(store, hub, None, now_ms)
+        .await?
+        .unwrap_or_default())
+}
+
+/// As [`evaluate_once`], saving the round only while `fence` (the alerts lease in the term
+/// this replica took) is still held, checked in the saving transaction: a replica paused
+/// or cut off past its lease stores nothing, so it raises no notice. `None` when the round
+/// was dropped so.
+pub async fn evaluate_fenced(
+    store: &Store,
+    hub: &Hub,
+    fence: Option<&LeaseTerm<'_>>,
+    now_ms: i64,
+) -> crate::store::Result<Option<Round>> {
     let rules: Vec<Rule> = store
         .list_alert_rules()
         .await?
@@ -308,9 +323,22 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
         transitions.extend(out.transitions);
     }
     let names: Vec<String> = rules.iter().map(|r| r.name.clone()).collect();
-    let notifications = store
-        .save_evaluation(&names, &alerts, &transitions, now_ms)
-        .await?;
+    let notifies = transitions
+        .iter()
+        .any(|t| matches!(t.change, Change::Firing | Change::Resolved));
+    if notifies {
+        super::pause::at(super::pause::Point::BeforeOutbox);
+    }
+    let Some(notifications) = store
+        .save_evaluation_fenced(fence, &names, &alerts, &transitions, now_ms)
+        .await?
+    else {
+        tracing::warn!("the alerts lease was lost during the round; its results are dropped");
+        return Ok(None);
+    };
+    if !notifications.is_empty() {
+        super::pause::at(super::pause::Point::AfterOutbox);
+    }
     // A live run watched by a firing scenario rule is failed at that moment.
     for t in transitions.iter().filter(|t| t.change == Change::Firing) {
         let scenario_rule = rules
@@ -349,11 +377,11 @@ pub async fn evaluate_once(store: &Store, hub: &Hub, now_ms: i64) -> crate::stor
             Change::Pending | Change::Inactive => {}
         }
     }
-    Ok(Round {
+    Ok(Some(Round {
         rules: rules.len(),
         transitions,
         notifications,
-    })
+    }))
 }
 
 /// Seeds the rules, then evaluates every `evaluation_interval` until `shutdown`; `wake`
@@ -382,8 +410,10 @@ pub async fn run(
                     continue;
                 }
                 let started = std::time::Instant::now();
-                match evaluate_once(&store, &hub, crate::now_ms()).await {
-                    Ok(round) => {
+                let fence = leader.fence();
+                match evaluate_fenced(&store, &hub, Some(&fence), crate::now_ms()).await {
+                    Ok(None) => {}
+                    Ok(Some(round)) => {
                         metrics::counter!("harrier_alert_evaluations_total").increment(1);
                         metrics::gauge!("harrier_alert_evaluation_last_duration_seconds")
                             .set(started.elapsed().as_secs_f64());

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use crate::store::Store;
+use crate::store::{LeaseTerm, Store};
 
 /// The lease's name in the `leases` table.
 pub const ALERTS_LEASE: &str = "alerts";
@@ -102,6 +102,16 @@ impl Leader {
     /// The term held now (0: not the leader).
     pub fn term(&self) -> i64 {
         self.term.load(Ordering::Relaxed)
+    }
+
+    /// The lease in the term held now, for a write that must happen only under it
+    /// ([`Store::save_evaluation_fenced`]).
+    pub fn fence(&self) -> LeaseTerm<'_> {
+        LeaseTerm {
+            name: ALERTS_LEASE,
+            holder: &self.holder,
+            term: self.term(),
+        }
     }
 
     /// Gives the lease up (at shutdown): another replica takes it at its next round.

@@ -14,6 +14,14 @@
 //! Groups, their notification log and the delivery log live in the store, not in memory,
 //! so a restart neither re-sends a delivered notice nor forgets an undelivered one.
 //! Failed sends are retried with exponential backoff (at most one group interval apart).
+//!
+//! Delivery is at least once: a message is sent, then its group is marked notified, so a
+//! replica that dies between the two has the next leader send it again — the only case of
+//! a duplicate. Each message carries an `Idempotency-Key` header ([`notification_key`]:
+//! the channel, the group, the group's last notification and the alerts told of, so the
+//! re-sent message has the same key) and the lease term it was sent under
+//! ([`TERM_HEADER`]). Under several replicas only the lease holder sends, and it checks
+//! the lease right before each message ([`dispatch_fenced`]).
 //! Channel kinds and their messages: [`crate::domain::alerts::channel`].
 
 use std::sync::Arc;
@@ -28,6 +36,9 @@ use crate::domain::alerts::rule::{Labels, Rule};
 use crate::domain::alerts::silence::{Compiled, Muter, all_match};
 use crate::services::egress::{Egress, Outbound};
 use crate::store::{Delivery, FlushResult, Group, GroupAlert, GroupEntry, Store};
+
+use super::lease::Leader;
+use super::pause;
 
 /// What the dispatcher needs besides the store: the channels of `harrier.toml`, harrier's
 /// address as the receivers should see it (links, `externalURL`) and the evaluation
@@ -99,15 +110,15 @@ pub async fn send_test(
         "alertmanager" => {
             let url = format!("{}/api/v2/alerts", ch.url.expose().trim_end_matches('/'));
             let body = alertmanager_payload(&alerts, now_ms + TEST_ENDS_AFTER_MS);
-            post(client, ch, &url, &body, None).await
+            post(client, ch, &url, &body, None, None).await
         }
         "slack" => {
             let body = slack_payload(&group_labels, &alerts, external_url);
-            post(client, ch, ch.url.expose(), &body, None).await
+            post(client, ch, ch.url.expose(), &body, None, None).await
         }
         _ => {
             let body = webhook_payload(&ch.name, &group_key, &group_labels, &alerts, external_url);
-            post(client, ch, ch.url.expose(), &body, None).await
+            post(client, ch, ch.url.expose(), &body, None, None).await
         }
     };
     Delivery {
@@ -138,14 +149,20 @@ pub struct Dispatched {
     pub failed: usize,
 }
 
+/// The header that carries the alerts lease term a notification was sent under (see
+/// [`dispatch_fenced`]): a receiver may refuse a message whose term is lower than one it
+/// has already seen.
+pub const TERM_HEADER: &str = "Harrier-Lease-Term";
+
 /// POSTs `body` to `url`, with `key` as its `Idempotency-Key` header when given (see
-/// [`notification_key`]).
+/// [`notification_key`]) and `term` as its [`TERM_HEADER`].
 async fn post(
     client: &Outbound,
     ch: &ChannelSpec,
     url: &str,
     body: &Value,
     key: Option<&str>,
+    term: Option<i64>,
 ) -> (Option<i64>, Option<String>) {
     if let Err(refused) = client.check(url).await {
         return (None, Some(format!("{}: {refused}", ch.name)));
@@ -157,6 +174,9 @@ async fn post(
         .json(body);
     if let Some(key) = key {
         req = req.header("Idempotency-Key", key);
+    }
+    if let Some(term) = term {
+        req = req.header(TERM_HEADER, term);
     }
     let sent = req.send().await;
     match sent {
@@ -207,6 +227,21 @@ pub async fn dispatch(
     store: &Store,
     client: &Outbound,
     ctx: &Dispatch,
+    now_ms: i64,
+) -> crate::store::Result<Dispatched> {
+    dispatch_fenced(store, client, ctx, None, now_ms).await
+}
+
+/// As [`dispatch`], sending only under `leader`'s lease: right before each message the
+/// lease is checked in the database to be still held in the term this replica took, and
+/// the pass ends, sending nothing more, when it is not (a replica paused, partitioned or
+/// cut off from the database past its lease). Each message carries that term
+/// ([`TERM_HEADER`]) besides its `Idempotency-Key`.
+pub async fn dispatch_fenced(
+    store: &Store,
+    client: &Outbound,
+    ctx: &Dispatch,
+    leader: Option<&Leader>,
     now_ms: i64,
 ) -> crate::store::Result<Dispatched> {
     let mut out = Dispatched::default();
@@ -295,10 +330,12 @@ pub async fn dispatch(
             .iter()
             .filter(|a| muter.silenced_by(&a.labels).is_empty())
             .collect();
-        let (result, delivery) = if ch.grouped() {
+        let flushed = if ch.grouped() {
             flush_group(
+                store,
                 client,
                 ctx,
+                leader,
                 ch,
                 &g,
                 &visible,
@@ -309,8 +346,10 @@ pub async fn dispatch(
             .await
         } else {
             push_alertmanager(
+                store,
                 client,
                 ctx,
+                leader,
                 ch,
                 &g,
                 &alerts,
@@ -320,6 +359,9 @@ pub async fn dispatch(
                 now_ms,
             )
             .await
+        };
+        let Some((result, delivery)) = flushed else {
+            return Ok(out);
         };
         if let Some(d) = &delivery {
             let ok = d.error.is_none();
@@ -340,21 +382,55 @@ pub async fn dispatch(
     Ok(out)
 }
 
+/// Right before a send: stops at the `before-send` testing point ([`super::pause`]),
+/// checks that `leader` still holds the lease in its term, then marks the firing alerts
+/// `told` as told ([`Store::mark_told`]). `Some(term)` to send under (`None` inside when
+/// unfenced), `None` to send nothing (the lease lost, or the mark not stored).
+async fn before_send(
+    store: &Store,
+    leader: Option<&Leader>,
+    channel: &str,
+    told: &[String],
+) -> Option<Option<i64>> {
+    pause::at(pause::Point::BeforeSend);
+    let term = match leader {
+        None => None,
+        Some(leader) => {
+            let term = leader.term();
+            if term == 0 || !leader.still_held(crate::now_ms()).await {
+                tracing::warn!("the alerts lease was lost; this replica sends nothing more");
+                return None;
+            }
+            Some(term)
+        }
+    };
+    if told.is_empty() {
+        return Some(term);
+    }
+    if let Err(e) = store.mark_told(channel, told).await {
+        tracing::error!(error = %e, channel, "marking alerts as told failed; not sending");
+        return None;
+    }
+    Some(term)
+}
+
 fn retry_at(g: &Group, now_ms: i64, cap_ms: i64) -> i64 {
     now_ms + backoff_ms(g.attempts + 1).min(cap_ms.max(BACKOFF_BASE_MS))
 }
 
 #[expect(clippy::too_many_arguments)]
 async fn flush_group<'a>(
+    store: &Store,
     client: &Outbound,
     ctx: &Dispatch,
+    leader: Option<&Leader>,
     ch: &ChannelSpec,
     g: &Group,
     visible: &[&GroupAlert],
     resolved_all: Vec<String>,
     rule_of: &impl Fn(&str) -> Option<&'a Rule>,
     now_ms: i64,
-) -> (FlushResult, Option<Delivery>) {
+) -> Option<(FlushResult, Option<Delivery>)> {
     let firing: Vec<String> = visible
         .iter()
         .filter(|a| a.ends_at_ms.is_none())
@@ -372,15 +448,23 @@ async fn flush_group<'a>(
         pushed: Vec::new(),
         next_flush_ms: next,
     };
-    if !needs_update(
-        g,
-        &firing,
-        &resolved,
-        ch.send_resolved,
-        ch.repeat_interval.ms(),
-        now_ms,
-    ) {
-        return (done(None), None);
+    // All resolved, with alerts whose firing message was being sent when its sender
+    // stopped (not in the notification log, but the receiver may know of them): tell it.
+    let told_unsettled = firing.is_empty()
+        && visible.iter().any(|a| {
+            a.ends_at_ms.is_some() && a.notified && !g.notified_resolved.contains(&a.fingerprint)
+        });
+    if !told_unsettled
+        && !needs_update(
+            g,
+            &firing,
+            &resolved,
+            ch.send_resolved,
+            ch.repeat_interval.ms(),
+            now_ms,
+        )
+    {
+        return Some((done(None), None));
     }
     let send: Vec<OutAlert> = visible
         .iter()
@@ -388,7 +472,7 @@ async fn flush_group<'a>(
         .map(|a| OutAlert::new(a, rule_of(&a.rule), &ctx.external_url))
         .collect();
     if send.is_empty() {
-        return (done(Some((firing, resolved))), None);
+        return Some((done(Some((firing, resolved))), None));
     }
     let body = if ch.kind == "slack" {
         slack_payload(&g.group_labels, &send, &ctx.external_url)
@@ -402,7 +486,11 @@ async fn flush_group<'a>(
         )
     };
     let key = notification_key(&ch.name, &g.group_key, g.notified_at_ms, &firing, &resolved);
-    let (status, error) = post(client, ch, ch.url.expose(), &body, Some(&key)).await;
+    let term = before_send(store, leader, &ch.name, &firing).await?;
+    let (status, error) = post(client, ch, ch.url.expose(), &body, Some(&key), term).await;
+    if error.is_none() {
+        pause::at(pause::Point::AfterSend);
+    }
     let delivery = Delivery {
         channel: ch.name.clone(),
         group_key: g.group_key.clone(),
@@ -419,13 +507,15 @@ async fn flush_group<'a>(
             next_flush_ms: retry_at(g, now_ms, ch.group_interval.ms()),
         },
     };
-    (result, Some(delivery))
+    Some((result, Some(delivery)))
 }
 
 #[expect(clippy::too_many_arguments)]
 async fn push_alertmanager<'a>(
+    store: &Store,
     client: &Outbound,
     ctx: &Dispatch,
+    leader: Option<&Leader>,
     ch: &ChannelSpec,
     g: &Group,
     alerts: &[GroupAlert],
@@ -433,7 +523,7 @@ async fn push_alertmanager<'a>(
     resolved_all: Vec<String>,
     rule_of: &impl Fn(&str) -> Option<&'a Rule>,
     now_ms: i64,
-) -> (FlushResult, Option<Delivery>) {
+) -> Option<(FlushResult, Option<Delivery>)> {
     // Firing: the unsilenced ones. Resolved: those Alertmanager was told of (a silenced
     // one, too, so it does not linger there until its endsAt).
     let send: Vec<OutAlert> = visible
@@ -459,12 +549,16 @@ async fn push_alertmanager<'a>(
         next_flush_ms: now_ms + RESEND_DELAY_MS,
     };
     if send.is_empty() {
-        return (done, None);
+        return Some((done, None));
     }
     let ends = now_ms + 4 * ctx.evaluation_interval_ms.max(60_000);
     let body = alertmanager_payload(&send, ends);
     let url = format!("{}/api/v2/alerts", ch.url.expose().trim_end_matches('/'));
-    let (status, error) = post(client, ch, &url, &body, None).await;
+    let term = before_send(store, leader, &ch.name, &[]).await?;
+    let (status, error) = post(client, ch, &url, &body, None, term).await;
+    if error.is_none() {
+        pause::at(pause::Point::AfterSend);
+    }
     let delivery = Delivery {
         channel: ch.name.clone(),
         group_key: g.group_key.clone(),
@@ -481,7 +575,7 @@ async fn push_alertmanager<'a>(
             next_flush_ms: retry_at(g, now_ms, RESEND_DELAY_MS),
         },
     };
-    (result, Some(delivery))
+    Some((result, Some(delivery)))
 }
 
 /// Dispatches when the evaluator raises notices (`wake`) and at least every second (group
@@ -491,7 +585,7 @@ pub async fn run(
     egress: Egress,
     ctx: Arc<Dispatch>,
     wake: Arc<Notify>,
-    leader: Arc<super::lease::Leader>,
+    leader: Arc<Leader>,
     shutdown: CancellationToken,
 ) {
     let client = client(&egress);
@@ -505,7 +599,8 @@ pub async fn run(
         if !leader.still_held(crate::now_ms()).await {
             continue;
         }
-        if let Err(e) = dispatch(&store, &client, &ctx, crate::now_ms()).await {
+        if let Err(e) = dispatch_fenced(&store, &client, &ctx, Some(&leader), crate::now_ms()).await
+        {
             tracing::error!(error = %e, "dispatching alert notifications failed");
         }
     }

@@ -115,6 +115,25 @@ impl PostgresStore {
             .collect())
     }
 
+    /// Marks the alerts `fingerprints` of `channel` as told while firing, right before a
+    /// message that tells of them is sent: should the sender die before the message is
+    /// settled, whoever flushes the group next knows the receiver may have heard of them,
+    /// and tells it when they resolve.
+    pub async fn mark_told(&self, channel: &str, fingerprints: &[String]) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        for fp in fingerprints {
+            sqlx::query(
+                "UPDATE alert_group_alerts SET notified = TRUE WHERE channel = $1 AND fingerprint = $2",
+            )
+            .bind(channel)
+            .bind(fp)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Settles one flush of group (`channel`, `group_key`) in one transaction: logs the
     /// attempt (when a message was tried), records the notification log entry, drops the
     /// flushed resolved alerts (and the group once it is empty), and sets the next flush.

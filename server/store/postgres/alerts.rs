@@ -280,6 +280,24 @@ impl PostgresStore {
         transitions: &[Transition],
         now_ms: i64,
     ) -> Result<Vec<i64>> {
+        Ok(self
+            .save_evaluation_fenced(None, rules, alerts, transitions, now_ms)
+            .await?
+            .unwrap_or_default())
+    }
+
+    /// As [`Self::save_evaluation`], only while `fence` is held in its term at `now_ms`,
+    /// checked last in the same transaction; `None` (nothing saved) when it is not. The
+    /// check takes no lock (a paused holder must not hold up a takeover): a holder paused
+    /// between it and the commit, one round trip, still stores its round.
+    pub async fn save_evaluation_fenced(
+        &self,
+        fence: Option<&LeaseTerm<'_>>,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Option<Vec<i64>>> {
         let mut tx = self.begin_write().await?;
         for chunk in rules.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Postgres>::new("DELETE FROM alerts WHERE rule IN (");
@@ -344,8 +362,22 @@ impl PostgresStore {
             let rows: Vec<(i64,)> = q.build_query_as().fetch_all(&mut *tx).await?;
             ids.extend(rows.into_iter().map(|(id,)| id));
         }
+        if let Some(f) = fence {
+            let held: Option<i64> = sqlx::query_scalar(
+                "SELECT term FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at_ms > $4",
+            )
+            .bind(f.name)
+            .bind(f.holder)
+            .bind(f.term)
+            .bind(now_ms)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if held.is_none() {
+                return Ok(None);
+            }
+        }
         tx.commit().await?;
-        Ok(ids)
+        Ok(Some(ids))
     }
 
     /// The history, newest first: at most `limit` rows, of one rule when given.

@@ -64,7 +64,12 @@ impl PostgresStore {
     /// which must exist) and applies the migrations. Two processes migrating at once are
     /// serialised by sqlx's advisory lock.
     pub async fn open(url: &str) -> Result<PostgresStore> {
-        let options: PgConnectOptions = url.parse()?;
+        let mut options: PgConnectOptions = url.parse()?;
+        // Each process's connections are named (`pg_stat_activity.application_name`)
+        // unless the URL names them: `harrier <process id>`.
+        if options.get_application_name().is_none() {
+            options = options.application_name(&format!("harrier {}", std::process::id()));
+        }
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(30))
