@@ -20,7 +20,13 @@ fn timing(i: u64) -> Timing {
     // One request every 100 µs; service 0.8–5 ms, dispatch 20–900 µs, now and then slow.
     let intended_ns = i * 100_000;
     let dispatch = 20_000 + (i * 7_919 % 880_000);
-    let service = 800_000 + (i * 104_729 % 4_200_000) + if i % 997 == 0 { 250_000_000 } else { 0 };
+    let service = 800_000
+        + (i * 104_729 % 4_200_000)
+        + if i.is_multiple_of(997) {
+            250_000_000
+        } else {
+            0
+        };
     Timing {
         intended_ns,
         picked_ns: intended_ns + dispatch,
