@@ -1532,6 +1532,30 @@ async fn a_run_streamed_to_a_server_is_exactly_the_run_its_own_process_stores() 
     assert!(r.text().await.unwrap().contains("load stream of run"));
 }
 
+/// Run `id`'s JSON once it is complete (within 10 s; the test fails otherwise).
+async fn complete_run(app: &crate::helpers::TestApp, id: i64) -> serde_json::Value {
+    let mut run = serde_json::Value::Null;
+    for _ in 0..100 {
+        run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+        if run["status"] == "complete" {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {id} did not complete: {run}");
+}
+
+/// Whether no console load test is running (waiting up to 5 s for the last one to end).
+async fn no_test_running(app: &crate::helpers::TestApp) -> bool {
+    for _ in 0..50 {
+        if app.get("/api/v1/load-tests").await.json()["running"].is_null() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 /// Load tests from the console (`POST /api/v1/load-tests`): off unless `[load] enabled`,
 /// held to the server's limits and to private targets, one at a time, streamed into a run
 /// that is live while it runs, and stopped from the console keeping every request sent.
@@ -1637,15 +1661,7 @@ async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppab
     )
     .await;
     assert_eq!(r.status, 204);
-    let mut run = serde_json::Value::Null;
-    for _ in 0..100 {
-        run = app.get(&format!("/api/v1/runs/{id}")).await.json();
-        if run["status"] == "complete" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(run["status"], "complete", "{run}");
+    let run = complete_run(&app, id).await;
     assert_eq!(run["reported"]["ended_by"], "stopped from the console");
     let count = run["overall"]["count"].as_u64().unwrap();
     assert!(count < 3_000, "stopped early: {count}");
@@ -1654,13 +1670,10 @@ async fn console_load_tests_are_off_by_default_bounded_one_at_a_time_and_stoppab
         count,
         "every request the service saw is in the run"
     );
-    for _ in 0..50 {
-        if app.get("/api/v1/load-tests").await.json()["running"].is_null() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(app.get("/api/v1/load-tests").await.json()["running"].is_null());
+    assert!(
+        no_test_running(&app).await,
+        "the test is over once it has ended"
+    );
     let r = post(
         &app,
         &format!("/api/v1/load-tests/{id}/stop"),
@@ -1766,15 +1779,7 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
         assert!(out.contains(" of 3 of run "), "{out}");
         assert!(out.contains("part ended"), "{out}");
     }
-    let mut run = serde_json::Value::Null;
-    for _ in 0..100 {
-        run = app.get(&format!("/api/v1/runs/{id}")).await.json();
-        if run["status"] == "complete" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(run["status"], "complete", "{run}");
+    let run = complete_run(&app, id).await;
     let served = svc.seen.load(Ordering::SeqCst);
     assert_eq!(served, 900, "each agent offered 100 req/s for 3 s");
     assert_eq!(
@@ -1797,15 +1802,10 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
             .contains("split among 3 agents"),
         "{run}"
     );
-    let mut free = false;
-    for _ in 0..40 {
-        free = app.get("/api/v1/load-tests").await.json()["running"].is_null();
-        if free {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(free, "the test is over once every part has ended");
+    assert!(
+        no_test_running(&app).await,
+        "the test is over once every part has ended"
+    );
 }
 
 /// `deploy/kubernetes/load-agents.yaml` runs the agent command with flags this binary
