@@ -1921,16 +1921,20 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         );
     assert_ne!(spring, spring_later);
     let camel = String::from_utf8(crate::helpers::fixture("pools/camel-http-pools.prom")).unwrap();
+    // The first exposition until a scrape of it is stored (a scrape whose result is not
+    // stored, e.g. one cut by its time-out on a busy machine, must not use it up).
     let scrapes = Arc::new(AtomicU64::new(0));
-    let n = scrapes.clone();
+    let moved = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (n, m) = (scrapes.clone(), moved.clone());
     let fx = axum::Router::new()
         .route(
             "/actuator/prometheus",
             axum::routing::get(move || {
-                let body = if n.fetch_add(1, Ordering::SeqCst) == 0 {
-                    spring.clone()
-                } else {
+                n.fetch_add(1, Ordering::SeqCst);
+                let body = if m.load(Ordering::SeqCst) {
                     spring_later.clone()
+                } else {
+                    spring.clone()
                 };
                 async move { body }
             }),
@@ -1956,7 +1960,20 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         assert_eq!(r.status(), 201);
     }
     let base = format!("http://{addr}/api/v1/services");
-    // three scrapes of shop: the second moved, the third gives a timeouts rate of 0
+    wait_for("shop's first exposition stored", 30, || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let s = get_json(&http, &format!("{base}/shop")).await?;
+            s["pools"]
+                .as_array()?
+                .iter()
+                .any(|p| p["active"] == 37.0)
+                .then_some(s.clone())
+        }
+    })
+    .await;
+    moved.store(true, Ordering::SeqCst);
+    // more scrapes of shop: the next moved, the one after gives a timeouts rate of 0
     let svc = wait_for("shop's pools after three scrapes", 30, || {
         let (http, base) = (http.clone(), base.clone());
         async move {
