@@ -529,6 +529,19 @@ impl Store {
         dispatch!(self, db => db.put_run_draws(id, draws).await)
     }
 
+    /// A run's kept capacity: `(key, JSON)` as [`Store::put_run_capacity`] stored them, or
+    /// `None`. The caller compares the key with the run's present one.
+    pub async fn run_capacity_kept(&self, id: i64) -> Result<Option<(String, String)>> {
+        dispatch!(self, db => db.run_capacity_kept(id).await)
+    }
+
+    /// Keeps (or replaces) a run's capacity as JSON under `key` (what it was computed from).
+    /// Writes that replace the run's buckets drop it ([`Store::replace_run_data`],
+    /// [`Store::store_live_changes`]); deleting the run deletes it.
+    pub async fn put_run_capacity(&self, id: i64, key: &str, json: &str) -> Result<()> {
+        dispatch!(self, db => db.put_run_capacity(id, key, json).await)
+    }
+
     /// The runs of a scenario, oldest first (by start, else import time).
     pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
         dispatch!(self, db => db.scenario_runs(scenario).await)

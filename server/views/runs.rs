@@ -100,7 +100,60 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
 
 /// The saturation analysis of a stored run (see [`capacity`]); `None` when its load did
 /// not ramp.
+///
+/// Computed from every per-second bucket of the run, so an ended run's is kept in the
+/// store ([`Store::put_run_capacity`]) under [`capacity_key`] and read from there while the
+/// key holds; a live run's is computed each time.
 pub async fn run_capacity(
+    store: &Store,
+    run: &crate::store::RunDetail,
+) -> Result<Option<Capacity>> {
+    let key = capacity_key(run);
+    if let Some(key) = &key
+        && let Some((kept_key, json)) = store.run_capacity_kept(run.id).await?
+        && kept_key == *key
+    {
+        match serde_json::from_str::<Option<Capacity>>(&json) {
+            Ok(c) => return Ok(c),
+            Err(e) => {
+                tracing::warn!(run = run.id, error = %e, "kept capacity unreadable; computing it again")
+            }
+        }
+    }
+    let c = compute_capacity(store, run).await?;
+    if let Some(key) = key {
+        let json = serde_json::to_string(&c).unwrap_or_else(|_| "null".into());
+        // Keeping it is an optimisation: a failure (the run deleted meanwhile) is no error.
+        if let Err(e) = store.put_run_capacity(run.id, &key, &json).await {
+            tracing::warn!(run = run.id, error = %e, "could not keep the run's capacity");
+        }
+    }
+    Ok(c)
+}
+
+/// Version of the capacity rule ([`capacity::find_with_reported_p95`]): raise it when the
+/// rule's answers change, so kept capacities are computed again.
+const CAPACITY_RULE_VERSION: u32 = 1;
+
+/// What a kept capacity depends on, as one string: the rule's version and the run's
+/// status, counts, mean and maximum and first/last times. `None` for a live run (its buckets still change).
+fn capacity_key(run: &crate::store::RunDetail) -> Option<String> {
+    (run.status != "live").then(|| {
+        format!(
+            "v{CAPACITY_RULE_VERSION} {} {} {} {:?} {:?} {:?} {:?}",
+            run.status,
+            run.overall.count,
+            run.overall.errors,
+            run.overall.mean_ms,
+            run.overall.max_ms,
+            run.started_at_ms,
+            run.ended_at_ms
+        )
+    })
+}
+
+/// [`run_capacity`] computed from the stored buckets.
+async fn compute_capacity(
     store: &Store,
     run: &crate::store::RunDetail,
 ) -> Result<Option<Capacity>> {

@@ -1082,6 +1082,82 @@ async fn capacity_is_compared_and_gated() {
     assert!(md.contains("<td>Capacity</td>"), "HTML export has the row");
 }
 
+/// A run's capacity reads every per-second bucket, so an ended run's is kept in the store
+/// once computed: comparisons and the run's JSON read the kept one while its key (rule
+/// version, status, counts, times) holds, compute it again when the key is stale, and the
+/// kept one goes with the run.
+#[tokio::test]
+async fn an_ended_runs_capacity_is_kept_and_read_back() {
+    let app = spawn_app().await;
+    let r = app
+        .import(
+            "name=kept&scenario=ramp",
+            ramp_jtl(
+                &[(4, 40, 50), (8, 80, 52), (12, 90, 180), (16, 88, 400)],
+                false,
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let id = r.json()["runs"][0]["id"].as_i64().unwrap();
+    let r = app
+        .import(
+            "name=other&scenario=ramp",
+            ramp_jtl(&[(4, 30, 60), (8, 60, 62), (12, 66, 200)], false),
+        )
+        .await;
+    let other = r.json()["runs"][0]["id"].as_i64().unwrap();
+    let store = &app.state.store;
+    let computed = app.get(&format!("/api/v1/runs/{id}")).await.json()["capacity"].clone();
+    assert!(
+        computed["statement"]
+            .as_str()
+            .unwrap()
+            .contains("stops growing"),
+        "{computed}"
+    );
+    let (key, json) = store
+        .run_capacity_kept(id)
+        .await
+        .unwrap()
+        .expect("kept once computed");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&json).unwrap(),
+        computed
+    );
+
+    // read back, not computed: a kept capacity under the present key is what is shown
+    let mut marked = computed.clone();
+    marked["statement"] = "kept".into();
+    store
+        .put_run_capacity(id, &key, &marked.to_string())
+        .await
+        .unwrap();
+    let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(run["capacity"]["statement"], "kept");
+    let c = app
+        .get(&format!("/api/v1/compare?runs={id},{other}"))
+        .await
+        .json();
+    assert_eq!(
+        c["capacity"][0]["capacity_rps"], computed["throughput_rps"],
+        "{c}"
+    );
+
+    // a stale key (another rule version, other counts) is computed again and kept anew
+    store
+        .put_run_capacity(id, "v0 stale", &marked.to_string())
+        .await
+        .unwrap();
+    let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(run["capacity"], computed);
+    assert_eq!(store.run_capacity_kept(id).await.unwrap().unwrap().0, key);
+
+    // deleting the run deletes what was kept
+    assert!(store.delete_run(id).await.unwrap());
+    assert!(store.run_capacity_kept(id).await.unwrap().is_none());
+}
+
 /// Issue 12: a scenario's trend can be drawn against a tag of its runs (concurrency, build)
 /// instead of time: the API lists the tag keys and each run's tags; the page offers them,
 /// says how many runs lack the picked one, hands it to the charts, and refuses a tag no

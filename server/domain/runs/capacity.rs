@@ -33,7 +33,7 @@
 //! stored per second yet. Pure: no clock, files or network.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::hdr::{deserialize_histogram, histogram_percentile};
 use super::timeseries::BucketIn;
@@ -59,7 +59,7 @@ const KNEE_MAX_PLATEAU_SLOPE: f64 = 0.25;
 ///
 /// `users`, `throughput_rps` and `at_ms` repeat the knee's (all `null` without a knee),
 /// so readers of the older shape keep working.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Capacity {
     /// The knee's active users (rounded), or `None`.
     pub users: Option<u32>,
@@ -69,7 +69,7 @@ pub struct Capacity {
     pub at_ms: Option<i64>,
     /// What is passed first as the load rises: `"throughput"` (the knee), `"p95"` or
     /// `"errors"`; `None` when nothing is.
-    pub limited_by: Option<&'static str>,
+    pub limited_by: Option<String>,
     /// p95 of the lowest level, ms (the reference of the latency breach).
     pub low_load_p95_ms: Option<u64>,
     /// Where throughput stops growing while the load keeps rising.
@@ -86,8 +86,11 @@ pub struct Capacity {
     pub statement: String,
 }
 
+/// What [`Capacity::limited_by`] can name.
+const LIMITS: [&str; 3] = ["throughput", "p95", "errors"];
+
 /// The knee of the throughput curve.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Knee {
     /// Active users where the growth line meets the plateau (rounded to a whole user).
     pub users: u32,
@@ -106,7 +109,7 @@ pub struct Knee {
 }
 
 /// Where p95 passed twice its low-load value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyBreach {
     /// Active users of the first level of the breach.
     pub users: u32,
@@ -119,7 +122,7 @@ pub struct LatencyBreach {
 }
 
 /// Where error % passed 1 %.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBreach {
     /// Active users of the first level of the breach.
     pub users: u32,
@@ -130,7 +133,7 @@ pub struct ErrorBreach {
 }
 
 /// The highest load level of the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Peak {
     pub users: u32,
     pub throughput_rps: f64,
@@ -336,14 +339,14 @@ pub fn find_with_reported_p95(
         })
     });
     let limited_by = [
-        knee.as_ref().map(|k| (k.users, "throughput")),
-        latency_breach.as_ref().map(|b| (b.users, "p95")),
-        error_breach.as_ref().map(|b| (b.users, "errors")),
+        knee.as_ref().map(|k| (k.users, LIMITS[0])),
+        latency_breach.as_ref().map(|b| (b.users, LIMITS[1])),
+        error_breach.as_ref().map(|b| (b.users, LIMITS[2])),
     ]
     .into_iter()
     .flatten()
     .min_by_key(|(users, _)| *users)
-    .map(|(_, what)| what);
+    .map(|(_, what)| what.to_owned());
     let statement = statement(
         knee.as_ref(),
         latency_breach.as_ref(),
@@ -683,7 +686,13 @@ mod tests {
             "knee req/s",
         );
         assert_eq!(c.users, Some(knee.users), "legacy field mirrors the knee");
-        assert_eq!(c.limited_by, Some("throughput"));
+        assert_eq!(c.limited_by.as_deref(), Some("throughput"));
+        // Stored and read back (the run's cached capacity), it is the same capacity.
+        let json = serde_json::to_string(&c).expect("serialises");
+        assert_eq!(
+            serde_json::from_str::<Capacity>(&json).expect("reads back"),
+            c
+        );
         // p95 doubles once the response time passes twice the low-load one (50 ms):
         // users / 400 req/s − 30 ms > 100 ms from 52 users, i.e. the 60-user step.
         let latency = c.latency_breach.as_ref().expect("p95 doubles");

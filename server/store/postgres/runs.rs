@@ -393,6 +393,7 @@ impl PostgresStore {
             "DELETE FROM run_errors WHERE run_id = $1",
             "DELETE FROM run_rejected WHERE run_id = $1",
             "DELETE FROM run_resamples WHERE run_id = $1",
+            "DELETE FROM run_capacities WHERE run_id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
@@ -436,6 +437,7 @@ impl PostgresStore {
             "DELETE FROM run_stats WHERE run_id = $1",
             "DELETE FROM run_errors WHERE run_id = $1",
             "DELETE FROM run_rejected WHERE run_id = $1",
+            "DELETE FROM run_capacities WHERE run_id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }

@@ -43,6 +43,31 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// A run's kept capacity `(key, JSON)`, if any.
+    pub async fn run_capacity_kept(&self, id: i64) -> Result<Option<(String, String)>> {
+        Ok(
+            sqlx::query_as("SELECT key, capacity FROM run_capacities WHERE run_id = ?")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Keeps (or replaces) a run's capacity.
+    pub async fn put_run_capacity(&self, id: i64, key: &str, json: &str) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "INSERT OR REPLACE INTO run_capacities (run_id, key, capacity) VALUES (?, ?, ?)",
+        )
+        .bind(id)
+        .bind(key)
+        .bind(json)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The runs of a scenario, oldest first (by start, else import time).
     pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
         let mut rows: Vec<RunListItem> = sqlx::query_as(

@@ -391,6 +391,7 @@ impl SqliteStore {
             "DELETE FROM run_errors WHERE run_id = ?",
             "DELETE FROM run_rejected WHERE run_id = ?",
             "DELETE FROM run_resamples WHERE run_id = ?",
+            "DELETE FROM run_capacities WHERE run_id = ?",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
@@ -434,6 +435,7 @@ impl SqliteStore {
             "DELETE FROM run_stats WHERE run_id = ?",
             "DELETE FROM run_errors WHERE run_id = ?",
             "DELETE FROM run_rejected WHERE run_id = ?",
+            "DELETE FROM run_capacities WHERE run_id = ?",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
