@@ -1979,7 +1979,8 @@
         timeout: val('timeout'), name: val('name'), scenario: val('scenario'),
       };
       if (body.mode === 'find') Object.assign(body, { slo: val('slo'), max_rate: val('max_rate'), max_duration: val('max_duration') });
-      else Object.assign(body, { rate: val('rate'), over: val('over'), duration: val('duration'), agents: Math.max(0, parseInt(val('agents'), 10) || 0) });
+      else Object.assign(body, { rate: val('rate'), over: val('over'), duration: val('duration') });
+      body.agents = Math.max(0, parseInt(val('agents'), 10) || 0);
       if (error) error.hidden = true;
       button.disabled = true;
       form.setAttribute('aria-busy', 'true');

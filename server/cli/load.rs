@@ -342,9 +342,19 @@ async fn run_part(base: &str, part: &Assignment, ctrl_c: &CancellationToken) {
     );
     let cancel = ctrl_c.child_token();
     let (tap, stream) = LoadStream::join(base, part.run_id, part.worker_offset, cancel.clone());
+    let mut follow = None;
     let outcome = match crate::services::load_tests::part_request(part) {
         Ok(mut req) => {
             req.tap = Some(tap);
+            if let Some(control) = req.settings.control.clone() {
+                follow = Some(tokio::spawn(follow_control(
+                    base.to_string(),
+                    part.run_id,
+                    part.agents,
+                    control,
+                    cancel.clone(),
+                )));
+            }
             let wait_ms = part.start_at_ms - crate::now_ms();
             if wait_ms > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(wait_ms.min(60_000) as u64))
@@ -362,6 +372,9 @@ async fn run_part(base: &str, part: &Assignment, ctrl_c: &CancellationToken) {
             Err(e.to_string())
         }
     };
+    if let Some(f) = follow {
+        f.abort();
+    }
     let end = match &outcome {
         Ok(o) => {
             print!("{}", o.summary.render());
@@ -392,6 +405,75 @@ async fn run_part(base: &str, part: &Assignment, ctrl_c: &CancellationToken) {
     match finished {
         Ok(()) => println!("part ended: {base}/console/runs/{}", part.run_id),
         Err(e) => eprintln!("harrier load agent: ending the part failed: {e:#}"),
+    }
+}
+
+/// Follows the rate the server's search sets for run `id` (a long poll of
+/// `GET /api/v1/load-runs/{id}/control`), setting this agent's share on `control` the moment
+/// a change arrives and reporting how late it came with the next poll (each change made
+/// while the agent was waiting). Returns at the stop;
+/// cancels `cancel` (ending the part) when the server stays unreachable for 10 s.
+async fn follow_control(
+    base: String,
+    id: i64,
+    agents: u32,
+    control: std::sync::Arc<crate::sources::load::RateControl>,
+    cancel: CancellationToken,
+) {
+    use crate::services::load_runs::Control;
+    let url = format!("{base}/api/v1/load-runs/{id}/control");
+    let mut after = 0u64;
+    let mut delay_ms: Option<f64> = None;
+    let mut failing_since: Option<std::time::Instant> = None;
+    loop {
+        let mut request = crate::cli::http()
+            .get(&url)
+            .query(&[("after", after)])
+            .timeout(std::time::Duration::from_secs(60));
+        if let Some(d) = delay_ms.take() {
+            request = request.query(&[("delay_ms", d)]);
+        }
+        let answer = tokio::select! {
+            r = request.send() => r,
+            _ = cancel.cancelled() => return,
+        };
+        let got = match answer {
+            Ok(r) if r.status().is_success() => r.json::<Control>().await.ok(),
+            _ => None,
+        };
+        match got {
+            Some(c) => {
+                failing_since = None;
+                if c.version > after {
+                    control.set(crate::services::load_tests::segment_of(&c, agents));
+                    // The first answer is the rate set before this agent was waiting: no
+                    // measure of how fast a change reaches it.
+                    delay_ms = (after > 0).then(|| (crate::now_ms() - c.sent_at_unix_ms) as f64);
+                    after = c.version;
+                    if c.stop {
+                        return;
+                    }
+                }
+            }
+            None => {
+                let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= std::time::Duration::from_secs(10) {
+                    eprintln!(
+                        "harrier load agent: the server's rate stayed out of reach for 10 s; ending this part"
+                    );
+                    control.set(crate::services::load_tests::segment_of(
+                        &Control {
+                            stop: true,
+                            ..Control::default()
+                        },
+                        agents,
+                    ));
+                    cancel.cancel();
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
     }
 }
 

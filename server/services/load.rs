@@ -169,6 +169,10 @@ pub async fn run_load(
             }
         }
     }
+    if req.settings.control.is_some() {
+        // Driven from outside (an agent's part of a search): as long as it went.
+        acc.set_duration_s(running.t0.elapsed().as_secs_f64());
+    }
     let (lines, data, summary) = acc.finish();
     for line in &lines {
         on_second(line);

@@ -37,6 +37,10 @@ pub struct Assignment {
     pub allow_public_target: bool,
     /// When every part starts, unix ms (the server's clock).
     pub start_at_ms: i64,
+    /// A saturation search: `flags` are `harrier load find`'s, and the server sets the
+    /// rate as the search goes (the agent follows `GET /api/v1/load-runs/{run_id}/control`).
+    #[serde(default)]
+    pub search: bool,
 }
 
 struct Waiting {

@@ -20,10 +20,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::load::{LoadAccumulator, LoadSummary, RunPlan, Tick};
+use crate::domain::load::{LoadAccumulator, LoadSummary, RunPlan, SecondLine, Tick};
 use crate::error::{Error, Result};
 use crate::services::live::{Event, Hub};
 use crate::store::{NewRun, Store};
@@ -63,8 +63,50 @@ pub struct EndLoadRun {
     pub ended_by: Option<String>,
 }
 
+/// The rate every agent of a searched run sends at, set by the server's search
+/// (`GET /api/v1/load-runs/{id}/control` hands each change to the agents at once).
+///
+/// Times are ms from the run's common start (each agent's own zero); `rate_per_s` is the
+/// whole run's: an agent of `agents` sends `rate_per_s / agents`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Control {
+    /// Raised by one on each change (0: nothing set yet).
+    pub version: u64,
+    pub rate_per_s: f64,
+    pub from_ms: u64,
+    /// No arrival at or after this (`None`: until the next change).
+    pub until_ms: Option<u64>,
+    /// The search is over: finish what is in flight and end the part.
+    pub stop: bool,
+    /// When the server made the change, unix ms (the agents report how late it reached them).
+    pub sent_at_unix_ms: i64,
+}
+
+/// What the agents of a searched run reported of the rate changes (`reported.control`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ControlDelays {
+    /// Rate changes made.
+    pub changes: u64,
+    /// Changes received while the agent waited for them, over all agents (each agent's
+    /// first answer, the rate set before it was waiting, and the final stop are not).
+    pub received: u64,
+    /// From the change on the server to its arrival at an agent, ms: the slowest, and the
+    /// mean.
+    pub max_delay_ms: f64,
+    pub mean_delay_ms: f64,
+}
+
+/// A searched run's control side: the rate channel, where merged seconds go, the delays.
+struct Controlled {
+    rate: watch::Sender<Control>,
+    lines: mpsc::UnboundedSender<SecondLine>,
+    delays: ControlDelays,
+}
+
 struct Stream {
     acc: LoadAccumulator,
+    /// Set for a run whose rate this server's search drives (see [`Control`]).
+    controlled: Option<Controlled>,
     workers: usize,
     last_seen: Instant,
     /// Generators (agents) still to end their part; the run ends with the last.
@@ -114,6 +156,39 @@ impl LoadRuns {
     /// ticks carry worker numbers from one range (`plan.workers` in all), and the run ends
     /// when each has ended its part (or on the idle time-out).
     pub async fn open_parts(&self, run: OpenLoadRun, parts: usize) -> Result<i64> {
+        self.open_with(run, parts, None).await
+    }
+
+    /// [`open_parts`](Self::open_parts) for a run whose rate this server drives (a search on
+    /// agents): returns its id, the sender of rate changes the agents wait on
+    /// ([`control`](Self::control)) and the run's seconds, merged over every agent, as
+    /// they complete.
+    pub async fn open_controlled(
+        &self,
+        run: OpenLoadRun,
+        parts: usize,
+    ) -> Result<(
+        i64,
+        watch::Sender<Control>,
+        mpsc::UnboundedReceiver<SecondLine>,
+    )> {
+        let rate = watch::Sender::new(Control::default());
+        let (lines, seconds) = mpsc::unbounded_channel();
+        let controlled = Controlled {
+            rate: rate.clone(),
+            lines,
+            delays: ControlDelays::default(),
+        };
+        let id = self.open_with(run, parts, Some(controlled)).await?;
+        Ok((id, rate, seconds))
+    }
+
+    async fn open_with(
+        &self,
+        run: OpenLoadRun,
+        parts: usize,
+        controlled: Option<Controlled>,
+    ) -> Result<i64> {
         if run.plan.workers == 0 || run.plan.workers > MAX_WORKERS {
             return Err(Error::BadRequest(format!(
                 "plan.workers must be 1 to {MAX_WORKERS}, not {}",
@@ -141,6 +216,7 @@ impl LoadRuns {
             id,
             Arc::new(Mutex::new(Some(Stream {
                 acc,
+                controlled,
                 workers,
                 last_seen: Instant::now(),
                 parts_left: parts.max(1),
@@ -200,7 +276,12 @@ impl LoadRuns {
             }
         }
         for t in ticks {
-            stream.acc.push(t);
+            let lines = stream.acc.push(t);
+            if let Some(c) = &stream.controlled {
+                for line in lines {
+                    let _ = c.lines.send(line);
+                }
+            }
         }
         stream.last_seen = Instant::now();
         let changes = stream.acc.take_live_changes();
@@ -232,6 +313,54 @@ impl LoadRuns {
                 true
             }
             None => false,
+        }
+    }
+
+    /// The rate changes of run `id` (a search on agents). Errors: `NotFound` when the run is
+    /// not streaming here or its rate is not driven by this server.
+    pub async fn control(&self, id: i64) -> Result<watch::Receiver<Control>> {
+        let cell = self.stream(id).await?;
+        let guard = cell.lock().await;
+        guard
+            .as_ref()
+            .and_then(|s| s.controlled.as_ref())
+            .map(|c| c.rate.subscribe())
+            .ok_or_else(|| Error::NotFound(format!("rate control of run {id} (not a search)")))
+    }
+
+    /// Records that an agent received a rate change `delay_ms` after it was made.
+    pub async fn control_received(&self, id: i64, delay_ms: f64) {
+        let Ok(cell) = self.stream(id).await else {
+            return;
+        };
+        let mut guard = cell.lock().await;
+        if let Some(c) = guard.as_mut().and_then(|s| s.controlled.as_mut()) {
+            let d = &mut c.delays;
+            let delay_ms = delay_ms.max(0.0);
+            d.mean_delay_ms =
+                (d.mean_delay_ms * d.received as f64 + delay_ms) / (d.received + 1) as f64;
+            d.received += 1;
+            d.max_delay_ms = d.max_delay_ms.max(delay_ms);
+        }
+    }
+
+    /// Counts a rate change of run `id` and sets the answer of the search that drives it
+    /// (stored with the run when it ends) — both from the search's own loop.
+    pub async fn control_changed(&self, id: i64, search: Option<serde_json::Value>) {
+        let Ok(cell) = self.stream(id).await else {
+            return;
+        };
+        let mut guard = cell.lock().await;
+        if let Some(s) = guard.as_mut() {
+            if let Some(c) = s.controlled.as_mut() {
+                c.delays.changes += 1;
+            }
+            if let Some(search) = search {
+                if let Some(why) = search["ended_by"].as_str() {
+                    s.ended.ended_by.get_or_insert_with(|| why.to_string());
+                }
+                s.ended.search = Some(search);
+            }
         }
     }
 
@@ -293,6 +422,9 @@ impl LoadRuns {
         }
         if let Some(why) = ended.ended_by.or(end.ended_by) {
             changes.data.reported["ended_by"] = why.into();
+        }
+        if let Some(c) = &stream.controlled {
+            changes.data.reported["control"] = serde_json::to_value(&c.delays).unwrap_or_default();
         }
         let stored = self
             .store

@@ -15,17 +15,17 @@ use std::time::Duration;
 
 use clap::Parser;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{LoadFindArgs, LoadRunArgs, LoadTestPolicy};
-use crate::domain::load::RunPlan;
-use crate::domain::load::Tick;
+use crate::domain::load::{RunPlan, Search, SearchPlan, SecondLine, Tick};
 use crate::error::{Error, Result};
 use crate::services::load::{FindRequest, LoadRequest, Tap, find_capacity, run_load};
 use crate::services::load_agents::{Assignment, LoadAgents};
 use crate::services::load_args::{find_request_of, request_of};
-use crate::services::load_runs::{EndLoadRun, LoadRuns, OpenLoadRun};
+use crate::services::load_runs::{Control, EndLoadRun, LoadRuns, OpenLoadRun};
+use crate::sources::load::{RateControl, Segment};
 
 /// What the console's form sends. Texts are as the command line takes them (`500`,
 /// `100..2000`, `2m`, `p99<200ms,errors<1%`); absent fields take the command's defaults.
@@ -54,6 +54,13 @@ pub struct NewLoadTest {
     pub max_rate: String,
     /// find: the search stops here at the latest.
     pub max_duration: String,
+    /// find: the bisection's tolerance (`5%`), how long the last passing rate is held to
+    /// confirm it, and after how many failing seconds a step ends early.
+    pub tolerance: String,
+    pub confirm_duration: String,
+    pub fail_after: String,
+    /// Dispatch delay p99 above which the generator calls itself limited (`2ms`).
+    pub dispatch_limit: String,
     pub max_connections: Option<u32>,
     pub timeout: String,
     pub expect_status: String,
@@ -101,6 +108,10 @@ impl NewLoadTest {
             flag("start-rate", &self.start_rate);
             flag("max-rate", &self.max_rate);
             flag("max-duration", &self.max_duration);
+            flag("tolerance", &self.tolerance);
+            flag("step-duration", &self.step_duration);
+            flag("confirm-duration", &self.confirm_duration);
+            flag("fail-after", &self.fail_after);
         } else {
             flag("rate", &self.rate);
             flag("over", &self.over);
@@ -112,6 +123,7 @@ impl NewLoadTest {
             flag("max-connections", &n.to_string());
         }
         flag("timeout", &self.timeout);
+        flag("dispatch-limit", &self.dispatch_limit);
         flag("expect-status", &self.expect_status);
         flag("expect-body-contains", &self.expect_body_contains);
         flag("name", &self.name);
@@ -262,6 +274,23 @@ pub struct LoadTests {
 /// parsed as `harrier load run` parses them, every rate divided among the agents.
 /// Errors: `BadRequest` naming the flag (a server of another version, or a closed model).
 pub fn part_request(a: &Assignment) -> Result<LoadRequest> {
+    if a.search {
+        // The rates come from the server's search (`control`); the schedule is only the
+        // longest the part may last.
+        let flags = FindFlags::try_parse_from(&a.flags).map_err(|e| bad(clap_message(e)))?;
+        let mut req = find_request_of(&flags.args)
+            .map_err(|e| bad(format!("{e:#}")))?
+            .load;
+        let threads = a.threads.max(1);
+        req.settings.threads = threads;
+        req.settings.control = Some(RateControl::new(
+            threads,
+            segment_of(&Control::default(), 1),
+        ));
+        req.spec.body = hyper::body::Bytes::from(a.body.clone().into_bytes());
+        req.allow_public_target = a.allow_public_target;
+        return Ok(req);
+    }
     let flags = RunFlags::try_parse_from(&a.flags).map_err(|e| bad(clap_message(e)))?;
     let mut req = request_of(&flags.args).map_err(|e| bad(format!("{e:#}")))?;
     req.settings.workload = req
@@ -273,6 +302,17 @@ pub fn part_request(a: &Assignment) -> Result<LoadRequest> {
     req.spec.body = hyper::body::Bytes::from(a.body.clone().into_bytes());
     req.allow_public_target = a.allow_public_target;
     Ok(req)
+}
+
+/// An agent's segment of a [`Control`]: its share (1/`agents`) of the rate, in ns from the
+/// run's start.
+pub fn segment_of(c: &Control, agents: u32) -> Segment {
+    Segment {
+        rate_per_s: c.rate_per_s / f64::from(agents.max(1)),
+        from_ns: c.from_ms.saturating_mul(1_000_000),
+        until_ns: c.until_ms.map_or(u64::MAX, |u| u.saturating_mul(1_000_000)),
+        stop: c.stop,
+    }
 }
 
 /// How often the ticks of a console test are merged and stored (as `--server` sends them).
@@ -320,20 +360,21 @@ impl LoadTests {
             });
         }
         if test.agents > 0 {
-            let Prepared::Run(req) = prepared else {
-                return Err(Error::Field {
-                    field: "agents".into(),
-                    message: "a saturation search runs on one generator (this server): agents share schedules".into(),
-                });
+            let cancel = CancellationToken::new();
+            let id = match prepared {
+                Prepared::Run(req) => self.start_on_agents(&test, &req, None).await?,
+                Prepared::Find(find) => {
+                    self.start_on_agents(&test, &find.load, Some((&find, cancel.clone())))
+                        .await?
+                }
             };
-            let id = self.start_on_agents(&test, req).await?;
             let running = RunningTest {
                 id,
                 url: format!("/console/runs/{id}"),
                 command: test.command(),
                 started_by,
                 started_at_ms: crate::now_ms(),
-                cancel: CancellationToken::new(),
+                cancel,
             };
             *slot = Some(running.clone());
             // The slot frees itself when the last agent has ended its part.
@@ -437,9 +478,15 @@ impl LoadTests {
     }
 
     /// Opens the run of a test shared by `test.agents` waiting agents and gives each its
-    /// part; returns the run's id. Errors: `BadRequest` when fewer agents wait or the
-    /// target is not allowed.
-    async fn start_on_agents(&self, test: &NewLoadTest, req: LoadRequest) -> Result<i64> {
+    /// part; returns the run's id. With `search`, this server runs the saturation search
+    /// and sets every agent's rate step by step (see [`drive_search`]); `cancel` stops it.
+    /// Errors: `BadRequest` when fewer agents wait or the target is not allowed.
+    async fn start_on_agents(
+        &self,
+        test: &NewLoadTest,
+        req: &LoadRequest,
+        search: Option<(&FindRequest, CancellationToken)>,
+    ) -> Result<i64> {
         let n = test.agents as usize;
         let waiting = self.agents.list().await.len();
         if waiting < n {
@@ -464,10 +511,17 @@ impl LoadTests {
             })?;
         let threads = req.settings.threads.max(1);
         let label = req.spec.label();
-        let schedule = format!(
-            "{} · split among {n} agents",
-            req.settings.workload.describe()
-        );
+        let schedule = match &search {
+            Some((find, _)) => format!(
+                "saturation search from {}, tolerance {} % · split among {n} agents",
+                crate::domain::load::search::rate_text(find.plan.start_rate),
+                find.plan.tolerance * 100.0
+            ),
+            None => format!(
+                "{} · split among {n} agents",
+                req.settings.workload.describe()
+            ),
+        };
         let plan = RunPlan {
             label: label.clone(),
             schedule: schedule.clone(),
@@ -479,27 +533,38 @@ impl LoadTests {
             protocol: "negotiated by each agent".into(),
             connect_error: None,
         };
-        let id = self
-            .load_runs
-            .open_parts(
-                OpenLoadRun {
-                    name: req
-                        .name
-                        .clone()
-                        .unwrap_or_else(|| format!("{label} · {schedule}")),
-                    scenario: Some(
-                        req.scenario
-                            .clone()
-                            .unwrap_or_else(|| format!("{} {}", req.spec.method, req.spec.url)),
-                    ),
-                    source: req.spec.url.clone(),
-                    tags: req.tags.clone(),
-                    plan,
-                },
-                n,
-            )
-            .await?;
+        let open = OpenLoadRun {
+            name: req
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{label} · {schedule}")),
+            scenario: Some(
+                req.scenario
+                    .clone()
+                    .unwrap_or_else(|| format!("{} {}", req.spec.method, req.spec.url)),
+            ),
+            source: req.spec.url.clone(),
+            tags: req.tags.clone(),
+            plan,
+        };
         let start_at_ms = crate::now_ms() + 1_500;
+        let id = match &search {
+            Some((find, cancel)) => {
+                let (id, rate, seconds) = self.load_runs.open_controlled(open, n).await?;
+                tokio::spawn(drive_search(
+                    self.load_runs.clone(),
+                    id,
+                    rate,
+                    seconds,
+                    find.plan.clone(),
+                    find.max_duration_s,
+                    start_at_ms,
+                    cancel.clone(),
+                ));
+                id
+            }
+            None => self.load_runs.open_parts(open, n).await?,
+        };
         let flags = test.flags();
         let given = self
             .agents
@@ -513,6 +578,7 @@ impl LoadTests {
                 worker_offset: index as usize * threads,
                 allow_public_target: self.policy.allow_public_targets,
                 start_at_ms,
+                search: search.is_some(),
             })
             .await;
         match given {
@@ -521,6 +587,9 @@ impl LoadTests {
                 Ok(id)
             }
             Err(waiting) => {
+                if let Some((_, cancel)) = &search {
+                    cancel.cancel();
+                }
                 self.load_runs.request_stop(id).await;
                 for _ in 0..n {
                     let _ = self
@@ -601,4 +670,125 @@ async fn forward(
         tracing::warn!(run = id, error = %e, "storing a console load test's last seconds failed");
     }
     Some(id)
+}
+
+/// How often the search on agents looks whether a cool-down has drained, the time is up
+/// or it was stopped.
+const SEARCH_POLL: Duration = Duration::from_millis(50);
+
+/// The saturation search of a test shared by agents, on this server: the same [`Search`]
+/// `harrier load find` runs, judging the run's seconds merged over every agent as they
+/// arrive, its rate changes sent to the agents at once through `rate` (each takes its
+/// share). A step is cut short after its failing seconds; the next starts from the next
+/// whole second once a merged second has had nothing in flight (the agents' queues have
+/// drained). Ends with the answer (stored with the run as `reported.search`), at
+/// `max_duration_s`, or on `cancel`; then tells the agents to stop.
+#[allow(clippy::too_many_arguments)]
+async fn drive_search(
+    load_runs: LoadRuns,
+    id: i64,
+    rate: watch::Sender<Control>,
+    mut seconds: mpsc::UnboundedReceiver<SecondLine>,
+    plan: SearchPlan,
+    max_duration_s: f64,
+    start_at_ms: i64,
+    cancel: CancellationToken,
+) {
+    let elapsed_ms = || (crate::now_ms() - start_at_ms).max(0) as u64;
+    let set = |c: Control| {
+        let version = rate.borrow().version + 1;
+        rate.send_replace(Control {
+            version,
+            sent_at_unix_ms: crate::now_ms(),
+            ..c
+        });
+    };
+    let mut search = Search::new(plan);
+    let Some(first) = search.next_step(0) else {
+        set(Control {
+            stop: true,
+            ..Control::default()
+        });
+        return;
+    };
+    set(Control {
+        rate_per_s: first.rate_per_s,
+        from_ms: 0,
+        until_ms: Some(u64::from(first.seconds) * 1000),
+        ..Control::default()
+    });
+    load_runs.control_changed(id, None).await;
+    let mut step_end = first.seconds;
+    // Seconds from which a merged second with nothing in flight means drained.
+    let mut drain_from: Option<u32> = None;
+    let mut drained = false;
+    let mut stopped = false;
+    let mut poll = tokio::time::interval(SEARCH_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let mut stop_why: Option<String> = None;
+        let mut finished = false;
+        tokio::select! {
+            line = seconds.recv() => {
+                // The run has ended (every agent's part, or idle).
+                let Some(line) = line else { break };
+                if stopped {
+                    continue;
+                }
+                if let Some(from) = drain_from {
+                    drained |= line.second >= from && line.in_flight_max == 0;
+                } else if search.in_step() && search.on_second(&line) {
+                    let cut_short = line.second + 1 < step_end;
+                    search.finish_step();
+                    let now_ms = elapsed_ms();
+                    if cut_short {
+                        set(Control { rate_per_s: 0.0, from_ms: now_ms, ..Control::default() });
+                        load_runs.control_changed(id, None).await;
+                    }
+                    drain_from = Some(if cut_short { now_ms.div_ceil(1000) as u32 } else { step_end });
+                    drained = false;
+                }
+            }
+            _ = poll.tick(), if !stopped => {
+                let now_s = elapsed_ms() as f64 / 1000.0;
+                if cancel.is_cancelled() {
+                    stop_why = Some("stopped from the console".into());
+                } else if now_s >= max_duration_s {
+                    stop_why = Some(format!("--max-duration {max_duration_s} s reached"));
+                } else if drain_from.is_some() && drained {
+                    let from_second = now_s.floor() as u32 + 1;
+                    match search.next_step(from_second) {
+                        Some(step) => {
+                            set(Control {
+                                rate_per_s: step.rate_per_s,
+                                from_ms: u64::from(from_second) * 1000,
+                                until_ms: Some(u64::from(from_second + step.seconds) * 1000),
+                                ..Control::default()
+                            });
+                            load_runs.control_changed(id, None).await;
+                            step_end = from_second + step.seconds;
+                            drain_from = None;
+                        }
+                        None => finished = true,
+                    }
+                }
+            }
+        }
+        if let Some(why) = &stop_why
+            && !stopped
+        {
+            search.stop(why);
+        }
+        if (finished || stop_why.is_some()) && !stopped {
+            stopped = true;
+            let outcome = serde_json::to_value(search.outcome()).ok();
+            // The answer is stored before the agents hear to stop (the run ends with them).
+            load_runs.control_changed(id, outcome).await;
+            set(Control {
+                stop: true,
+                ..Control::default()
+            });
+            tracing::info!(run = id, "search on agents over: the agents stop");
+        }
+    }
 }

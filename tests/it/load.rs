@@ -1749,10 +1749,6 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
         "{}",
         r.text()
     );
-    let mut find = test.clone();
-    find["mode"] = "find".into();
-    let r = start(find).await;
-    assert!(r.text().contains("one generator"), "{}", r.text());
     assert_eq!(svc.seen.load(Ordering::SeqCst), 0);
 
     let r = start(test).await;
@@ -1928,4 +1924,126 @@ async fn a_generator_starved_of_cpu_is_labelled_generator_limited_and_a_normal_r
         "the reason is the generator's lateness: {starved}"
     );
     assert!(!starved.contains("kept its schedule"), "{starved}");
+}
+
+/// Issue 13 item 6: a saturation search shared by three agent processes. The server runs
+/// the search on the seconds merged over the agents and sends each rate change to every
+/// agent at once (a long poll); the answer is the pool's capacity as one generator finds
+/// it, every rate change reached every agent within 100 ms, and the merged count is what
+/// the service saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_agents_search_together_and_every_rate_change_reaches_them_within_100_ms() {
+    use axum::body::Body;
+    use axum::http::Request;
+
+    // 20 workers of 50 ms: C = 400 req/s (as the one-generator search test).
+    let (url, pool) = pool_service(20, Duration::from_millis(50), 100).await;
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.load_tests.enabled = true;
+        c.load_tests.max_rate = 2_000.0;
+        c.load_tests.max_duration_s = 150.0;
+    })
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(harrier::app::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
+    let agents: Vec<crate::browser::Proc> = (1..=3)
+        .map(|i| {
+            crate::browser::Proc(
+                std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
+                    .args([
+                        "load", "agent", "--server", &base, "--once", "--wait", "60s",
+                    ])
+                    .args(["--name", &format!("searcher-{i}")])
+                    .env_remove("HARRIER_TOKEN")
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("start an agent"),
+            )
+        })
+        .collect();
+    for _ in 0..100 {
+        let waiting = app.get("/api/v1/load-agents").await.json()["waiting"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if waiting == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let test = serde_json::json!({"url": url, "mode": "find", "start_rate": "150",
+        "max_rate": "2000", "max_duration": "140s", "step_duration": "4s",
+        "confirm_duration": "6s", "fail_after": "2s", "tolerance": "5%",
+        "max_connections": 171, "timeout": "2s",
+        // the machine is shared (see the module docs)
+        "dispatch_limit": "250ms", "agents": 3});
+    let req = Request::post("/api/v1/load-tests")
+        .header("content-type", "application/json")
+        .body(Body::from(test.to_string()))
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["id"].as_i64().unwrap();
+    let outputs = tokio::task::spawn_blocking(move || {
+        agents
+            .into_iter()
+            .map(|mut a| {
+                let status = a.0.wait().unwrap();
+                let (mut out, mut err) = (String::new(), String::new());
+                use std::io::Read;
+                a.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+                a.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                (status, out + &err)
+            })
+            .collect::<Vec<_>>()
+    });
+    let outputs = tokio::time::timeout(Duration::from_secs(170), outputs)
+        .await
+        .expect("the search ends and the agents exit")
+        .unwrap();
+    for (status, out) in &outputs {
+        assert!(status.success(), "{out}");
+        assert!(out.contains("part ended"), "{out}");
+    }
+    let run = complete_run(&app, id).await;
+    let search = &run["reported"]["search"];
+    eprintln!("{}", search["statement"]);
+    let x = search["falls_over_rps"].as_f64().expect("it falls over");
+    assert!(
+        (360.0..=440.0).contains(&x),
+        "X {x} not within 10 % of 400\n{}",
+        search["statement"]
+    );
+    assert_eq!(search["confirmed"], true, "{search}");
+    assert_eq!(run["capacity"]["kind"], "search");
+    let control = &run["reported"]["control"];
+    eprintln!("rate changes: {control}");
+    let changes = control["changes"].as_u64().unwrap();
+    let steps = search["steps"].as_array().unwrap().len() as u64;
+    assert!(changes >= steps, "a change per step at least: {control}");
+    // Every change but the first (set before the agents waited) and the final stop is
+    // reported by each of the three agents.
+    assert!(
+        control["received"].as_u64().unwrap() >= 3 * (steps - 1),
+        "{control}"
+    );
+    let worst = control["max_delay_ms"].as_f64().unwrap();
+    assert!(
+        worst <= 100.0,
+        "a rate change reached an agent after {worst} ms"
+    );
+    // Every request the agents completed reached the service (served or refused), and the
+    // merged run counts them all.
+    let seen = pool.served.load(Ordering::SeqCst) + pool.refused.load(Ordering::SeqCst);
+    let count = run["overall"]["count"].as_u64().unwrap();
+    let timeouts = run["reported"]["errors by class"]["timeout"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(seen, count - timeouts, "{}", run["reported"]["requests"]);
+    assert!(no_test_running(&app).await);
 }

@@ -20,7 +20,9 @@
 //!
 //! Agents (`harrier load agent`): `POST /api/v1/load-agents/poll` `{name}` (scope `ingest`,
 //! a long poll of up to 25 s) → 200 the agent's part of a test started with `agents: N`, or
-//! 204; `GET /api/v1/load-agents` lists the waiting ones.
+//! 204; `GET /api/v1/load-agents` lists the waiting ones. An agent's part of a search
+//! follows `GET /api/v1/load-runs/{id}/control?after=V` (a long poll: the rate the server's
+//! search sets, see [`crate::services::load_runs::Control`]).
 //!
 //! 404 when the run is not streaming into this replica. Bodies are JSON, at most
 //! [`MAX_TICKS_BYTES`].
@@ -57,6 +59,7 @@ pub fn routes() -> Routes {
             post(ticks).layer(DefaultBodyLimit::max(MAX_TICKS_BYTES)),
         )
         .route("/api/v1/load-runs/{id}/end", POST, Ingest, post(end))
+        .route("/api/v1/load-runs/{id}/control", GET, Ingest, get(control))
         .route("/api/v1/load-tests", GET, Read, get(tests))
         .route("/api/v1/load-tests", POST, Write, post(start_test))
         .route("/api/v1/load-tests/{id}/stop", POST, Write, post(stop_test))
@@ -171,6 +174,38 @@ async fn ticks(
     let batch: Ticks = body_of(&body, "expected {ticks: [...]} as JSON")?;
     let taken = state.load_runs.ticks(id, batch.ticks).await?;
     Ok(Json(serde_json::to_value(taken).unwrap_or_default()))
+}
+
+#[derive(Deserialize)]
+struct ControlQuery {
+    /// The version the agent has; the answer waits for a newer one.
+    #[serde(default)]
+    after: u64,
+    /// How late the agent received version `after`, ms (reported once per change).
+    delay_ms: Option<f64>,
+}
+
+/// `GET /api/v1/load-runs/{id}/control?after=V[&delay_ms=D]`: the rate of a search on agents,
+/// a long poll: answers at once when the rate's version is above `after`, else when it
+/// changes (within 25 s: then the same version, poll again) →
+/// [`crate::services::load_runs::Control`].
+async fn control(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<ControlQuery>,
+) -> Result<Json<Value>> {
+    let id = crate::http::params::run_id(&id)?;
+    if let Some(d) = q.delay_ms.filter(|d| d.is_finite()) {
+        state.load_runs.control_received(id, d).await;
+    }
+    let mut rate = state.load_runs.control(id).await?;
+    let wait = crate::services::load_agents::POLL_WAIT;
+    tokio::select! {
+        _ = tokio::time::timeout(wait, rate.wait_for(|c| c.version > q.after)) => {}
+        _ = state.shutdown.cancelled() => {}
+    }
+    let now = *rate.borrow();
+    Ok(Json(serde_json::to_value(now).unwrap_or_default()))
 }
 
 async fn end(
