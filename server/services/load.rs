@@ -2,9 +2,9 @@
 //! each second (and each search step) and store the run.
 //!
 //! Owns [`run_load`] (target check, the engine's start, the per-second lines handed to a
-//! callback: the CLI prints them, `--abort-on`, and the run stored like an import: tool
+//! callback: the CLI prints them, `--abort-on`, and the run stored as it goes: tool
 //! `harrier`, its per-second buckets and exact summary built by the run builder, the
-//! generator's own figures as `reported`) and [`find_capacity`] (the saturation search:
+//! generator's own figures as `reported`; see [`Keeper`]) and [`find_capacity`] (the saturation search:
 //! one engine and one connection set for every step, its rate set by
 //! [`crate::domain::load::Search`], a cool-down after each step until nothing is queued or
 //! in flight; the answer stored as the run's `reported.search`, which the run's JSON shows
@@ -16,13 +16,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::load::{
     AbortRule, AbortWatch, LoadAccumulator, LoadSummary, RateProfile, RunPlan, Schedule, Search,
     SearchOutcome, SearchPlan, SecondLine, StepResult, Tick, Workload,
 };
-use crate::domain::runs::RunData;
+use crate::domain::runs::RunChanges;
 use crate::error::{Error, Result};
 use crate::services::load_runs::OpenLoadRun;
 use crate::sources::load::{self, EngineSettings, LoadError, RateControl, RequestSpec, Segment};
@@ -147,6 +148,7 @@ pub async fn run_load(
         .unwrap_or_else(|| format!("{label} · {schedule}"));
     req.tap_open(&plan, name.clone());
     let mut acc = LoadAccumulator::new(plan);
+    let mut keeper = Keeper::new(store, &req, &name, &mut acc);
     let engine_cancel = cancel.child_token();
     let mut running = load::start(
         req.spec.clone(),
@@ -168,16 +170,17 @@ pub async fn run_load(
                 engine_cancel.cancel();
             }
         }
+        keeper.keep_changes(&mut acc);
     }
     if req.settings.control.is_some() {
         // Driven from outside (an agent's part of a search): as long as it went.
         acc.set_duration_s(running.t0.elapsed().as_secs_f64());
     }
-    let (lines, data, summary) = acc.finish();
+    let (lines, changes, summary) = acc.finish_live();
     for line in &lines {
         on_second(line);
     }
-    let run = store_run(store, &req, name, &data).await?;
+    let run = keeper.finish(changes).await?;
     Ok(LoadOutcome {
         summary,
         run,
@@ -185,34 +188,116 @@ pub async fn run_load(
     })
 }
 
-/// Stores `data` as a run of tool `harrier` (when there is a store and a request completed).
-async fn store_run(
-    store: Option<&Store>,
-    req: &LoadRequest,
+/// How often a load's changed seconds are handed over (stored, or forgotten without a store).
+const KEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Where a load's figures go while it runs. About once a second the accumulator hands
+/// over the buckets that changed ([`LoadAccumulator::take_live_changes`]) and forgets the
+/// finished ones, so the generator's memory stays flat however many requests it sends:
+/// with a store they go into the run (tool `harrier`, status `live` until the end, opened
+/// with the first request that ended — a console on the same database shows it climb),
+/// without one they are dropped (the summary keeps the whole run's figures). Storing every
+/// hand-over and the last gives exactly the run one insert at the end would.
+///
+/// The writes run on their own task, in order, so a slow disk never holds up the loop that
+/// judges each second; the first failure stops the writes and is returned at the end.
+struct Keeper {
+    writes: Option<mpsc::UnboundedSender<(RunChanges, &'static str)>>,
+    task: Option<tokio::task::JoinHandle<Result<Option<i64>>>>,
     name: String,
-    data: &RunData,
-) -> Result<Option<StoredLoadRun>> {
-    Ok(match store {
-        Some(store) if data.overall.count > 0 => {
-            let new = NewRun {
-                name: name.clone(),
-                scenario: Some(req.scenario_name()),
-                tool: "harrier".into(),
-                source: Some(req.spec.url.clone()),
-                tags: req.tags.clone(),
-                imported_at_ms: crate::now_ms(),
-            };
-            let ids = store.insert_runs(&[(new, data)]).await?;
-            metrics::counter!("harrier_runs_imported_total").increment(1);
-            metrics::counter!("harrier_samples_imported_total").increment(data.overall.count);
-            ids.first().map(|&id| StoredLoadRun {
-                id,
-                name,
-                url: format!("/console/runs/{id}"),
-            })
+    next: tokio::time::Instant,
+}
+
+impl Keeper {
+    /// Sets `acc` to hand over its changes (before its first tick).
+    fn new(
+        store: Option<&Store>,
+        req: &LoadRequest,
+        name: &str,
+        acc: &mut LoadAccumulator,
+    ) -> Keeper {
+        acc.track_changes();
+        let (writes, task) = match store {
+            Some(store) => {
+                let run = NewRun {
+                    name: name.to_string(),
+                    scenario: Some(req.scenario_name()),
+                    tool: "harrier".into(),
+                    source: Some(req.spec.url.clone()),
+                    tags: req.tags.clone(),
+                    imported_at_ms: crate::now_ms(),
+                };
+                let (tx, rx) = mpsc::unbounded_channel();
+                (
+                    Some(tx),
+                    Some(tokio::spawn(write_changes(store.clone(), run, rx))),
+                )
+            }
+            None => (None, None),
+        };
+        Keeper {
+            writes,
+            task,
+            name: name.to_string(),
+            next: tokio::time::Instant::now() + KEEP_EVERY,
         }
-        _ => None,
-    })
+    }
+
+    /// Hands over `acc`'s changes when [`KEEP_EVERY`] has passed since the last time.
+    fn keep_changes(&mut self, acc: &mut LoadAccumulator) {
+        let now = tokio::time::Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + KEEP_EVERY;
+        let changes = acc.take_live_changes();
+        if let Some(w) = &self.writes {
+            let _ = w.send((changes, "live"));
+        }
+    }
+
+    /// Stores the last changes (with the summary's `reported`), status `complete`, and
+    /// waits for every write; the stored run, or `None` without a store or when no request
+    /// ended.
+    async fn finish(mut self, changes: RunChanges) -> Result<Option<StoredLoadRun>> {
+        let count = changes.data.overall.count;
+        if let Some(w) = self.writes.take() {
+            let _ = w.send((changes, "complete"));
+        }
+        let Some(task) = self.task.take() else {
+            return Ok(None);
+        };
+        let id = task
+            .await
+            .map_err(|e| Error::Internal(format!("storing the run stopped: {e}")))??;
+        let Some(id) = id else { return Ok(None) };
+        metrics::counter!("harrier_runs_imported_total").increment(1);
+        metrics::counter!("harrier_samples_imported_total").increment(count);
+        Ok(Some(StoredLoadRun {
+            id,
+            name: self.name,
+            url: format!("/console/runs/{id}"),
+        }))
+    }
+}
+
+/// [`Keeper`]'s writes: the run opened with the first changes that hold a request, then
+/// each batch of changes stored in order; the run's id (`None`: no request ended).
+async fn write_changes(
+    store: Store,
+    run: NewRun,
+    mut writes: mpsc::UnboundedReceiver<(RunChanges, &'static str)>,
+) -> Result<Option<i64>> {
+    let mut id = None;
+    while let Some((changes, status)) = writes.recv().await {
+        let run_id = match id {
+            Some(id) => id,
+            None if changes.data.overall.count == 0 => continue,
+            None => *id.insert(store.create_live_run(&run).await?),
+        };
+        store.store_live_changes(run_id, &changes, status).await?;
+    }
+    Ok(id)
 }
 
 /// What `harrier load find` is asked to do.
@@ -318,6 +403,7 @@ pub async fn find_capacity(
         .unwrap_or_else(|| format!("{label} · saturation search"));
     req.load.tap_open(&plan, name.clone());
     let mut acc = LoadAccumulator::new(plan);
+    let mut keeper = Keeper::new(store, &req.load, &name, &mut acc);
     let engine_cancel = cancel.child_token();
     let mut running = load::start(
         req.load.spec.clone(),
@@ -365,6 +451,7 @@ pub async fn find_capacity(
                         draining = true;
                     }
                 }
+                keeper.keep_changes(&mut acc);
             }
             _ = poll.tick(), if !stopped => {
                 let now_s = t0.elapsed().as_secs_f64();
@@ -404,13 +491,13 @@ pub async fn find_capacity(
         }
     }
     acc.set_duration_s(t0.elapsed().as_secs_f64());
-    let (lines, mut data, summary) = acc.finish();
+    let (lines, mut changes, summary) = acc.finish_live();
     for line in &lines {
         on_event(FindEvent::Second(line));
     }
     let outcome = search.outcome();
-    data.reported["search"] = serde_json::to_value(&outcome).unwrap_or_default();
-    let run = store_run(store, &req.load, name, &data).await?;
+    changes.data.reported["search"] = serde_json::to_value(&outcome).unwrap_or_default();
+    let run = keeper.finish(changes).await?;
     Ok(FindOutcome {
         search: outcome,
         summary,
