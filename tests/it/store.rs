@@ -162,6 +162,89 @@ async fn large_runs_insert_in_batches() {
     );
 }
 
+/// Text holding COPY's special characters, and blobs holding every byte value, come back
+/// unchanged; NULL stays NULL and an empty blob stays empty (on PostgreSQL these rows are
+/// written with COPY, whose text format escapes them).
+#[tokio::test]
+async fn awkward_text_numbers_and_bytes_round_trip() {
+    use harrier::domain::runs::distribution::Distribution;
+    let (store, _, _db) = fresh_store().await;
+    let odd = "tab\there, line\nbreak, cr\r, back\\slash, \\N, \\x00, \"q\", é ✓";
+    let every_byte: Vec<u8> = (0..=255).collect();
+    let mut data = sample_run(2);
+    data.labels[0].label = odd.into();
+    data.overall.mean_ms = Some(1.0 / 3.0);
+    data.overall.min_ms = None;
+    data.overall.throughput_rps = Some(6.02e23);
+    data.overall.bytes_received = i64::MAX as u64;
+    for b in &mut data.buckets {
+        if b.label.is_some() {
+            b.label = Some(odd.into());
+        }
+        b.histogram = every_byte.clone();
+        b.active_users = None;
+        b.start_ms -= 5_000;
+    }
+    data.errors[0].label = odd.into();
+    data.errors[0].message = odd.into();
+    data.rejected[0].reason = odd.into();
+    let dist = Distribution::from_pairs(vec![(3, 2), (92, 1), (1_000_000, 5)]);
+    data.distributions = vec![dist.clone(), dist.clone(), Distribution::default()];
+    data.failed_distributions = vec![Distribution::default(), dist.clone()];
+
+    let id = store.insert_run(&new_run("odd"), &data).await.unwrap();
+    let run = store.get_run(id).await.unwrap().expect("stored");
+    assert_eq!(run.overall, data.overall, "floats, NULL and large integers");
+    assert_eq!(run.labels, data.labels, "escaped label text");
+    let buckets = store.run_buckets(id, Some(odd)).await.unwrap().unwrap();
+    assert_eq!(buckets.len(), 2, "buckets found by the escaped label");
+    assert_eq!(buckets[0].start_ms, -5_000);
+    assert_eq!(buckets[0].histogram, every_byte);
+    assert_eq!(buckets[0].active_users, None);
+    let errors = store.run_errors(id).await.unwrap();
+    assert_eq!(
+        (errors[0].label.as_str(), errors[0].message.as_str()),
+        (odd, odd)
+    );
+    assert_eq!(store.run_rejected(id).await.unwrap()[0].reason, odd);
+    let dists = store.run_distributions(id).await.unwrap();
+    assert_eq!(dists.len(), 3);
+    assert_eq!(dists[0].0.values(), dist.values());
+    assert_eq!(
+        dists[0].1.as_ref().map(Distribution::count),
+        Some(0),
+        "an empty failed distribution is stored empty, not NULL"
+    );
+    assert_eq!(dists[1].1.as_ref().map(Distribution::count), Some(8));
+    assert!(dists[2].0.is_empty(), "no distribution stored: NULL");
+    assert!(dists[2].1.is_none(), "no failed distribution given: NULL");
+}
+
+/// A failed import's transaction is rolled back whole and the connection it used is left
+/// fit for the next one.
+#[tokio::test]
+async fn an_import_after_a_failed_one_stores_normally() {
+    let (store, _, _db) = fresh_store().await;
+    let mut bad = sample_run(3_000);
+    bad.buckets.push(bad.buckets[5].clone());
+    assert!(store.insert_run(&new_run("bad"), &bad).await.is_err());
+    for n in 0..3 {
+        let id = store
+            .insert_run(&new_run(&format!("good {n}")), &sample_run(3_000))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.run_buckets(id, None).await.unwrap().unwrap().len(),
+            3_000
+        );
+    }
+    assert_eq!(store.count_runs().await.unwrap(), 3);
+    assert_eq!(
+        scalar_raw(&store, "SELECT COUNT(*) FROM run_buckets").await,
+        18_000
+    );
+}
+
 /// Runs of one file land together or not at all.
 #[tokio::test]
 async fn a_failed_import_leaves_nothing_behind() {
