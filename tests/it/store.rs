@@ -1,7 +1,7 @@
 //! Store functions on a real database: a fresh SQLite file per test, or a fresh PostgreSQL
 //! database with `HARRIER_TEST_BACKEND=postgres` (see `helpers::fresh_store`).
 
-use crate::helpers::{fresh_store, scalar_raw, sqlite_only};
+use crate::helpers::{fresh_store, on_postgres, scalar_raw, sqlite_only};
 use harrier::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
 use harrier::store::{NewRun, Store};
 
@@ -284,6 +284,96 @@ async fn deleting_a_run_removes_its_aggregates() {
         let n = scalar_raw(&store, &format!("SELECT COUNT(*) FROM {table}")).await;
         assert_eq!(n, 0, "{table} emptied by the cascade");
     }
+}
+
+/// The space of a deleted run is used again: importing a run of the same size after the
+/// deletion does not grow the storage (SQLite: pages in the file; PostgreSQL: the
+/// run_buckets table, which would double if the dead rows' space were not made reusable.
+/// Its primary-key index is left out: the index pages a VACUUM empties become reusable only
+/// at a later VACUUM, so the index does grow here).
+#[tokio::test]
+async fn the_space_of_a_deleted_run_is_used_again() {
+    let (store, _, _db) = fresh_store().await;
+    let size_sql = if on_postgres() {
+        "SELECT pg_relation_size('run_buckets')"
+    } else {
+        "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+    };
+    store
+        .insert_run(&new_run("kept"), &sample_run(100))
+        .await
+        .unwrap();
+    let gone = store
+        .insert_run(&new_run("gone"), &sample_run(20_000))
+        .await
+        .unwrap();
+    let full = scalar_raw(&store, size_sql).await;
+    assert!(store.delete_run(gone).await.unwrap());
+    store
+        .insert_run(&new_run("again"), &sample_run(20_000))
+        .await
+        .unwrap();
+    let again = scalar_raw(&store, size_sql).await;
+    assert!(
+        again <= full + full / 10,
+        "{again} bytes after deleting and importing again, {full} before"
+    );
+}
+
+/// On SQLite a deletion shrinks the file's pages at once: none are left on the free list.
+#[tokio::test]
+async fn deleting_a_run_shrinks_the_sqlite_file() {
+    if sqlite_only("SQLite pages and free list") {
+        return;
+    }
+    let (store, _, _db) = fresh_store().await;
+    let pages = |sql| scalar_raw(&store, sql);
+    assert_eq!(pages("PRAGMA auto_vacuum").await, 2, "incremental");
+    let id = store
+        .insert_run(&new_run("gone"), &sample_run(20_000))
+        .await
+        .unwrap();
+    let before = pages("PRAGMA page_count").await;
+    assert!(store.delete_run(id).await.unwrap());
+    let after = pages("PRAGMA page_count").await;
+    assert_eq!(pages("PRAGMA freelist_count").await, 0);
+    assert!(
+        after * 4 < before,
+        "{after} pages after the deletion, {before} before"
+    );
+}
+
+/// A database file made before incremental auto-vacuum is converted when it is opened
+/// (migration 0016 runs VACUUM), keeping what it holds.
+#[tokio::test]
+async fn an_older_sqlite_file_is_converted_to_incremental_vacuum() {
+    if sqlite_only("SQLite auto_vacuum") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        use sqlx::ConnectOptions;
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .connect()
+            .await
+            .unwrap();
+        sqlx::raw_sql("CREATE TABLE older (x INTEGER); INSERT INTO older VALUES (42);")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(scalar_raw(&store, "PRAGMA auto_vacuum").await, 2);
+    assert_eq!(scalar_raw(&store, "SELECT x FROM older").await, 42);
+    let id = store
+        .insert_run(&new_run("r"), &sample_run(3))
+        .await
+        .unwrap();
+    assert!(store.delete_run(id).await.unwrap());
+    assert_eq!(scalar_raw(&store, "PRAGMA freelist_count").await, 0);
 }
 
 #[tokio::test]

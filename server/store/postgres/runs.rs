@@ -555,11 +555,29 @@ impl PostgresStore {
     }
 
     /// Deletes a run and everything stored for it; `false` if there was no such run.
+    ///
+    /// Then a plain `VACUUM` of the run tables makes the deleted rows' space reusable at
+    /// once (autovacuum would get to it only once a fifth of a table is dead, by default),
+    /// so the next import fills it instead of growing the files. Never `VACUUM FULL`, which
+    /// locks the tables while it rewrites them. A VACUUM that fails is logged; the deletion
+    /// stands.
     pub async fn delete_run(&self, id: i64) -> Result<bool> {
         let done = sqlx::query("DELETE FROM runs WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
             .await?;
+        if done.rows_affected() > 0 {
+            // VACUUM cannot run in a transaction block: the simple protocol, one statement.
+            if let Err(e) = sqlx::raw_sql(
+                "VACUUM runs, run_tags, run_stats, run_buckets, run_errors, run_rejected,
+                        run_resamples, run_checks, baselines",
+            )
+            .execute(&self.pool)
+            .await
+            {
+                tracing::warn!(run = id, error = %e, "VACUUM after a run's deletion failed");
+            }
+        }
         Ok(done.rows_affected() > 0)
     }
 
@@ -671,7 +689,7 @@ async fn insert_aggregates(
     // The bulk rows go by COPY (see `super::copy`): one statement per table, whatever the
     // row count, instead of a multi-row INSERT per few thousand rows.
     copy_in(
-        &mut **tx,
+        tx,
         "COPY run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
          mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
          window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
@@ -720,7 +738,7 @@ async fn insert_aggregates(
             })
             .collect();
         copy_in(
-            &mut **tx,
+            tx,
             "COPY run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
              max_ms, active_users, histogram) FROM STDIN WITH (FORMAT text)",
             &buckets,
@@ -741,7 +759,7 @@ async fn insert_aggregates(
     }
 
     copy_in(
-        &mut **tx,
+        tx,
         "COPY run_errors (run_id, label, response_code, message, count, first_seen_ms,
          last_seen_ms) FROM STDIN WITH (FORMAT text)",
         &data.errors,
@@ -758,7 +776,7 @@ async fn insert_aggregates(
     .await?;
 
     copy_in(
-        &mut **tx,
+        tx,
         "COPY run_rejected (run_id, line, reason) FROM STDIN WITH (FORMAT text)",
         &data.rejected,
         |r, row: &RejectedRow| {
