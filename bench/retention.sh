@@ -10,7 +10,7 @@
 #  2. `BIN serve`, and all runs but --keep deleted through the API (`DELETE /api/v1/runs/{id}`,
 #     curl; each request's time recorded), serve stopped;
 #  3. as many runs imported again as were deleted (the space freed should be used again).
-# After each step: SQLite: file + WAL bytes, page_count, freelist_count, page_size,
+# After each step: SQLite: bytes of the file and of its WAL (before python3 opens it), page_count, freelist_count, page_size,
 # auto_vacuum (python3's sqlite3 module); PostgreSQL: pg_database_size,
 # pg_total_relation_size('run_buckets') and its dead tuples (pg_stat_user_tables, after
 # pg_stat_force_next_flush where the server has it).
@@ -75,14 +75,16 @@ serve() {
 stop_server() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; }
 
 sqlite_state() {
-  local db="$1" bytes=0 f
-  for f in "$db" "$db-wal"; do [ -f "$f" ] && bytes=$((bytes + $(stat -c %s "$f"))); done
-  python3 - "$db" "$bytes" <<'EOF'
+  local db="$1" main=0 wal=0
+  [ -f "$db" ] && main=$(stat -c %s "$db")
+  [ -f "$db-wal" ] && wal=$(stat -c %s "$db-wal")
+  python3 - "$db" "$main" "$wal" <<'EOF'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 q = lambda p: c.execute("PRAGMA " + p).fetchone()[0]
 pc, fl, ps, av = q("page_count"), q("freelist_count"), q("page_size"), q("auto_vacuum")
-print(f"file+WAL {int(sys.argv[2]) / 1e6:.1f} MB; page_count {pc} ({pc * ps / 1e6:.1f} MB), "
+main, wal = int(sys.argv[2]) / 1e6, int(sys.argv[3]) / 1e6
+print(f"file {main:.1f} MB + WAL {wal:.1f} MB = {main + wal:.1f} MB; page_count {pc} ({pc * ps / 1e6:.1f} MB), "
       f"freelist_count {fl} ({fl * ps / 1e6:.1f} MB), page_size {ps}, auto_vacuum {av}")
 EOF
 }

@@ -320,13 +320,19 @@ async fn the_space_of_a_deleted_run_is_used_again() {
     );
 }
 
-/// On SQLite a deletion shrinks the file's pages at once: none are left on the free list.
+/// On SQLite a deletion shrinks the file at once: no page is left on the free list, the
+/// file on disk is cut to its pages and the WAL emptied (before, it held every moved page).
 #[tokio::test]
 async fn deleting_a_run_shrinks_the_sqlite_file() {
     if sqlite_only("SQLite pages and free list") {
         return;
     }
-    let (store, _, _db) = fresh_store().await;
+    let (store, config, _db) = fresh_store().await;
+    let on_disk = |suffix: &str| {
+        let mut path = config.db.clone().into_os_string();
+        path.push(suffix);
+        std::fs::metadata(path).map_or(0, |m| m.len())
+    };
     let pages = |sql| scalar_raw(&store, sql);
     assert_eq!(pages("PRAGMA auto_vacuum").await, 2, "incremental");
     let id = store
@@ -340,6 +346,17 @@ async fn deleting_a_run_shrinks_the_sqlite_file() {
     assert!(
         after * 4 < before,
         "{after} pages after the deletion, {before} before"
+    );
+    let page_size = pages("PRAGMA page_size").await as u64;
+    assert_eq!(
+        on_disk(""),
+        after as u64 * page_size,
+        "the file holds only its pages"
+    );
+    let wal = on_disk("-wal");
+    assert!(
+        wal < 4 * (page_size + 24),
+        "the WAL is emptied (a page or two may be written after): {wal} bytes"
     );
 }
 

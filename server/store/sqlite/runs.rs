@@ -544,9 +544,13 @@ impl SqliteStore {
 
     /// Deletes a run and everything stored for it; `false` if there was no such run.
     ///
-    /// The pages it held are returned to the file system in the same transaction
-    /// (`PRAGMA incremental_vacuum`: the database is in incremental auto-vacuum mode, see
-    /// migration 0016), so the file shrinks instead of keeping them on its free list.
+    /// The pages it held are returned to the file system: `PRAGMA incremental_vacuum` in the
+    /// same transaction (the database is in incremental auto-vacuum mode, see migration
+    /// 0016) moves the file's last pages into the freed ones, instead of keeping those on
+    /// the free list; then a checkpoint writes the change into the database file, which
+    /// SQLite truncates, and empties the WAL (`wal_checkpoint(TRUNCATE)`: it waits for
+    /// readers still on older pages, at most the busy time-out; if they outlast it the files
+    /// shrink at a later checkpoint).
     pub async fn delete_run(&self, id: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let done = sqlx::query("DELETE FROM runs WHERE id = ?")
@@ -560,6 +564,12 @@ impl SqliteStore {
                 .await?;
         }
         tx.commit().await?;
+        if done.rows_affected() > 0 {
+            // Returns (busy, WAL frames, frames checkpointed); busy = 1 is not an error.
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&self.pool)
+                .await?;
+        }
         Ok(done.rows_affected() > 0)
     }
 
