@@ -22,7 +22,7 @@ const SEND_BYTES: usize = 1 << 20;
 
 /// Rows being encoded in COPY's text format. Each value method appends one column; the
 /// caller ends each row with [`CopyRows::end_row`].
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct CopyRows {
     buf: Vec<u8>,
     /// No column written yet in the current row (no tab before the next one).
