@@ -6,9 +6,10 @@
 //! Differences from SQLite: every write transaction is a plain `BEGIN` (PostgreSQL takes row
 //! locks, so there is no process-wide writer turn); upserts are `ON CONFLICT`; a multi-row
 //! upsert never names the same key twice (PostgreSQL refuses that), so rows are merged
-//! before they are sent; the alert evaluator reads its windows from the database every
-//! round (no in-memory copy of recent intervals, which another process writing the same
-//! database would make stale).
+//! before they are sent; an import's bulk rows (statistics, per-second buckets, error groups,
+//! rejected rows) go by `COPY … FROM STDIN` (`copy.rs`) instead of multi-row INSERTs; the
+//! alert evaluator reads its windows from the database every round (no in-memory copy of
+//! recent intervals, which another process writing the same database would make stale).
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
@@ -17,6 +18,7 @@ pub(super) mod alerts;
 pub(super) mod auth;
 pub(super) mod channels;
 pub(super) mod compare;
+mod copy;
 pub(super) mod routes;
 pub(super) mod runs;
 pub(super) mod silences;

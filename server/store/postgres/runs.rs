@@ -1,6 +1,7 @@
 //! The PostgreSQL side of [`crate::store::runs`]: its operations on `PostgresStore`.
 
 use super::PostgresStore;
+use super::copy::copy_in;
 use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::distribution::Distribution;
 use crate::domain::runs::{
@@ -28,10 +29,12 @@ impl PostgresStore {
     /// Each run's bootstrap draws are computed here, before the transaction
     /// (see [`crate::domain::compare::stored`]), and stored with it.
     pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>> {
+        let started = std::time::Instant::now();
         let draws: Vec<stored::RunBlobs> = runs
             .iter()
             .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
             .collect();
+        let drawn = std::time::Instant::now();
         let mut tx = self.begin_write().await?;
         let mut ids = Vec::with_capacity(runs.len());
         for ((run, data), draws) in runs.iter().zip(&draws) {
@@ -40,6 +43,14 @@ impl PostgresStore {
             ids.push(id);
         }
         tx.commit().await?;
+        // What an import's store step costs, apart from parsing (bench/pg_copy.sh reads it).
+        tracing::debug!(
+            runs = runs.len(),
+            buckets = runs.iter().map(|(_, d)| d.buckets.len()).sum::<usize>(),
+            draws_ms = (drawn - started).as_secs_f64() * 1e3,
+            write_ms = drawn.elapsed().as_secs_f64() * 1e3,
+            "runs stored"
+        );
         Ok(ids)
     }
 
@@ -546,11 +557,29 @@ impl PostgresStore {
     }
 
     /// Deletes a run and everything stored for it; `false` if there was no such run.
+    ///
+    /// Then a plain `VACUUM` of the run tables makes the deleted rows' space reusable at
+    /// once (autovacuum would get to it only once a fifth of a table is dead, by default),
+    /// so the next import fills it instead of growing the files. Never `VACUUM FULL`, which
+    /// locks the tables while it rewrites them. A VACUUM that fails is logged; the deletion
+    /// stands.
     pub async fn delete_run(&self, id: i64) -> Result<bool> {
         let done = sqlx::query("DELETE FROM runs WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
             .await?;
+        if done.rows_affected() > 0 {
+            // VACUUM cannot run in a transaction block: the simple protocol, one statement.
+            if let Err(e) = sqlx::raw_sql(
+                "VACUUM runs, run_tags, run_stats, run_buckets, run_errors, run_rejected,
+                        run_resamples, run_checks, baselines",
+            )
+            .execute(&self.pool)
+            .await
+            {
+                tracing::warn!(run = id, error = %e, "VACUUM after a run's deletion failed");
+            }
+        }
         Ok(done.rows_affected() > 0)
     }
 
@@ -625,9 +654,8 @@ pub(super) async fn insert_draws(
     Ok(())
 }
 
-/// Writes a run's statistics, buckets, error groups and rejected rows.
 /// Inserts a run's statistics, error groups, rejected rows and — with `with_buckets` —
-/// its per-second buckets.
+/// its per-second buckets, each table's rows in one `COPY … FROM STDIN` on `tx`.
 async fn insert_aggregates(
     tx: &mut Transaction<'_, Postgres>,
     id: i64,
@@ -660,102 +688,104 @@ async fn insert_aggregates(
             .get(ord as usize)
             .map(|d| d.encode())
     };
-    for chunk in scopes.chunks(chunk_rows(20)) {
-        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
-            "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
-             mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
-             window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
-             failed_distribution) ",
-        );
-        qb.push_values(chunk, |mut b, (ord, label, l)| {
+    // The bulk rows go by COPY (see `super::copy`): one statement per table, whatever the
+    // row count, instead of a multi-row INSERT per few thousand rows.
+    copy_in(
+        tx,
+        "COPY run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
+         mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
+         window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
+         failed_distribution) FROM STDIN WITH (FORMAT text)",
+        &scopes,
+        |r, (ord, label, l)| {
             let s = &l.stats;
-            b.push_bind(id)
-                .push_bind(*ord)
-                .push_bind(*label)
-                .push_bind(l.is_transaction)
-                .push_bind(to_i64(s.count))
-                .push_bind(to_i64(s.errors))
-                .push_bind(s.min_ms)
-                .push_bind(s.mean_ms)
-                .push_bind(s.max_ms)
-                .push_bind(s.p50_ms)
-                .push_bind(s.p90_ms)
-                .push_bind(s.p95_ms)
-                .push_bind(s.p99_ms)
-                .push_bind(s.first_start_ms)
-                .push_bind(s.last_end_ms)
-                .push_bind(s.window_ms)
-                .push_bind(s.throughput_rps)
-                .push_bind(to_i64(s.bytes_received))
-                .push_bind(to_i64(s.bytes_sent))
-                .push_bind(blob(*ord))
-                .push_bind(failed_blob(*ord));
-        });
-        qb.build().execute(&mut **tx).await?;
+            r.int(id)
+                .int(*ord)
+                .text(*label)
+                .bool(l.is_transaction)
+                .int(to_i64(s.count))
+                .int(to_i64(s.errors))
+                .float(s.min_ms)
+                .float(s.mean_ms)
+                .float(s.max_ms)
+                .float(s.p50_ms)
+                .float(s.p90_ms)
+                .float(s.p95_ms)
+                .float(s.p99_ms)
+                .opt_int(s.first_start_ms)
+                .opt_int(s.last_end_ms)
+                .opt_int(s.window_ms)
+                .float(s.throughput_rps)
+                .int(to_i64(s.bytes_received))
+                .int(to_i64(s.bytes_sent))
+                .bytea(blob(*ord).as_deref())
+                .bytea(failed_blob(*ord).as_deref());
+        },
+    )
+    .await?;
+
+    if with_buckets {
+        let ord_of: std::collections::HashMap<&str, i64> = data
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+            .collect();
+        let buckets: Vec<(i64, &Bucket)> = data
+            .buckets
+            .iter()
+            .filter_map(|b| match &b.label {
+                None => Some((0, b)),
+                Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
+            })
+            .collect();
+        copy_in(
+            tx,
+            "COPY run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
+             max_ms, active_users, histogram) FROM STDIN WITH (FORMAT text)",
+            &buckets,
+            |r, (ord, bucket)| {
+                r.int(id)
+                    .int(*ord)
+                    .int(bucket.start_ms)
+                    .int(to_i64(bucket.count))
+                    .int(to_i64(bucket.errors))
+                    .int(to_i64(bucket.sum_ms))
+                    .int(to_i64(bucket.min_ms))
+                    .int(to_i64(bucket.max_ms))
+                    .opt_int(bucket.active_users.map(i64::from))
+                    .bytea(Some(&bucket.histogram));
+            },
+        )
+        .await?;
     }
 
-    let ord_of: std::collections::HashMap<&str, i64> = data
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-        .collect();
-    let buckets: Vec<(i64, &Bucket)> = data
-        .buckets
-        .iter()
-        .filter(|_| with_buckets)
-        .filter_map(|b| match &b.label {
-            None => Some((0, b)),
-            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
-        })
-        .collect();
-    for chunk in buckets.chunks(chunk_rows(10)) {
-        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
-            "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
-             max_ms, active_users, histogram) ",
-        );
-        qb.push_values(chunk, |mut b, (ord, bucket)| {
-            b.push_bind(id)
-                .push_bind(*ord)
-                .push_bind(bucket.start_ms)
-                .push_bind(to_i64(bucket.count))
-                .push_bind(to_i64(bucket.errors))
-                .push_bind(to_i64(bucket.sum_ms))
-                .push_bind(to_i64(bucket.min_ms))
-                .push_bind(to_i64(bucket.max_ms))
-                .push_bind(bucket.active_users.map(i64::from))
-                .push_bind(&bucket.histogram);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
+    copy_in(
+        tx,
+        "COPY run_errors (run_id, label, response_code, message, count, first_seen_ms,
+         last_seen_ms) FROM STDIN WITH (FORMAT text)",
+        &data.errors,
+        |r, e: &ErrorGroup| {
+            r.int(id)
+                .text(Some(&e.label))
+                .text(Some(&e.response_code))
+                .text(Some(&e.message))
+                .int(to_i64(e.count))
+                .int(e.first_seen_ms)
+                .int(e.last_seen_ms);
+        },
+    )
+    .await?;
 
-    for chunk in data.errors.chunks(chunk_rows(7)) {
-        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
-            "INSERT INTO run_errors (run_id, label, response_code, message, count, first_seen_ms,
-             last_seen_ms) ",
-        );
-        qb.push_values(chunk, |mut b, e: &ErrorGroup| {
-            b.push_bind(id)
-                .push_bind(&e.label)
-                .push_bind(&e.response_code)
-                .push_bind(&e.message)
-                .push_bind(to_i64(e.count))
-                .push_bind(e.first_seen_ms)
-                .push_bind(e.last_seen_ms);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
-
-    for chunk in data.rejected.chunks(chunk_rows(3)) {
-        let mut qb: QueryBuilder<Postgres> =
-            QueryBuilder::new("INSERT INTO run_rejected (run_id, line, reason) ");
-        qb.push_values(chunk, |mut b, r: &RejectedRow| {
-            b.push_bind(id)
-                .push_bind(to_i64(r.line))
-                .push_bind(&r.reason);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
+    copy_in(
+        tx,
+        "COPY run_rejected (run_id, line, reason) FROM STDIN WITH (FORMAT text)",
+        &data.rejected,
+        |r, row: &RejectedRow| {
+            r.int(id).int(to_i64(row.line)).text(Some(&row.reason));
+        },
+    )
+    .await?;
     Ok(())
 }
 

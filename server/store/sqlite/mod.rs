@@ -16,7 +16,9 @@ pub(super) mod runs;
 pub(super) mod silences;
 
 use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -81,9 +83,13 @@ impl SqliteStore {
         // Pages are read through a memory map (up to 256 MiB) and each connection caches
         // 16 MiB: the alert evaluator reads a window of every route each round, and page
         // reads through pread dominated its profile (bench/alerts_eval.sh).
+        // Incremental auto-vacuum (set before the first table of a new file; migration 0016
+        // converts an older file) lets a run's deletion return its pages to the file
+        // system (see `runs.rs`, `delete_run`).
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
+            .auto_vacuum(SqliteAutoVacuum::Incremental)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)

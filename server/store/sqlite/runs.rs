@@ -545,11 +545,37 @@ impl SqliteStore {
     }
 
     /// Deletes a run and everything stored for it; `false` if there was no such run.
+    ///
+    /// The pages it held are returned to the file system: `PRAGMA incremental_vacuum` in the
+    /// same transaction (the database is in incremental auto-vacuum mode, see migration
+    /// 0016) moves the file's last pages into the freed ones, instead of keeping those on
+    /// the free list; then a checkpoint writes the change into the database file, which
+    /// SQLite truncates, and empties the WAL (`wal_checkpoint(TRUNCATE)`: it waits for
+    /// readers still on older pages, at most the busy time-out; if they outlast it the files
+    /// shrink at a later checkpoint).
     pub async fn delete_run(&self, id: i64) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
         let done = sqlx::query("DELETE FROM runs WHERE id = ?")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        if done.rows_affected() > 0 {
+            // Each result row of the pragma is one page given back: all are read.
+            sqlx::query("PRAGMA incremental_vacuum")
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        if done.rows_affected() > 0 {
+            // Returns (busy, WAL frames, frames checkpointed); busy = 1 is not an error. A
+            // checkpoint that fails is logged: the deletion is committed and stands.
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&self.pool)
+                .await
+            {
+                tracing::warn!(run = id, error = %e, "checkpoint after a run's deletion failed");
+            }
+        }
         Ok(done.rows_affected() > 0)
     }
 
