@@ -2036,8 +2036,15 @@ async fn service_pools_from_spring_boot_and_camel_expositions() {
         .iter()
         .map(|v| v.as_f64().unwrap())
         .collect();
-    assert_eq!(means[0], 37.0, "{means:?}");
-    assert!(means[1..].iter().all(|v| *v == 120.0), "{means:?}");
+    // The first exposition's value, then the second's: a busy machine can store one more
+    // scrape of the first before the test switches the exposition (seen in CI:
+    // [37, 37, 120, 120]), so it is "some 37s, then only 120s".
+    let switch = means.iter().position(|v| *v != 37.0).unwrap_or(means.len());
+    assert!(switch >= 1, "{means:?}");
+    assert!(
+        switch < means.len() && means[switch..].iter().all(|v| *v == 120.0),
+        "{means:?}"
+    );
     assert_eq!(
         series("pool_pending:hikaricp:HikariPool-1")["unit"],
         "requests"
