@@ -85,7 +85,7 @@ pub struct Control {
 /// What the agents of a searched run reported of the rate changes (`reported.control`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ControlDelays {
-    /// Rate changes made.
+    /// Rate changes made, the final stop included (the last [`Control::version`]).
     pub changes: u64,
     /// Changes received while the agent waited for them, over all agents (each agent's
     /// first answer, the rate set before it was waiting, and the final stop are not).
@@ -344,23 +344,18 @@ impl LoadRuns {
         }
     }
 
-    /// Counts a rate change of run `id` and sets the answer of the search that drives it
-    /// (stored with the run when it ends) — both from the search's own loop.
-    pub async fn control_changed(&self, id: i64, search: Option<serde_json::Value>) {
+    /// Sets the answer of the search that drives run `id`'s rate, stored with the run when
+    /// it ends (and its `ended_by`, when the search says why it stopped early).
+    pub async fn set_search(&self, id: i64, search: serde_json::Value) {
         let Ok(cell) = self.stream(id).await else {
             return;
         };
         let mut guard = cell.lock().await;
         if let Some(s) = guard.as_mut() {
-            if let Some(c) = s.controlled.as_mut() {
-                c.delays.changes += 1;
+            if let Some(why) = search["ended_by"].as_str() {
+                s.ended.ended_by.get_or_insert_with(|| why.to_string());
             }
-            if let Some(search) = search {
-                if let Some(why) = search["ended_by"].as_str() {
-                    s.ended.ended_by.get_or_insert_with(|| why.to_string());
-                }
-                s.ended.search = Some(search);
-            }
+            s.ended.search = Some(search);
         }
     }
 
@@ -424,7 +419,11 @@ impl LoadRuns {
             changes.data.reported["ended_by"] = why.into();
         }
         if let Some(c) = &stream.controlled {
-            changes.data.reported["control"] = serde_json::to_value(&c.delays).unwrap_or_default();
+            let delays = ControlDelays {
+                changes: c.rate.borrow().version,
+                ..c.delays.clone()
+            };
+            changes.data.reported["control"] = serde_json::to_value(&delays).unwrap_or_default();
         }
         let stored = self
             .store

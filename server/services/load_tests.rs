@@ -717,7 +717,6 @@ async fn drive_search(
         until_ms: Some(u64::from(first.seconds) * 1000),
         ..Control::default()
     });
-    load_runs.control_changed(id, None).await;
     let mut step_end = first.seconds;
     // Seconds from which a merged second with nothing in flight means drained.
     let mut drain_from: Option<u32> = None;
@@ -743,7 +742,6 @@ async fn drive_search(
                     let now_ms = elapsed_ms();
                     if cut_short {
                         set(Control { rate_per_s: 0.0, from_ms: now_ms, ..Control::default() });
-                        load_runs.control_changed(id, None).await;
                     }
                     drain_from = Some(if cut_short { now_ms.div_ceil(1000) as u32 } else { step_end });
                     drained = false;
@@ -765,7 +763,6 @@ async fn drive_search(
                                 until_ms: Some(u64::from(from_second + step.seconds) * 1000),
                                 ..Control::default()
                             });
-                            load_runs.control_changed(id, None).await;
                             step_end = from_second + step.seconds;
                             drain_from = None;
                         }
@@ -781,9 +778,10 @@ async fn drive_search(
         }
         if (finished || stop_why.is_some()) && !stopped {
             stopped = true;
-            let outcome = serde_json::to_value(search.outcome()).ok();
             // The answer is stored before the agents hear to stop (the run ends with them).
-            load_runs.control_changed(id, outcome).await;
+            if let Ok(outcome) = serde_json::to_value(search.outcome()) {
+                load_runs.set_search(id, outcome).await;
+            }
             set(Control {
                 stop: true,
                 ..Control::default()

@@ -1697,40 +1697,7 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
         c.load_tests.max_rate = 1_000.0;
     })
     .await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(harrier::app::serve(
-        listener,
-        app.state.clone(),
-        std::future::pending(),
-    ));
-    let agents: Vec<crate::browser::Proc> = (1..=3)
-        .map(|i| {
-            crate::browser::Proc(
-                std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
-                    .args([
-                        "load", "agent", "--server", &base, "--once", "--wait", "60s",
-                    ])
-                    .args(["--name", &format!("agent-{i}")])
-                    .env_remove("HARRIER_TOKEN")
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("start an agent"),
-            )
-        })
-        .collect();
-    let mut waiting = 0;
-    for _ in 0..100 {
-        waiting = app.get("/api/v1/load-agents").await.json()["waiting"]
-            .as_array()
-            .map_or(0, Vec::len);
-        if waiting == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(waiting, 3, "three agents wait for work");
+    let agents = serve_with_agents(&app, 3, "agent").await;
     let start = |body: serde_json::Value| {
         let req = Request::post("/api/v1/load-tests")
             .header("content-type", "application/json")
@@ -1754,22 +1721,7 @@ async fn three_agents_share_a_load_test_and_the_merged_count_is_the_services_cou
     let r = start(test).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let id = r.json()["id"].as_i64().unwrap();
-    let outputs = tokio::task::spawn_blocking(move || {
-        agents
-            .into_iter()
-            .map(|mut a| {
-                let status = a.0.wait().unwrap();
-                let mut out = String::new();
-                use std::io::Read;
-                a.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-                (status, out)
-            })
-            .collect::<Vec<_>>()
-    });
-    let outputs = tokio::time::timeout(Duration::from_secs(60), outputs)
-        .await
-        .expect("the agents end their parts and exit")
-        .unwrap();
+    let outputs = agent_outputs(agents, Duration::from_secs(60)).await;
     for (status, out) in &outputs {
         assert!(status.success(), "{out}");
         assert!(out.contains(" of 3 of run "), "{out}");
@@ -1944,38 +1896,7 @@ async fn three_agents_search_together_and_every_rate_change_reaches_them_within_
         c.load_tests.max_duration_s = 150.0;
     })
     .await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(harrier::app::serve(
-        listener,
-        app.state.clone(),
-        std::future::pending(),
-    ));
-    let agents: Vec<crate::browser::Proc> = (1..=3)
-        .map(|i| {
-            crate::browser::Proc(
-                std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
-                    .args([
-                        "load", "agent", "--server", &base, "--once", "--wait", "60s",
-                    ])
-                    .args(["--name", &format!("searcher-{i}")])
-                    .env_remove("HARRIER_TOKEN")
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("start an agent"),
-            )
-        })
-        .collect();
-    for _ in 0..100 {
-        let waiting = app.get("/api/v1/load-agents").await.json()["waiting"]
-            .as_array()
-            .map_or(0, Vec::len);
-        if waiting == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let agents = serve_with_agents(&app, 3, "searcher").await;
     let test = serde_json::json!({"url": url, "mode": "find", "start_rate": "150",
         "max_rate": "2000", "max_duration": "140s", "step_duration": "4s",
         "confirm_duration": "6s", "fail_after": "2s", "tolerance": "5%",
@@ -1989,23 +1910,7 @@ async fn three_agents_search_together_and_every_rate_change_reaches_them_within_
     let r = app.send(req).await;
     assert_eq!(r.status, 201, "{}", r.text());
     let id = r.json()["id"].as_i64().unwrap();
-    let outputs = tokio::task::spawn_blocking(move || {
-        agents
-            .into_iter()
-            .map(|mut a| {
-                let status = a.0.wait().unwrap();
-                let (mut out, mut err) = (String::new(), String::new());
-                use std::io::Read;
-                a.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-                a.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                (status, out + &err)
-            })
-            .collect::<Vec<_>>()
-    });
-    let outputs = tokio::time::timeout(Duration::from_secs(170), outputs)
-        .await
-        .expect("the search ends and the agents exit")
-        .unwrap();
+    let outputs = agent_outputs(agents, Duration::from_secs(170)).await;
     for (status, out) in &outputs {
         assert!(status.success(), "{out}");
         assert!(out.contains("part ended"), "{out}");
@@ -2046,4 +1951,73 @@ async fn three_agents_search_together_and_every_rate_change_reaches_them_within_
         .unwrap();
     assert_eq!(seen, count - timeouts, "{}", run["reported"]["requests"]);
     assert!(no_test_running(&app).await);
+}
+
+/// Serves `app` on 127.0.0.1 and starts `n` agent processes (`harrier load agent --once`)
+/// named `{prefix}-1`…; returns them once all `n` wait for work.
+async fn serve_with_agents(
+    app: &crate::helpers::TestApp,
+    n: usize,
+    prefix: &str,
+) -> Vec<crate::browser::Proc> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(harrier::app::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
+    let procs = (1..=n)
+        .map(|i| {
+            crate::browser::Proc(
+                std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
+                    .args([
+                        "load", "agent", "--server", &base, "--once", "--wait", "60s",
+                    ])
+                    .args(["--name", &format!("{prefix}-{i}")])
+                    .env_remove("HARRIER_TOKEN")
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("start an agent"),
+            )
+        })
+        .collect();
+    let mut waiting = 0;
+    for _ in 0..100 {
+        waiting = app.get("/api/v1/load-agents").await.json()["waiting"]
+            .as_array()
+            .map_or(0, Vec::len);
+        if waiting == n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(waiting, n, "{n} agents wait for work");
+    procs
+}
+
+/// Waits (at most `limit`) for every agent to exit: each one's status and output (stdout,
+/// then stderr).
+async fn agent_outputs(
+    procs: Vec<crate::browser::Proc>,
+    limit: Duration,
+) -> Vec<(std::process::ExitStatus, String)> {
+    let outputs = tokio::task::spawn_blocking(move || {
+        procs
+            .into_iter()
+            .map(|mut a| {
+                let status = a.0.wait().unwrap();
+                let (mut out, mut err) = (String::new(), String::new());
+                use std::io::Read;
+                a.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+                a.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                (status, out + &err)
+            })
+            .collect::<Vec<_>>()
+    });
+    tokio::time::timeout(limit, outputs)
+        .await
+        .expect("the agents end their parts and exit")
+        .unwrap()
 }
