@@ -1,17 +1,22 @@
 //! Live runs: load tests that stream their results while they run (InfluxDB line protocol
 //! from k6 and JMeter's Backend Listener, see [`crate::sources::ingest::influx`]).
 //!
-//! Owns the open runs. A run starts with its first point (stored at once with status
-//! `live`) and closes (status `complete`) after an idle timeout, JMeter's "ended" event,
-//! or `POST /api/v1/runs/{id}/end`. Importing the run's result file with `replace`
+//! A run starts with its first results (stored at once with status `live`) and closes
+//! (status `complete`) after an idle timeout without data, JMeter's "ended" event, or
+//! `POST /api/v1/runs/{id}/end`. Importing the run's result file with `replace`
 //! afterwards swaps the streamed aggregates for exact ones.
 //!
+//! The store holds the run, not this process: each write's points are accumulated here
+//! and *added* to the stored run ([`Store::add_live_delta`]), which is found by the
+//! stream's key ([`Store::open_live_run`]). So a stream that a load balancer spreads over
+//! several replicas is still one run with exact figures, and a run outlives the replica
+//! that started it; any replica closes a run gone idle.
+//!
 //! Acknowledged means stored: [`LiveRuns::write`] returns only once the points it took
-//! are committed to the store, so a 204 survives a crash of the process. What is stored
-//! is incremental: the run's statistics (bounded by its labels) and only the per-second
-//! buckets that changed since the previous store, never the run's whole length. Writes
-//! arriving while a store is under way are stored together by the next one (one
-//! transaction for many writes). Runs are announced over the websocket once a second.
+//! are committed, so a 204 survives a crash of the process. What is stored per write
+//! follows its points (the run's labels and the seconds they touch), never the run's
+//! length. Writes arriving while a store is under way are stored together by the next
+//! one. Runs are announced over the websocket once a second.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,17 +58,17 @@ enum Acc {
 
 #[derive(Debug)]
 struct OpenRun {
-    /// `None` until its row is created (right after the write that started it).
+    /// The stored run its points were last added to; `None` until the first store.
     id: Option<i64>,
     sender: Sender,
     scenario: String,
     acc: Acc,
     last_point: Instant,
-    /// Points arrived since the run's changes were last taken for the store.
+    /// Points arrived since the run's delta was last taken for the store.
     dirty: bool,
-    /// Changes taken for the store since the last announcement.
+    /// Stored since the last announcement.
     announce: bool,
-    /// Changes taken whose store failed, oldest first: stored before newer ones.
+    /// Deltas taken whose store failed: added with the next one.
     unstored: Vec<RunChanges>,
     ended: bool,
     /// Results (requests or intervals) arrived: only then is the run stored; gauges alone
@@ -74,14 +79,10 @@ struct OpenRun {
 impl OpenRun {
     fn new(sender: Sender, scenario: String, limits: &RunLimits) -> OpenRun {
         let acc = match sender {
-            Sender::K6 => {
-                let mut builder = Box::new(RunBuilder::with_limits(*limits));
-                builder.track_changes();
-                Acc::Samples {
-                    builder,
-                    users: None,
-                }
-            }
+            Sender::K6 => Acc::Samples {
+                builder: Box::new(RunBuilder::with_limits(*limits)),
+                users: None,
+            },
             Sender::JMeter => Acc::Intervals(Box::new(IntervalRun::with_limits(*limits))),
         };
         OpenRun {
@@ -175,17 +176,28 @@ impl OpenRun {
         }
     }
 
-    /// The run's changes to store, oldest first: those whose store failed, then the
-    /// changes since the previous call (see [`RunBuilder::take_changes`]).
-    fn take_changes(&mut self) -> Vec<RunChanges> {
+    /// The deltas to add to the stored run: those whose store failed, then the points
+    /// since the previous call as a run of their own (see
+    /// [`crate::domain::runs::merge`]).
+    fn take_deltas(&mut self, limits: &RunLimits) -> Vec<RunChanges> {
         self.dirty = false;
-        self.announce = true;
         let mut out = std::mem::take(&mut self.unstored);
         out.push(match &mut self.acc {
-            Acc::Samples { builder, .. } => builder.take_changes(),
-            Acc::Intervals(r) => r.take_changes(),
+            Acc::Samples { builder, .. } => {
+                // A fresh builder per delta: the stored run holds the rest.
+                let taken = std::mem::replace(builder, Box::new(RunBuilder::with_limits(*limits)));
+                let mut data = taken.finish();
+                let added = std::mem::take(&mut data.buckets);
+                RunChanges { data, added }
+            }
+            Acc::Intervals(r) => r.take_delta(),
         });
         out
+    }
+
+    /// The store key of the stream: its sender and run key.
+    fn key(&self) -> String {
+        format!("{}\u{1f}{}", self.sender.tool(), self.scenario)
     }
 }
 
@@ -231,18 +243,24 @@ impl LiveRuns {
         precision: Precision,
         database: &str,
     ) -> Result<WriteOutcome, StoreError> {
-        let outcome = self.take_points(body, precision, database).await?;
+        let (summary, touched) = self.take_points(body, precision, database).await;
         self.store_changes().await?;
-        Ok(outcome)
+        let runs = self.runs.lock().await;
+        let run_ids = touched
+            .iter()
+            .filter_map(|k| runs.get(k).and_then(|r| r.id))
+            .collect();
+        Ok(WriteOutcome { summary, run_ids })
     }
 
-    /// Adds a write body's points to the open runs (creating the rows of new ones).
+    /// Adds a write body's points to the open runs; returns the parse summary and the
+    /// keys of the runs that received points.
     async fn take_points(
         &self,
         body: &str,
         precision: Precision,
         database: &str,
-    ) -> Result<WriteOutcome, StoreError> {
+    ) -> (WriteSummary, Vec<(Sender, String)>) {
         let mut runs = self.runs.lock().await;
         let now = crate::now_ms();
         let mut touched: Vec<(Sender, String)> = Vec::new();
@@ -267,167 +285,202 @@ impl LiveRuns {
                 }
             },
         );
-        let mut run_ids = Vec::new();
-        for key in touched {
-            let Some(run) = runs.get_mut(&key) else {
-                continue;
-            };
-            if !run.has_results {
-                continue;
-            }
-            let id = match run.id {
-                Some(id) => id,
-                None => {
-                    let id = self
-                        .store
-                        .create_live_run(&NewRun {
-                            name: run.scenario.clone(),
-                            scenario: Some(run.scenario.clone()),
-                            tool: run.sender.tool().to_string(),
-                            source: Some("InfluxDB line protocol".to_string()),
-                            tags: Vec::new(),
-                            imported_at_ms: now,
-                        })
-                        .await?;
-                    run.id = Some(id);
-                    if let Ok(Some(item)) = self.store.run_list_item(id).await {
-                        self.hub.publish(&Event::RunImported { run: item });
-                    }
-                    id
-                }
-            };
-            run_ids.push(id);
-        }
-        Ok(WriteOutcome { summary, run_ids })
+        (summary, touched)
     }
 
-    /// Stores the changes of every open run that received points since its changes were
-    /// last taken. Stores run one at a time, in the order their changes were taken: once
-    /// this returns, every point taken before the call is committed.
+    /// Adds the points of every open run that received results since its delta was last
+    /// taken to the stored run. Stores run one at a time: once this returns, every point
+    /// taken before the call is committed.
     async fn store_changes(&self) -> Result<(), StoreError> {
         let _turn = self.storing.lock().await;
-        let pending: Vec<((Sender, String), i64, Vec<RunChanges>)> = {
+        let pending: Vec<((Sender, String), String, Option<i64>, Vec<RunChanges>)> = {
             let mut runs = self.runs.lock().await;
             runs.iter_mut()
-                .filter(|(_, r)| r.dirty && r.id.is_some())
-                .filter_map(|(key, r)| Some((key.clone(), r.id?, r.take_changes())))
+                .filter(|(_, r)| r.dirty && r.has_results)
+                .map(|(key, r)| (key.clone(), r.key(), r.id, r.take_deltas(&self.limits)))
                 .collect()
         };
         let mut failed: Option<StoreError> = None;
-        for (key, id, changes) in pending {
-            let mut left = changes.into_iter();
+        for (key, store_key, cached, deltas) in pending {
+            let mut left = deltas.into_iter();
+            let mut id = cached;
             if failed.is_none() {
-                for c in left.by_ref() {
-                    if let Err(e) = self.store.store_live_changes(id, &c, "live").await {
-                        failed = Some(e);
-                        // Kept, oldest first, for the next store.
-                        let mut back = vec![c];
-                        back.extend(left.by_ref());
-                        left = back.into_iter();
-                        break;
+                for d in left.by_ref() {
+                    match self.add(&store_key, &key, id, &d).await {
+                        Ok(stored_in) => id = Some(stored_in),
+                        Err(e) => {
+                            failed = Some(e);
+                            let mut back = vec![d];
+                            back.extend(left.by_ref());
+                            left = back.into_iter();
+                            break;
+                        }
                     }
                 }
             }
             let back: Vec<RunChanges> = left.collect();
-            if !back.is_empty() {
-                let mut runs = self.runs.lock().await;
-                if let Some(r) = runs.get_mut(&key) {
+            let mut runs = self.runs.lock().await;
+            if let Some(r) = runs.get_mut(&key) {
+                if id.is_some() && id != r.id {
+                    r.id = id;
+                }
+                if back.is_empty() {
+                    r.announce |= id.is_some();
+                } else {
                     r.dirty = true;
-                    let newer = std::mem::replace(&mut r.unstored, back);
-                    r.unstored.extend(newer);
+                    r.unstored.extend(back);
                 }
             }
         }
         failed.map_or(Ok(()), Err)
     }
 
-    /// Ends the live run `id` now; `false` if it is not live.
+    /// Adds one delta to the stream's open run — `cached` if still open, else the one the
+    /// store finds or opens for `store_key` — and returns that run's id.
+    async fn add(
+        &self,
+        store_key: &str,
+        key: &(Sender, String),
+        cached: Option<i64>,
+        delta: &RunChanges,
+    ) -> Result<i64, StoreError> {
+        let now = crate::now_ms();
+        if let Some(id) = cached
+            && self
+                .store
+                .add_live_delta(id, delta, &self.limits, now)
+                .await?
+        {
+            return Ok(id);
+        }
+        // Twice at most: a run found open may close (idle, ended) before the delta lands.
+        for _ in 0..2 {
+            let (id, created) = self
+                .store
+                .open_live_run(
+                    store_key,
+                    &NewRun {
+                        name: key.1.clone(),
+                        scenario: Some(key.1.clone()),
+                        tool: key.0.tool().to_string(),
+                        source: Some("InfluxDB line protocol".to_string()),
+                        tags: Vec::new(),
+                        imported_at_ms: now,
+                    },
+                    now,
+                )
+                .await?;
+            if self
+                .store
+                .add_live_delta(id, delta, &self.limits, now)
+                .await?
+            {
+                if created && let Ok(Some(item)) = self.store.run_list_item(id).await {
+                    self.hub.publish(&Event::RunImported { run: item });
+                }
+                return Ok(id);
+            }
+        }
+        Err(StoreError::Db(sqlx::Error::Protocol(format!(
+            "the live run of {:?} closed twice while points were added to it",
+            key.1
+        ))))
+    }
+
+    /// Ends the live run `id` now, whichever process started it; `false` if it is not
+    /// live.
     pub async fn end(&self, id: i64) -> bool {
-        let mut runs = self.runs.lock().await;
-        match runs.values_mut().find(|r| r.id == Some(id)) {
-            Some(run) => {
-                run.ended = true;
+        {
+            let mut runs = self.runs.lock().await;
+            for r in runs.values_mut().filter(|r| r.id == Some(id)) {
+                r.ended = true;
+            }
+        }
+        if let Err(e) = self.store_changes().await {
+            tracing::warn!(run = id, error = %e, "storing a live run's last points failed");
+        }
+        self.runs.lock().await.retain(|_, r| r.id != Some(id));
+        match self.store.end_live_run(id).await {
+            Ok(true) => {
+                self.closed(id).await;
                 true
             }
-            None => false,
+            Ok(false) => false,
+            Err(e) => {
+                tracing::warn!(run = id, error = %e, "ending a live run failed");
+                false
+            }
         }
     }
 
-    /// Whether run `id` is still receiving data.
-    pub async fn is_live(&self, id: i64) -> bool {
-        self.runs.lock().await.values().any(|r| r.id == Some(id))
+    /// Announces a run that was just closed.
+    async fn closed(&self, id: i64) {
+        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+            tracing::info!(run = id, samples = item.count, "live run complete");
+            self.hub.publish(&Event::RunUpdated { run: item });
+        }
     }
 
-    /// Announces runs stored since the last tick and closes idle or ended ones; called
+    /// Announces runs stored since the last tick; ends the runs whose sender said so;
+    /// forgets the streams this process has not heard from for the idle time-out; closes
+    /// every stored live run idle for that long (whichever process started it). Called
     /// every second.
     pub async fn tick(&self) {
-        // Closing runs leave the map and have their last changes stored under the store
-        // turn, so a write that took points into them returns after they are committed.
-        let (closing, announce) = {
-            let _turn = self.storing.lock().await;
-            let (mut closing, mut announce) = (Vec::new(), Vec::new());
-            {
-                let mut runs = self.runs.lock().await;
-                let keys: Vec<(Sender, String)> = runs
-                    .iter()
-                    .filter(|(_, r)| r.ended || r.last_point.elapsed() >= self.idle_timeout)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for key in keys {
-                    if let Some(mut run) = runs.remove(&key)
-                        && let Some(id) = run.id
-                    {
-                        let changes = run.take_changes();
-                        closing.push((id, run, changes));
-                    }
-                }
-                for r in runs.values_mut() {
-                    if r.announce
-                        && let Some(id) = r.id
-                    {
-                        r.announce = false;
-                        announce.push(id);
-                    }
+        if let Err(e) = self.store_changes().await {
+            tracing::warn!(error = %e, "storing live runs failed; retried with the next write or tick");
+        }
+        let (announce, ended) = {
+            let mut runs = self.runs.lock().await;
+            let mut announce = Vec::new();
+            for r in runs.values_mut() {
+                if r.announce
+                    && let Some(id) = r.id
+                {
+                    r.announce = false;
+                    announce.push(id);
                 }
             }
-            let mut done = Vec::new();
-            for (id, run, changes) in closing {
-                // The last changes complete the run (earlier ones are a failed store's).
-                let n = changes.len();
-                let mut ok = true;
-                for (i, c) in changes.iter().enumerate() {
-                    let status = if i + 1 == n { "complete" } else { "live" };
-                    if let Err(e) = self.store.store_live_changes(id, c, status).await {
-                        tracing::error!(run = id, error = %e, "storing a live run's last changes failed");
-                        ok = false;
-                    }
-                }
-                if ok {
-                    done.push((id, run));
-                }
-            }
-            (done, announce)
+            let ended: Vec<i64> = runs
+                .values()
+                .filter(|r| r.ended && r.unstored.is_empty() && !r.dirty)
+                .filter_map(|r| r.id)
+                .collect();
+            runs.retain(|_, r| {
+                let done = (r.ended || r.last_point.elapsed() >= self.idle_timeout)
+                    && r.unstored.is_empty()
+                    && !r.dirty;
+                !done
+            });
+            (announce, ended)
         };
         for id in announce {
             if let Ok(Some(item)) = self.store.run_list_item(id).await {
                 self.hub.publish(&Event::RunUpdated { run: item });
             }
         }
-        for (id, run) in closing {
-            let samples = match &run.acc {
-                Acc::Samples { builder, .. } => builder.samples(),
-                Acc::Intervals(r) => r.samples(),
-            };
-            if let Ok(Some(item)) = self.store.run_list_item(id).await {
-                self.hub.publish(&Event::RunUpdated { run: item });
+        for id in ended {
+            match self.store.end_live_run(id).await {
+                Ok(true) => self.closed(id).await,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(run = id, error = %e, "ending a live run failed"),
             }
-            tracing::info!(run = id, samples, "live run complete");
+        }
+        let before = crate::now_ms() - self.idle_timeout.as_millis() as i64;
+        match self.store.close_idle_live_runs(before).await {
+            Ok(ids) => {
+                for id in ids {
+                    self.closed(id).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "closing idle live runs failed"),
         }
     }
 
-    /// Ticks every second until `shutdown`, then closes every open run. On a shared
-    /// database (replicas) it also marks, each minute, runs left live by a replica that
-    /// died as complete (see [`abandoned_after_ms`]).
+    /// Ticks every second until `shutdown`, then stores what it holds. Alone on a SQLite
+    /// file it also closes its open runs (no other process will send to them); on a shared
+    /// database they stay open for the other replicas, which close them once idle. Each
+    /// minute it also marks load runs left live by a replica that died as complete (see
+    /// [`abandoned_after_ms`]).
     pub async fn run(self, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -450,7 +503,7 @@ impl LiveRuns {
                 }
             }
         }
-        {
+        if !self.store.shared() {
             let mut runs = self.runs.lock().await;
             for run in runs.values_mut() {
                 run.ended = true;

@@ -46,7 +46,7 @@ use crate::domain::alerts::rule::Rule;
 use crate::domain::alerts::silence::{Silence, SilenceSpec};
 use crate::domain::routes::Figures;
 use crate::domain::runs::distribution::Distribution;
-use crate::domain::runs::{RunChanges, RunData};
+use crate::domain::runs::{RunChanges, RunData, RunLimits};
 
 /// Handle to harrier's database; cheap to clone. Its methods are the store's operations;
 /// each is answered by the backend the store was opened on.
@@ -935,6 +935,46 @@ impl Store {
         status: &str,
     ) -> Result<bool> {
         dispatch!(self, db => db.store_live_changes(id, changes, status).await)
+    }
+
+    /// The open live run streamed under `key` (its sender and run key), or a new one
+    /// described by `run` when none is open; `true` when it was created. Whichever
+    /// process (replica) receives a stream's points finds the same run: at most one run
+    /// per key is `live` at a time (a unique index), and a process that loses the race to
+    /// create it uses the other's.
+    pub async fn open_live_run(&self, key: &str, run: &NewRun, now_ms: i64) -> Result<(i64, bool)> {
+        dispatch!(self, db => db.open_live_run(key, run, now_ms).await)
+    }
+
+    /// Adds `delta` — a live run's points taken by this process since its previous store,
+    /// as a run of their own (statistics, distributions, error groups, rejected rows; its
+    /// buckets, all in `delta.added` or `delta.data.buckets`, are added to the stored
+    /// ones) — to stored run `id` in one transaction that holds the run's row, and notes
+    /// `now_ms` as when the run last received data. See
+    /// [`crate::domain::runs::merge::add_delta`] for how figures add up. `false` (nothing
+    /// stored) when `id` is not an open live run any more: it was ended or went idle.
+    ///
+    /// Cost follows the run's labels and the delta's seconds, never the run's length.
+    pub async fn add_live_delta(
+        &self,
+        id: i64,
+        delta: &RunChanges,
+        limits: &RunLimits,
+        now_ms: i64,
+    ) -> Result<bool> {
+        dispatch!(self, db => db.add_live_delta(id, delta, limits, now_ms).await)
+    }
+
+    /// Marks open live runs that received no data since `seen_before_ms` complete and
+    /// returns their ids. Any process may call it: a run left open by a replica that
+    /// stopped is closed by the others.
+    pub async fn close_idle_live_runs(&self, seen_before_ms: i64) -> Result<Vec<i64>> {
+        dispatch!(self, db => db.close_idle_live_runs(seen_before_ms).await)
+    }
+
+    /// Marks the open live run `id` complete; `false` if it is not an open live run.
+    pub async fn end_live_run(&self, id: i64) -> Result<bool> {
+        dispatch!(self, db => db.end_live_run(id).await)
     }
 
     /// Marks runs left `live` by a process that stopped before they ended as complete:

@@ -235,3 +235,96 @@ pub(crate) fn to_i64(v: u64) -> i64 {
 pub(crate) fn chunk_rows(columns: usize) -> usize {
     MAX_PARAMS / columns
 }
+
+/// A `run_stats` row with its distributions: a live run's stored scope, for adding a
+/// delta to it (see [`crate::domain::runs::merge`]).
+#[derive(FromRow)]
+pub(crate) struct StoredScopeRow {
+    #[sqlx(flatten)]
+    pub(crate) stats: StatsRow,
+    pub(crate) distribution: Option<Vec<u8>>,
+    pub(crate) failed_distribution: Option<Vec<u8>>,
+}
+
+/// The query reading a run's [`StoredScopeRow`]s, in scope order, with the run id's
+/// placeholder (`?` or `$1`).
+macro_rules! stored_scopes_sql {
+    ($id:literal) => {
+        concat!(
+            "SELECT label_ord, label, is_transaction, count, errors, min_ms, mean_ms, max_ms,
+                    p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms, window_ms,
+                    throughput_rps, bytes_received, bytes_sent, distribution, failed_distribution
+             FROM run_stats WHERE run_id = ",
+            $id,
+            " ORDER BY label_ord"
+        )
+    };
+}
+pub(crate) use stored_scopes_sql;
+
+/// A live run's stored aggregates without its buckets, as the [`RunData`] a delta is added
+/// to. Failed-sample distributions are kept only when every scope has one (exact runs);
+/// a damaged distribution reads as empty, so its scope merges by sums.
+///
+/// [`RunData`]: crate::domain::runs::RunData
+pub(crate) fn stored_aggregates(
+    scopes: Vec<StoredScopeRow>,
+    errors: Vec<ErrorRow>,
+    rejected: Vec<RejectedRowRow>,
+    rejected_rows: i64,
+    folded_labels: i64,
+    reported: &str,
+) -> crate::domain::runs::RunData {
+    use crate::domain::runs::distribution::Distribution;
+    use crate::domain::runs::{ErrorGroup, RejectedRow, RunData};
+    let mut data = RunData {
+        rejected_rows: rejected_rows.max(0) as u64,
+        folded_labels: folded_labels.max(0) as u64,
+        reported: serde_json::from_str(reported).unwrap_or(serde_json::Value::Null),
+        ..RunData::default()
+    };
+    let all_failed = scopes.iter().all(|s| s.failed_distribution.is_some());
+    for s in scopes {
+        let stats = s.stats.stats();
+        if s.stats.label_ord == 0 {
+            data.overall = stats;
+        } else {
+            data.labels.push(LabelStats {
+                label: s.stats.label.clone().unwrap_or_default(),
+                is_transaction: s.stats.is_transaction,
+                stats,
+            });
+        }
+        data.distributions.push(
+            s.distribution
+                .and_then(|b| Distribution::decode(&b))
+                .unwrap_or_default(),
+        );
+        if all_failed {
+            data.failed_distributions.push(
+                s.failed_distribution
+                    .and_then(|b| Distribution::decode(&b))
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    data.errors = errors
+        .into_iter()
+        .map(|e| ErrorGroup {
+            label: e.label,
+            response_code: e.response_code,
+            message: e.message,
+            count: e.count.max(0) as u64,
+            first_seen_ms: e.first_seen_ms,
+            last_seen_ms: e.last_seen_ms,
+        })
+        .collect();
+    data.rejected = rejected
+        .into_iter()
+        .map(|r| RejectedRow {
+            line: r.line.max(0) as u64,
+            reason: r.reason,
+        })
+        .collect();
+    data
+}

@@ -690,16 +690,18 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() 
     let writer = {
         let (http, base, stop) = (http.clone(), base.clone(), stop.clone());
         tokio::spawn(async move {
-            let (mut acked, mut failed) = (0u64, Vec::new());
+            let (mut acked, mut failed) = (Vec::new(), Vec::new());
             let mut n = 0u64;
             while !stop.is_cancelled() {
                 let now_ns = harrier::now_ms() * 1_000_000;
                 let mut body = String::new();
+                let mut values = Vec::new();
                 for k in 0..5 {
                     n += 1;
+                    values.push(10 + (n * n) % 97);
                     body.push_str(&format!(
                         "http_req_duration,expected_response=true,name=GET\\ /items,status=200,testid=rolling value={} {}\n",
-                        10 + n % 50,
+                        values[k as usize],
                         now_ns + k
                     ));
                 }
@@ -709,7 +711,7 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() 
                     .send()
                     .await
                 {
-                    Ok(r) if r.status().as_u16() == 204 => acked += 5,
+                    Ok(r) if r.status().as_u16() == 204 => acked.extend(values),
                     Ok(r) => failed.push(format!("{}", r.status())),
                     Err(e) => failed.push(e.to_string()),
                 }
@@ -768,8 +770,8 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() 
     assert!(requests > 100, "{report}");
     assert!(failed.is_empty(), "writes failed: {failed:?}");
 
-    // Every acknowledged point is stored (in the live runs of whichever replicas took
-    // them; they close 2 s after their last point).
+    // Every acknowledged point is stored, in one run whichever replica took it (it
+    // closes 2 s after its last point), with the figures of exactly the values sent.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let runs: serde_json::Value = http
         .get(format!("{base}/api/v1/runs?limit=1000"))
@@ -786,14 +788,230 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() 
         .unwrap_or_default();
     let stored: u64 = items.iter().filter_map(|r| r["count"].as_u64()).sum();
     eprintln!(
-        "rolling restart: wrk {requests} requests, 0 failed; {acked} points acknowledged in {} runs, {stored} stored",
+        "rolling restart: wrk {requests} requests, 0 failed; {} points acknowledged in {} runs, {stored} stored",
+        acked.len(),
         items.len()
     );
-    assert!(acked > 500, "{acked}");
+    assert!(acked.len() > 500, "{}", acked.len());
     assert_eq!(
-        stored, acked,
-        "acknowledged points lost or doubled: {items:?}"
+        (items.len(), stored),
+        (1, acked.len() as u64),
+        "acknowledged points lost, doubled or split over runs: {items:?}"
     );
+    assert_eq!(items[0]["status"], "complete", "{:?}", items[0]);
+    let run: serde_json::Value = http
+        .get(format!("{base}/api/v1/runs/{}", items[0]["id"]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_exact_figures(&run["overall"], &acked);
     drop(replicas);
     drop(dir);
+}
+
+/// One k6 stream and one JMeter stream spread over three replicas (each write to the next
+/// replica; eight k6 writers at once, so their first writes race to open the run) are one
+/// run each, with exactly the figures of everything sent; a replica ends the k6 run
+/// another one opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_spread_over_replicas_is_one_run_with_exact_figures() {
+    if on_postgres() {
+        eprintln!(
+            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        );
+        return;
+    }
+    let Some((server, _pg)) = postgres_server("a live run spread over replicas") else {
+        return;
+    };
+    let _turn = REPLICA_TESTS.lock().await;
+    let (_store, config, _dir) = fresh_store_on(Some(&server)).await;
+    let Some(DatabaseUrl::Postgres(url)) = config.database_url.clone() else {
+        panic!("a PostgreSQL database");
+    };
+    let work = tempfile::tempdir().unwrap();
+    let replicas: Vec<(crate::server::Proc, String)> =
+        (0..3).map(|_| serve_replica(&url, work.path())).collect();
+    let bases: Arc<Vec<String>> = Arc::new(replicas.iter().map(|r| r.1.clone()).collect());
+    let http = reqwest::Client::new();
+
+    // k6: 8 writers × 25 writes × 4 points over two labels, every 17th point failed.
+    let start_ms = harrier::now_ms() - 60_000;
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    let mut writers = Vec::new();
+    for w in 0..8u64 {
+        let (http, bases, barrier) = (http.clone(), bases.clone(), barrier.clone());
+        writers.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let mut sent: Vec<(&'static str, u64, bool)> = Vec::new();
+            for i in 0..25u64 {
+                let mut body = String::new();
+                for k in 0..4u64 {
+                    let n = w * 1_000 + i * 4 + k;
+                    let value = 5 + (n * 7_919) % 400;
+                    let (label, tag) = if n % 3 == 0 {
+                        ("POST /orders", "POST\\ /orders")
+                    } else {
+                        ("GET /items", "GET\\ /items")
+                    };
+                    let ok = n % 17 != 0;
+                    let ts_ns = (start_ms + (n as i64 * 13) % 50_000) * 1_000_000 + k as i64;
+                    body.push_str(&format!(
+                        "http_req_duration,expected_response={ok},name={tag},status={},testid=spread value={value} {ts_ns}\n",
+                        if ok { 200 } else { 500 }
+                    ));
+                    sent.push((label, value, ok));
+                }
+                let base = &bases[((w + i) % 3) as usize];
+                let r = http
+                    .post(format!("{base}/api/v2/write?bucket=k6&precision=ns"))
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status().as_u16(), 204, "{}", r.text().await.unwrap());
+            }
+            sent
+        }));
+    }
+    // JMeter: one label's 5-second intervals, each send to the next replica.
+    let mut jmeter_count = 0u64;
+    let mut jmeter_sum = 0.0f64;
+    for k in 0..9u64 {
+        let t_ns = (start_ms + 5_000 * (k as i64 + 1)) * 1_000_000;
+        let (count, avg) = (40 + k * 3, 20.0 + k as f64);
+        jmeter_count += count;
+        jmeter_sum += avg * count as f64;
+        let body = format!(
+            "jmeter,application=spread,transaction=GET\\ /slow,statut=all count={count},avg={avg},min=2.0,max={},hit={count},sb=100,rb=400 {t_ns}\n\
+             jmeter,application=spread,transaction=GET\\ /slow,statut=ko count=1,avg=2.0 {t_ns}\n",
+            100 + k
+        );
+        let r = http
+            .post(format!("{}/write?db=jmeter", bases[k as usize % 3]))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 204, "{}", r.text().await.unwrap());
+    }
+    let mut sent = Vec::new();
+    for w in writers {
+        sent.extend(w.await.unwrap());
+    }
+
+    let list: serde_json::Value = http
+        .get(format!("{}/api/v1/runs", bases[0]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let items = list
+        .as_array()
+        .cloned()
+        .or_else(|| list["runs"].as_array().cloned())
+        .unwrap_or_default();
+    let of_tool = |tool: &str| -> Vec<serde_json::Value> {
+        items
+            .iter()
+            .filter(|r| r["tool"] == tool)
+            .cloned()
+            .collect()
+    };
+    let (k6, jmeter) = (of_tool("k6"), of_tool("jmeter"));
+    eprintln!(
+        "spread over 3 replicas: {} k6 points in {} run(s), {jmeter_count} JMeter samples in {} run(s)",
+        sent.len(),
+        k6.len(),
+        jmeter.len()
+    );
+    assert_eq!((k6.len(), jmeter.len()), (1, 1), "{items:?}");
+    assert_eq!(k6[0]["status"], "live");
+
+    // A replica that did not open it ends it.
+    let id = k6[0]["id"].as_i64().unwrap();
+    let r = http
+        .post(format!("{}/api/v1/runs/{id}/end", bases[2]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    let run: serde_json::Value = http
+        .get(format!("{}/api/v1/runs/{id}", bases[1]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(run["status"], "complete");
+    let values: Vec<u64> = sent.iter().map(|s| s.1).collect();
+    assert_exact_figures(&run["overall"], &values);
+    let errors = sent.iter().filter(|s| !s.2).count() as u64;
+    assert_eq!(
+        run["overall"]["errors"].as_u64(),
+        Some(errors),
+        "{}",
+        run["overall"]
+    );
+    for label in ["GET /items", "POST /orders"] {
+        let stats = run["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["label"] == label)
+            .unwrap_or_else(|| panic!("label {label}: {}", run["labels"]));
+        let mine: Vec<u64> = sent.iter().filter(|s| s.0 == label).map(|s| s.1).collect();
+        assert_exact_figures(stats, &mine);
+    }
+
+    let jm: serde_json::Value = http
+        .get(format!("{}/api/v1/runs/{}", bases[0], jmeter[0]["id"]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let o = &jm["overall"];
+    assert_eq!(o["count"].as_u64(), Some(jmeter_count), "{o}");
+    assert_eq!(o["errors"].as_u64(), Some(9), "{o}");
+    assert_eq!(o["max_ms"].as_f64(), Some(108.0), "{o}");
+    let mean = o["mean_ms"].as_f64().unwrap();
+    assert!(
+        (mean - jmeter_sum / jmeter_count as f64).abs() < 1e-9,
+        "{o}"
+    );
+    drop(replicas);
+}
+
+/// Checks a run's (or label's) figures against the elapsed values sent (ms): count, min,
+/// max, mean and the nearest-rank percentiles (DESIGN.md).
+fn assert_exact_figures(stats: &serde_json::Value, values: &[u64]) {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let n = v.len() as u64;
+    let rank = |p: f64| v[(harrier::domain::runs::nearest_rank(n, p) - 1) as usize] as f64;
+    let mean = v.iter().sum::<u64>() as f64 / n as f64;
+    assert_eq!(stats["count"].as_u64(), Some(n), "{stats}");
+    assert_eq!(stats["min_ms"].as_f64(), Some(v[0] as f64), "{stats}");
+    assert_eq!(
+        stats["max_ms"].as_f64(),
+        Some(v[v.len() - 1] as f64),
+        "{stats}"
+    );
+    assert_eq!(stats["mean_ms"].as_f64(), Some(mean), "{stats}");
+    for (p, key) in [
+        (50.0, "p50_ms"),
+        (90.0, "p90_ms"),
+        (95.0, "p95_ms"),
+        (99.0, "p99_ms"),
+    ] {
+        assert_eq!(stats[key].as_f64(), Some(rank(p)), "{key}: {stats}");
+    }
 }

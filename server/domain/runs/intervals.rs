@@ -339,6 +339,30 @@ impl IntervalRun {
         RunChanges { data, added }
     }
 
+    /// The points since the previous call as a run of their own — statistics, error
+    /// groups, and every second they touched as buckets to *add* ([`RunChanges::added`];
+    /// `data.buckets` is empty) — then forgets them, keeping only what places later points
+    /// (each label's previous interval end, the label list, the folded labels). For a
+    /// process that receives part of a stream and adds its parts to the stored run (see
+    /// [`super::merge::add_delta`]). Not to be mixed with
+    /// [`take_changes`](Self::take_changes) on one run.
+    pub fn take_delta(&mut self) -> RunChanges {
+        let mut data = self.build(None);
+        let mut added = std::mem::take(&mut data.buckets);
+        added.extend(self.take_late());
+        for l in &mut self.labels {
+            l.total = Acc::default();
+            l.seconds.clear();
+            l.first_start_ms = None;
+            l.last_end_ms = None;
+        }
+        self.errors.clear();
+        self.error_index.clear();
+        self.users.clear();
+        self.changed.clear();
+        RunChanges { data, added }
+    }
+
     /// The late points as buckets to add: per label, and their sum per second for the run.
     fn take_late(&mut self) -> Vec<Bucket> {
         let mut run: BTreeMap<i64, Acc> = BTreeMap::new();

@@ -22,6 +22,7 @@ pub mod distribution;
 pub mod hdr;
 pub mod intervals;
 pub mod limits;
+pub mod merge;
 mod stats;
 pub mod timeseries;
 

@@ -47,6 +47,23 @@ impl ExactHistogram {
         }
     }
 
+    /// Counts `n` occurrences of one value (ms).
+    pub fn record_n(&mut self, value_ms: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.count += n;
+        if value_ms < DENSE_CAP_MS {
+            let i = value_ms as usize;
+            if i >= self.dense.len() {
+                self.dense.resize((i + 1).next_power_of_two(), 0);
+            }
+            self.dense[i] += n;
+        } else {
+            *self.sparse.entry(value_ms).or_insert(0) += n;
+        }
+    }
+
     /// Adds every value of `other`.
     pub fn merge(&mut self, other: &ExactHistogram) {
         if self.dense.len() < other.dense.len() {
@@ -210,6 +227,44 @@ impl StatsAcc {
         self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
         self.hist.merge(&other.hist);
         self.failed_hist.merge(&other.failed_hist);
+    }
+
+    /// The accumulator of a stored scope: its exact `distribution`, the distribution of
+    /// its `failed` samples and, from its `stats`, what the distributions do not hold
+    /// (first start, last end, bytes). Count, errors, sum, min and max come from the
+    /// distributions, so `from_stored(..).stats()` equals the stored statistics of a scope
+    /// whose samples all had integer elapsed values (every sample source's case).
+    /// `None` when the distribution is empty but `stats` counts samples (a summary-only or
+    /// interval scope: its samples are not known one by one).
+    pub fn from_stored(
+        distribution: &super::distribution::Distribution,
+        failed: &super::distribution::Distribution,
+        stats: &Stats,
+    ) -> Option<StatsAcc> {
+        if distribution.count() != stats.count {
+            return None;
+        }
+        let mut acc = StatsAcc::new();
+        if stats.count == 0 {
+            return Some(acc);
+        }
+        for &(v, n) in distribution.values() {
+            acc.hist.record_n(v, n);
+            acc.sum_ms += u128::from(v) * u128::from(n);
+        }
+        for &(v, n) in failed.values() {
+            acc.failed_hist.record_n(v, n);
+        }
+        let values = distribution.values();
+        acc.count = stats.count;
+        acc.errors = failed.count();
+        acc.min_ms = values.first().map_or(0, |v| v.0);
+        acc.max_ms = values.last().map_or(0, |v| v.0);
+        acc.first_start_ms = stats.first_start_ms.unwrap_or(0);
+        acc.last_end_ms = stats.last_end_ms.unwrap_or(0);
+        acc.bytes_received = stats.bytes_received;
+        acc.bytes_sent = stats.bytes_sent;
+        Some(acc)
     }
 
     /// Number of samples pushed.

@@ -1,11 +1,12 @@
 //! The PostgreSQL side of [`crate::store::runs`]: its operations on `PostgresStore`.
 
-use super::PostgresStore;
 use super::copy::copy_in;
+use super::{PostgresStore, WriteTx};
 use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::distribution::Distribution;
+use crate::domain::runs::merge;
 use crate::domain::runs::{
-    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData,
+    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData, RunLimits,
 };
 use crate::store::Result;
 use crate::store::runs::*;
@@ -423,88 +424,161 @@ impl PostgresStore {
         changes: &RunChanges,
         status: &str,
     ) -> Result<bool> {
-        let data = &changes.data;
         let mut tx = self.begin_write().await?;
-        let found = sqlx::query(
-            "UPDATE runs SET status = $1, started_at_ms = $2, ended_at_ms = $3, rejected_rows = $4,
-                             folded_labels = $5, reported = $6
-             WHERE id = $7",
+        if !write_live_changes(&mut tx, id, changes, status).await? {
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// See [`crate::store::Store::open_live_run`].
+    pub async fn open_live_run(&self, key: &str, run: &NewRun, now_ms: i64) -> Result<(i64, bool)> {
+        for _ in 0..3 {
+            let mut tx = self.begin_write().await?;
+            let found: Option<(i64,)> =
+                sqlx::query_as("SELECT id FROM runs WHERE live_key = $1 AND status = 'live'")
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if let Some((id,)) = found {
+                return Ok((id, false));
+            }
+            let id = insert_run_tx(&mut tx.tx, run, &RunData::default()).await?;
+            let set = sqlx::query(
+                "UPDATE runs SET status = 'live', started_at_ms = NULL, live_key = $1,
+                                 live_seen_ms = $2
+                 WHERE id = $3",
+            )
+            .bind(key)
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await;
+            match set {
+                Ok(_) => {
+                    tx.commit().await?;
+                    return Ok((id, true));
+                }
+                // Another process opened the key's run first: use it.
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(sqlx::Error::Protocol(format!(
+            "the live run {key:?} was opened and closed three times while it was looked up"
+        ))
+        .into())
+    }
+
+    /// See [`crate::store::Store::add_live_delta`].
+    pub async fn add_live_delta(
+        &self,
+        id: i64,
+        delta: &RunChanges,
+        limits: &RunLimits,
+        now_ms: i64,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let run: Option<(String, i64, i64, String)> = sqlx::query_as(
+            "SELECT status, rejected_rows, folded_labels, reported FROM runs
+             WHERE id = $1 AND live_key IS NOT NULL
+             FOR UPDATE",
         )
-        .bind(status)
-        .bind(clock_time(data.overall.first_start_ms))
-        .bind(clock_time(data.overall.last_end_ms))
-        .bind(to_i64(data.rejected_rows))
-        .bind(to_i64(data.folded_labels))
-        .bind(data.reported.to_string())
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((status, rejected_rows, folded_labels, reported)) = run else {
+            return Ok(false);
+        };
+        if status != "live" {
+            return Ok(false);
+        }
+        let scopes: Vec<StoredScopeRow> = sqlx::query_as(stored_scopes_sql!("$1"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+        let errors: Vec<ErrorRow> = sqlx::query_as(
+            "SELECT label, response_code, message, count, first_seen_ms, last_seen_ms
+             FROM run_errors WHERE run_id = $1",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let rejected: Vec<RejectedRowRow> =
+            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = $1 ORDER BY line")
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await?;
+        let stored = stored_aggregates(
+            scopes,
+            errors,
+            rejected,
+            rejected_rows,
+            folded_labels,
+            &reported,
+        );
+        let merged = merge::add_delta(stored, &delta.data, limits);
+        let added = delta
+            .data
+            .buckets
+            .iter()
+            .chain(&delta.added)
+            .map(|b| merged.label_of(b))
+            .collect();
+        let changes = RunChanges {
+            data: merged.data,
+            added,
+        };
+        write_live_changes(&mut tx, id, &changes, "live").await?;
+        sqlx::query("UPDATE runs SET live_seen_ms = $1 WHERE id = $2")
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// See [`crate::store::Store::close_idle_live_runs`].
+    pub async fn close_idle_live_runs(&self, seen_before_ms: i64) -> Result<Vec<i64>> {
+        let idle: Option<(i64,)> = sqlx::query_as(
+            "SELECT id FROM runs
+             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < $1 LIMIT 1",
+        )
+        .bind(seen_before_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        if idle.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.begin_write().await?;
+        let ids: Vec<(i64,)> = sqlx::query_as(
+            "UPDATE runs SET status = 'complete'
+             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < $1
+             RETURNING id",
+        )
+        .bind(seen_before_ms)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// See [`crate::store::Store::end_live_run`].
+    pub async fn end_live_run(&self, id: i64) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let ended = sqlx::query(
+            "UPDATE runs SET status = 'complete'
+             WHERE id = $1 AND status = 'live' AND live_key IS NOT NULL",
+        )
         .bind(id)
         .execute(&mut *tx)
         .await?
         .rows_affected()
             > 0;
-        if !found {
-            return Ok(false);
-        }
-        for sql in [
-            "DELETE FROM run_stats WHERE run_id = $1",
-            "DELETE FROM run_errors WHERE run_id = $1",
-            "DELETE FROM run_rejected WHERE run_id = $1",
-            "DELETE FROM run_capacities WHERE run_id = $1",
-        ] {
-            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
-        }
-        insert_aggregates(&mut tx.tx, id, data, false).await?;
-        let ord_of: std::collections::HashMap<&str, i64> = data
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-            .collect();
-        let ord = |b: &Bucket| match &b.label {
-            None => Some(0),
-            Some(l) => ord_of.get(l.as_str()).copied(),
-        };
-        for b in &data.buckets {
-            if let Some(o) = ord(b) {
-                upsert_bucket(&mut tx.tx, id, o, b).await?;
-            }
-        }
-        // Late samples for seconds stored earlier: added to the stored bucket.
-        for b in &changes.added {
-            let Some(o) = ord(b) else { continue };
-            let stored: Option<BucketRow> = sqlx::query_as(
-                "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
-                 FROM run_buckets WHERE run_id = $1 AND label_ord = $2 AND start_ms = $3
-                 FOR UPDATE",
-            )
-            .bind(id)
-            .bind(o)
-            .bind(b.start_ms)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let mut sum = b.clone();
-            if let Some(row) = stored {
-                let mut old = Bucket {
-                    label: b.label.clone(),
-                    start_ms: row.start_ms,
-                    count: row.count.max(0) as u64,
-                    errors: row.errors.max(0) as u64,
-                    sum_ms: row.sum_ms.max(0) as u64,
-                    min_ms: row.min_ms.max(0) as u64,
-                    max_ms: row.max_ms.max(0) as u64,
-                    active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
-                    histogram: row.histogram,
-                };
-                old.add(b).map_err(|e| {
-                    sqlx::Error::Protocol(format!(
-                        "run {id}: a stored bucket's histogram does not read: {e}"
-                    ))
-                })?;
-                sum = old;
-            }
-            upsert_bucket(&mut tx.tx, id, o, &sum).await?;
-        }
         tx.commit().await?;
-        Ok(true)
+        Ok(ended)
     }
 
     pub async fn close_stale_live_runs(&self, quiet_since_ms: i64) -> Result<u64> {
@@ -818,4 +892,94 @@ async fn upsert_bucket(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// The writing half of [`store_live_changes`](super::runs) on an open write transaction:
+/// `false` (nothing written) if there is no run `id`.
+async fn write_live_changes(
+    tx: &mut WriteTx,
+    id: i64,
+    changes: &RunChanges,
+    status: &str,
+) -> Result<bool> {
+    let data = &changes.data;
+    let found = sqlx::query(
+        "UPDATE runs SET status = $1, started_at_ms = $2, ended_at_ms = $3, rejected_rows = $4,
+                         folded_labels = $5, reported = $6
+         WHERE id = $7",
+    )
+    .bind(status)
+    .bind(clock_time(data.overall.first_start_ms))
+    .bind(clock_time(data.overall.last_end_ms))
+    .bind(to_i64(data.rejected_rows))
+    .bind(to_i64(data.folded_labels))
+    .bind(data.reported.to_string())
+    .bind(id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected()
+        > 0;
+    if !found {
+        return Ok(false);
+    }
+    for sql in [
+        "DELETE FROM run_stats WHERE run_id = $1",
+        "DELETE FROM run_errors WHERE run_id = $1",
+        "DELETE FROM run_rejected WHERE run_id = $1",
+        "DELETE FROM run_capacities WHERE run_id = $1",
+    ] {
+        sqlx::query(sql).bind(id).execute(&mut **tx).await?;
+    }
+    insert_aggregates(&mut tx.tx, id, data, false).await?;
+    let ord_of: std::collections::HashMap<&str, i64> = data
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+        .collect();
+    let ord = |b: &Bucket| match &b.label {
+        None => Some(0),
+        Some(l) => ord_of.get(l.as_str()).copied(),
+    };
+    for b in &data.buckets {
+        if let Some(o) = ord(b) {
+            upsert_bucket(&mut tx.tx, id, o, b).await?;
+        }
+    }
+    // Late samples for seconds stored earlier: added to the stored bucket.
+    for b in &changes.added {
+        let Some(o) = ord(b) else { continue };
+        let stored: Option<BucketRow> = sqlx::query_as(
+            "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
+             FROM run_buckets WHERE run_id = $1 AND label_ord = $2 AND start_ms = $3
+             FOR UPDATE",
+        )
+        .bind(id)
+        .bind(o)
+        .bind(b.start_ms)
+        .fetch_optional(&mut **tx)
+        .await?;
+        let mut sum = b.clone();
+        if let Some(row) = stored {
+            let mut old = Bucket {
+                label: b.label.clone(),
+                start_ms: row.start_ms,
+                count: row.count.max(0) as u64,
+                errors: row.errors.max(0) as u64,
+                sum_ms: row.sum_ms.max(0) as u64,
+                min_ms: row.min_ms.max(0) as u64,
+                max_ms: row.max_ms.max(0) as u64,
+                active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
+                histogram: row.histogram,
+            };
+            old.add(b).map_err(|e| {
+                sqlx::Error::Protocol(format!(
+                    "run {id}: a stored bucket's histogram does not read: {e}"
+                ))
+            })?;
+            sum = old;
+        }
+        upsert_bucket(&mut tx.tx, id, o, &sum).await?;
+    }
+    Ok(true)
 }

@@ -1,10 +1,11 @@
 //! The SQLite side of [`crate::store::runs`]: its operations on `SqliteStore`.
 
-use super::SqliteStore;
+use super::{SqliteStore, WriteTx};
 use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::distribution::Distribution;
+use crate::domain::runs::merge;
 use crate::domain::runs::{
-    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData,
+    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData, RunLimits,
 };
 use crate::store::Result;
 use crate::store::runs::*;
@@ -408,91 +409,160 @@ impl SqliteStore {
         changes: &RunChanges,
         status: &str,
     ) -> Result<bool> {
-        let data = &changes.data;
         let mut tx = self.begin_write().await?;
-        let found = sqlx::query(
-            "UPDATE runs SET status = ?, started_at_ms = ?, ended_at_ms = ?, rejected_rows = ?,
-                             folded_labels = ?, reported = ?
-             WHERE id = ?",
+        if !write_live_changes(&mut tx, id, changes, status).await? {
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// See [`crate::store::Store::open_live_run`].
+    pub async fn open_live_run(&self, key: &str, run: &NewRun, now_ms: i64) -> Result<(i64, bool)> {
+        for _ in 0..3 {
+            let mut tx = self.begin_write().await?;
+            let found: Option<(i64,)> =
+                sqlx::query_as("SELECT id FROM runs WHERE live_key = ? AND status = 'live'")
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if let Some((id,)) = found {
+                return Ok((id, false));
+            }
+            let id = insert_run_tx(&mut tx.tx, run, &RunData::default()).await?;
+            let set = sqlx::query(
+                "UPDATE runs SET status = 'live', started_at_ms = NULL, live_key = ?,
+                                 live_seen_ms = ?
+                 WHERE id = ?",
+            )
+            .bind(key)
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await;
+            match set {
+                Ok(_) => {
+                    tx.commit().await?;
+                    return Ok((id, true));
+                }
+                // Another process opened the key's run first: use it.
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(sqlx::Error::Protocol(format!(
+            "the live run {key:?} was opened and closed three times while it was looked up"
+        ))
+        .into())
+    }
+
+    /// See [`crate::store::Store::add_live_delta`].
+    pub async fn add_live_delta(
+        &self,
+        id: i64,
+        delta: &RunChanges,
+        limits: &RunLimits,
+        now_ms: i64,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let run: Option<(String, i64, i64, String)> = sqlx::query_as(
+            "SELECT status, rejected_rows, folded_labels, reported FROM runs
+             WHERE id = ? AND live_key IS NOT NULL",
         )
-        .bind(status)
-        .bind(clock_time(data.overall.first_start_ms))
-        .bind(clock_time(data.overall.last_end_ms))
-        .bind(to_i64(data.rejected_rows))
-        .bind(to_i64(data.folded_labels))
-        .bind(data.reported.to_string())
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((status, rejected_rows, folded_labels, reported)) = run else {
+            return Ok(false);
+        };
+        if status != "live" {
+            return Ok(false);
+        }
+        let scopes: Vec<StoredScopeRow> = sqlx::query_as(stored_scopes_sql!("?"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+        let errors: Vec<ErrorRow> = sqlx::query_as(
+            "SELECT label, response_code, message, count, first_seen_ms, last_seen_ms
+             FROM run_errors WHERE run_id = ?",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let rejected: Vec<RejectedRowRow> =
+            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = ? ORDER BY line")
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await?;
+        let stored = stored_aggregates(
+            scopes,
+            errors,
+            rejected,
+            rejected_rows,
+            folded_labels,
+            &reported,
+        );
+        let merged = merge::add_delta(stored, &delta.data, limits);
+        let added = delta
+            .data
+            .buckets
+            .iter()
+            .chain(&delta.added)
+            .map(|b| merged.label_of(b))
+            .collect();
+        let changes = RunChanges {
+            data: merged.data,
+            added,
+        };
+        write_live_changes(&mut tx, id, &changes, "live").await?;
+        sqlx::query("UPDATE runs SET live_seen_ms = ? WHERE id = ?")
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// See [`crate::store::Store::close_idle_live_runs`].
+    pub async fn close_idle_live_runs(&self, seen_before_ms: i64) -> Result<Vec<i64>> {
+        let idle: Option<(i64,)> = sqlx::query_as(
+            "SELECT id FROM runs
+             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < ? LIMIT 1",
+        )
+        .bind(seen_before_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        if idle.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.begin_write().await?;
+        let ids: Vec<(i64,)> = sqlx::query_as(
+            "UPDATE runs SET status = 'complete'
+             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < ?
+             RETURNING id",
+        )
+        .bind(seen_before_ms)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// See [`crate::store::Store::end_live_run`].
+    pub async fn end_live_run(&self, id: i64) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let ended = sqlx::query(
+            "UPDATE runs SET status = 'complete'
+             WHERE id = ? AND status = 'live' AND live_key IS NOT NULL",
+        )
         .bind(id)
         .execute(&mut *tx)
         .await?
         .rows_affected()
             > 0;
-        if !found {
-            return Ok(false);
-        }
-        // Statistics, error groups and rejected rows are bounded by the run's limits
-        // (labels, error groups, details kept): rewritten whole. Buckets are upserted.
-        for sql in [
-            "DELETE FROM run_stats WHERE run_id = ?",
-            "DELETE FROM run_errors WHERE run_id = ?",
-            "DELETE FROM run_rejected WHERE run_id = ?",
-            "DELETE FROM run_capacities WHERE run_id = ?",
-        ] {
-            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
-        }
-        write_aggregates(&mut tx.tx, id, data, "INSERT OR REPLACE").await?;
-        // Late samples for seconds stored earlier: added to the stored bucket.
-        let ord_of: std::collections::HashMap<&str, i64> = data
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-            .collect();
-        for b in &changes.added {
-            let ord = match &b.label {
-                None => 0,
-                Some(l) => match ord_of.get(l.as_str()) {
-                    Some(ord) => *ord,
-                    None => continue,
-                },
-            };
-            let stored: Option<BucketRow> = sqlx::query_as(
-                "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
-                 FROM run_buckets WHERE run_id = ? AND label_ord = ? AND start_ms = ?",
-            )
-            .bind(id)
-            .bind(ord)
-            .bind(b.start_ms)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let mut sum = b.clone();
-            if let Some(row) = stored {
-                let mut old = Bucket {
-                    label: b.label.clone(),
-                    start_ms: row.start_ms,
-                    count: row.count.max(0) as u64,
-                    errors: row.errors.max(0) as u64,
-                    sum_ms: row.sum_ms.max(0) as u64,
-                    min_ms: row.min_ms.max(0) as u64,
-                    max_ms: row.max_ms.max(0) as u64,
-                    active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
-                    histogram: row.histogram,
-                };
-                old.add(b).map_err(|e| {
-                    sqlx::Error::Protocol(format!(
-                        "run {id}: a stored bucket's histogram does not read: {e}"
-                    ))
-                })?;
-                sum = old;
-            }
-            let one = RunData {
-                labels: data.labels.clone(),
-                buckets: vec![sum],
-                ..RunData::default()
-            };
-            write_buckets(&mut tx.tx, id, &one, "INSERT OR REPLACE").await?;
-        }
         tx.commit().await?;
-        Ok(true)
+        Ok(ended)
     }
 
     pub async fn close_stale_live_runs(&self, quiet_since_ms: i64) -> Result<u64> {
@@ -793,4 +863,97 @@ async fn write_buckets(
     }
 
     Ok(())
+}
+
+/// The writing half of [`store_live_changes`](super::runs) on an open write transaction:
+/// `false` (nothing written) if there is no run `id`.
+async fn write_live_changes(
+    tx: &mut WriteTx,
+    id: i64,
+    changes: &RunChanges,
+    status: &str,
+) -> Result<bool> {
+    let data = &changes.data;
+    let found = sqlx::query(
+        "UPDATE runs SET status = ?, started_at_ms = ?, ended_at_ms = ?, rejected_rows = ?,
+                         folded_labels = ?, reported = ?
+         WHERE id = ?",
+    )
+    .bind(status)
+    .bind(clock_time(data.overall.first_start_ms))
+    .bind(clock_time(data.overall.last_end_ms))
+    .bind(to_i64(data.rejected_rows))
+    .bind(to_i64(data.folded_labels))
+    .bind(data.reported.to_string())
+    .bind(id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected()
+        > 0;
+    if !found {
+        return Ok(false);
+    }
+    // Statistics, error groups and rejected rows are bounded by the run's limits
+    // (labels, error groups, details kept): rewritten whole. Buckets are upserted.
+    for sql in [
+        "DELETE FROM run_stats WHERE run_id = ?",
+        "DELETE FROM run_errors WHERE run_id = ?",
+        "DELETE FROM run_rejected WHERE run_id = ?",
+        "DELETE FROM run_capacities WHERE run_id = ?",
+    ] {
+        sqlx::query(sql).bind(id).execute(&mut **tx).await?;
+    }
+    write_aggregates(&mut tx.tx, id, data, "INSERT OR REPLACE").await?;
+    // Late samples for seconds stored earlier: added to the stored bucket.
+    let ord_of: std::collections::HashMap<&str, i64> = data
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+        .collect();
+    for b in &changes.added {
+        let ord = match &b.label {
+            None => 0,
+            Some(l) => match ord_of.get(l.as_str()) {
+                Some(ord) => *ord,
+                None => continue,
+            },
+        };
+        let stored: Option<BucketRow> = sqlx::query_as(
+            "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
+             FROM run_buckets WHERE run_id = ? AND label_ord = ? AND start_ms = ?",
+        )
+        .bind(id)
+        .bind(ord)
+        .bind(b.start_ms)
+        .fetch_optional(&mut **tx)
+        .await?;
+        let mut sum = b.clone();
+        if let Some(row) = stored {
+            let mut old = Bucket {
+                label: b.label.clone(),
+                start_ms: row.start_ms,
+                count: row.count.max(0) as u64,
+                errors: row.errors.max(0) as u64,
+                sum_ms: row.sum_ms.max(0) as u64,
+                min_ms: row.min_ms.max(0) as u64,
+                max_ms: row.max_ms.max(0) as u64,
+                active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
+                histogram: row.histogram,
+            };
+            old.add(b).map_err(|e| {
+                sqlx::Error::Protocol(format!(
+                    "run {id}: a stored bucket's histogram does not read: {e}"
+                ))
+            })?;
+            sum = old;
+        }
+        let one = RunData {
+            labels: data.labels.clone(),
+            buckets: vec![sum],
+            ..RunData::default()
+        };
+        write_buckets(&mut tx.tx, id, &one, "INSERT OR REPLACE").await?;
+    }
+    Ok(true)
 }
