@@ -978,7 +978,8 @@ impl Store {
     }
 
     /// Marks runs left `live` by a process that stopped before they ended as complete:
-    /// those whose last data (end time, else import time) is before `quiet_since_ms`
+    /// those whose last data (a line-protocol run: when it last received points; else its
+    /// end time, else its import time) is before `quiet_since_ms`
     /// (`i64::MAX`: every live run, for the only process of a SQLite file); returns how
     /// many.
     pub async fn close_stale_live_runs(&self, quiet_since_ms: i64) -> Result<u64> {

@@ -568,7 +568,9 @@ impl SqliteStore {
     pub async fn close_stale_live_runs(&self, quiet_since_ms: i64) -> Result<u64> {
         Ok(sqlx::query(
             "UPDATE runs SET status = 'complete'
-             WHERE status = 'live' AND COALESCE(ended_at_ms, imported_at_ms) < ?",
+             WHERE status = 'live'
+               AND CASE WHEN live_key IS NULL THEN COALESCE(ended_at_ms, imported_at_ms)
+                        ELSE live_seen_ms END < ?",
         )
         .bind(quiet_since_ms)
         .execute(&self.pool)
