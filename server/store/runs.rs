@@ -328,3 +328,56 @@ pub(crate) fn stored_aggregates(
         .collect();
     data
 }
+
+/// A stored bucket with its scope (0: the run; i: the i-th label).
+#[derive(FromRow)]
+pub(crate) struct ScopedBucketRow {
+    pub(crate) label_ord: i64,
+    #[sqlx(flatten)]
+    pub(crate) row: BucketRow,
+}
+
+/// Buckets to *add* (each with its scope), summed by scope and second with each other and
+/// with the `stored` buckets of those scopes and seconds: the rows to write back. Fails
+/// only when a stored histogram does not read.
+pub(crate) fn sum_added_buckets(
+    id: i64,
+    added: &[(i64, &crate::domain::runs::Bucket)],
+    stored: Vec<ScopedBucketRow>,
+) -> crate::store::Result<Vec<(i64, crate::domain::runs::Bucket)>> {
+    use crate::domain::runs::Bucket;
+    let unreadable = |e: crate::domain::runs::hdr::HistogramError| {
+        sqlx::Error::Protocol(format!(
+            "run {id}: a stored bucket's histogram does not read: {e}"
+        ))
+    };
+    let mut sums: BTreeMap<(i64, i64), Bucket> = BTreeMap::new();
+    for (ord, b) in added {
+        match sums.get_mut(&(*ord, b.start_ms)) {
+            Some(sum) => sum.add(b).map_err(unreadable)?,
+            None => {
+                sums.insert((*ord, b.start_ms), (*b).clone());
+            }
+        }
+    }
+    for s in stored {
+        let Some(sum) = sums.get_mut(&(s.label_ord, s.row.start_ms)) else {
+            continue;
+        };
+        let row = s.row;
+        let mut old = Bucket {
+            label: sum.label.clone(),
+            start_ms: row.start_ms,
+            count: row.count.max(0) as u64,
+            errors: row.errors.max(0) as u64,
+            sum_ms: row.sum_ms.max(0) as u64,
+            min_ms: row.min_ms.max(0) as u64,
+            max_ms: row.max_ms.max(0) as u64,
+            active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
+            histogram: row.histogram,
+        };
+        old.add(sum).map_err(unreadable)?;
+        *sum = old;
+    }
+    Ok(sums.into_iter().map(|((ord, _), b)| (ord, b)).collect())
+}

@@ -865,34 +865,39 @@ async fn insert_aggregates(
     Ok(())
 }
 
-/// Writes one bucket of run `id`, replacing the stored one of its label and second.
-async fn upsert_bucket(
+/// Writes buckets of run `id`, each with its scope's ord, replacing the stored ones of their
+/// label and second; a few thousand rows per statement (no two rows of one chunk may share
+/// a label and second).
+async fn upsert_buckets(
     tx: &mut Transaction<'_, Postgres>,
     id: i64,
-    ord: i64,
-    b: &Bucket,
+    buckets: &[(i64, &Bucket)],
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
-                                  max_ms, active_users, histogram)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (run_id, label_ord, start_ms) DO UPDATE SET
-             count = EXCLUDED.count, errors = EXCLUDED.errors, sum_ms = EXCLUDED.sum_ms,
-             min_ms = EXCLUDED.min_ms, max_ms = EXCLUDED.max_ms,
-             active_users = EXCLUDED.active_users, histogram = EXCLUDED.histogram",
-    )
-    .bind(id)
-    .bind(ord)
-    .bind(b.start_ms)
-    .bind(to_i64(b.count))
-    .bind(to_i64(b.errors))
-    .bind(to_i64(b.sum_ms))
-    .bind(to_i64(b.min_ms))
-    .bind(to_i64(b.max_ms))
-    .bind(b.active_users.map(i64::from))
-    .bind(&b.histogram)
-    .execute(&mut **tx)
-    .await?;
+    for chunk in buckets.chunks(chunk_rows(10)) {
+        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
+            "INSERT INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,
+                                      max_ms, active_users, histogram) ",
+        );
+        qb.push_values(chunk, |mut r, (ord, b)| {
+            r.push_bind(id)
+                .push_bind(*ord)
+                .push_bind(b.start_ms)
+                .push_bind(to_i64(b.count))
+                .push_bind(to_i64(b.errors))
+                .push_bind(to_i64(b.sum_ms))
+                .push_bind(to_i64(b.min_ms))
+                .push_bind(to_i64(b.max_ms))
+                .push_bind(b.active_users.map(i64::from))
+                .push_bind(&b.histogram);
+        });
+        qb.push(
+            " ON CONFLICT (run_id, label_ord, start_ms) DO UPDATE SET
+                count = EXCLUDED.count, errors = EXCLUDED.errors, sum_ms = EXCLUDED.sum_ms,
+                min_ms = EXCLUDED.min_ms, max_ms = EXCLUDED.max_ms,
+                active_users = EXCLUDED.active_users, histogram = EXCLUDED.histogram",
+        );
+        qb.build().execute(&mut **tx).await?;
+    }
     Ok(())
 }
 
@@ -943,45 +948,39 @@ async fn write_live_changes(
         None => Some(0),
         Some(l) => ord_of.get(l.as_str()).copied(),
     };
-    for b in &data.buckets {
-        if let Some(o) = ord(b) {
-            upsert_bucket(&mut tx.tx, id, o, b).await?;
-        }
-    }
-    // Late samples for seconds stored earlier: added to the stored bucket.
-    for b in &changes.added {
-        let Some(o) = ord(b) else { continue };
-        let stored: Option<BucketRow> = sqlx::query_as(
-            "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
-             FROM run_buckets WHERE run_id = $1 AND label_ord = $2 AND start_ms = $3
-             FOR UPDATE",
+    let changed: Vec<(i64, &Bucket)> = data
+        .buckets
+        .iter()
+        .filter_map(|b| ord(b).map(|o| (o, b)))
+        .collect();
+    upsert_buckets(&mut tx.tx, id, &changed).await?;
+    // Added buckets (late samples, a live delta's): summed with the stored bucket of their
+    // label and second, read and written back in a few statements whatever their number.
+    // A live delta's writer holds the run's row, so no other writer touches them meanwhile.
+    let added: Vec<(i64, &Bucket)> = changes
+        .added
+        .iter()
+        .filter_map(|b| ord(b).map(|o| (o, b)))
+        .collect();
+    if !added.is_empty() {
+        let seconds: Vec<i64> = added
+            .iter()
+            .map(|(_, b)| b.start_ms)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let stored: Vec<ScopedBucketRow> = sqlx::query_as(
+            "SELECT label_ord, start_ms, count, errors, sum_ms, min_ms, max_ms, active_users,
+                    histogram
+             FROM run_buckets WHERE run_id = $1 AND start_ms = ANY($2)",
         )
         .bind(id)
-        .bind(o)
-        .bind(b.start_ms)
-        .fetch_optional(&mut **tx)
+        .bind(&seconds)
+        .fetch_all(&mut **tx)
         .await?;
-        let mut sum = b.clone();
-        if let Some(row) = stored {
-            let mut old = Bucket {
-                label: b.label.clone(),
-                start_ms: row.start_ms,
-                count: row.count.max(0) as u64,
-                errors: row.errors.max(0) as u64,
-                sum_ms: row.sum_ms.max(0) as u64,
-                min_ms: row.min_ms.max(0) as u64,
-                max_ms: row.max_ms.max(0) as u64,
-                active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
-                histogram: row.histogram,
-            };
-            old.add(b).map_err(|e| {
-                sqlx::Error::Protocol(format!(
-                    "run {id}: a stored bucket's histogram does not read: {e}"
-                ))
-            })?;
-            sum = old;
-        }
-        upsert_bucket(&mut tx.tx, id, o, &sum).await?;
+        let sums = sum_added_buckets(id, &added, stored)?;
+        let rows: Vec<(i64, &Bucket)> = sums.iter().map(|(o, b)| (*o, b)).collect();
+        upsert_buckets(&mut tx.tx, id, &rows).await?;
     }
     Ok(true)
 }

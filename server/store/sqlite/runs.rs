@@ -844,6 +844,17 @@ async fn write_buckets(
             Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
         })
         .collect();
+    write_bucket_rows(tx, id, &buckets, bucket_verb).await
+}
+
+/// Writes buckets, each with its scope's ord, with `verb` (`INSERT` or `INSERT OR
+/// REPLACE`), a few hundred rows per statement.
+async fn write_bucket_rows(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: i64,
+    buckets: &[(i64, &Bucket)],
+    bucket_verb: &str,
+) -> Result<()> {
     for chunk in buckets.chunks(chunk_rows(10)) {
         let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(format!(
             "{bucket_verb} INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms,
@@ -906,56 +917,51 @@ async fn write_live_changes(
         sqlx::query(sql).bind(id).execute(&mut **tx).await?;
     }
     write_aggregates(&mut tx.tx, id, data, "INSERT OR REPLACE").await?;
-    // Late samples for seconds stored earlier: added to the stored bucket.
+    // Added buckets (late samples, a live delta's): summed with the stored bucket of their
+    // label and second, read and written back in a few statements whatever their number.
     let ord_of: std::collections::HashMap<&str, i64> = data
         .labels
         .iter()
         .enumerate()
         .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
         .collect();
-    for b in &changes.added {
-        let ord = match &b.label {
-            None => 0,
-            Some(l) => match ord_of.get(l.as_str()) {
-                Some(ord) => *ord,
-                None => continue,
-            },
-        };
-        let stored: Option<BucketRow> = sqlx::query_as(
-            "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
-             FROM run_buckets WHERE run_id = ? AND label_ord = ? AND start_ms = ?",
-        )
-        .bind(id)
-        .bind(ord)
-        .bind(b.start_ms)
-        .fetch_optional(&mut **tx)
-        .await?;
-        let mut sum = b.clone();
-        if let Some(row) = stored {
-            let mut old = Bucket {
-                label: b.label.clone(),
-                start_ms: row.start_ms,
-                count: row.count.max(0) as u64,
-                errors: row.errors.max(0) as u64,
-                sum_ms: row.sum_ms.max(0) as u64,
-                min_ms: row.min_ms.max(0) as u64,
-                max_ms: row.max_ms.max(0) as u64,
-                active_users: row.active_users.and_then(|u| u32::try_from(u).ok()),
-                histogram: row.histogram,
-            };
-            old.add(b).map_err(|e| {
-                sqlx::Error::Protocol(format!(
-                    "run {id}: a stored bucket's histogram does not read: {e}"
-                ))
-            })?;
-            sum = old;
+    let added: Vec<(i64, &Bucket)> = changes
+        .added
+        .iter()
+        .filter_map(|b| match &b.label {
+            None => Some((0, b)),
+            Some(l) => ord_of.get(l.as_str()).map(|o| (*o, b)),
+        })
+        .collect();
+    if !added.is_empty() {
+        let seconds: Vec<i64> = added
+            .iter()
+            .map(|(_, b)| b.start_ms)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut stored = Vec::new();
+        for chunk in seconds.chunks(chunk_rows(1)) {
+            let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
+                "SELECT label_ord, start_ms, count, errors, sum_ms, min_ms, max_ms, active_users,
+                        histogram
+                 FROM run_buckets WHERE run_id = ",
+            );
+            qb.push_bind(id).push(" AND start_ms IN (");
+            let mut list = qb.separated(", ");
+            for s in chunk {
+                list.push_bind(*s);
+            }
+            list.push_unseparated(")");
+            stored.extend(
+                qb.build_query_as::<ScopedBucketRow>()
+                    .fetch_all(&mut **tx)
+                    .await?,
+            );
         }
-        let one = RunData {
-            labels: data.labels.clone(),
-            buckets: vec![sum],
-            ..RunData::default()
-        };
-        write_buckets(&mut tx.tx, id, &one, "INSERT OR REPLACE").await?;
+        let sums = sum_added_buckets(id, &added, stored)?;
+        let rows: Vec<(i64, &Bucket)> = sums.iter().map(|(o, b)| (*o, b)).collect();
+        write_bucket_rows(&mut tx.tx, id, &rows, "INSERT OR REPLACE").await?;
     }
     Ok(true)
 }
