@@ -2598,3 +2598,49 @@ async fn routes_stored_under_a_camel_context_move_under_the_target_service() {
         .collect();
     assert_eq!(exchanges, [Some(7.0), Some(100.0)]);
 }
+
+/// On SQLite, pruning route figures past their retention gives their pages back: none left
+/// on the free list, the file far smaller.
+#[tokio::test]
+async fn pruning_route_figures_shrinks_the_sqlite_file() {
+    if crate::helpers::sqlite_only("SQLite pages and free list") {
+        return;
+    }
+    let (store, _, _db) = crate::helpers::fresh_store().await;
+    let t = store
+        .insert_target(&spec("orders", "http://h:1/metrics"), "api", 0)
+        .await
+        .unwrap()
+        .unwrap();
+    let t0 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR_MS;
+    let routes: Vec<String> = (0..40).map(|i| format!("GET /r{i}")).collect();
+    for k in 0..60i64 {
+        let writes: Vec<RouteWrite> = routes
+            .iter()
+            .map(|r| write(r, (k > 0).then(interval)))
+            .collect();
+        store
+            .record_scrape(t.id, &status(t0 + k * 15_000), &writes)
+            .await
+            .unwrap();
+    }
+    let pages = |sql| crate::helpers::scalar_raw(&store, sql);
+    let before = pages("PRAGMA page_count").await;
+    let retention = Retention {
+        raw_hours: 1.0,
+        minute_days: 1.0,
+        ten_minute_days: 1.0,
+        hour_days: 1.0,
+    };
+    let deleted = store
+        .prune_routes(t0 + 3 * 86_400_000, &retention)
+        .await
+        .unwrap();
+    assert!(deleted > 2_000, "{deleted} rows deleted");
+    let after = pages("PRAGMA page_count").await;
+    assert_eq!(pages("PRAGMA freelist_count").await, 0);
+    assert!(
+        after * 2 < before,
+        "{after} pages after pruning, {before} before"
+    );
+}

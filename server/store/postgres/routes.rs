@@ -335,7 +335,8 @@ impl PostgresStore {
         Ok(route_ids)
     }
 
-    /// Deletes figures past their retention. Returns the rows deleted.
+    /// Deletes figures past their retention and vacuums the tables so their space is
+    /// reused. Returns the rows deleted.
     pub async fn prune_routes(&self, now_ms: i64, retention: &Retention) -> Result<u64> {
         let mut n = sqlx::query("DELETE FROM route_samples WHERE at_ms < $1")
             .bind(now_ms - retention.raw_ms())
@@ -370,6 +371,17 @@ impl PostgresStore {
             .execute(&self.pool)
             .await?
             .rows_affected();
+        }
+        if n > 0 {
+            // A plain VACUUM makes the deleted rows' space reusable at once (as after a run's
+            // deletion; never VACUUM FULL, which locks the tables while it rewrites them).
+            // Outside a transaction, so the simple protocol. A failure is logged.
+            if let Err(e) = sqlx::raw_sql("VACUUM route_samples, route_rollups, process_series")
+                .execute(&self.pool)
+                .await
+            {
+                tracing::warn!(error = %e, "VACUUM after pruning route figures failed");
+            }
         }
         Ok(n)
     }

@@ -288,7 +288,8 @@ impl SqliteStore {
         Ok(route_ids)
     }
 
-    /// Deletes figures past their retention. Returns the rows deleted.
+    /// Deletes figures past their retention and gives their pages back to the file system.
+    /// Returns the rows deleted.
     pub async fn prune_routes(&self, now_ms: i64, retention: &Retention) -> Result<u64> {
         let mut n = sqlx::query("DELETE FROM route_samples WHERE at_ms < ?")
             .bind(now_ms - retention.raw_ms())
@@ -321,6 +322,19 @@ impl SqliteStore {
                     .execute(&self.pool)
                     .await?
                     .rows_affected();
+        }
+        if n > 0 {
+            // The freed pages go back to the file system, as after a run's deletion (see
+            // `delete_run`): moved out of the file's end, then the WAL checkpointed and cut.
+            // A failure is logged: the figures are deleted either way.
+            for pragma in [
+                "PRAGMA incremental_vacuum",
+                "PRAGMA wal_checkpoint(TRUNCATE)",
+            ] {
+                if let Err(e) = sqlx::query(pragma).execute(&self.pool).await {
+                    tracing::warn!(error = %e, "{pragma} after pruning route figures failed");
+                }
+            }
         }
         Ok(n)
     }
