@@ -201,6 +201,10 @@ impl OpenRun {
     }
 }
 
+/// A run's deltas to store: its key here, its key in the store, the stored run its points
+/// were last added to, the deltas.
+type Pending = ((Sender, String), String, Option<i64>, Vec<RunChanges>);
+
 /// The open live runs; cheap to clone.
 #[derive(Clone)]
 pub struct LiveRuns {
@@ -293,7 +297,7 @@ impl LiveRuns {
     /// taken before the call is committed.
     async fn store_changes(&self) -> Result<(), StoreError> {
         let _turn = self.storing.lock().await;
-        let pending: Vec<((Sender, String), String, Option<i64>, Vec<RunChanges>)> = {
+        let pending: Vec<Pending> = {
             let mut runs = self.runs.lock().await;
             runs.iter_mut()
                 .filter(|(_, r)| r.dirty && r.has_results)
