@@ -84,14 +84,14 @@ for i in $(seq 1 "$runs"); do
   done
   end=$(date +%s.%N)
   curl -s "$base/api/v1/runs/$id" >"$work/run-$i.json"
-  read -r x statement control < <(python3 - "$work/run-$i.json" <<'PY'
+  IFS=$'\t' read -r x statement control < <(python3 - "$work/run-$i.json" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))
 rep = run.get("reported") or {}
 s, c = rep.get("search") or {}, rep.get("control") or {}
 x = s.get("falls_over_rps")
-print(x if x is not None else "-", json.dumps(s.get("statement", "(no answer)")),
-      json.dumps(f"{c.get('changes')} rate changes, max delay {c.get('max_delay_ms')} ms"))
+print(x if x is not None else "-", s.get("statement", "(no answer)"),
+      f"{c.get('changes')} rate changes, max delay {c.get('max_delay_ms')} ms", sep="\t")
 PY
 )
   printf 'run %d (%.0f s): X = %s req/s; %s; %s\n' "$i" "$(echo "$end - $start" | bc)" "$x" \
