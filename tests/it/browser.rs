@@ -590,8 +590,10 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
         .args([
             "--rate",
             "100",
+            // Long enough that a page opened seconds late (a busy machine) still sees it
+            // climb.
             "--duration",
-            "8s",
+            "16s",
             "--dispatch-limit",
             "250ms",
             "-q",
@@ -657,7 +659,7 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
     assert!(
         counts.len() >= 4
             && counts.windows(2).all(|w| w[0] < w[1])
-            && *counts.last().unwrap() < 800,
+            && *counts.last().unwrap() < 1_600,
         "the request count climbs in place while the load runs: {counts:?}"
     );
     let drawn = client
@@ -702,8 +704,8 @@ async fn a_load_run_page_climbs_while_the_load_streams_in() {
         .await
         .expect("the page shows the run complete");
     let final_count = text_of(&client, ".kpi .kpi-value").await;
-    assert_eq!(final_count.replace(',', ""), "800", "{final_count}");
-    assert_eq!(svc.served.load(std::sync::atomic::Ordering::SeqCst), 800);
+    assert_eq!(final_count.replace(',', ""), "1600", "{final_count}");
+    assert_eq!(svc.served.load(std::sync::atomic::Ordering::SeqCst), 1_600);
     assert!(
         client.find(Locator::Css("#run-live")).await.is_err(),
         "no live callout once complete"
