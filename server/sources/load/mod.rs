@@ -11,8 +11,8 @@
 //! How it sends (open model, after wrk2's `src/wrk.c` and vegeta's `lib/attack.go`): each
 //! worker thread runs a current-thread tokio runtime and takes every n-th arrival of the
 //! schedule. Its dispatcher sleeps until an arrival's intended time, queues the intended
-//! time, and wakes an idle connection, or opens a new one (a task driving one hyper
-//! HTTP/1.1 connection with keep-alive, as oha's `src/client.rs` does) while fewer than the
+//! time, and wakes an idle connection, or opens a new one (a task that writes each request
+//! and reads its response on one kept-alive HTTP/1.1 connection itself, [`h1`]) while fewer than the
 //! worker's share of `--max-connections` are open; otherwise the request waits in the
 //! queue with its intended time, counted as having waited. A connection takes the oldest
 //! queued request; every request is timed from its intended start, so a stalled service
@@ -29,13 +29,15 @@
 //! A connection's set-up (TCP, TLS handshake) is in the service time of the request that
 //! opened it only: later requests on the kept-alive connection do not pay it.
 //!
-//! Hot path: no channel message of ours per request, and no allocation beyond hyper's
-//! request and response state and, with a body template, the rendered body (one buffer of
-//! the exact size); a worker records into its own [`Recorder`] and sends one [`Tick`] per
-//! second.
+//! Hot path (HTTP/1.1): no channel message and no allocation per request — the request's
+//! bytes are written once (with a feeder: rendered per request into the task's buffer),
+//! the response is read into the connection's buffer; a worker records into its own
+//! [`Recorder`] and sends one [`Tick`] per second. HTTP/2 goes through hyper's client
+//! (its request and response state per request).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -43,10 +45,10 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::client::conn::{TrySendError, http2};
+use hyper::body::Bytes;
+use hyper::client::conn::http2;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, Uri};
+use hyper::{Method, Request, Uri};
 use tokio::sync::{Notify, OnceCell, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -56,9 +58,10 @@ use crate::domain::load::{
     ClosedModel, Feeder, Outcome, Recorder, Schedule, Template, Tick, Timing, Workload,
 };
 
+mod h1;
 pub mod tls;
 
-use tls::{Dialer, Opened, Sender};
+use tls::{Dialer, Opened};
 pub use tls::{HttpVersion, Negotiated, Protocol, TlsClient, TlsFiles, negotiate};
 
 /// Streams one HTTP/2 connection carries before the next connection opens (the server's
@@ -201,6 +204,15 @@ impl RequestSpec {
                 .ok_or_else(|| LoadError::BadInput(format!("header {h:?} is not `Name: value`")))?;
             let name = HeaderName::from_bytes(name.trim().as_bytes())
                 .map_err(|_| LoadError::BadInput(format!("{name:?} is not a header name")))?;
+            // The body's length is written from the body itself.
+            if name == hyper::header::CONTENT_LENGTH {
+                continue;
+            }
+            if name == hyper::header::TRANSFER_ENCODING {
+                return Err(LoadError::BadInput(format!(
+                    "header {h:?}: harrier sends a body with its Content-Length; leave Transfer-Encoding out"
+                )));
+            }
             let value = HeaderValue::from_str(value.trim())
                 .map_err(|_| LoadError::BadInput(format!("{value:?} is not a header value")))?;
             map.insert(name, value);
@@ -351,21 +363,63 @@ impl RequestSpec {
         }
     }
 
-    /// Bytes of one request as written: request line, headers (with `content-length` when
-    /// there is a body), blank line, body.
+    /// Bytes of one HTTP/1.1 request as written (the first feeder row's, with a feeder):
+    /// request line, headers, blank line, body.
     pub fn bytes_per_request(&self) -> u64 {
-        let line = self.method.as_str().len() + 1 + self.path.to_string().len() + 11;
-        let headers: usize = self
-            .headers
-            .iter()
-            .map(|(n, v)| n.as_str().len() + 2 + v.len() + 2)
-            .sum();
-        let length = if self.body.is_empty() {
-            0
-        } else {
-            "content-length: \r\n".len() + self.body.len().to_string().len()
+        let mut bytes = Vec::new();
+        self.write_http1(0, &mut bytes);
+        bytes.len() as u64
+    }
+
+    /// Writes the HTTP/1.1 request for feeder row `row` (ignored without a feeder) into
+    /// `out` (cleared first), as RFC 9112 §3 frames it: request line with the origin-form
+    /// target, the headers (names in lower case, as HTTP/2 requires and hyper writes
+    /// them), `content-length` when there is a body or the method is `POST`, `PUT` or
+    /// `PATCH` (RFC 9110 §8.6), a blank line, the body.
+    pub fn write_http1(&self, row: usize, out: &mut Vec<u8>) {
+        let feed = self.feed.as_deref();
+        let target = match feed.filter(|f| !f.targets.is_empty()) {
+            Some(f) => &f.targets[row % f.targets.len()].0,
+            None => &self.path,
         };
-        (line + headers + length + 2 + self.body.len()) as u64
+        let templated = feed.and_then(|f| f.body.as_ref().map(|b| (b, &f.feeder)));
+        out.clear();
+        out.extend_from_slice(self.method.as_str().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(
+            target
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .as_bytes(),
+        );
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        for (name, value) in &self.headers {
+            let value = feed
+                .and_then(|f| f.headers.iter().find(|(n, _)| n == name))
+                .map_or(value, |(_, values)| &values[row % values.len()]);
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        // The body goes after the head, then its length in front of it (a template's
+        // length is known once rendered; moving a short body beats another buffer).
+        let head_end = out.len();
+        match templated {
+            Some((template, feeder)) => template.render_into(feeder.row(row), out),
+            None => out.extend_from_slice(&self.body),
+        }
+        let body_len = out.len() - head_end;
+        let mut between = [0u8; 48];
+        let mut cursor = std::io::Cursor::new(&mut between[..]);
+        let needs_length = matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
+        let _ = if body_len > 0 || needs_length {
+            write!(cursor, "content-length: {body_len}\r\n\r\n")
+        } else {
+            write!(cursor, "\r\n")
+        };
+        let n = cursor.position() as usize;
+        out.splice(head_end..head_end, between[..n].iter().copied());
     }
 
     fn status_ok(&self, status: u16) -> bool {
@@ -652,6 +706,8 @@ struct Shared {
     /// connection `k / H2_STREAMS_PER_CONNECTION`); empty for HTTP/1.1.
     h2: Vec<RefCell<Rc<H2Slot>>>,
     t0: Instant,
+    /// HTTP/1.1 without a feeder: every request's bytes, written once.
+    request_h1: Option<Bytes>,
     /// Intended start times (ns) of requests waiting for a connection.
     queue: RefCell<VecDeque<u64>>,
     wake: Notify,
@@ -685,13 +741,11 @@ impl Shared {
         }
     }
 
-    /// A connection for task `slot`: its own new one (HTTP/1.1), or a stream on the
-    /// worker's shared HTTP/2 connection of that slot, opened if it is not open (or was
-    /// closed).
-    async fn connect(&self, slot: u32) -> Result<Conn, String> {
+    /// A stream for task `slot` on the worker's shared HTTP/2 connection of that slot,
+    /// opened if it is not open (or was closed).
+    async fn connect_h2(&self, slot: u32) -> Result<Conn, String> {
         if self.h2.is_empty() {
-            let opened = tls::open(&self.dialer).await?;
-            return Ok(Conn::Own(opened));
+            return Err("no HTTP/2 connection slots".into());
         }
         let cell = &self.h2[(slot / H2_STREAMS_PER_CONNECTION) as usize % self.h2.len()];
         for _ in 0..2 {
@@ -703,10 +757,8 @@ impl Shared {
                     Ok::<Opened, String>(opened)
                 })
                 .await?;
-            if let Sender::Http2(sender) = &opened.sender
-                && !sender.is_closed()
-            {
-                return Ok(Conn::Stream(sender.clone()));
+            if !opened.sender.is_closed() {
+                return Ok(Conn::Stream(opened.sender.clone()));
             }
             // Closed by the server (GOAWAY, idle timeout) or broken: the next user opens
             // a new one.
@@ -750,6 +802,11 @@ async fn run_worker(ctx: WorkerCtx) {
             .map(|_| RefCell::new(Rc::new(OnceCell::new())))
             .collect(),
         t0: ctx.t0,
+        request_h1: ctx.spec.feed.is_none().then(|| {
+            let mut bytes = Vec::new();
+            ctx.spec.write_http1(0, &mut bytes);
+            Bytes::from(bytes)
+        }),
         queue: RefCell::new(VecDeque::with_capacity(1024)),
         wake: Notify::new(),
         idle: Cell::new(0),
@@ -799,12 +856,12 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
                     sh.rec.borrow_mut().connection_opened();
                 }
                 let mut conn: Option<Conn> = None;
-                let mut body = Vec::new();
+                let mut bufs = Buffers::default();
                 while Instant::now() < end && !cancel.is_cancelled() {
                     // Closed model: a request is meant to start when it is sent.
                     let intended_ns = sh.ns_since_start(Instant::now());
                     sh.rec.borrow_mut().scheduled(intended_ns, false);
-                    one_request(&sh, slot, &mut conn, &mut body, intended_ns).await;
+                    one_request(&sh, slot, &mut conn, &mut bufs, intended_ns).await;
                     if !think.is_zero() {
                         tokio::select! {
                             _ = tokio::time::sleep(think) => {}
@@ -946,12 +1003,12 @@ async fn ticker(
     }
 }
 
-/// What a task sends on: its own keep-alive connection (dropping it closes the socket at
-/// once, even with a response still under way after a timeout), or a handle on the
-/// worker's shared HTTP/2 connection (dropping it, or a request future, resets only that
-/// stream).
+/// What a task sends on: its own kept-alive HTTP/1.1 connection (dropping it closes the
+/// socket at once, even with a response still under way after a timeout), or a handle on
+/// the worker's shared HTTP/2 connection (dropping it, or a request future, resets only
+/// that stream).
 enum Conn {
-    Own(Opened),
+    Http1(h1::Connection),
     Stream(http2::SendRequest<Full<Bytes>>),
 }
 
@@ -961,46 +1018,11 @@ impl Drop for Opened {
     }
 }
 
-impl Conn {
-    fn is_closed(&self) -> bool {
-        match self {
-            Conn::Own(o) => match &o.sender {
-                Sender::Http1(s) => s.is_closed(),
-                Sender::Http2(s) => s.is_closed(),
-            },
-            Conn::Stream(s) => s.is_closed(),
-        }
-    }
-
-    async fn ready(&mut self) -> hyper::Result<()> {
-        match self {
-            Conn::Own(o) => match &mut o.sender {
-                Sender::Http1(s) => s.ready().await,
-                Sender::Http2(s) => s.ready().await,
-            },
-            Conn::Stream(s) => s.ready().await,
-        }
-    }
-
-    async fn send(
-        &mut self,
-        request: Request<Full<Bytes>>,
-    ) -> Result<Response<Incoming>, TrySendError<Request<Full<Bytes>>>> {
-        match self {
-            Conn::Own(o) => match &mut o.sender {
-                Sender::Http1(s) => s.try_send_request(request).await,
-                Sender::Http2(s) => s.try_send_request(request).await,
-            },
-            Conn::Stream(s) => s.try_send_request(request).await,
-        }
-    }
-}
-
 /// A connection task (HTTP/2: a stream task), number `slot` of its worker: takes queued
 /// requests until the schedule is done and the queue empty.
 async fn connection(sh: Rc<Shared>, slot: u32) {
     let mut conn: Option<Conn> = None;
-    let mut body = Vec::new();
+    let mut bufs = Buffers::default();
     loop {
         let next = sh.queue.borrow_mut().pop_front();
         let Some(intended_ns) = next else {
@@ -1011,12 +1033,20 @@ async fn connection(sh: Rc<Shared>, slot: u32) {
             sh.wake.notified().await;
             continue;
         };
-        one_request(&sh, slot, &mut conn, &mut body, intended_ns).await;
+        one_request(&sh, slot, &mut conn, &mut bufs, intended_ns).await;
     }
     sh.open.set(sh.open.get().saturating_sub(1));
     if !sh.http2() {
         sh.rec.borrow_mut().connection_closed();
     }
+}
+
+/// A task's buffers, kept for its life: the response body (when checked) and the request
+/// (when rendered per request from a feeder).
+#[derive(Default)]
+struct Buffers {
+    body: Vec<u8>,
+    request: Vec<u8>,
 }
 
 /// Sends one request meant to start at `intended_ns`, on `conn` (task `slot`'s), and
@@ -1025,7 +1055,7 @@ async fn one_request(
     sh: &Shared,
     slot: u32,
     conn: &mut Option<Conn>,
-    body: &mut Vec<u8>,
+    bufs: &mut Buffers,
     intended_ns: u64,
 ) {
     let picked = Instant::now();
@@ -1035,9 +1065,26 @@ async fn one_request(
     } else {
         0
     };
-    let (request, bytes_sent) = sh.spec.request(row, sh.http2());
-    let result =
-        tokio::time::timeout(sh.spec.timeout, exchange(sh, slot, conn, body, request)).await;
+    let (result, bytes_sent) = if sh.http2() {
+        let (request, bytes_sent) = sh.spec.request(row, true);
+        let exchange = exchange_h2(sh, slot, conn, &mut bufs.body, request);
+        (
+            tokio::time::timeout(sh.spec.timeout, exchange).await,
+            bytes_sent,
+        )
+    } else {
+        // Every request is the same: its bytes were written once; else this row's.
+        let request: &[u8] = match &sh.request_h1 {
+            Some(bytes) => bytes,
+            None => {
+                sh.spec.write_http1(row, &mut bufs.request);
+                &bufs.request
+            }
+        };
+        let exchange = exchange_h1(sh, conn, &mut bufs.body, request, picked);
+        let result = tokio::time::timeout(sh.spec.timeout, exchange).await;
+        (result, request.len() as u64)
+    };
     let (outcome, status, bytes) = match result {
         Ok(r) => r,
         Err(_) => {
@@ -1057,14 +1104,90 @@ async fn one_request(
     sh.outstanding_add(-1);
 }
 
-/// One request on `conn` (opened first when there is none or it was closed): its outcome,
-/// status (0 without a response) and bytes received.
+/// The outcome of a complete response with `status` and (when checked) `body`.
+fn judge(sh: &Shared, status: u16, body: &[u8]) -> Outcome {
+    if !sh.spec.status_ok(status) {
+        Outcome::Status
+    } else if let Some(needle) = sh.spec.expect_body.as_deref()
+        && !contains(body, needle)
+    {
+        Outcome::Body
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// One HTTP/1.1 request (`request`: its bytes) on `conn`, opened first when there is none
+/// or it cannot take a request at `now`: its outcome, status (0 without a response) and
+/// bytes received.
 ///
-/// A kept-alive connection the server has just closed (nginx after `keepalive_requests`,
-/// an idle timeout) is noticed either before sending or by hyper handing the unsent request
-/// back: the request then goes out once more on a new connection. A request that was sent
-/// is never sent again.
-async fn exchange(
+/// A kept-alive connection the server has closed is noticed before sending (it said
+/// `Connection: close`, or, idle for a while, it is found closed) or, when not even the
+/// first byte could be written, by the write: the request then goes out once more on a
+/// new connection. A request that was sent is never sent again.
+async fn exchange_h1(
+    sh: &Shared,
+    conn: &mut Option<Conn>,
+    body_buf: &mut Vec<u8>,
+    request: &[u8],
+    now: Instant,
+) -> (Outcome, u16, u64) {
+    let mut fresh = false;
+    loop {
+        let usable = match conn.as_mut() {
+            Some(Conn::Http1(c)) => c.usable(now),
+            _ => false,
+        };
+        if !usable {
+            *conn = None;
+            match tls::connect(&sh.dialer).await {
+                Ok(stream) => *conn = Some(Conn::Http1(h1::Connection::new(stream))),
+                Err(_) => return (Outcome::Connect, 0, 0),
+            }
+            fresh = true;
+        }
+        let Some(Conn::Http1(c)) = conn.as_mut() else {
+            return (Outcome::Connect, 0, 0);
+        };
+        let check = sh.spec.expect_body.is_some();
+        body_buf.clear();
+        let head = sh.spec.method == Method::HEAD;
+        match c
+            .exchange(request, head, check.then_some(&mut *body_buf))
+            .await
+        {
+            Ok(answer) => {
+                return (
+                    judge(sh, answer.status, body_buf),
+                    answer.status,
+                    answer.bytes,
+                );
+            }
+            Err(failed) => {
+                *conn = None;
+                tracing::debug!("load request on {}: {}", sh.dialer.addr(), failed.failure);
+                if matches!(failed.failure, h1::Failure::Unsent(_)) && !fresh {
+                    continue;
+                }
+                let tls = failed.failure.io().is_some_and(|e| tls_failed(e));
+                let outcome = if tls || (fresh && sh.spec.tls.is_some()) {
+                    Outcome::Connect
+                } else {
+                    Outcome::Transport
+                };
+                return (outcome, failed.status, failed.bytes);
+            }
+        }
+    }
+}
+
+/// One HTTP/2 request on a stream of the worker's connection of task `slot` (opened first
+/// when there is none or it was closed): its outcome, status (0 without a response) and
+/// bytes received (headers as parsed: HPACK hides their size on the wire).
+///
+/// A stream hyper hands back unsent (the connection closed under it) goes out once more on
+/// a new connection. A request that was sent is never sent again.
+async fn exchange_h2(
     sh: &Shared,
     slot: u32,
     conn: &mut Option<Conn>,
@@ -1073,15 +1196,18 @@ async fn exchange(
 ) -> (Outcome, u16, u64) {
     let mut fresh = false;
     let response = loop {
-        if conn.as_ref().is_none_or(Conn::is_closed) {
+        if conn.as_ref().is_none_or(|c| match c {
+            Conn::Stream(s) => s.is_closed(),
+            Conn::Http1(_) => true,
+        }) {
             *conn = None;
-            match sh.connect(slot).await {
+            match sh.connect_h2(slot).await {
                 Ok(c) => *conn = Some(c),
                 Err(_) => return (Outcome::Connect, 0, 0),
             }
             fresh = true;
         }
-        let Some(c) = conn.as_mut() else {
+        let Some(Conn::Stream(c)) = conn.as_mut() else {
             return (Outcome::Connect, 0, 0);
         };
         if let Err(e) = c.ready().await {
@@ -1091,7 +1217,7 @@ async fn exchange(
             }
             continue;
         }
-        match c.send(request).await {
+        match c.try_send_request(request).await {
             Ok(r) => break r,
             Err(mut e) => {
                 *conn = None;
@@ -1112,7 +1238,7 @@ async fn exchange(
             .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
             .sum::<u64>()
         + 2;
-    let check = sh.spec.expect_body.as_deref();
+    let check = sh.spec.expect_body.is_some();
     body_buf.clear();
     let mut incoming = response.into_body();
     while let Some(frame) = incoming.frame().await {
@@ -1120,7 +1246,7 @@ async fn exchange(
             Ok(frame) => {
                 if let Some(data) = frame.data_ref() {
                     bytes += data.len() as u64;
-                    if check.is_some() {
+                    if check {
                         body_buf.extend_from_slice(data);
                     }
                 }
@@ -1131,16 +1257,7 @@ async fn exchange(
             }
         }
     }
-    let outcome = if !sh.spec.status_ok(status) {
-        Outcome::Status
-    } else if let Some(needle) = check
-        && !contains(body_buf, needle)
-    {
-        Outcome::Body
-    } else {
-        Outcome::Ok
-    };
-    (outcome, status, bytes)
+    (judge(sh, status, body_buf), status, bytes)
 }
 
 /// The class of a connection that broke: `connect` when TLS failed (a TLS alert or error

@@ -1,12 +1,12 @@
-//! The load generator's connections: TCP, TLS (rustls) and the HTTP/1.1 or HTTP/2 handshake
+//! The load generator's connections: TCP, TLS (rustls) and, for HTTP/2, hyper's handshake
 //! on top, and the one test connection made before a run ([`negotiate`]) that learns which
 //! protocol the server speaks.
 //!
 //! Owns [`TlsClient`] (the client configuration of `https://` targets: the system's CA
 //! store through rustls-platform-verifier, so `SSL_CERT_FILE` / `SSL_CERT_DIR` are
 //! honoured as for the console's other HTTPS, plus `--ca-file`, plus a client certificate
-//! for mutual TLS; the aws-lc-rs provider reqwest already brings), [`Protocol`] and
-//! [`open`]. Must not record or schedule: the engine in this module's parent times what
+//! for mutual TLS; the aws-lc-rs provider reqwest already brings), [`Protocol`], [`connect`]
+//! and [`open`]. Must not record or schedule: the engine in this module's parent times what
 //! opening a connection costs (the first request on a connection carries it; later ones on
 //! the kept-alive connection do not).
 //!
@@ -21,15 +21,17 @@ use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use hyper_util::rt::TokioIo;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::rustls::{self, ClientConfig};
+use tokio_util::either::Either;
 
 use super::LoadError;
+use super::h1::Stream;
 
 /// Which HTTP version the command line asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -183,20 +185,19 @@ impl Dialer {
         }
     }
 
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     pub(crate) fn protocol(&self) -> Protocol {
         self.protocol
     }
 }
 
-/// The HTTP side of an open connection.
-pub(crate) enum Sender {
-    Http1(http1::SendRequest<Full<Bytes>>),
-    Http2(http2::SendRequest<Full<Bytes>>),
-}
-
-/// An open connection: its sender and the task driving its socket (aborted when dropped).
+/// An open HTTP/2 connection: its sender and the task driving its socket (aborted when
+/// dropped).
 pub(crate) struct Opened {
-    pub(crate) sender: Sender,
+    pub(crate) sender: http2::SendRequest<Full<Bytes>>,
     pub(crate) driver: JoinHandle<()>,
 }
 
@@ -213,41 +214,6 @@ where
     }
 }
 
-async fn attach<IO>(io: IO, http2: bool) -> Result<Opened, String>
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let io = TokioIo::new(io);
-    if http2 {
-        // One stream until the server's SETTINGS arrive, then as many as they allow (h2's
-        // default of 100 before them would overrun a lower limit, and the server would
-        // refuse the extra streams).
-        let (sender, conn) = http2::Builder::new(LocalExec)
-            .initial_max_send_streams(1)
-            .handshake(io)
-            .await
-            .map_err(|e| format!("HTTP/2 handshake failed: {e}"))?;
-        let driver = tokio::task::spawn_local(async move {
-            let _ = conn.await;
-        });
-        Ok(Opened {
-            sender: Sender::Http2(sender),
-            driver,
-        })
-    } else {
-        let (sender, conn) = http1::handshake(io)
-            .await
-            .map_err(|e| format!("HTTP/1.1 handshake failed: {e}"))?;
-        let driver = tokio::task::spawn_local(async move {
-            let _ = conn.await;
-        });
-        Ok(Opened {
-            sender: Sender::Http1(sender),
-            driver,
-        })
-    }
-}
-
 async fn tcp(addr: SocketAddr) -> Result<tokio::net::TcpStream, String> {
     let stream = tokio::net::TcpStream::connect(addr)
         .await
@@ -256,13 +222,14 @@ async fn tcp(addr: SocketAddr) -> Result<tokio::net::TcpStream, String> {
     Ok(stream)
 }
 
-/// Opens one connection of the run (on the worker's `LocalSet`): TCP, TLS when the target
-/// is `https://`, then the protocol's handshake. The error says which step failed.
-pub(crate) async fn open(dialer: &Dialer) -> Result<Opened, String> {
+/// Opens one connection's byte stream (on the worker's `LocalSet`): TCP, and TLS when the
+/// target is `https://`, checking that ALPN agreed on the run's protocol. The error says
+/// which step failed. HTTP/1.1 connections speak on it directly ([`super::h1`]).
+pub(crate) async fn connect(dialer: &Dialer) -> Result<Stream, String> {
     let stream = tcp(dialer.addr).await?;
     let http2 = dialer.protocol.is_http2();
     match &dialer.tls {
-        None => attach(stream, http2).await,
+        None => Ok(Either::Left(stream)),
         Some((connector, name)) => {
             let tls = connector
                 .connect(name.clone(), stream)
@@ -276,9 +243,27 @@ pub(crate) async fn open(dialer: &Dialer) -> Result<Opened, String> {
                     if http2 { "h2" } else { "http/1.1" }
                 ));
             }
-            attach(tls, http2).await
+            Ok(Either::Right(tls))
         }
     }
+}
+
+/// Opens one HTTP/2 connection of the run: [`connect`], then the HTTP/2 handshake, its
+/// connection task spawned on the worker's `LocalSet`.
+pub(crate) async fn open(dialer: &Dialer) -> Result<Opened, String> {
+    let io = TokioIo::new(connect(dialer).await?);
+    // One stream until the server's SETTINGS arrive, then as many as they allow (h2's
+    // default of 100 before them would overrun a lower limit, and the server would refuse
+    // the extra streams).
+    let (sender, conn) = http2::Builder::new(LocalExec)
+        .initial_max_send_streams(1)
+        .handshake(io)
+        .await
+        .map_err(|e| format!("HTTP/2 handshake failed: {e}"))?;
+    let driver = tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    Ok(Opened { sender, driver })
 }
 
 /// How long the test connection waits for a TLS server's refusal after the handshake.
