@@ -35,7 +35,11 @@ use tokio_util::either::Either;
 /// A connection's byte stream: plain TCP or TLS over it.
 pub(crate) type Stream = Either<TcpStream, TlsStream<TcpStream>>;
 
-/// The read buffer's size; a response head (status line and headers) must fit in it.
+/// The read buffer's first size: enough for most responses in one read, small enough for
+/// tens of thousands of connections.
+const BUFFER_FIRST: usize = 8 * 1024;
+/// Its largest size (a read that fills it doubles it up to this); a response head (status
+/// line and headers) must fit in it.
 const BUFFER: usize = 64 * 1024;
 /// Headers a response may carry.
 const MAX_HEADERS: usize = 128;
@@ -107,7 +111,7 @@ enum Framing {
 /// One kept-alive HTTP/1.1 connection of a load run.
 pub(crate) struct Connection {
     io: Stream,
-    buf: Box<[u8]>,
+    buf: Vec<u8>,
     /// Unread bytes are `buf[start..end]`.
     start: usize,
     end: usize,
@@ -123,7 +127,7 @@ impl Connection {
     pub(crate) fn new(io: Stream) -> Connection {
         Connection {
             io,
-            buf: vec![0u8; BUFFER].into_boxed_slice(),
+            buf: vec![0u8; BUFFER_FIRST],
             start: 0,
             end: 0,
             last_used: Instant::now(),
@@ -229,22 +233,31 @@ impl Connection {
             self.start = 0;
             self.end = 0;
         } else if self.end == self.buf.len() {
-            if self.start == 0 {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else if self.buf.len() < BUFFER {
+                self.buf.resize((self.buf.len() * 2).min(BUFFER), 0);
+            } else {
                 return Err(Failure::Protocol(format!(
                     "a response head or chunk-size line longer than {} KiB",
                     BUFFER / 1024
                 )));
             }
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
         }
+        let room = self.buf.len() - self.end;
         let n = self
             .io
             .read(&mut self.buf[self.end..])
             .await
             .map_err(Failure::Io)?;
         self.end += n;
+        // A read that filled all the room: big responses come in bigger reads.
+        if n == room && self.buf.len() < BUFFER {
+            let len = (self.buf.len() * 2).min(BUFFER);
+            self.buf.resize(len, 0);
+        }
         Ok(n > 0)
     }
 
@@ -554,6 +567,37 @@ mod tests {
         assert_eq!((a.status, a.bytes), (200, 38));
         assert!(c.usable(Instant::now()));
         assert_eq!(server.await.unwrap(), 5);
+    }
+
+    #[tokio::test]
+    async fn big_heads_and_bodies_are_read_and_a_head_beyond_the_buffer_is_refused() {
+        let header = "x".repeat(20_000);
+        let body = "b".repeat(300_000);
+        let big: &'static [u8] = format!(
+            "HTTP/1.1 200 OK\r\nX-Big: {header}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+        .leak();
+        let huge: &'static [u8] = format!(
+            "HTTP/1.1 200 OK\r\nX-Huge: {}\r\nContent-Length: 0\r\n\r\n",
+            "h".repeat(BUFFER)
+        )
+        .into_bytes()
+        .leak();
+        let (addr, _server) = serve(vec![b"HTTP/1.1 204 No Content\r\n\r\n", big, huge]).await;
+        let mut c = connect(addr).await;
+        assert_eq!(c.exchange(GET, false, None).await.unwrap().status, 204);
+        let mut got = Vec::new();
+        let a = c.exchange(GET, false, Some(&mut got)).await.unwrap();
+        assert_eq!((a.status, a.bytes), (200, big.len() as u64));
+        assert_eq!(got.len(), body.len());
+        assert!(c.buf.len() <= BUFFER);
+        let e = c.exchange(GET, false, None).await.unwrap_err();
+        assert!(
+            e.failure.to_string().contains("longer than 64 KiB"),
+            "{e:?}"
+        );
     }
 
     #[tokio::test]

@@ -1008,7 +1008,8 @@ async fn ticker(
 /// the worker's shared HTTP/2 connection (dropping it, or a request future, resets only
 /// that stream).
 enum Conn {
-    Http1(h1::Connection),
+    /// Boxed: a TLS stream's state is over a kilobyte, an HTTP/2 handle a pointer.
+    Http1(Box<h1::Connection>),
     Stream(http2::SendRequest<Full<Bytes>>),
 }
 
@@ -1141,7 +1142,7 @@ async fn exchange_h1(
         if !usable {
             *conn = None;
             match tls::connect(&sh.dialer).await {
-                Ok(stream) => *conn = Some(Conn::Http1(h1::Connection::new(stream))),
+                Ok(stream) => *conn = Some(Conn::Http1(Box::new(h1::Connection::new(stream)))),
                 Err(_) => return (Outcome::Connect, 0, 0),
             }
             fresh = true;
@@ -1370,6 +1371,46 @@ mod tests {
         let body = r.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(&body[..], b"id=8&name=Bo");
         assert!(bytes > body.len() as u64 + 40, "{bytes}");
+        // HTTP/1.1 as written on the wire: the row's target, header and body, and the
+        // body's length.
+        let mut wire = Vec::new();
+        s.write_http1(1, &mut wire);
+        let ua = concat!("harrier/", env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            String::from_utf8(wire.clone()).unwrap(),
+            format!(
+                "POST /users/8?n=Bo HTTP/1.1\r\nhost: 127.0.0.1:1\r\nuser-agent: {ua}\r\n\
+                 x-user: Bo\r\ncontent-length: 12\r\n\r\nid=8&name=Bo"
+            )
+        );
+        s.write_http1(0, &mut wire);
+        assert!(wire.ends_with(b"x-user: Ann Lee\r\ncontent-length: 17\r\n\r\nid=7&name=Ann Lee"));
+        assert_eq!(s.bytes_per_request(), wire.len() as u64);
+        // A Content-Length given by hand is replaced by the body's; a GET without a body
+        // has none; Transfer-Encoding is refused.
+        let get = RequestSpec::new(
+            "http://127.0.0.1:1/x",
+            "get",
+            &["Content-Length: 99".to_string()],
+            vec![],
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        get.write_http1(0, &mut wire);
+        assert_eq!(
+            String::from_utf8(wire.clone()).unwrap(),
+            format!("GET /x HTTP/1.1\r\nhost: 127.0.0.1:1\r\nuser-agent: {ua}\r\n\r\n")
+        );
+        let e = RequestSpec::new(
+            "http://127.0.0.1:1/x",
+            "POST",
+            &["Transfer-Encoding: chunked".to_string()],
+            vec![],
+            Duration::from_secs(1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("leave Transfer-Encoding out"), "{e}");
         // Past the last row: the first again; HTTP/2 takes the absolute form, no Host.
         let (r, _) = s.request(2, true);
         assert_eq!(r.uri(), "http://127.0.0.1:1/users/7?n=Ann%20Lee");
