@@ -12,7 +12,7 @@
 # Each tool's CPU (user + system, GNU time) is divided by the requests it completed.
 #
 #   bench/load_gen.sh [--connections 50] [--threads 1] [--seconds 10] [--rate N]
-#                     [--server nginx|axum]
+#                     [--server nginx|axum]   (HARRIER=, HELLO=: the binaries to use)
 #
 # Prints one table row per tool and the ratios harrier ÷ wrk. The machine is shared with
 # the server under test: both tools meet the same server, so the ratio of requests/s says
@@ -33,7 +33,7 @@ harrier="${HARRIER:-$root/target/release/harrier}"
 port="${PORT:-18181}"
 [ -x "$harrier" ] || (cd "$root" && cargo build --release --locked)
 case "$server" in nginx|axum) ;; *) echo "--server nginx or axum, not $server" >&2; exit 2;; esac
-hello="$(dirname "$harrier")/examples/hello_service"
+hello="${HELLO:-$(dirname "$harrier")/examples/hello_service}"
 if [ "$server" = axum ] && [ ! -x "$hello" ]; then
   (cd "$root" && cargo build --release --locked --example hello_service)
   hello="${CARGO_TARGET_DIR:-$root/target}/release/examples/hello_service"
