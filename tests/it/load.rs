@@ -413,6 +413,8 @@ async fn connections_the_server_closes_are_reopened_without_errors() {
     let url = url.replace("/work", "/close");
     let s = run(request(&url, 50.0, 2.0, 4, 2000)).await.summary;
     assert_eq!((s.completed, s.errors.total()), (100, 0), "{}", show(&s));
+    // One TCP connection per request, each counted (not one per connection task).
+    assert_eq!(s.connections_opened, 100, "{}", show(&s));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -427,6 +429,12 @@ async fn errors_are_classified_connect_status_and_body() {
     assert_eq!(s.completed, 30, "{}", show(&s));
     assert_eq!(s.errors.connect, 30, "{}", show(&s));
     assert_eq!(s.exact.error_pct, Some(100.0));
+    assert_eq!(
+        s.connections_opened,
+        0,
+        "nothing was ever open: {}",
+        show(&s)
+    );
 
     let (url, _svc) = service(8, 1, None).await;
     let mut req = request(&url, 20.0, 1.5, 8, 1000);

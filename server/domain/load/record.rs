@@ -349,14 +349,14 @@ impl Recorder {
         self.tick.in_flight_max = self.tick.in_flight_max.max(self.in_flight);
     }
 
-    /// A connection task started (it opens its connection on its first request).
+    /// A connection opened: an HTTP/1.1 connection (TCP, TLS), or a shared HTTP/2 one.
     pub fn connection_opened(&mut self) {
         self.connections_open += 1;
         self.tick.connections_opened += 1;
         self.tick.connections_max = self.tick.connections_max.max(self.connections_open);
     }
 
-    /// A connection task ended.
+    /// A connection closed (by the generator, or found closed by the server).
     pub fn connection_closed(&mut self) {
         self.connections_open = self.connections_open.saturating_sub(1);
     }

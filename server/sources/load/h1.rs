@@ -158,6 +158,11 @@ impl Connection {
         }
     }
 
+    /// Whether the server will take another request on it (after the last response).
+    pub(crate) fn kept(&self) -> bool {
+        !self.done
+    }
+
     /// Writes `request` (a whole HTTP/1.1 request) and reads its response; the body is
     /// appended to `body` when given (for `--expect-body-contains`), else only counted.
     /// `head` says the request's method was `HEAD` (its response has no body).

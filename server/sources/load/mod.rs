@@ -851,10 +851,6 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
             let (sh, cancel) = (shared.clone(), ctx.cancel.clone());
             let slot = slot as u32;
             tokio::task::spawn_local(async move {
-                // HTTP/2 counts its shared connections as they open.
-                if !sh.http2() {
-                    sh.rec.borrow_mut().connection_opened();
-                }
                 let mut conn: Option<Conn> = None;
                 let mut bufs = Buffers::default();
                 while Instant::now() < end && !cancel.is_cancelled() {
@@ -869,9 +865,7 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
                         }
                     }
                 }
-                if !sh.http2() {
-                    sh.rec.borrow_mut().connection_closed();
-                }
+                close(&sh, &mut conn);
             })
         })
         .collect();
@@ -900,9 +894,6 @@ fn dispatch(
         shared.wake.notify_one();
     } else if open < max_tasks {
         shared.open.set(open + 1);
-        if !shared.http2() {
-            shared.rec.borrow_mut().connection_opened();
-        }
         connections.push(tokio::task::spawn_local(connection(shared.clone(), open)));
     }
 }
@@ -1037,7 +1028,13 @@ async fn connection(sh: Rc<Shared>, slot: u32) {
         one_request(&sh, slot, &mut conn, &mut bufs, intended_ns).await;
     }
     sh.open.set(sh.open.get().saturating_sub(1));
-    if !sh.http2() {
+    close(&sh, &mut conn);
+}
+
+/// Drops the task's connection. An HTTP/1.1 connection is counted closed (its socket
+/// closes now); HTTP/2 counts its shared connections where they open and close.
+fn close(sh: &Shared, conn: &mut Option<Conn>) {
+    if let Some(Conn::Http1(_)) = conn.take() {
         sh.rec.borrow_mut().connection_closed();
     }
 }
@@ -1089,7 +1086,7 @@ async fn one_request(
     let (outcome, status, bytes) = match result {
         Ok(r) => r,
         Err(_) => {
-            *conn = None;
+            close(sh, conn);
             (Outcome::Timeout, 0, 0)
         }
     };
@@ -1140,9 +1137,12 @@ async fn exchange_h1(
             _ => false,
         };
         if !usable {
-            *conn = None;
+            close(sh, conn);
             match tls::connect(&sh.dialer).await {
-                Ok(stream) => *conn = Some(Conn::Http1(Box::new(h1::Connection::new(stream)))),
+                Ok(stream) => {
+                    sh.rec.borrow_mut().connection_opened();
+                    *conn = Some(Conn::Http1(Box::new(h1::Connection::new(stream))));
+                }
                 Err(_) => return (Outcome::Connect, 0, 0),
             }
             fresh = true;
@@ -1158,6 +1158,10 @@ async fn exchange_h1(
             .await
         {
             Ok(answer) => {
+                // The server will close it (`Connection: close`, HTTP/1.0): closed now.
+                if !c.kept() {
+                    close(sh, conn);
+                }
                 return (
                     judge(sh, answer.status, body_buf),
                     answer.status,
@@ -1165,7 +1169,7 @@ async fn exchange_h1(
                 );
             }
             Err(failed) => {
-                *conn = None;
+                close(sh, conn);
                 tracing::debug!("load request on {}: {}", sh.dialer.addr(), failed.failure);
                 if matches!(failed.failure, h1::Failure::Unsent(_)) && !fresh {
                     continue;
