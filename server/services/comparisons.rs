@@ -376,8 +376,8 @@ pub async fn comparison(store: &Store, ids: &[i64], opts: &Options) -> Result<Co
     Ok(c)
 }
 
-/// Each run's capacity (the knee of its saturation analysis) and its change against the
-/// first, see [`compare::CAPACITY_METHOD`].
+/// Each run's stated capacity (its ramp's saturation analysis, or its search's answer) and
+/// its change against the first, see [`compare::CAPACITY_METHOD`].
 pub async fn capacities(
     store: &Store,
     ids: &[i64],
@@ -389,8 +389,14 @@ pub async fn capacities(
             .get_run(id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
-        let c = crate::views::runs::run_capacity(store, &run).await?;
-        out.push(compare::run_capacity(id, c.as_ref()));
+        // A `harrier load find` run states the rate it sustained; any other, its ramp's.
+        match crate::views::runs::search_outcome(&run) {
+            Some(search) => out.push(compare::search_capacity(id, &search)),
+            None => {
+                let c = crate::views::runs::run_capacity(store, &run).await?;
+                out.push(compare::run_capacity(id, c.as_ref()));
+            }
+        }
     }
     compare::capacity_changes(&mut out, opts.min_effect_pct);
     Ok(out)

@@ -53,6 +53,9 @@ pub struct RunListItem {
     pub error_pct: Option<f64>,
     pub p95_ms: Option<f64>,
     pub throughput_rps: Option<f64>,
+    /// Successful requests per second (throughput × (count − errors) / count).
+    #[sqlx(skip)]
+    pub successful_rps: Option<f64>,
     pub rejected_rows: i64,
     /// Console page of the run.
     #[sqlx(skip)]
@@ -216,6 +219,11 @@ impl StatsRow {
 
 pub(crate) fn with_urls(mut rows: Vec<RunListItem>) -> Vec<RunListItem> {
     for row in &mut rows {
+        row.successful_rps = crate::domain::runs::successful_rps(
+            row.count.max(0) as u64,
+            row.errors.max(0) as u64,
+            row.throughput_rps,
+        );
         row.url = format!("/console/runs/{}", row.id);
     }
     rows

@@ -45,9 +45,16 @@ impl RunReport {
         };
         v["apdex_t_ms"] = self.apdex_t_ms.into();
         v["overall"]["apdex"] = apdex(0);
+        v["overall"]["successful_rps"] = self.run.overall.successful_rps().into();
         if let Some(labels) = v["labels"].as_array_mut() {
             for (i, label) in labels.iter_mut().enumerate() {
                 label["apdex"] = apdex(i + 1);
+                label["successful_rps"] = self
+                    .run
+                    .labels
+                    .get(i)
+                    .and_then(|l| l.stats.successful_rps())
+                    .into();
             }
         }
         v["capacity"] = match &self.search {
@@ -84,11 +91,7 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         })
         .collect();
     let capacity = run_capacity(store, &run).await?;
-    let search = if run.tool == "harrier" {
-        serde_json::from_value::<SearchOutcome>(run.reported["search"].clone()).ok()
-    } else {
-        None
-    };
+    let search = search_outcome(&run);
     Ok(RunReport {
         run,
         apdex_t_ms: t,
@@ -96,6 +99,15 @@ pub async fn run_report(store: &Store, id: i64, apdex_t_ms: u64) -> Result<RunRe
         capacity,
         search,
     })
+}
+
+/// The answer of `harrier load find` stored with a run it made (`reported.search`), or
+/// `None` for any other run.
+pub fn search_outcome(run: &crate::store::RunDetail) -> Option<SearchOutcome> {
+    if run.tool != "harrier" {
+        return None;
+    }
+    serde_json::from_value::<SearchOutcome>(run.reported["search"].clone()).ok()
 }
 
 /// The saturation analysis of a stored run (see [`capacity`]); `None` when its load did
@@ -133,7 +145,7 @@ pub async fn run_capacity(
 
 /// Version of the capacity rule ([`capacity::find_with_reported_p95`]): raise it when the
 /// rule's answers change, so kept capacities are computed again.
-const CAPACITY_RULE_VERSION: u32 = 1;
+const CAPACITY_RULE_VERSION: u32 = 2;
 
 /// What a kept capacity depends on, as one string: the rule's version and the run's
 /// status, counts, mean and maximum and first/last times. `None` for a live run (its buckets still change).
@@ -163,6 +175,8 @@ async fn compute_capacity(
         let mut v: Vec<(i64, f64)> = locust_history_percentiles(&run.reported)
             .iter()
             .filter_map(|r| Some((r.bucket_start_ms, r.p95_ms?)))
+            // Locust writes 0 before its first response in a window: no p95.
+            .filter(|r| r.1 > 0.0)
             .collect();
         v.sort_by_key(|r| r.0);
         v.dedup_by_key(|r| r.0);

@@ -171,7 +171,8 @@ pub struct Draws {
 
 impl Draws {
     /// The figures of every resample: count, error % (errors × 100 / count), mean
-    /// (Σ sum / Σ count), max, throughput (count / seconds) and the percentiles.
+    /// (Σ sum / Σ count), max, throughput (count / seconds), successful throughput ((count −
+    /// errors) / seconds) and the percentiles.
     pub fn resampled(&self) -> Resampled {
         let mut values: Vec<Vec<f64>> =
             vec![Vec::with_capacity(self.draws.len()); Figure::ALL.len()];
@@ -182,6 +183,8 @@ impl Draws {
             values[Figure::MeanMs.index()].push(d.sum_ms as f64 / c);
             values[Figure::MaxMs.index()].push(d.max_ms as f64);
             values[Figure::ThroughputRps.index()].push(c / d.seconds.max(1) as f64);
+            values[Figure::SuccessfulRps.index()]
+                .push((d.count - d.errors.min(d.count)) as f64 / d.seconds.max(1) as f64);
             for (k, &(_, fig)) in PERCENTILES.iter().enumerate() {
                 if let Some(v) = d.percentiles_ms[k] {
                     values[fig.index()].push(v as f64);

@@ -13,22 +13,28 @@
 //!   decides, which the message says.
 //!
 //! FIGURE: `p50` `p90` `p95` `p99` `mean` (`avg`) `max` (ms; units `ms`, `s`),
-//! `error_rate` (`error_pct`, `errors`; unit `%`), `throughput` (`rps`, `tps`; units `/s`,
-//! `req/s`, `rps`, `tps`), `capacity_rps` (`capacity`; req/s, the run total only): the
-//! knee of the run's saturation analysis, where throughput stops growing while the load
-//! rises (see [`super::CAPACITY_METHOD`]). OP: `<` `<=` `>` `>=`. NAME may be quoted
-//! (`label="Get item"`).
+//! `error_rate` (`error_pct`, `errors`; unit `%`), `throughput` (`rps`, `tps`: every
+//! completed request, failed ones included; units `/s`, `req/s`, `rps`, `tps`),
+//! `successful_rps` (`goodput`, `successful`: requests that did not fail, per second; same
+//! units), `capacity_rps` (`capacity`; req/s, the run total only): the run's stated
+//! capacity — for a ramp, the successful throughput sustained up to the first sustained
+//! breach; for a `harrier load find` run, the throughput at the rate it sustained (see
+//! [`super::CAPACITY_METHOD`]), `capacity_users` (the active users there; a ramp only).
+//! OP: `<` `<=` `>` `>=`. NAME may be quoted (`label="Get item"`).
 //!
-//! Capacity: `capacity_rps>200` passes on a knee above 200 req/s, and on a run that never
-//! saturated whose peak throughput is already above it (its capacity is at least that);
-//! otherwise a run without a knee fails, saying so. `capacity_rps -10%` fails when the knee's
-//! throughput fell more than 10 % below the baseline's AND beyond the noise (the change's
-//! 95 % interval, from both plateaus' standard errors, excludes 0); with no knee in either
-//! run it fails, saying which.
+//! Capacity: `capacity_rps>200` passes on a capacity above 200 req/s, and on a ramp that
+//! never saturated whose peak successful throughput is already above it (its capacity is
+//! at least that); otherwise a run without a capacity fails, saying why (no ramp, no
+//! answer). `capacity_rps -10%` fails when the capacity fell more than 10 % below the
+//! baseline's AND beyond the noise (the change's 95 % interval, from both standard errors,
+//! excludes 0; a search has no noise figure, so the tolerance alone decides); with no
+//! capacity in either run it fails, saying which. A gate on a figure the run does not have
+//! fails and says so.
 
 use serde::{Deserialize, Serialize};
 
 use super::{Better, Comparison, Figure, RunScope, Verdict};
+use crate::domain::format;
 
 /// A comparison operator of an absolute gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,12 +108,16 @@ fn figure_of(name: &str) -> Option<Figure> {
         "max" => Figure::MaxMs,
         "error_rate" | "error_pct" | "errors" | "error" => Figure::ErrorPct,
         "throughput" | "rps" | "tps" => Figure::ThroughputRps,
+        "successful_rps" | "successful" | "goodput" | "successful_throughput" => {
+            Figure::SuccessfulRps
+        }
         "capacity_rps" | "capacity" => Figure::CapacityRps,
+        "capacity_users" => Figure::CapacityUsers,
         _ => return None,
     })
 }
 
-const FIGURES_HELP: &str = "p50, p90, p95, p99, mean, max, error_rate, throughput or capacity_rps";
+const FIGURES_HELP: &str = "p50, p90, p95, p99, mean, max, error_rate, throughput, successful_rps, capacity_rps or capacity_users";
 
 /// Parses `VALUE[UNIT]` for `figure` into the figure's unit (ms, %, req/s).
 fn value_of(figure: Figure, text: &str) -> Result<f64, String> {
@@ -122,10 +132,19 @@ fn value_of(figure: Figure, text: &str) -> Result<f64, String> {
     let scale = match (figure, unit.to_ascii_lowercase().as_str()) {
         (Figure::ErrorPct, "%" | "") => 1.0,
         (
-            Figure::ThroughputRps | Figure::CapacityRps,
+            Figure::ThroughputRps | Figure::SuccessfulRps | Figure::CapacityRps,
             "" | "/s" | "req/s" | "rps" | "tps" | "hits/s",
         ) => 1.0,
-        (Figure::ErrorPct | Figure::ThroughputRps | Figure::CapacityRps, u) => {
+        (Figure::CapacityUsers, "" | "users" | "user" | "vus") => 1.0,
+        (Figure::CapacityUsers, u) => {
+            return Err(format!(
+                "unit {u:?} does not fit users: give a number of users"
+            ));
+        }
+        (
+            Figure::ErrorPct | Figure::ThroughputRps | Figure::SuccessfulRps | Figure::CapacityRps,
+            u,
+        ) => {
             return Err(format!(
                 "unit {u:?} does not fit {}: use {}",
                 figure.name(),
@@ -306,7 +325,7 @@ pub fn evaluate(gates: &[Gate], comparison: &Comparison) -> Vec<GateResult> {
                 res.message = format!("the run has no label {:?}", label.unwrap_or(""));
                 return res;
             }
-            if f == Figure::CapacityRps {
+            if matches!(f, Figure::CapacityRps | Figure::CapacityUsers) {
                 capacity_gate(g, comparison, run_idx, has_baseline, &mut res);
                 return res;
             }
@@ -391,7 +410,8 @@ pub fn evaluate(gates: &[Gate], comparison: &Comparison) -> Vec<GateResult> {
         .collect()
 }
 
-/// Judges a `capacity_rps` gate on run `run_idx` of `c` (see the module docs).
+/// Judges a `capacity_rps` or `capacity_users` gate on run `run_idx` of `c` (see the
+/// module docs).
 fn capacity_gate(
     g: &Gate,
     c: &Comparison,
@@ -399,7 +419,7 @@ fn capacity_gate(
     has_baseline: bool,
     res: &mut GateResult,
 ) {
-    let f = Figure::CapacityRps;
+    let f = g.figure;
     res.status = Status::Fail;
     if g.label.is_some() {
         res.message = "capacity is a figure of the whole run, not of a label".into();
@@ -409,21 +429,50 @@ fn capacity_gate(
         res.message = "capacity was not computed".into();
         return;
     };
-    res.value = run.capacity_rps;
-    let said = |r: &super::RunCapacity| {
-        r.statement
-            .clone()
-            .unwrap_or_else(|| "the load did not ramp, so there is no saturation analysis".into())
+    let value_of = |r: &super::RunCapacity| match f {
+        Figure::CapacityUsers => r.knee_users.map(f64::from),
+        _ => r.capacity_rps,
     };
+    let peak_of = |r: &super::RunCapacity| match f {
+        Figure::CapacityUsers => r.peak_users.map(f64::from),
+        _ => r.peak_rps,
+    };
+    res.value = value_of(run);
+    let said = |r: &super::RunCapacity| {
+        r.statement.clone().unwrap_or_else(|| {
+            "the load did not ramp and no search ran, so there is no capacity figure".into()
+        })
+    };
+    let what = if f == Figure::CapacityUsers {
+        "users at capacity"
+    } else {
+        "capacity"
+    };
+    if f == Figure::CapacityUsers && run.kind.as_deref() == Some("search") {
+        res.message = format!(
+            "{what} is not known for this run: a search offers rates, not users ({})",
+            said(run)
+        );
+        return;
+    }
     match &g.rule {
-        Rule::Absolute { op, limit } => match (run.capacity_rps, run.peak_rps) {
+        Rule::Absolute { op, limit } => match (value_of(run), peak_of(run)) {
             (Some(v), _) => {
                 let ok = op.holds(v, *limit);
                 res.status = if ok { Status::Pass } else { Status::Fail };
+                let at = match (f, run.kind.as_deref(), run.knee_users) {
+                    (Figure::CapacityUsers, ..) => format!(" ({})", format::rps(run.capacity_rps)),
+                    (_, Some("search"), _) => " (harrier load find)".to_string(),
+                    (_, _, Some(u)) => format!(" at ~{} users", format::int(i64::from(u))),
+                    _ => String::new(),
+                };
                 res.message = format!(
-                    "capacity = {} at ~{} users, {} {} {}",
+                    "{what} = {}{at}{}, {} {} {}",
                     f.format(Some(v)),
-                    run.knee_users.unwrap_or_default(),
+                    run.limited_by
+                        .as_deref()
+                        .map(|l| format!(", limited by {l}"))
+                        .unwrap_or_default(),
                     if ok { "within" } else { "breaks" },
                     op.as_str(),
                     f.format(Some(*limit))
@@ -432,14 +481,14 @@ fn capacity_gate(
             (None, Some(peak)) if matches!(op, Op::Gt | Op::Ge) && op.holds(peak, *limit) => {
                 res.status = Status::Pass;
                 res.message = format!(
-                    "capacity is at least the peak, {} {} {} ({})",
+                    "{what} is at least the peak, {} {} {} ({})",
                     f.format(Some(peak)),
                     op.as_str(),
                     f.format(Some(*limit)),
                     said(run)
                 );
             }
-            _ => res.message = format!("capacity is not known for this run: {}", said(run)),
+            _ => res.message = format!("{what} is not known for this run: {}", said(run)),
         },
         Rule::Relative { tolerance } => {
             if !has_baseline {
@@ -448,7 +497,27 @@ fn capacity_gate(
                 return;
             }
             let base = &c.capacity[0];
-            res.baseline_value = base.capacity_rps;
+            res.baseline_value = value_of(base);
+            if f == Figure::CapacityUsers {
+                let (Some(b), Some(v)) = (res.baseline_value, res.value) else {
+                    res.message = format!(
+                        "{what}: no change can be computed — baseline: {}; run: {}",
+                        said(base),
+                        said(run)
+                    );
+                    return;
+                };
+                let pct = if b > 0.0 { (v - b) / b * 100.0 } else { 0.0 };
+                let ok = -pct <= *tolerance;
+                res.status = if ok { Status::Pass } else { Status::Fail };
+                res.message = format!(
+                    "{what} {} vs baseline {}: {pct:+.1} % — {} -{tolerance} % (users are whole numbers: the tolerance alone decides)",
+                    f.format(Some(v)),
+                    f.format(Some(b)),
+                    if ok { "within" } else { "beyond" }
+                );
+                return;
+            }
             let change = run.change.as_ref();
             let Some(pct) = change.and_then(|c| c.pct) else {
                 res.message = format!(
@@ -728,6 +797,8 @@ mod tests {
             run_id: id,
             capacity_rps: knee.map(|k| k.0),
             knee_users: knee.map(|k| k.1),
+            limited_by: knee.map(|_| "throughput".into()),
+            kind: Some("ramp".into()),
             noise_rps: knee.map(|_| 1.0),
             peak_rps: Some(peak),
             peak_users: Some(24),
@@ -760,6 +831,7 @@ mod tests {
                         p99_ms: None,
                         max_ms: None,
                         throughput_rps: None,
+                        successful_rps: None,
                         changes: None,
                     })
                     .to_vec(),
@@ -801,6 +873,140 @@ mod tests {
             r[2].message.contains("no change can be computed"),
             "{}",
             r[2].message
+        );
+    }
+
+    /// A comparison of one run (no baseline) whose total has `throughput` and `successful`
+    /// req/s and whose capacity is `capacity`.
+    fn one_run(throughput: f64, successful: f64, capacity: RunCapacityFor) -> Comparison {
+        let mut scope = super::super::RunScope {
+            run_id: 1,
+            present: true,
+            count: Some(1000),
+            error_pct: Some(100.0 * (1.0 - successful / throughput)),
+            mean_ms: None,
+            p50_ms: None,
+            p90_ms: None,
+            p95_ms: None,
+            p99_ms: None,
+            max_ms: None,
+            throughput_rps: Some(throughput),
+            successful_rps: Some(successful),
+            changes: None,
+        };
+        scope.changes = None;
+        Comparison {
+            runs: Vec::new(),
+            min_effect_pct: 5.0,
+            resamples: 0,
+            confidence_pct: 95.0,
+            method: String::new(),
+            scopes: vec![super::super::ScopeComparison {
+                label: None,
+                runs: vec![scope],
+            }],
+            capacity: vec![capacity.0],
+        }
+    }
+
+    struct RunCapacityFor(crate::domain::compare::RunCapacity);
+
+    /// A run with 87 % errors: its throughput counts the failures, its successful
+    /// throughput does not; a ramp's stated capacity is gated on successful requests, a
+    /// search's on its sustained rate, and a figure the run lacks fails saying so.
+    #[test]
+    fn successful_throughput_and_capacity_gates_read_what_the_run_states() {
+        use crate::domain::compare::RunCapacity;
+        let ramp = RunCapacity {
+            run_id: 1,
+            capacity_rps: Some(398.0),
+            knee_users: Some(20),
+            limited_by: Some("throughput".into()),
+            kind: Some("ramp".into()),
+            noise_rps: Some(2.0),
+            peak_rps: Some(401.0),
+            peak_users: Some(80),
+            statement: Some("saturates at ~20 users, 398.0 req/s successful".into()),
+            change: None,
+        };
+        let c = one_run(3000.0, 390.0, RunCapacityFor(ramp));
+        let gates: Vec<Gate> = [
+            "throughput>1000",
+            "successful_rps>1000",
+            "goodput>=390",
+            "capacity_rps>1000",
+            "capacity_rps>300",
+            "capacity_users>=20",
+            "capacity_users>25",
+        ]
+        .iter()
+        .map(|g| parse(g).unwrap())
+        .collect();
+        let r = evaluate(&gates, &c);
+        let status: Vec<Status> = r.iter().map(|r| r.status).collect();
+        use Status::{Fail, Pass};
+        assert_eq!(
+            status,
+            [Pass, Fail, Pass, Fail, Pass, Pass, Fail],
+            "{:#?}",
+            r.iter().map(|r| &r.message).collect::<Vec<_>>()
+        );
+        assert!(r[3].message.contains("at ~20 users"), "{}", r[3].message);
+        assert!(
+            r[3].message.contains("limited by throughput"),
+            "{}",
+            r[3].message
+        );
+
+        // A search: its answer is the capacity; it has no users.
+        let search = RunCapacity {
+            run_id: 1,
+            capacity_rps: Some(401.5),
+            knee_users: None,
+            limited_by: Some("plateau".into()),
+            kind: Some("search".into()),
+            noise_rps: None,
+            peak_rps: None,
+            peak_users: None,
+            statement: Some("falls over at 412 req/s (limited by plateau)".into()),
+            change: None,
+        };
+        let c = one_run(400.0, 400.0, RunCapacityFor(search));
+        let gates: Vec<Gate> = ["capacity_rps>380", "capacity_rps>420", "capacity_users>1"]
+            .iter()
+            .map(|g| parse(g).unwrap())
+            .collect();
+        let r = evaluate(&gates, &c);
+        assert_eq!(r[0].status, Pass, "{}", r[0].message);
+        assert!(
+            r[0].message.contains("harrier load find"),
+            "{}",
+            r[0].message
+        );
+        assert_eq!(r[1].status, Fail, "{}", r[1].message);
+        assert_eq!(r[2].status, Fail);
+        assert!(r[2].message.contains("not known"), "{}", r[2].message);
+
+        // No capacity at all (the load did not ramp, no search): fails, saying so.
+        let none = RunCapacity {
+            run_id: 1,
+            capacity_rps: None,
+            knee_users: None,
+            limited_by: None,
+            kind: None,
+            noise_rps: None,
+            peak_rps: None,
+            peak_users: None,
+            statement: None,
+            change: None,
+        };
+        let c = one_run(400.0, 400.0, RunCapacityFor(none));
+        let r = evaluate(&[parse("capacity_rps>1").unwrap()], &c);
+        assert_eq!(r[0].status, Fail);
+        assert!(
+            r[0].message.contains("no capacity figure"),
+            "{}",
+            r[0].message
         );
     }
 }

@@ -68,10 +68,16 @@ pub enum Figure {
     P99Ms,
     MaxMs,
     ThroughputRps,
-    /// The knee's throughput from the saturation analysis, req/s (the run total only; not in
-    /// [`Figure::ALL`]: it is no per-second figure and is compared in
+    /// Successful requests per second (completed and not failed).
+    SuccessfulRps,
+    /// The stated capacity of the saturation analysis (successful req/s sustained up to the
+    /// first breach), or the sustained rate of a `harrier load find` search (the run total
+    /// only; not in [`Figure::ALL`]: it is no per-second figure and is compared in
     /// [`Comparison::capacity`]).
     CapacityRps,
+    /// The active users at the stated capacity (the run total only, like
+    /// [`Figure::CapacityRps`]).
+    CapacityUsers,
 }
 
 /// Which way is good.
@@ -85,7 +91,7 @@ pub enum Better {
 
 impl Figure {
     /// Every figure, in table order.
-    pub const ALL: [Figure; 9] = [
+    pub const ALL: [Figure; 10] = [
         Figure::Count,
         Figure::ErrorPct,
         Figure::MeanMs,
@@ -95,6 +101,7 @@ impl Figure {
         Figure::P99Ms,
         Figure::MaxMs,
         Figure::ThroughputRps,
+        Figure::SuccessfulRps,
     ];
 
     pub fn index(self) -> usize {
@@ -113,7 +120,9 @@ impl Figure {
             Figure::P99Ms => "p99_ms",
             Figure::MaxMs => "max_ms",
             Figure::ThroughputRps => "throughput_rps",
+            Figure::SuccessfulRps => "successful_rps",
             Figure::CapacityRps => "capacity_rps",
+            Figure::CapacityUsers => "capacity_users",
         }
     }
 
@@ -129,14 +138,19 @@ impl Figure {
             Figure::P99Ms => "p99",
             Figure::MaxMs => "Max",
             Figure::ThroughputRps => "Throughput",
+            Figure::SuccessfulRps => "Successful throughput",
             Figure::CapacityRps => "Capacity",
+            Figure::CapacityUsers => "Users at capacity",
         }
     }
 
     pub fn better(self) -> Better {
         match self {
             Figure::Count => Better::Neither,
-            Figure::ThroughputRps | Figure::CapacityRps => Better::Higher,
+            Figure::ThroughputRps
+            | Figure::SuccessfulRps
+            | Figure::CapacityRps
+            | Figure::CapacityUsers => Better::Higher,
             _ => Better::Lower,
         }
     }
@@ -158,7 +172,8 @@ impl Figure {
             Figure::P99Ms => s.p99_ms,
             Figure::MaxMs => s.max_ms,
             Figure::ThroughputRps => s.throughput_rps,
-            Figure::CapacityRps => None,
+            Figure::SuccessfulRps => s.successful_rps(),
+            Figure::CapacityRps | Figure::CapacityUsers => None,
         }
     }
 
@@ -168,7 +183,10 @@ impl Figure {
         match self {
             Figure::Count => v.map_or(format::NONE.into(), |v| format::int(v as i64)),
             Figure::ErrorPct => format::pct(v),
-            Figure::ThroughputRps | Figure::CapacityRps => format::rps(v),
+            Figure::ThroughputRps | Figure::SuccessfulRps | Figure::CapacityRps => format::rps(v),
+            Figure::CapacityUsers => v.map_or(format::NONE.into(), |v| {
+                format!("{} users", format::int(v.round() as i64))
+            }),
             _ => format::ms(v),
         }
     }
@@ -270,6 +288,8 @@ pub struct RunScope {
     pub p99_ms: Option<f64>,
     pub max_ms: Option<f64>,
     pub throughput_rps: Option<f64>,
+    #[serde(default)]
+    pub successful_rps: Option<f64>,
     /// Change per figure key against the reference; `null` for the reference itself.
     pub changes: Option<BTreeMap<Figure, Change>>,
 }
@@ -286,7 +306,8 @@ impl RunScope {
             Figure::P99Ms => self.p99_ms,
             Figure::MaxMs => self.max_ms,
             Figure::ThroughputRps => self.throughput_rps,
-            Figure::CapacityRps => None,
+            Figure::SuccessfulRps => self.successful_rps,
+            Figure::CapacityRps | Figure::CapacityUsers => None,
         }
     }
 
@@ -308,6 +329,7 @@ impl RunScope {
             p99_ms: f(Figure::P99Ms),
             max_ms: f(Figure::MaxMs),
             throughput_rps: f(Figure::ThroughputRps),
+            successful_rps: f(Figure::SuccessfulRps),
             changes: None,
         }
     }
@@ -334,27 +356,36 @@ pub struct Comparison {
     pub method: String,
     /// Index 0: the run totals; then the labels (reference's order first).
     pub scopes: Vec<ScopeComparison>,
-    /// Each run's capacity (the knee of its saturation analysis), in `runs` order, with
-    /// its change against the reference; empty when not computed.
+    /// Each run's stated capacity (its saturation analysis, or its search's answer), in
+    /// `runs` order, with its change against the reference; empty when not computed.
     #[serde(default)]
     pub capacity: Vec<RunCapacity>,
 }
 
 /// How capacity changes are judged, for people.
-pub const CAPACITY_METHOD: &str = "Capacity is the knee of each run's saturation analysis: the throughput at which it stops growing while the load keeps rising (the plateau's mean req/s) and the users there. Its noise is the plateau's standard error (standard deviation of its per-second request counts / √seconds); a change is called better or worse when |change| > 1.96 × √(se₁² + se₂²) and is at least the minimum effect. A run whose throughput still grew at its end has no capacity figure (at least its peak).";
+pub const CAPACITY_METHOD: &str = "Capacity is what each run states: for a ramp, the successful throughput (requests that did not fail, per second) sustained up to the first sustained breach — the knee where it stops growing while the load keeps rising, p95 passing twice its low-load value, or errors passing 1 % — and the users there; for a harrier load find search, the throughput at the highest rate it sustained. Its noise is the standard error of that mean (standard deviation of its per-second successful counts / √seconds); a change is called better or worse when |change| > 1.96 × √(se₁² + se₂²) and is at least the minimum effect. A run whose successful throughput still grew at its end, with no breach, has no capacity figure (at least its peak).";
 
 /// One run's capacity in a comparison (see [`CAPACITY_METHOD`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunCapacity {
     pub run_id: i64,
-    /// The knee's throughput, req/s; `null` without a knee.
+    /// The stated capacity, successful req/s; `null` when nothing saturated.
     pub capacity_rps: Option<f64>,
-    /// The knee's active users; `null` without a knee.
+    /// Active users at the stated capacity (the knee's, or the last level's before the
+    /// first breach); `null` without a capacity or for a search (an offered rate has no
+    /// users).
     pub knee_users: Option<u32>,
+    /// What limited it: `throughput` (the knee), `p95`, `errors`, or a search's reason
+    /// (`p99`, `plateau`, `timeouts`, …).
+    #[serde(default)]
+    pub limited_by: Option<String>,
+    /// `"ramp"` (a saturation analysis) or `"search"` (`harrier load find`).
+    #[serde(default)]
+    pub kind: Option<String>,
     /// Standard error of `capacity_rps`, req/s.
     pub noise_rps: Option<f64>,
-    /// The highest load level's throughput (req/s) and users; `null` when the run's load
-    /// did not ramp (no saturation analysis).
+    /// The highest load level's successful throughput (req/s) and users; `null` when the
+    /// run's load did not ramp (no saturation analysis).
     pub peak_rps: Option<f64>,
     pub peak_users: Option<u32>,
     /// The saturation statement ("throughput stops growing at ~20 users (398.0 req/s); …",
@@ -380,19 +411,40 @@ pub struct CapacityChange {
     pub verdict: Option<Verdict>,
 }
 
-/// A run's capacity as the saturation analysis found it (`None`: the load did not ramp).
+/// A run's capacity as the saturation analysis stated it (`None`: the load did not ramp).
 pub fn run_capacity(
     run_id: i64,
     c: Option<&crate::domain::runs::capacity::Capacity>,
 ) -> RunCapacity {
     RunCapacity {
         run_id,
-        capacity_rps: c.and_then(|c| c.knee.as_ref()).map(|k| k.throughput_rps),
-        knee_users: c.and_then(|c| c.knee.as_ref()).map(|k| k.users),
-        noise_rps: c.and_then(|c| c.knee.as_ref()).map(|k| k.plateau_se_rps),
-        peak_rps: c.map(|c| c.peak.throughput_rps),
+        capacity_rps: c.and_then(|c| c.throughput_rps),
+        knee_users: c.and_then(|c| c.users),
+        limited_by: c.and_then(|c| c.limited_by.clone()),
+        kind: c.map(|_| "ramp".to_string()),
+        noise_rps: c.and_then(|c| c.se_rps),
+        peak_rps: c.map(|c| c.peak.successful_rps),
         peak_users: c.map(|c| c.peak.users),
         statement: c.map(|c| c.statement.clone()),
+        change: None,
+    }
+}
+
+/// A `harrier load find` run's capacity: the throughput achieved at the highest rate it
+/// sustained (`None` when it sustained none). Its noise is not known (a search keeps no
+/// per-second spread of its confirmation step), so its changes are judged by the
+/// tolerance alone.
+pub fn search_capacity(run_id: i64, s: &crate::domain::load::search::SearchOutcome) -> RunCapacity {
+    RunCapacity {
+        run_id,
+        capacity_rps: s.throughput_rps.or(s.sustains_rps),
+        knee_users: None,
+        limited_by: s.limited_by.clone(),
+        kind: Some("search".to_string()),
+        noise_rps: None,
+        peak_rps: None,
+        peak_users: None,
+        statement: Some(s.statement.clone()),
         change: None,
     }
 }

@@ -1,30 +1,50 @@
-//! Saturation: for a run whose load ramps or steps, where throughput stops growing (the
-//! knee) and where p95 and errors pass their limits (the breaches), told apart.
+//! Saturation: for a run whose load ramps or steps, where successful throughput stops
+//! growing (the knee) and where p95 and errors pass their limits (the breaches), told
+//! apart, and the capacity the run shows: the successful throughput it sustained up to the
+//! first of them.
 //!
-//! Definition (DESIGN.md "Numbers must be true", stated on the run page):
+//! Definition (docs/numbers.md "Saturation", stated on the run page):
 //!
+//! - **Successful throughput** is completed requests that did not fail, per second.
+//!   Saturation is judged on it alone: a flood of fast failures (503s from a full queue,
+//!   resets, refusals) adds to "throughput" but never counts as growth, and is an error
+//!   breach.
 //! - **Levels.** The seconds of the rising part of the run (up to the last second at peak
-//!   load; a ramp-down is not a level; the run's last, partial second is left out) are
-//!   grouped by active users: one level per distinct user count, or up to 20 even bands for
-//!   a smooth ramp. A level needs 20 samples. Per level: throughput = Σcount / seconds,
-//!   p95 from the merged per-second HDR histograms, error % = Σerrors / Σcount × 100.
-//! - **Knee** (piecewise-linear fit): the levels are split in two; below the split,
-//!   throughput follows the growth line `X = b · users` (least squares through zero: a
-//!   closed system with no users serves nothing); above it, the plateau `X = P` (the
-//!   seconds-weighted mean). The split with the smallest squared error is kept; the knee is
-//!   where the two meet, `users = P / b` (kept between the two levels either side of the
-//!   split). This is the asymptote intersection of operational analysis, `N* = (D + Z) /
-//!   D_max` (Denning & Buzen 1978; Jain, *The Art of Computer Systems Performance
-//!   Analysis*, §33.6): for N workers of service time S and think time Z it is
-//!   `N · (S + Z) / S` users at `N / S` requests/s. Throughput counts as stopped only when
-//!   the load rose at least 20 % past the knee, the plateau spans at least 5 seconds, and
-//!   across the plateau throughput grew by less than a quarter of the growth line's slope.
-//!   Otherwise the run has no knee ("no saturation in this run").
-//! - **Latency breach**: the first level whose p95 passes twice the low-load p95 (the p95
-//!   of the lowest level). **Error breach**: the first level whose error % passes 1 %.
-//!   A breach holds: each level's figure is taken without its single worst second, and the
-//!   passing levels from the breach on must span at least 5 seconds in a row, so one
-//!   noisy second never decides.
+//!   load; a ramp-down is not a level; the run's last, partial second and seconds with no
+//!   completed request are left out) are grouped by active users: one level per distinct
+//!   user count (a stepped ramp), or up to 20 even bands for a smooth ramp (judged per
+//!   window of users). A level needs 20 samples. In a stepped ramp, a level held for less
+//!   than a quarter of the typical level's time (the seconds-weighted median) is a
+//!   transition between steps (the tool adding users) and is left out. Per level:
+//!   throughput = Σcount / seconds, successful throughput = Σ(count − errors) / seconds, p95
+//!   from the merged per-second HDR histograms, error % = Σerrors / Σcount × 100. Levels
+//!   weigh by their seconds everywhere.
+//! - **Knee** (piecewise-linear fit on successful throughput): the levels are split in two;
+//!   below the split, successful throughput follows the growth line `X = b · users` (least
+//!   squares through zero: a closed system with no users serves nothing); above it, the
+//!   plateau `X = P` (the seconds-weighted mean). The split with the smallest squared error
+//!   is kept; the knee is where the two meet, `users = P / b` (kept between the two levels
+//!   either side of the split). This is the asymptote intersection of operational analysis,
+//!   `N* = (D + Z) / D_max` (Denning & Buzen 1978; Jain, *The Art of Computer Systems
+//!   Performance Analysis*, §33.6): for N workers of service time S and think time Z it is
+//!   `N · (S + Z) / S` users at `N / S` requests/s. Successful throughput counts as stopped
+//!   only when the load rose at least 20 % past the knee, the plateau spans at least 5
+//!   seconds, and across the plateau it grew by less than a quarter of the growth line's
+//!   slope. Otherwise the run has no knee.
+//! - **Low-load p95** (the latency breach's reference): the p95 of the lowest level that
+//!   holds at least [`MIN_BASELINE_SAMPLES`] successful requests and a known, non-zero
+//!   p95 (a tool's placeholder `0` or `N/A` before its first response is no p95). Below
+//!   1 ms it counts as 1 ms, the resolution of the histograms.
+//! - **Latency breach**: the first level above the baseline's whose p95 passes twice the
+//!   low-load p95. **Error breach**: the first level whose error % passes 1 %. A breach
+//!   holds: each level's figure is taken without its single worst second, and the passing
+//!   levels from the breach on must span at least 5 seconds in a row, so one noisy second
+//!   never decides.
+//! - **Capacity** (what the run states): the successful throughput sustained up to the
+//!   first sustained breach, whichever of knee, latency or errors comes first as the load
+//!   rises, with the users there: the plateau and the knee's users when the knee comes
+//!   first, otherwise the successful throughput and users of the last level before the
+//!   breach. A run with none of them has no capacity figure: "no saturation in this run".
 //! - Runs whose seconds carry no histogram but a p95 the tool reported per row (Locust's
 //!   stats history, see [`find_with_reported_p95`]): a level's p95 is the median of the
 //!   p95s reported for its seconds (without the highest), "as reported by" the tool.
@@ -41,8 +61,15 @@ use crate::domain::format;
 
 /// Samples a level needs before its figures count.
 const MIN_LEVEL_SAMPLES: u64 = 20;
+/// Successful requests the low-load level needs before its p95 is the baseline.
+pub const MIN_BASELINE_SAMPLES: u64 = 50;
+/// The low-load p95 counts as at least this, ms (the histograms' resolution).
+const MIN_BASELINE_MS: u64 = 1;
 /// Most levels a smooth ramp is cut into.
 const MAX_LEVELS: u32 = 20;
+/// A stepped ramp's level shorter than this fraction of the seconds-weighted median level
+/// is a transition between steps.
+const TRANSITION_FRACTION: f64 = 0.25;
 /// Error % above which errors breach.
 pub const ERROR_PCT_LIMIT: f64 = 1.0;
 /// p95 above this multiple of the low-load p95 breaches.
@@ -51,60 +78,73 @@ pub const P95_FACTOR: f64 = 2.0;
 const HOLD_S: u64 = 5;
 /// The load must rise this fraction past the knee for throughput to count as stopped.
 const KNEE_MIN_LOAD_RISE: f64 = 0.2;
-/// Across the plateau, throughput may grow at most this fraction of the growth line's
-/// slope (requests/s per user) for it to count as stopped.
+/// Across the plateau, successful throughput may grow at most this fraction of the growth
+/// line's slope (requests/s per user) for it to count as stopped.
 const KNEE_MAX_PLATEAU_SLOPE: f64 = 0.25;
 
 /// What the report says about a ramped run's saturation (`"capacity"` in the run's JSON).
 ///
-/// `users`, `throughput_rps` and `at_ms` repeat the knee's (all `null` without a knee),
-/// so readers of the older shape keep working.
+/// `users`, `throughput_rps`, `at_ms` and `se_rps` are the stated capacity (all `null`
+/// when nothing saturated): what gates (`capacity_rps`, `capacity_users`), comparisons and
+/// the runs list read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Capacity {
-    /// The knee's active users (rounded), or `None`.
+    /// Active users at the stated capacity (rounded), or `None`.
     pub users: Option<u32>,
-    /// The knee's throughput (the plateau), requests/s, or `None`.
+    /// The stated capacity: successful requests/s sustained up to the first sustained
+    /// breach, or `None` when nothing saturated.
     pub throughput_rps: Option<f64>,
-    /// When the load first reached the knee, unix epoch ms, or `None`.
+    /// When the load first reached [`Capacity::users`], unix epoch ms, or `None`.
     pub at_ms: Option<i64>,
+    /// Standard error of [`Capacity::throughput_rps`], req/s: the standard deviation of the
+    /// per-second successful counts it is the mean of / √seconds. What comparisons take as
+    /// its noise.
+    #[serde(default)]
+    pub se_rps: Option<f64>,
     /// What is passed first as the load rises: `"throughput"` (the knee), `"p95"` or
     /// `"errors"`; `None` when nothing is.
     pub limited_by: Option<String>,
-    /// p95 of the lowest level, ms (the reference of the latency breach).
+    /// p95 of the baseline level, ms (the reference of the latency breach).
     pub low_load_p95_ms: Option<u64>,
-    /// Where throughput stops growing while the load keeps rising.
+    /// Active users of the baseline level.
+    #[serde(default)]
+    pub low_load_users: Option<u32>,
+    /// Where successful throughput stops growing while the load keeps rising.
     pub knee: Option<Knee>,
     /// Where p95 passes twice its low-load value and stays there.
     pub latency_breach: Option<LatencyBreach>,
     /// Where error % passes 1 % and stays there.
     pub error_breach: Option<ErrorBreach>,
-    /// The highest level: its active users and throughput (requests/s).
+    /// The highest level: its active users, throughput and successful throughput.
     pub peak: Peak,
-    /// One sentence naming each: "throughput stops growing at ~20 users (398.0 req/s); p95
+    /// One sentence naming each: "saturates at ~20 users, 398.0 req/s successful; p95
     /// doubles at 45 users; errors pass 1 % at 61 users", or "no saturation in this run:
-    /// throughput grew to 60.0 req/s at 24 users".
+    /// successful throughput grew to 60.0 req/s at 24 users".
     pub statement: String,
 }
 
 /// What [`Capacity::limited_by`] can name.
 const LIMITS: [&str; 3] = ["throughput", "p95", "errors"];
 
-/// The knee of the throughput curve.
+/// The knee of the successful-throughput curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Knee {
     /// Active users where the growth line meets the plateau (rounded to a whole user).
     pub users: u32,
-    /// The plateau: seconds-weighted mean throughput of the levels past the knee, req/s.
+    /// The plateau: seconds-weighted mean successful throughput of the levels past the
+    /// knee, req/s.
     pub throughput_rps: f64,
+    /// The plateau's throughput counting failed requests too, req/s.
+    #[serde(default)]
+    pub completed_rps: f64,
     /// First second whose level reached the knee, unix epoch ms.
     pub at_ms: i64,
-    /// Slope of the growth line, requests/s per active user.
+    /// Slope of the growth line, successful requests/s per active user.
     pub growth_rps_per_user: f64,
     /// Seconds of the plateau (the levels past the knee).
     pub plateau_s: u64,
-    /// Standard error of the plateau throughput, req/s: the standard deviation of the
-    /// plateau's per-second request counts / √seconds. What comparisons take as the noise
-    /// of [`Knee::throughput_rps`].
+    /// Standard error of the plateau's successful throughput, req/s: the standard
+    /// deviation of the plateau's per-second successful counts / √seconds.
     pub plateau_se_rps: f64,
 }
 
@@ -136,7 +176,11 @@ pub struct ErrorBreach {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Peak {
     pub users: u32,
+    /// Completed requests/s, failed ones included.
     pub throughput_rps: f64,
+    /// Successful requests/s.
+    #[serde(default)]
+    pub successful_rps: f64,
 }
 
 /// One load level: the seconds at which `users` (or a band of users from `users`) were
@@ -155,10 +199,11 @@ struct Level {
     worst_latency: Option<(u64, Histogram<u64>)>,
     /// The second with the most errors: (count, errors).
     worst_errors: (u64, u64),
-    /// p95s the tool reported for seconds without a histogram, ms.
+    /// p95s the tool reported for seconds without a histogram, ms (placeholders left out).
     reported_p95_ms: Vec<f64>,
-    /// Σ count² over the level's seconds (the spread of its per-second throughput).
-    count_sq: f64,
+    /// Σ (count − errors)² over the level's seconds (the spread of its per-second
+    /// successful throughput).
+    good_sq: f64,
 }
 
 impl Level {
@@ -174,15 +219,16 @@ impl Level {
             worst_latency: None,
             worst_errors: (0, 0),
             reported_p95_ms: Vec::new(),
-            count_sq: 0.0,
+            good_sq: 0.0,
         }
     }
 
     /// One more second of the level: its sample and error counts.
     fn add_counts(&mut self, count: u64, errors: u64) {
+        let errors = errors.min(count);
         self.seconds += 1;
         self.count += count;
-        self.count_sq += (count as f64).powi(2);
+        self.good_sq += ((count - errors) as f64).powi(2);
         self.errors += errors;
         if errors > self.worst_errors.1 {
             self.worst_errors = (count, errors);
@@ -206,6 +252,20 @@ impl Level {
 
     fn throughput(&self) -> f64 {
         self.count as f64 / self.seconds as f64
+    }
+
+    fn successful(&self) -> u64 {
+        self.count - self.errors
+    }
+
+    /// Successful requests/s.
+    fn good_throughput(&self) -> f64 {
+        self.successful() as f64 / self.seconds as f64
+    }
+
+    /// Standard error of [`Level::good_throughput`], req/s.
+    fn good_se(&self) -> f64 {
+        se_of(self.seconds as f64, self.successful() as f64, self.good_sq)
     }
 
     fn mean_users(&self) -> f64 {
@@ -250,6 +310,17 @@ impl Level {
     }
 }
 
+/// Standard error of a mean of `n` per-second counts whose sum is `sum` and sum of
+/// squares `sum_sq`: the sample standard deviation / √n, per second.
+fn se_of(n: f64, sum: f64, sum_sq: f64) -> f64 {
+    if n < 2.0 {
+        return 0.0;
+    }
+    let mean = sum / n;
+    let var = ((sum_sq - n * mean * mean) / (n - 1.0)).max(0.0);
+    (var / n).sqrt()
+}
+
 /// A level's figures as the breaches judge them: p95 (in the histograms' unit) and error %,
 /// each without the level's worst second (all of it when it has one second).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -292,7 +363,9 @@ pub fn find(buckets: &[BucketIn<'_>]) -> Option<Capacity> {
 }
 
 /// [`find`] for a run whose buckets carry no histogram but whose tool reported a p95 per
-/// second: `reported` is (bucket start, unix epoch ms; p95 ms), sorted by start.
+/// second: `reported` is (bucket start, unix epoch ms; p95 ms), sorted by start. A reported
+/// p95 of 0 or less is a placeholder (a tool's row before its first response) and is
+/// ignored.
 pub fn find_with_reported_p95(
     buckets: &[BucketIn<'_>],
     reported: &[(i64, f64)],
@@ -305,60 +378,108 @@ pub fn find_with_reported_p95(
     let peak = Peak {
         users: top.users,
         throughput_rps: top.throughput(),
+        successful_rps: top.good_throughput(),
+    };
+    let first_second_at = |users: u32, fallback: i64| {
+        buckets
+            .iter()
+            .find(|b| b.active_users.is_some_and(|u| u >= users))
+            .map_or(fallback, |b| b.start_ms)
     };
     let knee = knee(&levels).map(|mut k| {
         // The marker: the first second the load reached the knee.
-        k.at_ms = buckets
-            .iter()
-            .find(|b| b.active_users.is_some_and(|u| u >= k.users))
-            .map_or(levels[0].first_ms, |b| b.start_ms);
+        k.at_ms = first_second_at(k.users, levels[0].first_ms);
         k
     });
-    let low_p95 = levels[0].p95_trimmed();
-    let latency_breach = low_p95.and_then(|low| {
-        let limit_ms = P95_FACTOR * low as f64;
-        let i = first_holding(&levels, |l| {
+    // The baseline: the lowest level with enough successful requests and a known p95.
+    let baseline = levels
+        .iter()
+        .position(|l| l.successful() >= MIN_BASELINE_SAMPLES && l.p95_trimmed().is_some());
+    let low_p95 = baseline.and_then(|i| levels[i].p95_trimmed());
+    let latency_breach = baseline.zip(low_p95).and_then(|(base, low)| {
+        let low = low.max(MIN_BASELINE_MS) as f64;
+        let i = first_holding(&levels, base + 1, |l| {
             l.p95_trimmed()
-                .is_some_and(|p| latency_breaches(low as f64, p as f64))
+                .is_some_and(|p| latency_breaches(low, p as f64))
         })?;
         Some(LatencyBreach {
             users: levels[i].users,
             at_ms: levels[i].first_ms,
             p95_ms: levels[i].p95_trimmed()?,
-            limit_ms,
+            limit_ms: P95_FACTOR * low,
         })
     });
-    let error_breach = first_holding(&levels, |l| {
+    let error_breach = first_holding(&levels, 1, |l| {
         l.error_pct_trimmed().is_some_and(errors_breach)
     })
     .and_then(|i| {
-        Some(ErrorBreach {
-            users: levels[i].users,
-            at_ms: levels[i].first_ms,
-            error_pct: levels[i].error_pct_trimmed()?,
-        })
+        Some((
+            i,
+            ErrorBreach {
+                users: levels[i].users,
+                at_ms: levels[i].first_ms,
+                error_pct: levels[i].error_pct_trimmed()?,
+            },
+        ))
     });
-    let limited_by = [
-        knee.as_ref().map(|k| (k.users, LIMITS[0])),
-        latency_breach.as_ref().map(|b| (b.users, LIMITS[1])),
-        error_breach.as_ref().map(|b| (b.users, LIMITS[2])),
+    // What comes first as the load rises (the knee on a tie: it is where the rest begins).
+    let first = [
+        knee.as_ref().map(|k| (k.users, 0)),
+        latency_breach.as_ref().map(|b| (b.users, 1)),
+        error_breach.as_ref().map(|(_, b)| (b.users, 2)),
     ]
     .into_iter()
     .flatten()
-    .min_by_key(|(users, _)| *users)
-    .map(|(_, what)| what.to_owned());
+    .min_by_key(|(users, what)| (*users, *what))
+    .map(|(_, what)| what);
+    // The capacity: the plateau at the knee, or the last level before the breach.
+    let level_before = |users: u32| {
+        levels
+            .iter()
+            .rev()
+            .find(|l| l.users < users)
+            .or(levels.first())
+    };
+    let stated: Option<(u32, f64, i64, f64)> = match first {
+        Some(0) => knee
+            .as_ref()
+            .map(|k| (k.users, k.throughput_rps, k.at_ms, k.plateau_se_rps)),
+        Some(what) => {
+            let users = if what == 1 {
+                latency_breach.as_ref().map(|b| b.users)
+            } else {
+                error_breach.as_ref().map(|(_, b)| b.users)
+            };
+            users.and_then(level_before).map(|l| {
+                let u = l.mean_users().round() as u32;
+                (
+                    u,
+                    l.good_throughput(),
+                    first_second_at(u, l.first_ms),
+                    l.good_se(),
+                )
+            })
+        }
+        None => None,
+    };
+    let limited_by = first.map(|i| LIMITS[i].to_owned());
+    let error_breach = error_breach.map(|(_, b)| b);
     let statement = statement(
+        stated.map(|s| (s.0, s.1)),
+        first,
         knee.as_ref(),
         latency_breach.as_ref(),
         error_breach.as_ref(),
         &peak,
     );
     Some(Capacity {
-        users: knee.as_ref().map(|k| k.users),
-        throughput_rps: knee.as_ref().map(|k| k.throughput_rps),
-        at_ms: knee.as_ref().map(|k| k.at_ms),
+        users: stated.map(|s| s.0),
+        throughput_rps: stated.map(|s| s.1),
+        at_ms: stated.map(|s| s.2),
+        se_rps: stated.map(|s| s.3),
         limited_by,
         low_load_p95_ms: low_p95,
+        low_load_users: baseline.map(|i| levels[i].mean_users().round() as u32),
         knee,
         latency_breach,
         error_breach,
@@ -380,7 +501,8 @@ fn levels(buckets: &[BucketIn<'_>], reported: &[(i64, f64)]) -> Option<Vec<Level
     let mut distinct: Vec<u32> = rising.iter().filter_map(|b| b.active_users).collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let band = if distinct.len() as u32 <= MAX_LEVELS {
+    let stepped = distinct.len() as u32 <= MAX_LEVELS;
+    let band = if stepped {
         1
     } else {
         max_users.div_ceil(MAX_LEVELS).max(1)
@@ -407,22 +529,43 @@ fn levels(buckets: &[BucketIn<'_>], reported: &[(i64, f64)]) -> Option<Vec<Level
         level.first_ms = level.first_ms.min(b.start_ms);
         level.add_counts(b.count, b.errors);
         if b.histogram.is_empty() {
-            if let Ok(i) = reported.binary_search_by_key(&b.start_ms, |r| r.0) {
+            if let Ok(i) = reported.binary_search_by_key(&b.start_ms, |r| r.0)
+                && reported[i].1 > 0.0
+            {
                 level.reported_p95_ms.push(reported[i].1);
             }
         } else if let Ok(h) = deserialize_histogram(b.histogram) {
             level.add_histogram(h);
         }
     }
+    if stepped {
+        let typical = weighted_median_seconds(&levels);
+        levels.retain(|l| l.seconds as f64 >= TRANSITION_FRACTION * typical);
+    }
     levels.retain(|l| l.count >= MIN_LEVEL_SAMPLES);
     levels.sort_by_key(|l| l.users);
     Some(levels)
 }
 
+/// The length of the level the median second of the ramp falls in (levels by length).
+fn weighted_median_seconds(levels: &[Level]) -> f64 {
+    let mut lengths: Vec<u64> = levels.iter().map(|l| l.seconds).collect();
+    lengths.sort_unstable();
+    let total: u64 = lengths.iter().sum();
+    let mut seen = 0;
+    for s in lengths {
+        seen += s;
+        if 2 * seen >= total {
+            return s as f64;
+        }
+    }
+    0.0
+}
+
 /// The knee by the two-segment fit described in the module docs, or `None` when
-/// throughput did not stop growing.
+/// successful throughput did not stop growing.
 fn knee(levels: &[Level]) -> Option<Knee> {
-    let point = |l: &Level| (l.mean_users(), l.throughput(), l.seconds as f64);
+    let point = |l: &Level| (l.mean_users(), l.good_throughput(), l.seconds as f64);
     // (squared error, split, growth slope, plateau)
     let mut best: Option<(f64, usize, f64, f64)> = None;
     for split in 1..levels.len() {
@@ -480,30 +623,30 @@ fn knee(levels: &[Level]) -> Option<Knee> {
             return None;
         }
     }
-    // The plateau's per-second counts: their spread gives the plateau's standard error.
-    let (n, sum, sum_sq) = above.iter().fold((0.0, 0.0, 0.0), |(n, s, q), l| {
-        (n + l.seconds as f64, s + l.count as f64, q + l.count_sq)
+    // The plateau's per-second successful counts: their spread gives its standard error.
+    let (n, good, good_sq, count) = above.iter().fold((0.0, 0.0, 0.0, 0.0), |(n, s, q, c), l| {
+        (
+            n + l.seconds as f64,
+            s + l.successful() as f64,
+            q + l.good_sq,
+            c + l.count as f64,
+        )
     });
-    let mean = sum / n;
-    let var = if n > 1.0 {
-        ((sum_sq - n * mean * mean) / (n - 1.0)).max(0.0)
-    } else {
-        0.0
-    };
     Some(Knee {
         users: users.round() as u32,
         throughput_rps: p,
+        completed_rps: count / n,
         at_ms: 0, // set by `find`, from the seconds
         growth_rps_per_user: b,
         plateau_s,
-        plateau_se_rps: (var / n).sqrt(),
+        plateau_se_rps: se_of(n, good, good_sq),
     })
 }
 
-/// Index of the first level (above the lowest) from which `passes` holds for levels
+/// Index of the first level (from `from` on) from which `passes` holds for levels
 /// spanning at least [`HOLD_S`] seconds in a row.
-fn first_holding(levels: &[Level], passes: impl Fn(&Level) -> bool) -> Option<usize> {
-    let mut i = 1;
+fn first_holding(levels: &[Level], from: usize, passes: impl Fn(&Level) -> bool) -> Option<usize> {
+    let mut i = from.max(1);
     while i < levels.len() {
         let mut held_s = 0;
         let mut j = i;
@@ -527,36 +670,53 @@ fn users_text(users: u32) -> String {
     )
 }
 
-/// The one sentence of [`Capacity::statement`].
+/// The one sentence of [`Capacity::statement`]: the capacity first, then each breach in
+/// the order the load reached it. `stated` is (users, successful req/s); `first` indexes
+/// [`LIMITS`].
 fn statement(
+    stated: Option<(u32, f64)>,
+    first: Option<usize>,
     knee: Option<&Knee>,
     latency: Option<&LatencyBreach>,
     errors: Option<&ErrorBreach>,
     peak: &Peak,
 ) -> String {
-    let mut parts = vec![match knee {
-        Some(k) => format!(
-            "throughput stops growing at ~{} ({})",
-            users_text(k.users),
-            format::rps(Some(k.throughput_rps))
-        ),
-        None if latency.is_none() && errors.is_none() => format!(
-            "no saturation in this run: throughput grew to {} at {}",
-            format::rps(Some(peak.throughput_rps)),
-            users_text(peak.users)
-        ),
-        None => format!(
-            "throughput still grows at the end of this run ({} at {})",
-            format::rps(Some(peak.throughput_rps)),
+    let successful = |rps: f64| format!("{} successful", format::rps(Some(rps)));
+    let mut parts = vec![match (stated, first) {
+        (Some((users, rps)), Some(0)) => {
+            format!("saturates at ~{}, {}", users_text(users), successful(rps))
+        }
+        (Some((users, rps)), Some(_)) => {
+            format!("sustains {} at {}", successful(rps), users_text(users))
+        }
+        _ => format!(
+            "no saturation in this run: successful throughput grew to {} at {}",
+            format::rps(Some(peak.successful_rps)),
             users_text(peak.users)
         ),
     }];
+    let mut rest: Vec<(u32, String)> = Vec::new();
+    if let Some(k) = knee.filter(|_| first != Some(0)) {
+        rest.push((
+            k.users,
+            format!(
+                "successful throughput stops growing at ~{} ({})",
+                users_text(k.users),
+                format::rps(Some(k.throughput_rps))
+            ),
+        ));
+    }
     if let Some(b) = latency {
-        parts.push(format!("p95 doubles at {}", users_text(b.users)));
+        rest.push((b.users, format!("p95 doubles at {}", users_text(b.users))));
     }
     if let Some(b) = errors {
-        parts.push(format!("errors pass 1 % at {}", users_text(b.users)));
+        rest.push((
+            b.users,
+            format!("errors pass 1 % at {}", users_text(b.users)),
+        ));
     }
+    rest.sort_by_key(|(users, _)| *users);
+    parts.extend(rest.into_iter().map(|(_, text)| text));
     parts.join("; ")
 }
 
@@ -608,7 +768,11 @@ mod tests {
     /// driven by `users` with `think_ms` of think time, one second at a time: throughput
     /// = min(users / (S + Z), N / S) (Little's law, the interactive response time law),
     /// ± `noise` relative; response time = users / throughput − Z (≥ S); past the queue
-    /// bound (`queue_bound` waiting requests) the excess is refused (errors).
+    /// bound (`queue_bound` waiting requests) the excess users get fast 503s (errors
+    /// counted on top of the served requests).
+    /// How long a refused request takes, ms.
+    const FAST_MS: f64 = 5.0;
+
     struct ClosedLoop {
         workers: f64,
         service_ms: f64,
@@ -636,14 +800,21 @@ mod tests {
                 // Users neither thinking nor being served are waiting.
                 let queued = (u - x * (self.think_ms + self.service_ms) / 1000.0).max(0.0);
                 for _ in 0..seconds {
-                    let count = (x * (1.0 + self.noise * noise.next())).round() as u64;
-                    let errors = match self.queue_bound {
-                        Some(q) if queued > q => {
-                            (count as f64 * (queued - q) / queued).round() as u64
-                        }
+                    let served = (x * (1.0 + self.noise * noise.next())).round() as u64;
+                    // Past the queue bound the excess users are answered 503 at once, one
+                    // every `FAST_MS` each: a flood of fast failures beside the served
+                    // requests, as a gateway or a full accept queue answers.
+                    let refused = match self.queue_bound {
+                        Some(q) if queued > q => ((queued - q) * 1000.0 / FAST_MS).round() as u64,
                         _ => 0,
                     };
-                    rows.push(second(t, users, count, errors, r_ms.round() as u64));
+                    rows.push(second(
+                        t,
+                        users,
+                        served + refused,
+                        refused,
+                        r_ms.round() as u64,
+                    ));
                     t += 1;
                 }
             }
@@ -685,7 +856,8 @@ mod tests {
             0.10,
             "knee req/s",
         );
-        assert_eq!(c.users, Some(knee.users), "legacy field mirrors the knee");
+        assert_eq!(c.users, Some(knee.users), "the capacity is the knee's");
+        assert_eq!(c.throughput_rps, Some(knee.throughput_rps));
         assert_eq!(c.limited_by.as_deref(), Some("throughput"));
         // Stored and read back (the run's cached capacity), it is the same capacity.
         let json = serde_json::to_string(&c).expect("serialises");
@@ -703,7 +875,7 @@ mod tests {
         assert_eq!(
             c.statement,
             format!(
-                "throughput stops growing at ~{} users ({}); p95 doubles at 60 users; errors pass 1 % at 70 users",
+                "saturates at ~{} users, {} successful; p95 doubles at 60 users; errors pass 1 % at 70 users",
                 knee.users,
                 format::rps(Some(knee.throughput_rps))
             )
@@ -771,8 +943,8 @@ mod tests {
             assert_eq!(
                 c.statement,
                 format!(
-                    "no saturation in this run: throughput grew to {} at 60 users",
-                    format::rps(Some(c.peak.throughput_rps))
+                    "no saturation in this run: successful throughput grew to {} at 60 users",
+                    format::rps(Some(c.peak.successful_rps))
                 )
             );
         }
@@ -835,6 +1007,126 @@ mod tests {
             None,
             "no p95 known"
         );
+    }
+
+    #[test]
+    fn a_flood_of_fast_503s_is_no_growth_and_the_capacity_is_the_successful_plateau() {
+        // 20 workers of 50 ms, no think time, a queue of 40: the knee is at 20 users and
+        // 400 req/s; from 60 users on the excess gets 503s at once, so completed requests
+        // rise to thousands per second while successful ones stay at 400.
+        let service = ClosedLoop {
+            workers: 20.0,
+            service_ms: 50.0,
+            think_ms: 0.0,
+            queue_bound: Some(40.0),
+            noise: 0.04,
+        };
+        let steps: Vec<(u32, i64)> = (1..=10).map(|i| (i * 8, 10)).collect();
+        let rows = service.run(&steps, 11);
+        let c = find(&buckets(&rows)).expect("a ramp");
+        let peak_completed = c.peak.throughput_rps;
+        assert!(peak_completed > 3.0 * service.capacity_rps(), "{c:?}");
+        assert_near(
+            c.throughput_rps.expect("a capacity"),
+            service.capacity_rps(),
+            0.10,
+            "capacity",
+        );
+        assert_near(
+            f64::from(c.users.expect("users")),
+            service.knee_users(),
+            0.25,
+            "users at capacity",
+        );
+        assert_eq!(c.limited_by.as_deref(), Some("throughput"));
+        let knee = c.knee.as_ref().expect("a knee");
+        assert!(knee.completed_rps > knee.throughput_rps, "{knee:?}");
+        assert!(c.error_breach.is_some(), "the 503s breach");
+        assert!(c.statement.starts_with("saturates at ~"), "{}", c.statement);
+        assert!(c.statement.contains("req/s successful"), "{}", c.statement);
+        assert!(
+            c.statement.contains("errors pass 1 % at"),
+            "{}",
+            c.statement
+        );
+    }
+
+    #[test]
+    fn when_p95_doubles_first_the_capacity_is_the_level_before_it() {
+        // Throughput keeps growing with the users, but latency climbs from 30 users on.
+        let mut rows = Vec::new();
+        let mut t = 0;
+        for (users, latency) in [(10u32, 50u64), (20, 60), (30, 150), (40, 200), (50, 250)] {
+            for _ in 0..10 {
+                rows.push(second(t, users, u64::from(users) * 10, 0, latency));
+                t += 1;
+            }
+        }
+        let c = find(&buckets(&rows)).expect("a ramp");
+        assert_eq!(c.knee, None);
+        assert_eq!(c.latency_breach.as_ref().map(|b| b.users), Some(30));
+        assert_eq!(c.limited_by.as_deref(), Some("p95"));
+        assert_eq!(c.users, Some(20));
+        assert_near(c.throughput_rps.unwrap(), 200.0, 0.001, "capacity");
+        assert_eq!(
+            c.statement,
+            "sustains 200.0 req/s successful at 20 users; p95 doubles at 30 users"
+        );
+    }
+
+    #[test]
+    fn placeholder_percentiles_and_thin_windows_are_no_baseline() {
+        // Locust-like: the first rows report p95 0 (no response in the window yet) and the
+        // lowest level holds fewer than the baseline's samples.
+        let mut rows = Vec::new();
+        let mut reported = Vec::new();
+        for (step, users) in [2u32, 10, 20, 30, 40].into_iter().enumerate() {
+            for s in 0..10 {
+                let t = step as i64 * 10 + s;
+                let count = if users == 2 { 3 } else { u64::from(users) * 10 };
+                rows.push((t, users, count, 0, Vec::new()));
+                let p95 = match (users, s) {
+                    (2, _) | (10, 0..=2) => 0.0,
+                    (10 | 20, _) => 50.0,
+                    _ => 80.0,
+                };
+                reported.push((t * 1000, p95));
+            }
+        }
+        let c = find_with_reported_p95(&buckets(&rows), &reported).expect("a ramp");
+        assert_eq!(c.low_load_p95_ms, Some(50));
+        assert_eq!(c.low_load_users, Some(10));
+        assert_eq!(c.latency_breach, None, "80 ms is below 2 × 50 ms: {c:?}");
+    }
+
+    #[test]
+    fn one_second_transitions_between_steps_are_not_levels() {
+        // Steps of 30 s at 10, 20, 30, 40 users; between them the tool adds users over one
+        // second each at in-between counts whose seconds are slow and failing.
+        let mut rows = Vec::new();
+        let mut t = 0;
+        for users in [10u32, 20, 30, 40] {
+            if users > 10 {
+                rows.push(second(t, users - 5, 500, 50, 900));
+                t += 1;
+            }
+            for _ in 0..30 {
+                rows.push(second(t, users, u64::from(users) * 10, 0, 50));
+                t += 1;
+            }
+        }
+        let c = find(&buckets(&rows)).expect("a ramp");
+        assert_eq!(
+            (
+                c.knee.as_ref(),
+                c.latency_breach.as_ref(),
+                c.error_breach.as_ref()
+            ),
+            (None, None, None),
+            "{}",
+            c.statement
+        );
+        assert_eq!(c.low_load_users, Some(10));
     }
 
     #[test]

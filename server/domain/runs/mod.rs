@@ -99,6 +99,27 @@ pub struct Stats {
     pub bytes_sent: u64,
 }
 
+impl Stats {
+    /// Successful throughput: requests that completed without failing per second, over the
+    /// same window as [`Stats::throughput_rps`] (`throughput × (count − errors) / count`).
+    /// What saturation is judged on: failed responses never count as capacity.
+    pub fn successful_rps(&self) -> Option<f64> {
+        successful_rps(self.count, self.errors, self.throughput_rps)
+    }
+}
+
+/// [`Stats::successful_rps`] from a scope's count, errors and throughput (req/s).
+pub fn successful_rps(count: u64, errors: u64, throughput_rps: Option<f64>) -> Option<f64> {
+    let ok = count.saturating_sub(errors);
+    throughput_rps.map(|t| {
+        if count == 0 {
+            0.0
+        } else {
+            t * ok as f64 / count as f64
+        }
+    })
+}
+
 /// One label's statistics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabelStats {

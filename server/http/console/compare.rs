@@ -108,9 +108,14 @@ fn figure_title(f: Figure) -> &'static str {
             "Nearest rank on exact values · lower is better"
         }
         Figure::MaxMs => "Slowest sample · no verdict (one sample)",
-        Figure::ThroughputRps => "count / (last end − first start) · higher is better",
-        Figure::CapacityRps => {
-            "The knee of the saturation analysis: req/s (and users) where throughput stops growing while the load rises · higher is better · noise: the plateau's standard error"
+        Figure::ThroughputRps => {
+            "count / (last end − first start), failed requests included · higher is better"
+        }
+        Figure::SuccessfulRps => {
+            "(count − errors) / (last end − first start): requests that did not fail · higher is better"
+        }
+        Figure::CapacityRps | Figure::CapacityUsers => {
+            "The stated capacity: successful req/s (and users) sustained up to the first breach of a ramp — the knee, p95 doubling or errors past 1 % — or the rate a harrier load find search sustained · higher is better · noise: its standard error"
         }
     }
 }
@@ -130,7 +135,8 @@ fn capacity_row(c: &Comparison) -> Option<FigureRow> {
             let verdict = ch.and_then(|c| c.verdict);
             let value = match (r.capacity_rps, r.knee_users) {
                 (Some(rps), Some(users)) => format!("{} at ~{users} users", f.format(Some(rps))),
-                _ if r.peak_rps.is_some() => "no knee".to_string(),
+                (Some(rps), None) => format!("{} (search)", f.format(Some(rps))),
+                _ if r.peak_rps.is_some() => "no saturation".to_string(),
                 _ => format::NONE.to_string(),
             };
             let users = ch
