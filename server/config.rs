@@ -502,9 +502,12 @@ pub struct CheckArgs {
     /// `error_rate<1%`, `throughput>200/s`, `capacity_rps>150`) or `FIGURE ±N%` against the
     /// baseline (`p95 +10%`, `capacity_rps -10%`: fails when the figure moved that far the
     /// bad way AND beyond the noise), optionally `label=NAME ` first. Figures: p50 p90 p95
-    /// p99 mean max (ms), error_rate (%), throughput (req/s), capacity_rps (req/s where
-    /// throughput stops growing while the load rises: the knee of the saturation analysis,
-    /// run total only).
+    /// p99 mean max (ms), error_rate (%), throughput (req/s, failed requests included),
+    /// successful_rps (req/s that did not fail), capacity_rps (the stated capacity: the
+    /// successful req/s a ramp sustained up to its first breach — knee, p95 doubling or
+    /// errors past 1 % — or the rate a `harrier load find` search sustained; run total
+    /// only), capacity_users (the users there; ramps only). A figure the run does not have
+    /// fails the gate, saying so.
     #[arg(value_name = "GATE")]
     pub gates: Vec<String>,
     /// Baseline for relative gates: a run id, `auto` (the scenario's pinned baseline, else

@@ -575,6 +575,7 @@
       h('td', { class: bad ? 'num bad' : 'num', 'data-value': dv(run.error_pct) }, valueNode(fmt.pct(run.error_pct))),
       h('td', { class: 'num', 'data-value': dv(run.p95_ms) }, valueNode(fmt.ms(run.p95_ms))),
       h('td', { class: 'num', 'data-value': dv(run.throughput_rps) }, valueNode(fmt.rps(run.throughput_rps))),
+      h('td', { class: 'num', 'data-value': dv(run.successful_rps) }, valueNode(fmt.rps(run.successful_rps))),
     );
   }
 
@@ -1384,12 +1385,13 @@
       const c = series.count ? series.count[i] : null;
       if (!isNum(users) || !isNum(c)) continue;
       let L = levels.get(users);
-      if (!L) levels.set(users, (L = { users, seconds: 0, rpsSum: 0, count: 0, errors: 0, p95: [] }));
+      if (!L) levels.set(users, (L = { users, seconds: 0, rpsSum: 0, okSum: 0, count: 0, errors: 0, p95: [] }));
       L.seconds++;
       L.rpsSum += c / bucketS;
       L.count += c;
       const e = series.errors ? series.errors[i] : null;
       if (isNum(e)) L.errors += e;
+      L.okSum += Math.max(0, c - (isNum(e) ? e : 0)) / bucketS;
       const p = series.p95_ms ? series.p95_ms[i] : null;
       if (isNum(p)) L.p95.push(p);
     }
@@ -1399,11 +1401,24 @@
       const m = s.length >> 1;
       return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
     };
-    const out = { users: [], seconds: [], rps: [], p95: [], errPct: [] };
-    for (const L of Array.from(levels.values()).sort((a, b) => a.users - b.users)) {
+    // A stepped ramp (20 levels or fewer) loses its transitions: a level held for less
+    // than a quarter of the typical level's time (the seconds-weighted median) is the tool
+    // adding users between steps, as the saturation analysis treats it.
+    let all = Array.from(levels.values());
+    if (all.length <= 20) {
+      const lengths = all.map((L) => L.seconds).sort((a, b) => a - b);
+      const total = lengths.reduce((a, b) => a + b, 0);
+      let seen = 0;
+      let typical = 0;
+      for (const len of lengths) { seen += len; if (2 * seen >= total) { typical = len; break; } }
+      all = all.filter((L) => L.seconds >= 0.25 * typical);
+    }
+    const out = { users: [], seconds: [], rps: [], ok: [], p95: [], errPct: [] };
+    for (const L of all.sort((a, b) => a.users - b.users)) {
       out.users.push(L.users);
       out.seconds.push(L.seconds);
       out.rps.push(L.rpsSum / L.seconds);
+      out.ok.push(L.okSum / L.seconds);
       out.p95.push(median(L.p95));
       out.errPct.push(L.count > 0 ? 100 * L.errors / L.count : null);
     }
@@ -1465,6 +1480,7 @@
             ? fmt.int(v) + (v === 1 ? ' user' : ' users') + ' \u00b7 ' + fmt.int(L.seconds[idx]) + ' s' : ''),
         },
         line('requests/s', '--c-rps', 'rps', fmt.rps),
+        line('successful/s', '--c-ok', 'rps', fmt.rps),
         line('p95', '--c-p95', 'ms', fmt.ms),
         line('error %', '--c-errs', 'pct', fmt.pct, { width: 1.25, dash: [4, 3] }),
       ],
@@ -1475,7 +1491,7 @@
         axis('error %', (v) => nf(0, v < 10 ? 1 : 0).format(v) + ' %', { scale: 'pct', side: 1, grid: { show: false } }),
       ],
       hooks: { draw: [(uu) => drawSaturation(uu, cap, 'users')] },
-    }, [L.users, L.rps, L.p95, L.errPct], box);
+    }, [L.users, L.rps, L.ok, L.p95, L.errPct], box);
     fit(u, box);
     return u;
   }

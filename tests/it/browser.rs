@@ -366,7 +366,7 @@ async fn a_ramped_run_report_marks_saturation() {
     let callout = text_of(&client, "#capacity").await;
     assert!(
         callout.starts_with(
-            "Throughput stops growing at ~9 users (89.1 req/s); p95 doubles at 12 users."
+            "Saturates at ~9 users, 89.1 req/s successful; p95 doubles at 12 users."
         ),
         "{callout}"
     );

@@ -216,20 +216,21 @@ async fn a_ramped_run_reports_where_it_saturates() {
     );
     assert_eq!(c["knee"]["users"], (plateau / 10.0).round() as i64, "{c}");
     assert_eq!(c["knee"]["at_ms"], 1_700_000_020_000i64, "the 12-user step");
-    assert_eq!(c["users"], c["knee"]["users"], "older field: the knee");
+    assert_eq!(c["users"], c["knee"]["users"], "the capacity: the knee's");
+    assert_eq!(c["throughput_rps"], c["knee"]["throughput_rps"]);
     assert_eq!(c["limited_by"], "throughput");
     assert_eq!(c["latency_breach"]["users"], 12, "180 ms > 2 × 50 ms");
     assert_eq!(c["low_load_p95_ms"], 50);
     assert!(c["error_breach"].is_null());
     assert_eq!(
         c["statement"],
-        "throughput stops growing at ~9 users (89.1 req/s); p95 doubles at 12 users"
+        "saturates at ~9 users, 89.1 req/s successful; p95 doubles at 12 users"
     );
     let page = app.get(&format!("/console/runs/{id}")).await.html();
     let callout = crate::helpers::select_texts(&page, "#capacity.warn strong");
     assert_eq!(
         callout,
-        ["Throughput stops growing at ~9 users (89.1 req/s); p95 doubles at 12 users."]
+        ["Saturates at ~9 users, 89.1 req/s successful; p95 doubles at 12 users."]
     );
 }
 
@@ -290,7 +291,7 @@ async fn the_shipped_ramp_stops_growing_where_its_chart_levels_off() {
     let statement = c["statement"].as_str().unwrap();
     assert!(
         statement.starts_with(&format!(
-            "throughput stops growing at ~{knee_users} users ({knee_rps:.1} req/s)"
+            "saturates at ~{knee_users} users, {knee_rps:.1} req/s successful"
         )),
         "{statement}"
     );
@@ -340,7 +341,7 @@ async fn a_locust_ramp_stops_growing_at_the_pools_capacity() {
         c["statement"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("throughput stops growing at ~{knee_users} users")),
+            .starts_with(&format!("saturates at ~{knee_users} users")),
         "{c}"
     );
 }

@@ -388,8 +388,8 @@ pub struct RunCapacity {
     /// run's load did not ramp (no saturation analysis).
     pub peak_rps: Option<f64>,
     pub peak_users: Option<u32>,
-    /// The saturation statement ("throughput stops growing at ~20 users (398.0 req/s); …",
-    /// "no saturation in this run: …"); `null` when the load did not ramp.
+    /// The saturation statement ("saturates at ~20 users, 398.0 req/s successful; …", "no
+    /// saturation in this run: …") or the search's; `null` when the load did not ramp.
     pub statement: Option<String>,
     /// Against the reference; `null` for the reference itself.
     pub change: Option<CapacityChange>,

@@ -149,6 +149,8 @@ pub struct RunRowView {
     pub p95: String,
     pub throughput_raw: String,
     pub throughput: String,
+    pub successful_raw: String,
+    pub successful: String,
     /// Whether the run's latest `harrier check` passed its gates (`None`: never checked).
     pub gate: Option<bool>,
 }
@@ -203,6 +205,8 @@ impl From<&RunListItem> for RunRowView {
             p95: format::ms(r.p95_ms),
             throughput_raw: raw_f(r.throughput_rps),
             throughput: format::rps(r.throughput_rps),
+            successful_raw: raw_f(r.successful_rps),
+            successful: format::rps(r.successful_rps),
             gate: None,
         }
     }
@@ -500,6 +504,85 @@ fn split_unit(text: String) -> (String, &'static str) {
     (text, "")
 }
 
+/// The KPI cards of a `harrier load find` run: the figures at the rate it sustained (its
+/// confirmation step), not every step mixed; `None` when it sustained no rate.
+fn search_kpis(run: &RunDetail, s: &crate::domain::load::SearchOutcome) -> Option<Vec<Kpi>> {
+    use crate::domain::load::search::{Phase, Verdict};
+    let y = s.sustains_rps?;
+    let at_y = s
+        .steps
+        .iter()
+        .filter(|st| st.verdict == Verdict::Pass && (st.offered_rps - y).abs() < 1e-6)
+        .max_by_key(|st| (st.phase == Phase::Confirm, st.seconds))?;
+    let card = |label, value: String, caption: String, title| {
+        let (value, unit) = split_unit(value);
+        Kpi {
+            label,
+            value,
+            unit,
+            caption,
+            title,
+            class: "",
+        }
+    };
+    let mut errors = card(
+        "Error rate at that rate",
+        format::pct(at_y.error_pct),
+        format!("{} timed out", format::int(at_y.timeouts as i64)),
+        "errors / completed requests × 100 over the step's steady seconds",
+    );
+    errors.class = match at_y.error_pct {
+        Some(p) if p >= 5.0 => " is-err",
+        Some(p) if p > 0.0 => " is-warn",
+        _ => "",
+    };
+    Some(vec![
+        card(
+            "Sustained rate",
+            format::rps(Some(y)),
+            if s.confirmed {
+                format!("confirmed over {} s", at_y.seconds)
+            } else {
+                "not confirmed".into()
+            },
+            "The highest offered rate that passed (Y)",
+        ),
+        card(
+            "Throughput at that rate",
+            format::rps(at_y.achieved_rps),
+            match s.falls_over_rps {
+                Some(x) => format!("falls over at {}", crate::domain::load::search::rate_text(x)),
+                None => "did not fall over".into(),
+            },
+            "Completed requests per steady second of the confirmation step",
+        ),
+        card(
+            "p99 at that rate",
+            format::ms(at_y.p99_ms),
+            format!(
+                "p95 {} · p50 {}",
+                format::ms(at_y.p95_ms),
+                format::ms(at_y.p50_ms)
+            ),
+            "Intended start → response (corrected for coordinated omission)",
+        ),
+        errors,
+        card(
+            "In flight at that rate",
+            at_y.in_flight
+                .map_or_else(|| format::NONE.to_string(), |n| format::float(n, 1)),
+            "requests, by Little's law".into(),
+            "achieved rate × mean latency",
+        ),
+        card(
+            "Requests, all steps",
+            format::count(run.overall.count as i64),
+            format!("{} steps", s.steps.len()),
+            "Every request of the search, every step",
+        ),
+    ])
+}
+
 fn kpis(run: &RunDetail) -> Vec<Kpi> {
     let o = &run.overall;
     let kpi = |label, value: String, caption: String, title| {
@@ -556,11 +639,17 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
             if run.summary_only {
                 "as reported by the tool".into()
             } else if run.tool == "jmeter" {
-                "as JMeter computes it".into()
+                "as JMeter computes it, failed included".into()
             } else {
-                "requests / run span".into()
+                "requests / run span, failed included".into()
             },
-            "count / (last end − first start)",
+            "count / (last end − first start): every completed request, failed ones included",
+        ),
+        kpi(
+            "Successful throughput",
+            format::rps(o.successful_rps()),
+            "requests that did not fail".into(),
+            "(count − errors) / (last end − first start): what capacity is measured on",
         ),
         kpi(
             "Mean response time",
@@ -592,12 +681,29 @@ fn capacity_text(c: &Capacity) -> CapacityView {
     }
     let mut detail = Vec::new();
     if let Some(k) = &c.knee {
+        let completed = if k.completed_rps > 1.01 * k.throughput_rps {
+            format!(
+                "; counting failed responses, {} completed there — the rest failed",
+                format::rps(Some(k.completed_rps))
+            )
+        } else {
+            String::new()
+        };
         detail.push(format!(
-            "Throughput grows by about {} per user, then levels off at {} from about {} users (first reached at {}).",
+            "Successful throughput grows by about {} per user, then levels off at {} from about {} users (first reached at {}){completed}.",
             format::rps(Some(k.growth_rps_per_user)),
             format::rps(Some(k.throughput_rps)),
             format::int(i64::from(k.users)),
             format::time(Some(k.at_ms))
+        ));
+    }
+    if c.limited_by.as_deref() != Some("throughput")
+        && let (Some(rps), Some(users)) = (c.throughput_rps, c.users)
+    {
+        detail.push(format!(
+            "Capacity: {} successful at {} users, the last load level before the first breach.",
+            format::rps(Some(rps)),
+            format::int(i64::from(users))
         ));
     }
     if let Some(b) = &c.latency_breach {
@@ -970,7 +1076,10 @@ pub(crate) async fn run(
         started: format::time(run.started_at_ms),
         imported: format::time(Some(run.imported_at_ms)),
         duration: format::duration(run.overall.window_ms),
-        kpis: kpis(&run),
+        kpis: search
+            .as_ref()
+            .and_then(|s| search_kpis(&run, s))
+            .unwrap_or_else(|| kpis(&run)),
         columns: COLUMNS,
         rows: run
             .labels
