@@ -558,7 +558,7 @@
     if (run.status === 'live') {
       nameCell.append(' ', h('span', { class: 'badge info dot', title: 'Being streamed in now; its figures grow until it completes' }, 'live'));
     }
-    if (run.summary_only) {
+    if (run.summary_only && !run.has_series) {
       nameCell.append(' ', h('span', { class: 'badge muted', title: 'Only aggregate figures reported by the tool; no per-sample data' }, 'summary'));
     }
     const start = isNum(run.started_at_ms)

@@ -57,6 +57,9 @@ pub struct RunListItem {
     #[sqlx(skip)]
     pub successful_rps: Option<f64>,
     pub rejected_rows: i64,
+    /// True when the run has a time series (per-second buckets): a summary-only run with
+    /// one (Locust's stats history) is no mere summary.
+    pub has_series: bool,
     /// Console page of the run.
     #[sqlx(skip)]
     pub url: String,

@@ -365,9 +365,8 @@ async fn a_ramped_run_report_marks_saturation() {
         .unwrap();
     let callout = text_of(&client, "#capacity").await;
     assert!(
-        callout.starts_with(
-            "Saturates at ~9 users, 89.1 req/s successful; p95 doubles at 12 users."
-        ),
+        callout
+            .starts_with("Saturates at ~9 users, 89.1 req/s successful; p95 doubles at 12 users."),
         "{callout}"
     );
     assert!(callout.contains("against 50 ms at low load"), "{callout}");

@@ -737,3 +737,54 @@ async fn locust_csv_files_of_one_run_make_one_run() {
     assert_eq!(run.overall.p95_ms, Some(160.0));
     assert_eq!(store.run_errors(1).await.unwrap().len(), 3);
 }
+
+/// Issue 26: a Locust run imported from its stats history has a full time series and is
+/// no "summary" in the runs list (a Locust `_stats.csv` alone still is); its capacity's
+/// low-load p95 is a real one, never Locust's placeholder zeros.
+#[tokio::test]
+async fn a_locust_run_with_history_is_not_badged_summary() {
+    let app = spawn_app().await;
+    let history = app
+        .import(
+            "name=history",
+            fixture("saturation/steps_stats_history.csv"),
+        )
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let summary = app
+        .import("name=stats", fixture("saturation/steps_stats.csv"))
+        .await
+        .json()["runs"][0]["id"]
+        .as_i64()
+        .unwrap();
+    let list = app.get("/api/v1/runs").await.json();
+    let row = |id: i64| {
+        list.as_array()
+            .or_else(|| list["runs"].as_array())
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(row(history)["has_series"], true);
+    assert_eq!(row(summary)["has_series"], false);
+    let page = app.get("/console/runs").await.html();
+    let badges = |id: i64| {
+        crate::helpers::select_texts(&page, &format!("tr[data-run-id=\"{id}\"] td.name .badge"))
+    };
+    assert!(
+        !badges(history).contains(&"summary".to_string()),
+        "{:?}",
+        badges(history)
+    );
+    assert!(
+        badges(summary).contains(&"summary".to_string()),
+        "{:?}",
+        badges(summary)
+    );
+    let c = app.get(&format!("/api/v1/runs/{history}")).await.json()["capacity"].clone();
+    assert!(c["low_load_p95_ms"].as_u64().unwrap() > 0, "{c}");
+}

@@ -189,7 +189,7 @@ impl From<&RunListItem> for RunRowView {
             scenario: r.scenario.clone().unwrap_or_default(),
             tool: r.tool.clone(),
             tool_name: tool_name(&r.tool),
-            summary_only: r.summary_only,
+            summary_only: r.summary_only && !r.has_series,
             live: r.status == "live",
             started_raw: r.started_at_ms.unwrap_or(r.imported_at_ms),
             started: format::time(r.started_at_ms.or(Some(r.imported_at_ms))),
@@ -551,7 +551,10 @@ fn search_kpis(run: &RunDetail, s: &crate::domain::load::SearchOutcome) -> Optio
             "Throughput at that rate",
             format::rps(at_y.achieved_rps),
             match s.falls_over_rps {
-                Some(x) => format!("falls over at {}", crate::domain::load::search::rate_text(x)),
+                Some(x) => format!(
+                    "falls over at {}",
+                    crate::domain::load::search::rate_text(x)
+                ),
                 None => "did not fall over".into(),
             },
             "Completed requests per steady second of the confirmation step",

@@ -23,7 +23,9 @@
 //! becomes its own run, in order, named `host:port/path`. A line that is only a time stamp
 //! before a report (`date; ab …`: `date`'s output, ISO 8601, or `date +%s`, see
 //! [`super::timestamp::parse_date_line_ms`]) is that run's start, and its end is the start
-//! plus `Time taken for tests`; without one the run has no start time.
+//! plus `Time taken for tests`. A report that follows another with no time stamp of its
+//! own (`date; ab host1; ab host2` in one loop iteration) starts where that one ended;
+//! without any time stamp the run has no start time.
 //!
 //! A report cut off before its final figures (ab killed, a truncated copy) still imports
 //! with what it printed, and says so: the run gets a rejected row at the line where the
@@ -72,7 +74,17 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
                 && reports.last().is_none_or(|r| r.benchmarking_seen));
         if starts_report {
             let mut report = Report::new(line_no);
-            report.started_ms = stamp.take();
+            // A report with no date line of its own follows the one before it in the
+            // same loop iteration (`date; ab host1; ab host2`): it starts when that one
+            // ended, its start plus its `Time taken for tests`.
+            report.started_ms = stamp.take().or_else(|| {
+                let prev = reports.last()?;
+                let taken_ms = (prev.time_taken_s? * 1000.0).round();
+                if !(taken_ms.is_finite() && (0.0..1e12).contains(&taken_ms)) {
+                    return None;
+                }
+                Some(prev.started_ms? + taken_ms as i64)
+            });
             reports.push(report);
         }
         if let Some(r) = reports.last_mut() {
@@ -490,6 +502,24 @@ mod tests {
         assert_eq!(s0.first_start_ms, Some(t0));
         assert_eq!(s0.last_end_ms, Some(t0 + s0.window_ms.unwrap()));
         assert_eq!(runs[1].data.overall.first_start_ms, Some(t0 + 60_000));
+        // `date; ab host1; ab host2` in a loop: the second report of each pair starts
+        // where the first ended.
+        let text = format!(
+            "Mon Dec  1 15:01:40 UTC 2025\n{slow}\n{error}\nMon Dec  1 15:02:40 UTC 2025\n{slow}\n{error}\n"
+        );
+        let runs = parse(text.as_bytes(), "nohup.out").unwrap();
+        assert_eq!(runs.len(), 4);
+        let starts: Vec<Option<i64>> = runs.iter().map(|r| r.data.overall.first_start_ms).collect();
+        let w0 = runs[0].data.overall.window_ms.unwrap();
+        assert_eq!(
+            starts,
+            [
+                Some(t0),
+                Some(t0 + w0),
+                Some(t0 + 60_000),
+                Some(t0 + 60_000 + w0)
+            ]
+        );
         // Without a date line the times stay unknown.
         let bare = parse(slow.as_bytes(), "slow.txt").unwrap();
         assert_eq!(bare[0].data.overall.first_start_ms, None);

@@ -71,11 +71,13 @@ impl PostgresStore {
 
     /// The runs of a scenario, oldest first (by start, else import time).
     pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
-        let mut rows: Vec<RunListItem> = sqlx::query_as(
+        let rows: Vec<RunListItem> = sqlx::query_as(
             "SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
                     s.window_ms AS duration_ms, r.imported_at_ms, s.count, s.errors,
                     CASE WHEN s.count > 0 THEN s.errors * 100.0::float8 / s.count END AS error_pct,
-                    s.p95_ms, s.throughput_rps, r.rejected_rows
+                    s.p95_ms, s.throughput_rps, r.rejected_rows,
+                    EXISTS (SELECT 1 FROM run_buckets b WHERE b.run_id = r.id AND b.label_ord = 0)
+                        AS has_series
              FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0
              WHERE r.scenario = $1
              ORDER BY COALESCE(r.started_at_ms, r.imported_at_ms), r.id",
@@ -83,10 +85,7 @@ impl PostgresStore {
         .bind(scenario)
         .fetch_all(&self.pool)
         .await?;
-        for r in &mut rows {
-            r.url = format!("/console/runs/{}", r.id);
-        }
-        Ok(rows)
+        Ok(crate::store::runs::with_urls(rows))
     }
 
     /// Every scenario with its run count, newest activity first.

@@ -17,7 +17,9 @@ macro_rules! list_sql {
         "SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
                 s.window_ms AS duration_ms, r.imported_at_ms, s.count, s.errors,
                 CASE WHEN s.count > 0 THEN s.errors * 100.0 / s.count END AS error_pct,
-                s.p95_ms, s.throughput_rps, r.rejected_rows
+                s.p95_ms, s.throughput_rps, r.rejected_rows,
+                EXISTS (SELECT 1 FROM run_buckets b WHERE b.run_id = r.id AND b.label_ord = 0)
+                    AS has_series
          FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0"
     };
 }
