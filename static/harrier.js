@@ -60,7 +60,7 @@
  *     {"error": "…"} text in an error box.
  *  7. Run page (body[data-page="run"]): charts from the JSON island
  *     script#run-data with uPlot: latency (p50 p90 p95 p99 max mean; max starts
- *     hidden, click the legend), throughput (requests/s and errors/s = count /
+ *     hidden, click the legend), throughput (requests/s, successful/s and errors/s = count /
  *     bucket seconds; error % on a right axis), users (stepped). Shared cursor;
  *     drag-zoom on one chart zooms all, double-click resets. The partial last
  *     bucket is shaded, labelled "partial", drawn dashed, and the legend's time
@@ -1043,12 +1043,16 @@
       const rps = perSec(series.count);
       const eps = perSec(series.errors);
       const epct = (series.error_pct || []).map((v) => (isNum(v) ? v : null));
+      // successful/s: what capacity is measured on (a flood of fast failures lifts
+      // requests/s, never this line)
+      const oks = rps.map((v, i) => (isNum(v) ? Math.max(0, v - (isNum(eps[i]) ? eps[i] : 0)) : null));
       const fmtEps = (v) => nf(1, 1).format(v) + ' err/s';
       make(boxes.throughput, [
         line('requests/s', '--c-rps', fmt.rps, rps, { scale: 'rps', fill: cssVar('--c-rps-fill', 'transparent') }),
+        line('successful/s', '--c-ok', fmt.rps, oks, { scale: 'rps', width: 1.25 }),
         line('errors/s', '--c-errs', fmtEps, eps, { scale: 'rps' }),
         line('error %', '--c-errpct', fmt.pct, epct, { scale: 'pct', width: 1, dash: [2, 2] }),
-      ], [t, solid(rps), solid(eps), solid(epct)], [
+      ], [t, solid(rps), solid(oks), solid(eps), solid(epct)], [
         yAxis('requests / s', (v) => nf(0, v < 10 ? 1 : 0).format(v), { scale: 'rps' }),
         yAxis('error %', (v) => nf(0, v < 10 ? 1 : 0).format(v) + ' %', { scale: 'pct', side: 1, grid: { show: false } }),
       ], {

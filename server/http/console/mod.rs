@@ -642,9 +642,9 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
             if run.summary_only {
                 "as reported by the tool".into()
             } else if run.tool == "jmeter" {
-                "as JMeter computes it, failed included".into()
+                "as JMeter computes it".into()
             } else {
-                "requests / run span, failed included".into()
+                "all completed requests".into()
             },
             "count / (last end − first start): every completed request, failed ones included",
         ),
@@ -657,14 +657,12 @@ fn kpis(run: &RunDetail) -> Vec<Kpi> {
         kpi(
             "Mean response time",
             format::ms(o.mean_ms),
-            format!("min {}", format::ms(o.min_ms)),
-            "Arithmetic mean",
-        ),
-        kpi(
-            "Max response time",
-            format::ms(o.max_ms),
-            "slowest single sample".into(),
-            "Slowest sample",
+            format!(
+                "min {} · max {}",
+                format::ms(o.min_ms),
+                format::ms(o.max_ms)
+            ),
+            "Arithmetic mean; min and max are the fastest and slowest single samples",
         ),
     ]
 }
