@@ -576,7 +576,19 @@
       h('td', { class: 'num', 'data-value': dv(run.p95_ms) }, valueNode(fmt.ms(run.p95_ms))),
       h('td', { class: 'num', 'data-value': dv(run.throughput_rps) }, valueNode(fmt.rps(run.throughput_rps))),
       h('td', { class: 'num', 'data-value': dv(run.successful_rps) }, valueNode(fmt.rps(run.successful_rps))),
+      capacityCell(run),
     );
+  }
+
+  /** The runs table's Capacity cell: a ramp's stated capacity at its users, a search's answer. */
+  function capacityCell(run) {
+    const td = h('td', { class: 'num capacity', 'data-value': dv(run.capacity_rps) }, valueNode(fmt.rps(run.capacity_rps)));
+    if (isNum(run.capacity_rps)) {
+      const note = isNum(run.capacity_users) ? 'at ' + fmt.int(run.capacity_users) + ' users'
+        : (run.tool === 'harrier' ? 'search' : '');
+      if (note) td.append(' ', h('span', { class: 'hint' }, note));
+    }
+    return td;
   }
 
   function initRunsTable(table) {

@@ -391,7 +391,7 @@ pub async fn capacities(
             .ok_or_else(|| Error::NotFound(format!("run {id}")))?;
         // A `harrier load find` run states the rate it sustained; any other, its ramp's.
         match crate::views::runs::search_outcome(&run) {
-            Some(search) => out.push(compare::search_capacity(id, &search)),
+            Some(search) => out.push(search_capacity(id, &search)),
             None => {
                 let c = crate::views::runs::run_capacity(store, &run).await?;
                 out.push(compare::run_capacity(id, c.as_ref()));
@@ -400,6 +400,28 @@ pub async fn capacities(
     }
     compare::capacity_changes(&mut out, opts.min_effect_pct);
     Ok(out)
+}
+
+/// A `harrier load find` run's capacity: the throughput achieved at the highest rate it
+/// sustained (`None` when it sustained none). Its noise is not known (a search keeps no
+/// per-second spread of its confirmation step), so its changes are judged by the
+/// tolerance alone.
+fn search_capacity(
+    run_id: i64,
+    s: &crate::domain::load::search::SearchOutcome,
+) -> compare::RunCapacity {
+    compare::RunCapacity {
+        run_id,
+        capacity_rps: s.throughput_rps.or(s.sustains_rps),
+        knee_users: None,
+        limited_by: s.limited_by.clone(),
+        kind: Some("search".to_string()),
+        noise_rps: None,
+        peak_rps: None,
+        peak_users: None,
+        statement: Some(s.statement.clone()),
+        change: None,
+    }
 }
 
 /// Where a baseline came from.

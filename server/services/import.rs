@@ -318,6 +318,7 @@ async fn store_runs(
         .zip(runs.iter().map(|r| &r.data))
         .collect();
     let ids = store.insert_runs(&pairs).await?;
+    keep_capacities(store, &ids).await;
 
     let mut out = Vec::with_capacity(ids.len());
     for ((id, new), run) in ids.into_iter().zip(new_runs).zip(&runs) {
@@ -335,6 +336,25 @@ async fn store_runs(
         });
     }
     Ok(out)
+}
+
+/// Computes and keeps the capacity of each new run, so that the runs list can show it
+/// without reading buckets. A failure is logged, not returned: the runs are stored, and the
+/// capacity is computed again when first asked for.
+async fn keep_capacities(store: &Store, ids: &[i64]) {
+    for &id in ids {
+        let run = match store.get_run(id).await {
+            Ok(Some(run)) => run,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(run = id, error = %e, "could not read the run back to keep its capacity");
+                continue;
+            }
+        };
+        if let Err(e) = crate::views::runs::run_capacity(store, &run).await {
+            tracing::warn!(run = id, error = %e, "could not compute the run's capacity");
+        }
+    }
 }
 
 async fn replace_run(

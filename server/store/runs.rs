@@ -60,6 +60,21 @@ pub struct RunListItem {
     /// True when the run has a time series (per-second buckets): a summary-only run with
     /// one (Locust's stats history) is no mere summary.
     pub has_series: bool,
+    /// The run's stated capacity, successful req/s: its ramp's (as kept once computed, under
+    /// the present rule) or its search's answer; `null` when none is known yet.
+    #[sqlx(skip)]
+    pub capacity_rps: Option<f64>,
+    /// Active users at a ramp's capacity.
+    #[sqlx(skip)]
+    pub capacity_users: Option<u32>,
+    /// The kept capacity's key and JSON (read with the row, not sent).
+    #[serde(skip)]
+    pub capacity_key: Option<String>,
+    #[serde(skip)]
+    pub capacity_json: Option<String>,
+    /// A search's answer (`reported.search.throughput_rps` of a `harrier load find` run).
+    #[serde(skip)]
+    pub search_rps: Option<f64>,
     /// Console page of the run.
     #[sqlx(skip)]
     pub url: String,
@@ -221,7 +236,24 @@ impl StatsRow {
 }
 
 pub(crate) fn with_urls(mut rows: Vec<RunListItem>) -> Vec<RunListItem> {
+    let rule = format!("v{} ", crate::domain::runs::capacity::RULE_VERSION);
     for row in &mut rows {
+        let kept = match (&row.capacity_key, &row.capacity_json) {
+            (Some(key), Some(json)) if key.starts_with(&rule) => {
+                serde_json::from_str::<serde_json::Value>(json).ok()
+            }
+            _ => None,
+        };
+        row.capacity_rps = row
+            .search_rps
+            .or_else(|| kept.as_ref().and_then(|c| c["throughput_rps"].as_f64()));
+        row.capacity_users = kept
+            .as_ref()
+            .filter(|_| row.search_rps.is_none())
+            .and_then(|c| c["users"].as_u64())
+            .and_then(|u| u32::try_from(u).ok());
+        row.capacity_key = None;
+        row.capacity_json = None;
         row.successful_rps = crate::domain::runs::successful_rps(
             row.count.max(0) as u64,
             row.errors.max(0) as u64,

@@ -143,9 +143,8 @@ pub async fn run_capacity(
     Ok(c)
 }
 
-/// Version of the capacity rule ([`capacity::find_with_reported_p95`]): raise it when the
-/// rule's answers change, so kept capacities are computed again.
-const CAPACITY_RULE_VERSION: u32 = 2;
+/// Version of the capacity rule ([`capacity::find_with_reported_p95`]).
+const CAPACITY_RULE_VERSION: u32 = capacity::RULE_VERSION;
 
 /// What a kept capacity depends on, as one string: the rule's version and the run's
 /// status, counts, mean and maximum and first/last times. `None` for a live run (its buckets still change).

@@ -430,25 +430,6 @@ pub fn run_capacity(
     }
 }
 
-/// A `harrier load find` run's capacity: the throughput achieved at the highest rate it
-/// sustained (`None` when it sustained none). Its noise is not known (a search keeps no
-/// per-second spread of its confirmation step), so its changes are judged by the
-/// tolerance alone.
-pub fn search_capacity(run_id: i64, s: &crate::domain::load::search::SearchOutcome) -> RunCapacity {
-    RunCapacity {
-        run_id,
-        capacity_rps: s.throughput_rps.or(s.sustains_rps),
-        knee_users: None,
-        limited_by: s.limited_by.clone(),
-        kind: Some("search".to_string()),
-        noise_rps: None,
-        peak_rps: None,
-        peak_users: None,
-        statement: Some(s.statement.clone()),
-        change: None,
-    }
-}
-
 /// Fills each run's change against the first (the reference), see [`CAPACITY_METHOD`].
 pub fn capacity_changes(runs: &mut [RunCapacity], min_effect_pct: f64) {
     let Some(reference) = runs.first().cloned() else {

@@ -59,6 +59,10 @@ use super::hdr::{deserialize_histogram, histogram_percentile};
 use super::timeseries::BucketIn;
 use crate::domain::format;
 
+/// Version of this rule: raise it when its answers change, so capacities kept in the
+/// store are computed again.
+pub const RULE_VERSION: u32 = 2;
+
 /// Samples a level needs before its figures count.
 const MIN_LEVEL_SAMPLES: u64 = 20;
 /// Successful requests the low-load level needs before its p95 is the baseline.

@@ -151,6 +151,10 @@ pub struct RunRowView {
     pub throughput: String,
     pub successful_raw: String,
     pub successful: String,
+    pub capacity_raw: String,
+    pub capacity: String,
+    /// "at 20 users" (a ramp's), "search" (a search's answer), or empty.
+    pub capacity_users: String,
     /// Whether the run's latest `harrier check` passed its gates (`None`: never checked).
     pub gate: Option<bool>,
 }
@@ -207,6 +211,13 @@ impl From<&RunListItem> for RunRowView {
             throughput: format::rps(r.throughput_rps),
             successful_raw: raw_f(r.successful_rps),
             successful: format::rps(r.successful_rps),
+            capacity_raw: raw_f(r.capacity_rps),
+            capacity: format::rps(r.capacity_rps),
+            capacity_users: match (r.capacity_rps, r.capacity_users, r.tool.as_str()) {
+                (Some(_), Some(u), _) => format!("at {} users", format::int(i64::from(u))),
+                (Some(_), None, "harrier") => "search".to_string(),
+                _ => String::new(),
+            },
             gate: None,
         }
     }

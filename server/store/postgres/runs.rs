@@ -20,8 +20,11 @@ macro_rules! list_sql {
                 CASE WHEN s.count > 0 THEN s.errors * 100.0::float8 / s.count END AS error_pct,
                 s.p95_ms, s.throughput_rps, r.rejected_rows,
                 EXISTS (SELECT 1 FROM run_buckets b WHERE b.run_id = r.id AND b.label_ord = 0)
-                    AS has_series
-         FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0"
+                    AS has_series,
+                k.key AS capacity_key, k.capacity AS capacity_json,
+                CASE WHEN r.tool = 'harrier' THEN (r.reported::jsonb #>> '{search,throughput_rps}')::float8 END AS search_rps
+         FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0
+              LEFT JOIN run_capacities k ON k.run_id = r.id"
     };
 }
 
