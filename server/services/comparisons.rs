@@ -547,7 +547,10 @@ pub async fn check(
     let ids: Vec<i64> = baseline.into_iter().chain([run_id]).collect();
     let (inputs, resampled) = load_resampled(store, &ids, true, opts).await?;
     let mut comparison = compare_loaded(inputs, resampled, opts).await?;
-    if gates.iter().any(|g| g.figure == Figure::CapacityRps) {
+    if gates
+        .iter()
+        .any(|g| matches!(g.figure, Figure::CapacityRps | Figure::CapacityUsers))
+    {
         comparison.capacity = capacities(store, &ids, opts).await?;
     }
     let results = gates::evaluate(gates, &comparison);

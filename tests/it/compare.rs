@@ -1219,3 +1219,90 @@ async fn scenario_trend_against_a_tag() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert!(r.text().contains("build, concurrency"), "{}", r.text());
 }
+
+/// Issue 26: a `harrier load find` run's answer is a first-class figure: `capacity_rps`
+/// gates read the rate it sustained, `capacity_users` fails saying a search has no users,
+/// comparisons show it, and the runs list has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_searchs_answer_is_gated_compared_and_listed() {
+    // 4 workers of 10 ms: 400 req/s; two short searches that stop at --max-duration.
+    let (url, _pool) = crate::load::pool_service(4, Duration::from_millis(10), 20).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let db_arg = db.to_str().unwrap().to_string();
+    let cli = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            Command::new(HARRIER)
+                .args(&args)
+                .env_remove("HARRIER_DB")
+                .env_remove("HARRIER_CONFIG")
+                .env_remove("HARRIER_DATABASE_URL")
+                .output()
+                .unwrap()
+        })
+    };
+    let owned = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for _ in 0..2 {
+        let out = cli(owned(&[
+            "load",
+            "find",
+            &url,
+            "--db",
+            &db_arg,
+            "--start-rate",
+            "50",
+            "--step-duration",
+            "2s",
+            "--max-duration",
+            "5s",
+            "--dispatch-limit",
+            "250ms",
+        ]))
+        .await
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let check = |gates: &[&str]| {
+        let mut a = owned(&["check", "2", "--db", &db_arg, "--no-record"]);
+        a.extend(owned(gates));
+        cli(a)
+    };
+    let out = check(&["capacity_rps>10"]).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("harrier load find"), "{stdout}");
+    let out = check(&["capacity_rps>100000"]).await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = check(&["capacity_users>1"]).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("not known"), "{stdout}");
+
+    let out = cli(owned(&[
+        "compare", "1", "2", "--db", &db_arg, "--format", "json",
+    ]))
+    .await
+    .unwrap();
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    });
+    for i in 0..2 {
+        assert_eq!(c["capacity"][i]["kind"], "search", "{}", c["capacity"]);
+        assert!(c["capacity"][i]["capacity_rps"].as_f64().unwrap() > 10.0);
+    }
+    let store = Store::open(&db).await.unwrap();
+    let rows = store.list_runs().await.unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, listed) in rows
+        .iter()
+        .zip(c["capacity"].as_array().unwrap().iter().rev())
+    {
+        assert_eq!(row.capacity_rps, listed["capacity_rps"].as_f64(), "{row:?}");
+        assert_eq!(row.capacity_users, None);
+    }
+}
