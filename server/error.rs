@@ -28,6 +28,10 @@ pub enum Error {
     /// The input is larger than the configured limit.
     #[error("{0}")]
     TooLarge(String),
+    /// The caller may not do this (its role or token scope is too narrow); the message
+    /// says what is needed.
+    #[error("{0}")]
+    Forbidden(String),
     /// The uploaded file is not importable.
     #[error(transparent)]
     Ingest(#[from] IngestError),

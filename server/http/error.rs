@@ -19,6 +19,7 @@ impl Error {
             Error::BadRequest(_) | Error::Field { .. } => StatusCode::BAD_REQUEST,
             Error::Conflict { .. } => StatusCode::CONFLICT,
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::Ingest(IngestError::TooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Ingest(IngestError::Io { .. }) => StatusCode::BAD_REQUEST,
             Error::Ingest(_) => StatusCode::UNPROCESSABLE_ENTITY,

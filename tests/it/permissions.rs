@@ -273,3 +273,82 @@ fn no_route_is_built_outside_the_table_and_no_change_is_open() {
     }
     assert!(files > 50, "{files} source files read");
 }
+
+/// Issue 27: `POST /api/v1/runs?replace=ID` overwrites a stored run, so an ingest token
+/// (documented as adding data only) is refused with 403 — as a query parameter and as a
+/// multipart field — and the run stays as it was; a write token may replace it.
+#[tokio::test]
+async fn an_ingest_token_adds_runs_but_cannot_replace_one() {
+    let app = spawn_app().await;
+    let r = app
+        .import("name=kept", fixture("jmeter/default_props_2.13.jtl"))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let id = r.json()["runs"][0]["id"].as_i64().unwrap();
+    let before = app.get(&format!("/api/v1/runs/{id}")).await.json()["overall"]["count"].clone();
+    assert!(before.as_u64().unwrap() > 1);
+    // Sign-in on: a user exists.
+    let _ = signed_in(&app, "ed", Role::Editor).await;
+    let ingest = format!("Bearer {}", token(&app, Scope::Ingest).await);
+    let write = format!("Bearer {}", token(&app, Scope::Write).await);
+    let reader = format!("Bearer {}", token(&app, Scope::Read).await);
+    let small = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,bytes,grpThreads,allThreads\n1700000000000,5,GET /,200,OK,T 1-1,text,true,10,1,1\n";
+    let post = |uri: String, auth: &str, body: String, content_type: &str| {
+        Request::post(uri)
+            .header(header::AUTHORIZATION, auth)
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let count = |auth: &str| {
+        Request::get(format!("/api/v1/runs/{id}"))
+            .header(header::AUTHORIZATION, auth)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let r = app
+        .send(post(
+            format!("/api/v1/runs?replace={id}"),
+            &ingest,
+            small.into(),
+            "text/csv",
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
+    assert!(r.text().contains("write token"), "{}", r.text());
+    let multipart = format!(
+        "--b\r\nContent-Disposition: form-data; name=\"replace\"\r\n\r\n{id}\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.jtl\"\r\nContent-Type: text/csv\r\n\r\n{small}\r\n--b--\r\n"
+    );
+    let r = app
+        .send(post(
+            "/api/v1/runs".into(),
+            &ingest,
+            multipart,
+            "multipart/form-data; boundary=b",
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
+    // An ingest token still adds runs.
+    let r = app
+        .send(post(
+            "/api/v1/runs".into(),
+            &ingest,
+            small.into(),
+            "text/csv",
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let r = app.send(count(&reader)).await;
+    assert_eq!(r.json()["overall"]["count"], before, "the run is untouched");
+    let r = app
+        .send(post(
+            format!("/api/v1/runs?replace={id}"),
+            &write,
+            small.into(),
+            "text/csv",
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let r = app.send(count(&reader)).await;
+    assert_eq!(r.json()["overall"]["count"], 1, "a write token replaces it");
+}

@@ -308,6 +308,14 @@ impl ImportParams {
     }
 
     fn request(&self, state: &AppState, source: String) -> Result<ImportRequest> {
+        // Adding runs is ingest; replacing one changes stored data, as editing does.
+        if self.replace.is_some() && !crate::http::auth::may(Write) {
+            return Err(Error::Forbidden(
+                "replace=ID overwrites a stored run: it needs the editor role or a write \
+                 token (an ingest token only adds runs)"
+                    .into(),
+            ));
+        }
         let name = self.format.as_deref().unwrap_or("auto");
         let format = Format::from_name(name).ok_or_else(|| {
             Error::BadRequest(format!(
