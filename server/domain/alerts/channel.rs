@@ -304,15 +304,19 @@ pub fn fingerprint(labels: &Labels) -> String {
 /// The idempotency key of one group notification, sent as the `Idempotency-Key` header:
 /// the same for every attempt at the same notice — a retry after a failed send, or a
 /// resend after a crash between the send and its record (delivery is at least once) — and
-/// different for the next notice of the group. Derived from the channel, the group, the
-/// group's last recorded notification (`notified_at_ms`) and the fingerprints of the
-/// firing and resolved alerts sent: FNV-1a 64 as hex, like [`fingerprint`].
+/// different for every other message: the next notice of the group (a re-notify follows a
+/// recorded notification), a resolved notice (other alerts resolved), and the first notice
+/// of a later episode of the same alerts (each alert is named with the time its episode
+/// began, so a group that resolved, was removed and fires again gets a new key). Derived
+/// from the channel, the group, the group's last recorded notification (`notified_at_ms`)
+/// and the `(fingerprint, starts_at_ms)` of the firing and resolved alerts sent: FNV-1a 64
+/// as hex, like [`fingerprint`].
 pub fn notification_key(
     channel: &str,
     group_key: &str,
     notified_at_ms: Option<i64>,
-    firing: &[String],
-    resolved: &[String],
+    firing: &[(&str, i64)],
+    resolved: &[(&str, i64)],
 ) -> String {
     let mut h: u64 = 0xcbf29ce484222325;
     let mut add = |bytes: &[u8]| {
@@ -324,13 +328,19 @@ pub fn notification_key(
     add(channel.as_bytes());
     add(group_key.as_bytes());
     add(&notified_at_ms.unwrap_or(-1).to_le_bytes());
-    let mut sorted: Vec<&String> = firing.iter().collect();
+    let mut sorted = firing.to_vec();
     sorted.sort();
-    sorted.iter().for_each(|f| add(f.as_bytes()));
+    for (fp, starts) in sorted {
+        add(fp.as_bytes());
+        add(&starts.to_le_bytes());
+    }
     add(b"resolved");
-    let mut sorted: Vec<&String> = resolved.iter().collect();
+    let mut sorted = resolved.to_vec();
     sorted.sort();
-    sorted.iter().for_each(|f| add(f.as_bytes()));
+    for (fp, starts) in sorted {
+        add(fp.as_bytes());
+        add(&starts.to_le_bytes());
+    }
     format!("{h:016x}")
 }
 
@@ -621,4 +631,32 @@ pub struct GroupAlert {
     /// It was (or was about to be) sent while firing: pushed to Alertmanager, or in a
     /// message to another channel whose sending began (the receiver may know of it).
     pub notified: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notification_keys_name_one_message_of_one_episode() {
+        let key = |notified, firing: &[(&str, i64)], resolved: &[(&str, i64)]| {
+            notification_key("ops", "{}:{rule=\"errors\"}", notified, firing, resolved)
+        };
+        let first = key(None, &[("a1", 1_000)], &[]);
+        // A resend of the very message (after a crash) has the same key.
+        assert_eq!(first, key(None, &[("a1", 1_000)], &[]));
+        // The next episode of the same alert, in a group made anew: another key.
+        assert_ne!(first, key(None, &[("a1", 90_000)], &[]));
+        // A re-notify of the same episode, and its resolved notice: other keys.
+        let renotify = key(Some(5_000), &[("a1", 1_000)], &[]);
+        let resolved = key(Some(5_000), &[], &[("a1", 1_000)]);
+        assert_ne!(first, renotify);
+        assert_ne!(renotify, resolved);
+        assert_ne!(first, resolved);
+        // The order of the alerts does not matter.
+        assert_eq!(
+            key(None, &[("a1", 1), ("b2", 2)], &[]),
+            key(None, &[("b2", 2), ("a1", 1)], &[])
+        );
+    }
 }

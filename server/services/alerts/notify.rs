@@ -18,8 +18,9 @@
 //! Delivery is at least once: a message is sent, then its group is marked notified, so a
 //! replica that dies between the two has the next leader send it again — the only case of
 //! a duplicate. Each message carries an `Idempotency-Key` header ([`notification_key`]:
-//! the channel, the group, the group's last notification and the alerts told of, so the
-//! re-sent message has the same key) and the lease term it was sent under
+//! the channel, the group, the group's last notification and the alerts told of with their
+//! episodes' start times, so the re-sent message has the same key and every other message,
+//! a later episode's included, another) and the lease term it was sent under
 //! ([`TERM_HEADER`]). Under several replicas only the lease holder sends, and it checks
 //! the lease right before each message ([`dispatch_fenced`]).
 //! Channel kinds and their messages: [`crate::domain::alerts::channel`].
@@ -485,7 +486,21 @@ async fn flush_group<'a>(
             &ctx.external_url,
         )
     };
-    let key = notification_key(&ch.name, &g.group_key, g.notified_at_ms, &firing, &resolved);
+    // Each alert named with its episode's start: a later episode is another message.
+    let told = |resolved: bool| -> Vec<(&str, i64)> {
+        visible
+            .iter()
+            .filter(|a| a.ends_at_ms.is_some() == resolved)
+            .map(|a| (a.fingerprint.as_str(), a.starts_at_ms))
+            .collect()
+    };
+    let key = notification_key(
+        &ch.name,
+        &g.group_key,
+        g.notified_at_ms,
+        &told(false),
+        &told(true),
+    );
     let term = before_send(store, leader, &ch.name, &firing).await?;
     let (status, error) = post(client, ch, ch.url.expose(), &body, Some(&key), term).await;
     if error.is_none() {
