@@ -15,6 +15,7 @@ use tokio::io::AsyncRead;
 use tokio_util::io::SyncIoBridge;
 
 use crate::domain::runs::RunLimits;
+use crate::domain::runs::limits::{MAX_NAME_CHARS, check_length, truncate_chars};
 use crate::error::{Error, Result};
 use crate::services::live::{Event, Hub};
 use crate::sources::ingest::{self, Format};
@@ -276,6 +277,7 @@ async fn store_runs(
             req.source
         )));
     }
+    check_names(req)?;
     if let Some(id) = req.replace {
         return replace_run(store, req, id, runs).await;
     }
@@ -296,15 +298,18 @@ async fn store_runs(
                 (Some(name), false) => name.clone(),
                 (None, _) => content_name.clone(),
             };
+            let scenario = match &req.scenario {
+                Some(s) if per_target && run.name_hint.is_some() => {
+                    format!("{s} · {content_name}")
+                }
+                Some(s) => s.clone(),
+                None => content_name,
+            };
+            // Names made from the file's content are cut to the limit, not refused.
+            let cut = |s: &str| truncate_chars(s, MAX_NAME_CHARS).into_owned();
             NewRun {
-                name,
-                scenario: Some(match &req.scenario {
-                    Some(s) if per_target && run.name_hint.is_some() => {
-                        format!("{s} · {content_name}")
-                    }
-                    Some(s) => s.clone(),
-                    None => content_name,
-                }),
+                name: cut(&name),
+                scenario: Some(cut(&scenario)),
                 tool: run.tool.clone(),
                 source: Some(req.source.clone()),
                 tags: req.tags.clone(),
@@ -336,6 +341,24 @@ async fn store_runs(
         });
     }
     Ok(out)
+}
+
+/// Refuses a run name, scenario or tag longer than [`MAX_NAME_CHARS`] given by the caller.
+fn check_names(req: &ImportRequest) -> Result<()> {
+    let given = [
+        ("name", req.name.as_deref()),
+        ("scenario", req.scenario.as_deref()),
+    ];
+    for (what, value) in given {
+        if let Some(v) = value {
+            check_length(what, v, MAX_NAME_CHARS).map_err(Error::BadRequest)?;
+        }
+    }
+    for (k, v) in &req.tags {
+        check_length("a tag key", k, MAX_NAME_CHARS).map_err(Error::BadRequest)?;
+        check_length(&format!("tag {k:?}"), v, MAX_NAME_CHARS).map_err(Error::BadRequest)?;
+    }
+    Ok(())
 }
 
 /// Computes and keeps the capacity of each new run, so that the runs list can show it

@@ -635,3 +635,53 @@ async fn heavy_imports_take_turns() {
     assert_eq!(started.load(Ordering::SeqCst), turns + 3);
     assert_eq!(store.list_runs().await.unwrap().len(), turns + 3);
 }
+
+/// Issue 27: run names, scenarios, tags and notes have length limits (a 4.4 MB name got
+/// in before): a caller's too-long name is refused with 400 saying the limit, on import
+/// and on edit; the run is unchanged.
+#[tokio::test]
+async fn run_names_scenarios_tags_and_notes_have_length_limits() {
+    let app = crate::helpers::spawn_app().await;
+    let long = "n".repeat(harrier::domain::runs::limits::MAX_NAME_CHARS + 1);
+    let jtl = crate::helpers::fixture("jmeter/default_props_2.13.jtl");
+    for query in [
+        format!("name={long}"),
+        format!("scenario={long}"),
+        format!("tag=build={long}"),
+    ] {
+        let r = app.import(&query, jtl.clone()).await;
+        assert_eq!(
+            r.status,
+            axum::http::StatusCode::BAD_REQUEST,
+            "{}",
+            r.text()
+        );
+        assert!(r.text().contains("at most 256"), "{}", r.text());
+    }
+    let ok = "n".repeat(harrier::domain::runs::limits::MAX_NAME_CHARS);
+    let r = app.import(&format!("name={ok}"), jtl).await;
+    assert_eq!(r.status, axum::http::StatusCode::CREATED, "{}", r.text());
+    let id = r.json()["runs"][0]["id"].as_i64().unwrap();
+    for body in [
+        serde_json::json!({ "name": long }),
+        serde_json::json!({ "scenario": long }),
+        serde_json::json!({ "notes": "x".repeat(20_001) }),
+    ] {
+        let r = app
+            .send(
+                axum::http::Request::patch(format!("/api/v1/runs/{id}"))
+                    .header(axum::http::header::CONTENT_TYPE, "application/json")
+                    .body(axum::body::Body::from(body.to_string()))
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            axum::http::StatusCode::BAD_REQUEST,
+            "{}",
+            r.text()
+        );
+    }
+    let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(run["name"], ok.as_str());
+}

@@ -138,6 +138,24 @@ impl RunLimits {
     }
 }
 
+/// Longest run name, scenario name, tag key or tag value a caller may give, in
+/// characters (a name made from a file's content is cut to it instead).
+pub const MAX_NAME_CHARS: usize = 256;
+/// Longest run notes a caller may give, in characters.
+pub const MAX_NOTES_CHARS: usize = 20_000;
+
+/// `Err` with a message naming `what` and the limit when `value` is longer than `max`
+/// characters.
+pub fn check_length(what: &str, value: &str, max: usize) -> Result<(), String> {
+    if value.len() > max && value.chars().nth(max).is_some() {
+        return Err(format!(
+            "{what} is {} characters long; at most {max} are kept",
+            value.chars().count()
+        ));
+    }
+    Ok(())
+}
+
 /// `s` cut to at most `max_chars` characters, the last one replaced by
 /// [`TRUNCATION_MARK`] when it was longer; borrowed when it fits.
 pub fn truncate_chars(s: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {

@@ -122,6 +122,28 @@ async fn patch_run(
     if patch.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
         return Err(Error::BadRequest("name must not be empty".into()));
     }
+    {
+        use crate::domain::runs::limits::{MAX_NAME_CHARS, MAX_NOTES_CHARS, check_length};
+        let too_long = |what: &str, v: Option<&str>, max| {
+            v.map_or(Ok(()), |v| check_length(what, v, max))
+                .map_err(Error::BadRequest)
+        };
+        too_long("name", patch.name.as_deref(), MAX_NAME_CHARS)?;
+        too_long(
+            "scenario",
+            patch.scenario.clone().flatten().as_deref(),
+            MAX_NAME_CHARS,
+        )?;
+        too_long(
+            "notes",
+            patch.notes.clone().flatten().as_deref(),
+            MAX_NOTES_CHARS,
+        )?;
+        for (k, v) in patch.tags.iter().flatten() {
+            too_long("a tag key", Some(k), MAX_NAME_CHARS)?;
+            too_long(&format!("tag {k:?}"), Some(v), MAX_NAME_CHARS)?;
+        }
+    }
     if !state.store.update_run(id, &patch).await? {
         return Err(Error::NotFound(format!("run {id}")));
     }
