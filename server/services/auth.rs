@@ -88,6 +88,10 @@ pub struct Auth {
     enabled: Arc<AtomicBool>,
     checked_ms: Arc<AtomicI64>,
     hashing: Arc<Semaphore>,
+    /// One password check at a time per client address: a flood of sign-ins from one
+    /// address queues behind itself, not in front of everyone else's
+    /// (entries are dropped once nobody waits on them).
+    per_client: Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, Arc<Semaphore>>>>,
     /// Behind HTTPS (the public URL is `https://`): cookies are `Secure` and `__Host-`.
     pub secure_cookies: bool,
     /// `[auth_proxy]`: a reverse proxy names the signed-in user in a header.
@@ -115,6 +119,7 @@ impl Auth {
             enabled: Arc::new(AtomicBool::new(false)),
             checked_ms: Arc::new(AtomicI64::new(i64::MIN)),
             hashing: Arc::new(Semaphore::new(HASHING_TURNS)),
+            per_client: Arc::default(),
             secure_cookies,
         }
     }
@@ -330,8 +335,11 @@ impl Auth {
     }
 
     /// Checks `name` and `password` from `client`; on success stores a new session.
-    /// Failures count under the name and the client; [`SIGN_IN_MAX_FAILURES`] within
-    /// [`SIGN_IN_WINDOW_MS`] of either throttle further attempts (before any hashing).
+    /// Failures count under the (name, client address) pair and under the address;
+    /// [`SIGN_IN_MAX_FAILURES`] within [`SIGN_IN_WINDOW_MS`] of either throttle further
+    /// attempts (before any hashing). Never under the name alone: wrong passwords sent from
+    /// one address must not lock the user out at the address they sign in from. Without a
+    /// known address (a test, a Unix socket) the name alone counts.
     pub async fn sign_in(
         &self,
         name: &str,
@@ -341,10 +349,10 @@ impl Auth {
     ) -> crate::store::Result<SignIn> {
         let name = auth::normalize_user_name(name);
         let name = name.as_str();
-        let mut keys = vec![format!("user:{name}")];
-        if let Some(ip) = client {
-            keys.push(format!("client:{ip}"));
-        }
+        let keys = match client {
+            Some(ip) => vec![format!("user:{name}@{ip}"), format!("client:{ip}")],
+            None => vec![format!("user:{name}")],
+        };
         let since = now_ms - SIGN_IN_WINDOW_MS;
         for key in &keys {
             let (count, oldest) = self.store.sign_in_failures(key, since).await?;
@@ -357,7 +365,10 @@ impl Auth {
         }
         let user = self.store.user_by_name(name).await?;
         let stored = user.as_ref().map(|u| u.password_hash.clone());
-        let ok = self.verify_password(password, stored).await && user.is_some();
+        let ok = {
+            let _own_turn = self.client_turn(client).await;
+            self.verify_password(password, stored).await && user.is_some()
+        };
         let Some(user) = user.filter(|_| ok) else {
             self.store.record_sign_in_failure(&keys, now_ms).await?;
             return Ok(SignIn::Refused);
@@ -405,6 +416,25 @@ impl Auth {
         self.store
             .delete_session(&auth::secret_hash(cookie_value))
             .await
+    }
+
+    /// Waits for `client`'s one password check at a time (see `per_client`); `None`
+    /// without an address.
+    async fn client_turn(&self, client: Option<IpAddr>) -> Option<ClientTurn> {
+        let ip = client?;
+        let sem = {
+            let mut map = self.per_client.lock().ok()?;
+            map.entry(ip)
+                .or_insert_with(|| Arc::new(Semaphore::new(1)))
+                .clone()
+        };
+        let permit = sem.clone().acquire_owned().await.ok()?;
+        Some(ClientTurn {
+            _permit: Some(permit),
+            ip,
+            sem,
+            map: self.per_client.clone(),
+        })
     }
 
     /// Whether `password` matches the PHC string `stored`; with `None` (no such user) a
@@ -530,6 +560,27 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v)
         .filter(|v| !v.is_empty())
+}
+
+/// A client's turn at a password check; on drop, its address leaves the map when nobody
+/// else holds or waits for it.
+struct ClientTurn {
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ip: IpAddr,
+    sem: Arc<Semaphore>,
+    map: Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, Arc<Semaphore>>>>,
+}
+
+impl Drop for ClientTurn {
+    fn drop(&mut self) {
+        self._permit = None;
+        if let Ok(mut map) = self.map.lock()
+            // The map's copy and ours: nobody else waits on this address.
+            && Arc::strong_count(&self.sem) == 2
+        {
+            map.remove(&self.ip);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -206,6 +206,84 @@ async fn five_failures_throttle_the_name_then_429_with_retry_after() {
     assert_eq!(r.status, StatusCode::SEE_OTHER);
 }
 
+/// Issue 27: wrong passwords for ana sent from one address throttle that address (and
+/// the pair), never ana herself: she signs in at once from another address. A hundred
+/// concurrent bogus sign-ins from one address queue behind each other, not in front of
+/// her: her sign-in is answered before most of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_from_one_address_do_not_lock_a_user_out_elsewhere() {
+    let app = spawn_app().await;
+    let _ = signed_in(&app, "ana", Role::Admin).await;
+    let from = |peer: &str, body: &str| {
+        let mut req = form("/console/sign-in", body, None);
+        let addr: std::net::SocketAddr = format!("{peer}:40000").parse().unwrap();
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(addr));
+        req
+    };
+    for i in 0..6 {
+        let r = app
+            .send(from("127.0.0.66", "name=ana&password=not+the+one"))
+            .await;
+        let expected = if i < 5 {
+            StatusCode::UNAUTHORIZED
+        } else {
+            StatusCode::TOO_MANY_REQUESTS
+        };
+        assert_eq!(r.status, expected, "attempt {i}");
+    }
+    // The attacker's address is held up, even with the right password …
+    let r = app
+        .send(from(
+            "127.0.0.66",
+            "name=ana&password=correct+horse+battery",
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    // … ana at her own address is not.
+    let r = app
+        .send(from("127.0.0.7", "name=ana&password=correct+horse+battery"))
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.text());
+
+    // A flood of concurrent bogus sign-ins from one (new) address.
+    let router = harrier::app::router(app.state.clone());
+    let mut flood = Vec::new();
+    for i in 0..100 {
+        let router = router.clone();
+        let mut req = form(
+            "/console/sign-in",
+            &format!("name=nobody{i}&password=x"),
+            None,
+        );
+        let addr: std::net::SocketAddr = "127.0.0.99:40000".parse().unwrap();
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(addr));
+        flood.push(tokio::spawn(async move {
+            use tower::ServiceExt;
+            router.oneshot(req).await.unwrap().status()
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let r = app
+        .send(from("127.0.0.8", "name=ana&password=correct+horse+battery"))
+        .await;
+    // How many of the flood were answered before her: with one shared queue, nearly all.
+    let ahead = flood.iter().filter(|f| f.is_finished()).count();
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.text());
+    for f in flood {
+        let status = f.await.unwrap();
+        assert!(
+            status == StatusCode::UNAUTHORIZED || status == StatusCode::TOO_MANY_REQUESTS,
+            "{status}"
+        );
+    }
+    assert!(
+        ahead < 50,
+        "a real sign-in waited behind {ahead} of 100 bogus ones from another address"
+    );
+}
+
 #[tokio::test]
 async fn tokens_work_in_each_form_tools_send_and_stop_when_revoked() {
     let app = spawn_app().await;
