@@ -2,10 +2,13 @@
 //!
 //! The lab (`examples/lab`, in process on 127.0.0.1:0): 20 workers, each request 40–60 ms
 //! (uniform), so C = 20 / 50 ms = 400 req/s, overloaded three ways: fast 503s once 20
-//! requests wait, an unbounded queue, or connections left to a listen backlog of 8 once 40
-//! requests are in. Its capacity as a client sees it is measured first by the peer, wrk
-//! (closed loop, 30 connections, no ramp): the requests the lab served per second while
-//! wrk held it saturated (once per overload, kept for the other tests of the process).
+//! requests wait, an unbounded queue, or connections left to a listen backlog of 4 once 24
+//! requests are in (one request per connection; the ramps' top users are well past 28, so
+//! the kernel drops connects and the tools see connect timeouts). Its capacity as a client
+//! sees it is measured first by the peer, wrk (closed loop, below the overload: 30
+//! connections, 26 for `refuse`; no ramp): the requests the lab served per second while wrk
+//! held it saturated, from 3 s in to its end (the first seconds of `refuse` pay for wrk's
+//! burst of connects); once per overload, kept for the other tests of the process.
 //!
 //! Then a real tool ramps it (k6, Locust, JMeter; each run written by the tool at test time
 //! into `$CARGO_TARGET_TMPDIR/capacity-lab/<tool>-<overload>/`, replaced on the next run),
@@ -47,7 +50,9 @@ static RAMPS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 static PEER: std::sync::Mutex<Vec<(Overload, f64, f64)>> = std::sync::Mutex::new(Vec::new());
 
 const WORKERS: usize = 20;
+/// Requests that may wait (`503`); requests in the lab beyond the workers (`refuse`).
 const QUEUE: usize = 20;
+const REFUSE_QUEUE: usize = 4;
 /// Mean service time, s.
 const SERVICE_S: f64 = 0.050;
 /// Every tool's request timeout (connect and response), s.
@@ -58,9 +63,13 @@ fn lab_config(overload: Overload) -> LabConfig {
         workers: WORKERS,
         service_min: Duration::from_millis(40),
         service_max: Duration::from_millis(60),
-        queue: QUEUE,
+        queue: if overload == Overload::Refuse {
+            REFUSE_QUEUE
+        } else {
+            QUEUE
+        },
         overload,
-        backlog: 8,
+        backlog: 4,
     }
 }
 
@@ -102,20 +111,26 @@ async fn run(mut cmd: Command, what: &str) -> std::process::Output {
 }
 
 /// The lab's capacity as a closed-loop client sees it: wrk with 30 connections (below the
-/// 40 requests that overload any of the three) for 6 s; the requests the lab served from
-/// 1.5 s to 5.5 s, per second. Returns that and wrk's own Requests/sec.
+/// 40 requests that overload `503`), 26 for `refuse` (24 in, 2 in the backlog), for 8 s;
+/// the requests the lab served from 3 s to 7.5 s, per second. Returns that and wrk's own
+/// Requests/sec.
 async fn peer_capacity(overload: Overload) -> Option<(f64, f64)> {
     if let Some(&(_, lab, wrk)) = PEER.lock().unwrap().iter().find(|p| p.0 == overload) {
         return Some((lab, wrk));
     }
     let wrk = on_path("wrk")?;
     let (lab, url) = start_lab(overload).await;
+    let connections = if overload == Overload::Refuse {
+        "-c26"
+    } else {
+        "-c30"
+    };
     let mut cmd = Command::new(wrk);
-    cmd.args(["-t1", "-c30", "-d6s", "--timeout", "2s", &url]);
+    cmd.args(["-t1", connections, "-d8s", "--timeout", "2s", &url]);
     let out = tokio::spawn(run(cmd, "wrk"));
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let (t0, s0) = (Instant::now(), lab.served.load(Ordering::Relaxed));
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     let (t1, s1) = (Instant::now(), lab.served.load(Ordering::Relaxed));
     let measured = (s1 - s0) as f64 / (t1 - t0).as_secs_f64();
     let text = String::from_utf8_lossy(&out.await.unwrap().stdout).to_string();
@@ -131,6 +146,18 @@ async fn peer_capacity(overload: Overload) -> Option<(f64, f64)> {
     );
     PEER.lock().unwrap().push((overload, measured, wrk_rps));
     Some((measured, wrk_rps))
+}
+
+/// CPU seconds (user + system) of this process's finished child processes: the tools, as
+/// the ramps run one at a time (other tests' children count too, if any end meanwhile).
+fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return f64::NAN;
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(u.ru_utime) + s(u.ru_stime)
 }
 
 /// A tool's ramp: what it wrote and how to import it.
@@ -341,6 +368,7 @@ async fn ramp_and_check(tool: Tool, overload: Overload) {
     };
     let (lab, url) = start_lab(overload).await;
     let dir = ramp_dir(tool.name(), overload);
+    let cpu0 = children_cpu_s();
     let ramp = match tool {
         Tool::K6 => k6(&url, &dir).await,
         Tool::Locust => locust(&url, &dir, 150, 5, 32).await,
@@ -354,6 +382,7 @@ async fn ramp_and_check(tool: Tool, overload: Overload) {
         return;
     };
     let ramp_s = started.elapsed().as_secs_f64();
+    let tool_cpu_s = children_cpu_s() - cpu0;
     let app = spawn_app().await;
     let run = import(&app, &ramp, &what).await;
     let cap = &run["capacity"];
@@ -361,7 +390,7 @@ async fn ramp_and_check(tool: Tool, overload: Overload) {
     println!(
         "capacity-lab {what}: statement {:?}; throughput_rps {}; users {}; low_load_p95_ms {}; \
          lab measured {measured:.1} req/s (wrk {wrk_rps:.1}); lab served {} refused {} abandoned {}; \
-         run count {} errors {}; {ramp_s:.1} s to ramp, {:.1} s in all",
+         run count {} errors {}; {ramp_s:.1} s to ramp (the tool's CPU {tool_cpu_s:.1} s), {:.1} s in all",
         cap["statement"].as_str().unwrap_or(""),
         cap["throughput_rps"],
         cap["users"],
