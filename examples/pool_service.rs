@@ -11,9 +11,9 @@
 //!
 //! `--overload 503` (the default): at most `--queue` requests wait, one more gets a 503 at
 //! once. `--overload queue`: no bound, requests wait until served or their client gives
-//! up. `--overload refuse`: at most workers + queue connections are accepted (each closed
-//! after its response), the rest wait in a listen backlog of `--backlog` or are dropped
-//! there by the kernel.
+//! up. `--overload refuse`: at most workers + queue connections are open at once (kept
+//! alive), the rest wait in a listen backlog of `--backlog` or are dropped there by the
+//! kernel.
 //!
 //! Time is kept exactly (each worker's next free instant, not a timer per worker), so the
 //! capacity stays C on a busy machine. Prints, each second with traffic, the requests

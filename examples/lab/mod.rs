@@ -9,9 +9,12 @@
 //! - `queue`: every request waits its turn, however long; a client that gives up first
 //!   (its timeout) has still booked its worker's time, as a server that cannot tell would.
 //! - `refuse`: a listener with a small backlog that accepts a connection only while fewer
-//!   than `workers + queue` requests are in the lab, and closes each connection after its
-//!   response; the rest wait in the kernel's backlog or are dropped there (Linux drops a
-//!   SYN when the accept queue is full: the client sees its connect retried or timed out).
+//!   than `workers + queue` are open (kept alive, each holds its slot until closed, as a
+//!   thread-per-connection server's would); the rest wait in the kernel's backlog or are
+//!   dropped there (Linux drops a SYN when the accept queue is full: the client sees its
+//!   connect retried or timed out). The connections let in are served at C while they are
+//!   enough to keep the workers busy; a connection closed after each response would hand
+//!   its place to the dropped SYNs' retries, and the service would idle between them.
 //!
 //! Time is kept exactly: each worker's next free instant, not a timer per worker, so a
 //! timer that fires late delays that response but never the next request's start, and the
@@ -24,17 +27,20 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::Notify;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// What the lab does with a request it cannot start at once when the queue is full.
@@ -118,9 +124,6 @@ pub struct Lab {
     pub abandoned: AtomicU64,
     /// Requests that had to wait for a worker, or were refused.
     waited: AtomicU64,
-    /// Requests booked and not yet answered or abandoned; `freed` when one leaves.
-    in_flight: AtomicUsize,
-    freed: Notify,
     seconds: Mutex<Seconds>,
 }
 
@@ -176,8 +179,6 @@ impl Lab {
             refused: AtomicU64::new(0),
             abandoned: AtomicU64::new(0),
             waited: AtomicU64::new(0),
-            in_flight: AtomicUsize::new(0),
-            freed: Notify::new(),
             seconds: Mutex::new(Seconds::default()),
         })
     }
@@ -242,8 +243,7 @@ impl Lab {
     }
 }
 
-/// A booked request in the lab: counted abandoned unless it was answered (its future
-/// dropped first); leaving frees its place for the `refuse` listener.
+/// A booked request: counted abandoned unless it was answered (its future dropped first).
 struct Answer<'a>(&'a Lab, bool);
 
 impl Drop for Answer<'_> {
@@ -251,8 +251,6 @@ impl Drop for Answer<'_> {
         if !self.1 {
             self.0.abandoned.fetch_add(1, Ordering::Relaxed);
         }
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-        self.0.freed.notify_waiters();
     }
 }
 
@@ -261,19 +259,12 @@ async fn work(State(lab): State<Arc<Lab>>) -> Response {
         lab.refused.fetch_add(1, Ordering::Relaxed);
         return (StatusCode::SERVICE_UNAVAILABLE, "queue full").into_response();
     };
-    lab.in_flight.fetch_add(1, Ordering::AcqRel);
     let mut answer = Answer(&lab, false);
     tokio::time::sleep_until(done).await;
     answer.1 = true;
     lab.served.fetch_add(1, Ordering::Relaxed);
     drop(answer);
-    let mut r = "ok: served".into_response();
-    if lab.config.overload == Overload::Refuse {
-        // one request per connection: the accept gate is then a gate on requests
-        r.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    r
+    "ok: served".into_response()
 }
 
 /// The lab's routes: `GET /work`.
@@ -313,7 +304,7 @@ pub async fn start(lab: Arc<Lab>, addr: SocketAddr) -> std::io::Result<SocketAdd
         let bound = listener.local_addr()?;
         let gated = Gated {
             listener,
-            lab: lab.clone(),
+            slots: Arc::new(Semaphore::new(lab.config.workers + lab.config.queue)),
         };
         tokio::spawn(async move {
             let _ = axum::serve(gated, app).await;
@@ -329,32 +320,35 @@ pub async fn start(lab: Arc<Lab>, addr: SocketAddr) -> std::io::Result<SocketAdd
     }
 }
 
-/// A listener that accepts only while fewer than `workers + queue` requests are in the
-/// lab (each connection carries one). The connections not accepted wait in the listen
-/// backlog, or overflow it.
+/// A listener that accepts only while fewer than `workers + queue` connections are open;
+/// a connection holds its slot until it is closed. The connections not accepted wait in the
+/// listen backlog, or overflow it.
 struct Gated {
     listener: TcpListener,
-    lab: Arc<Lab>,
+    slots: Arc<Semaphore>,
 }
 
 impl axum::serve::Listener for Gated {
-    type Io = TcpStream;
+    type Io = SlotStream;
     type Addr = SocketAddr;
 
-    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
-        let limit = self.lab.config.workers + self.lab.config.queue;
+    async fn accept(&mut self) -> (SlotStream, SocketAddr) {
         loop {
-            let freed = self.lab.freed.notified();
-            tokio::pin!(freed);
-            freed.as_mut().enable();
-            if self.lab.in_flight.load(Ordering::Acquire) >= limit {
-                freed.await;
-                continue;
-            }
+            let permit = match self.slots.clone().acquire_owned().await {
+                Ok(p) => p,
+                // never closed
+                Err(_) => return std::future::pending().await,
+            };
             match self.listener.accept().await {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    return (stream, peer);
+                    return (
+                        SlotStream {
+                            stream,
+                            _slot: permit,
+                        },
+                        peer,
+                    );
                 }
                 // e.g. too many open files: wait a little, as axum's own listener does
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -364,6 +358,40 @@ impl axum::serve::Listener for Gated {
 
     fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+}
+
+/// An accepted connection and its slot.
+struct SlotStream {
+    stream: TcpStream,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for SlotStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for SlotStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 

@@ -2,13 +2,15 @@
 //!
 //! The lab (`examples/lab`, in process on 127.0.0.1:0): 20 workers, each request 40–60 ms
 //! (uniform), so C = 20 / 50 ms = 400 req/s, overloaded three ways: fast 503s once 20
-//! requests wait, an unbounded queue, or connections left to a listen backlog of 4 once 24
-//! requests are in (one request per connection; the ramps' top users are well past 28, so
-//! the kernel drops connects and the tools see connect timeouts). Its capacity as a client
-//! sees it is measured first by the peer, wrk (closed loop, below the overload: 30
-//! connections, 26 for `refuse`; no ramp): the requests the lab served per second while wrk
-//! held it saturated, from 3 s in to its end (the first seconds of `refuse` pay for wrk's
-//! burst of connects); once per overload, kept for the other tests of the process.
+//! requests wait, an unbounded queue, or connections left to a listen backlog of 4 once a
+//! tool's ramp has more users than the lab's connection slots (kept-alive connections, each
+//! holding a slot: 30 for k6, 80 for JMeter, 125 for Locust — 1.25–1.5 × the users at the
+//! knee, so the users let in keep the workers busy, and 20–25 users at the ramp's top are
+//! left to the backlog, where the kernel drops their connects). Its capacity as a client
+//! sees it is measured first by the peer, wrk (closed loop, 30 connections, below any
+//! overload; no ramp): the requests the lab served per second while wrk held it saturated,
+//! from 3 s in to its end (the first seconds of `refuse` pay for wrk's burst of connects
+//! into the small backlog); once per overload, kept for the other tests of the process.
 //!
 //! Then a real tool ramps it (k6, Locust, JMeter; each run written by the tool at test time
 //! into `$CARGO_TARGET_TMPDIR/capacity-lab/<tool>-<overload>/`, replaced on the next run),
@@ -50,21 +52,21 @@ static RAMPS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 static PEER: std::sync::Mutex<Vec<(Overload, f64, f64)>> = std::sync::Mutex::new(Vec::new());
 
 const WORKERS: usize = 20;
-/// Requests that may wait (`503`); requests in the lab beyond the workers (`refuse`).
+/// Requests that may wait (`503`).
 const QUEUE: usize = 20;
-const REFUSE_QUEUE: usize = 4;
 /// Mean service time, s.
 const SERVICE_S: f64 = 0.050;
 /// Every tool's request timeout (connect and response), s.
 const TIMEOUT_S: f64 = 2.0;
 
-fn lab_config(overload: Overload) -> LabConfig {
+/// The lab for `overload`; with `refuse`, `slots` connections (the peer's: 30).
+fn lab_config(overload: Overload, slots: usize) -> LabConfig {
     LabConfig {
         workers: WORKERS,
         service_min: Duration::from_millis(40),
         service_max: Duration::from_millis(60),
         queue: if overload == Overload::Refuse {
-            REFUSE_QUEUE
+            slots - WORKERS
         } else {
             QUEUE
         },
@@ -73,8 +75,8 @@ fn lab_config(overload: Overload) -> LabConfig {
     }
 }
 
-async fn start_lab(overload: Overload) -> (Arc<Lab>, String) {
-    let lab = Lab::new(lab_config(overload));
+async fn start_lab(overload: Overload, slots: usize) -> (Arc<Lab>, String) {
+    let lab = Lab::new(lab_config(overload, slots));
     let addr = crate::lab::start(lab.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -111,22 +113,16 @@ async fn run(mut cmd: Command, what: &str) -> std::process::Output {
 }
 
 /// The lab's capacity as a closed-loop client sees it: wrk with 30 connections (below the
-/// 40 requests that overload `503`), 26 for `refuse` (24 in, 2 in the backlog), for 8 s;
-/// the requests the lab served from 3 s to 7.5 s, per second. Returns that and wrk's own
-/// Requests/sec.
+/// 40 requests that overload `503`; the 30 slots of `refuse`) for 8 s; the requests the lab
+/// served from 3 s to 7.5 s, per second. Returns that and wrk's own Requests/sec.
 async fn peer_capacity(overload: Overload) -> Option<(f64, f64)> {
     if let Some(&(_, lab, wrk)) = PEER.lock().unwrap().iter().find(|p| p.0 == overload) {
         return Some((lab, wrk));
     }
     let wrk = on_path("wrk")?;
-    let (lab, url) = start_lab(overload).await;
-    let connections = if overload == Overload::Refuse {
-        "-c26"
-    } else {
-        "-c30"
-    };
+    let (lab, url) = start_lab(overload, 30).await;
     let mut cmd = Command::new(wrk);
-    cmd.args(["-t1", connections, "-d8s", "--timeout", "2s", &url]);
+    cmd.args(["-t1", "-c30", "-d8s", "--timeout", "2s", &url]);
     let out = tokio::spawn(run(cmd, "wrk"));
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (t0, s0) = (Instant::now(), lab.served.load(Ordering::Relaxed));
@@ -142,7 +138,7 @@ async fn peer_capacity(overload: Overload) -> Option<(f64, f64)> {
     println!(
         "capacity-lab: lab ({}) measured {measured:.1} req/s served under wrk (wrk says {wrk_rps:.1} req/s; nominal {:.1})",
         overload.name(),
-        lab_config(overload).capacity_rps()
+        lab_config(overload, 30).capacity_rps()
     );
     PEER.lock().unwrap().push((overload, measured, wrk_rps));
     Some((measured, wrk_rps))
@@ -366,7 +362,13 @@ async fn ramp_and_check(tool: Tool, overload: Overload) {
         println!("skipped: {what}: wrk, the peer that measures the lab, is not installed");
         return;
     };
-    let (lab, url) = start_lab(overload).await;
+    // connection slots with `refuse`: 1.25–1.5 × the knee's users (see the module docs)
+    let slots = match tool {
+        Tool::K6 => 30,
+        Tool::Locust => 125,
+        Tool::Jmeter => 80,
+    };
+    let (lab, url) = start_lab(overload, slots).await;
     let dir = ramp_dir(tool.name(), overload);
     let cpu0 = children_cpu_s();
     let ramp = match tool {
@@ -491,7 +493,7 @@ async fn locust_first_history_rows_do_not_make_the_low_load_p95_zero() {
     }
     let _one = RAMPS.lock().await;
     let started = Instant::now();
-    let (_lab, url) = start_lab(Overload::Reject503).await;
+    let (_lab, url) = start_lab(Overload::Reject503, 0).await;
     let dir = ramp_dir("locust-start", Overload::Reject503);
     // 10 users arriving 2 a second, 12 s: well below the capacity
     let Some(ramp) = locust(&url, &dir, 10, 2, 12).await else {
