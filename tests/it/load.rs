@@ -461,86 +461,18 @@ async fn errors_are_classified_connect_status_and_body() {
 
 /// A service of `workers` workers, each request `service` long, with at most `queue`
 /// requests waiting: a request that finds the queue full is answered 503 at once.
-/// Capacity C = workers / service.
-///
-/// Time is kept exactly (each worker's next free instant, not a timer per worker): a timer
-/// that fires late delays that response, never the next request's start, so the capacity
-/// is C on a busy machine too.
-pub(crate) struct Pool {
-    state: std::sync::Mutex<PoolState>,
-    service: Duration,
-    queue: usize,
-    pub(crate) served: AtomicU64,
-    refused: AtomicU64,
-}
-
-struct PoolState {
-    /// When each worker is next free.
-    free_at: std::collections::BinaryHeap<std::cmp::Reverse<tokio::time::Instant>>,
-    /// Start times of the requests waiting (ascending).
-    starts: std::collections::VecDeque<tokio::time::Instant>,
-}
-
-async fn pooled(State(p): State<Arc<Pool>>) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let now = tokio::time::Instant::now();
-    let done = {
-        let mut st = p.state.lock().unwrap();
-        while st.starts.front().is_some_and(|s| *s <= now) {
-            st.starts.pop_front();
-        }
-        if st.starts.len() >= p.queue {
-            None
-        } else {
-            let std::cmp::Reverse(free) = st.free_at.pop().expect("workers > 0");
-            let start = free.max(now);
-            let done = start + p.service;
-            st.free_at.push(std::cmp::Reverse(done));
-            if start > now {
-                st.starts.push_back(start);
-            }
-            Some(done)
-        }
-    };
-    match done {
-        None => {
-            p.refused.fetch_add(1, Ordering::Relaxed);
-            (axum::http::StatusCode::SERVICE_UNAVAILABLE, "queue full").into_response()
-        }
-        Some(done) => {
-            tokio::time::sleep_until(done).await;
-            p.served.fetch_add(1, Ordering::Relaxed);
-            "ok: served".into_response()
-        }
-    }
-}
-
-/// Starts a [`Pool`] service on 127.0.0.1:0; returns its URL and state.
+/// Capacity C = workers / service. The lab (`examples/lab`) with its time kept exactly, so
+/// the capacity is C on a busy machine too.
 pub(crate) async fn pool_service(
     workers: usize,
     service: Duration,
     queue: usize,
-) -> (String, Arc<Pool>) {
-    let now = tokio::time::Instant::now();
-    let pool = Arc::new(Pool {
-        state: std::sync::Mutex::new(PoolState {
-            free_at: (0..workers).map(|_| std::cmp::Reverse(now)).collect(),
-            starts: std::collections::VecDeque::new(),
-        }),
-        service,
-        queue,
-        served: AtomicU64::new(0),
-        refused: AtomicU64::new(0),
-    });
-    let app = Router::new()
-        .route("/work", get(pooled))
-        .with_state(pool.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{addr}/work"), pool)
+) -> (String, Arc<crate::lab::Lab>) {
+    let lab = crate::lab::Lab::new(crate::lab::LabConfig::fixed(workers, service, queue));
+    let addr = crate::lab::start(lab.clone(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    (format!("http://{addr}/work"), lab)
 }
 
 fn find_request(url: &str, start_rate: f64) -> FindRequest {

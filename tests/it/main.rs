@@ -2,12 +2,16 @@
 //! real sockets on 127.0.0.1:0 for the websocket, and the store on real SQLite files.
 
 mod helpers;
+/// The lab service of known capacity, shared with `examples/pool_service.rs`.
+#[path = "../../examples/lab/mod.rs"]
+mod lab;
 
 mod alerts;
 mod alerts_console;
 mod attack;
 mod backends;
 mod browser;
+mod capacity_lab;
 mod chaos;
 mod cli;
 mod compare;
