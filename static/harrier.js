@@ -1418,8 +1418,9 @@
       return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
     };
     // A stepped ramp (20 levels or fewer) loses its transitions: a level held for less
-    // than a quarter of the typical level's time (the seconds-weighted median) is the tool
-    // adding users between steps, as the saturation analysis treats it.
+    // than a quarter of the typical level's time (the seconds-weighted median) between two
+    // held levels is the tool adding users between steps, as the saturation analysis
+    // treats it.
     let all = Array.from(levels.values());
     if (all.length <= 20) {
       const lengths = all.map((L) => L.seconds).sort((a, b) => a - b);
@@ -1427,7 +1428,11 @@
       let seen = 0;
       let typical = 0;
       for (const len of lengths) { seen += len; if (2 * seen >= total) { typical = len; break; } }
-      all = all.filter((L) => L.seconds >= 0.25 * typical);
+      const held = (L) => L.seconds >= 0.25 * typical;
+      const heldUsers = all.filter(held).map((L) => L.users);
+      const lo = Math.min(...heldUsers);
+      const hi = Math.max(...heldUsers);
+      all = all.filter((L) => held(L) || L.users < lo || L.users > hi);
     }
     const out = { users: [], seconds: [], rps: [], ok: [], p95: [], errPct: [] };
     for (const L of all.sort((a, b) => a.users - b.users)) {

@@ -14,8 +14,9 @@
 //!   completed request are left out) are grouped by active users: one level per distinct
 //!   user count (a stepped ramp), or up to 20 even bands for a smooth ramp (judged per
 //!   window of users). A level needs 20 samples. In a stepped ramp, a level held for less
-//!   than a quarter of the typical level's time (the seconds-weighted median) is a
-//!   transition between steps (the tool adding users) and is left out. Per level:
+//!   than a quarter of the typical level's time (the seconds-weighted median) whose users
+//!   lie between two held levels' is a transition between steps (the tool adding users)
+//!   and is left out. Per level:
 //!   throughput = Σcount / seconds, successful throughput = Σ(count − errors) / seconds, p95
 //!   from the merged per-second HDR histograms, error % = Σerrors / Σcount × 100. Levels
 //!   weigh by their seconds everywhere.
@@ -61,7 +62,7 @@ use crate::domain::format;
 
 /// Version of this rule: raise it when its answers change, so capacities kept in the
 /// store are computed again.
-pub const RULE_VERSION: u32 = 2;
+pub const RULE_VERSION: u32 = 3;
 
 /// Samples a level needs before its figures count.
 const MIN_LEVEL_SAMPLES: u64 = 20;
@@ -543,8 +544,16 @@ fn levels(buckets: &[BucketIn<'_>], reported: &[(i64, f64)]) -> Option<Vec<Level
         }
     }
     if stepped {
+        // Transitions: short levels the load passed through between two held ones (a
+        // ramp's first seconds up to its first held level, and the seconds past the last,
+        // are the ramp itself and stay).
         let typical = weighted_median_seconds(&levels);
-        levels.retain(|l| l.seconds as f64 >= TRANSITION_FRACTION * typical);
+        let held = |l: &Level| l.seconds as f64 >= TRANSITION_FRACTION * typical;
+        let held_users = levels.iter().filter(|l| held(l)).map(|l| l.users);
+        let (lo, hi) = (held_users.clone().min(), held_users.max());
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            levels.retain(|l| held(l) || l.users < lo || l.users > hi);
+        }
     }
     levels.retain(|l| l.count >= MIN_LEVEL_SAMPLES);
     levels.sort_by_key(|l| l.users);
@@ -1131,6 +1140,17 @@ mod tests {
             c.statement
         );
         assert_eq!(c.low_load_users, Some(10));
+        // A ramp's own first seconds, below its first held level, are levels: users added
+        // one second at a time up to a long hold are the ramp, not transitions.
+        let mut rows = Vec::new();
+        for (t, users) in [10u32, 20, 30, 40].into_iter().enumerate() {
+            rows.push(second(t as i64, users, u64::from(users) * 10, 0, 50));
+        }
+        for t in 4..20 {
+            rows.push(second(t, 50, 500, 0, 50));
+        }
+        let c = find(&buckets(&rows)).expect("five levels: a ramp");
+        assert_eq!(c.low_load_users, Some(10), "{c:?}");
     }
 
     #[test]
