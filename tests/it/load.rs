@@ -122,7 +122,7 @@ fn request(
             control: None,
         },
         allow_public_target: false,
-        dispatch_limit_us: 250_000,
+        dispatch_limit_us: Some(250_000),
         name: None,
         scenario: Some("load-test".into()),
         tags: vec![("build".into(), "1".into())],
@@ -557,7 +557,7 @@ fn find_request(url: &str, start_rate: f64) -> FindRequest {
             confirm_s: 6,
             fail_after_s: 2,
             // The machine is shared (see the module docs).
-            dispatch_limit_us: 250_000,
+            dispatch_limit_us: Some(250_000),
         },
         max_duration_s: 110.0,
     }
