@@ -516,11 +516,29 @@ pub async fn find_capacity(
         }
     }
     acc.set_duration_s(t0.elapsed().as_secs_f64());
-    let (lines, mut changes, summary) = acc.finish_live();
+    let (lines, mut changes, mut summary) = acc.finish_live();
     for line in &lines {
         on_event(FindEvent::Second(line));
     }
     let outcome = search.outcome();
+    // The search judged its generator step by step, each step's lateness against that
+    // step's service; the whole run's dispatch delay mixes every rate, the failing steps'
+    // overload included. Generator-limited is what the search ended on, if anything.
+    summary.generator_limited = outcome
+        .steps
+        .last()
+        .filter(|s| s.verdict == crate::domain::load::Verdict::GeneratorLimited)
+        .map(|s| {
+            format!(
+                "the search's last step ({} {}): {}",
+                s.phase.name(),
+                crate::domain::load::search::rate_text(s.offered_rps),
+                s.reason
+            )
+        })
+        .into_iter()
+        .collect();
+    changes.data.reported["generator"] = summary.reported()["generator"].clone();
     changes.data.reported["search"] = serde_json::to_value(&outcome).unwrap_or_default();
     let run = keeper.finish(changes).await?;
     Ok(FindOutcome {
