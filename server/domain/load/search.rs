@@ -41,7 +41,9 @@
 //! lateness is judged against the service it measures, see there) — while no request
 //! waited for a connection, or while requests waited for one of `--max-connections` and
 //! the service time stayed flat (then, and only then, the advice is to raise
-//! `--max-connections`). It is repeated once, then the search ends saying what the
+//! `--max-connections`). Lateness decides the probe (its figures are the baseline) and
+//! every step under an explicit `--dispatch-limit`; without one, a later step it makes
+//! generator-limited only if that step fails (see [`Search::judge`]). It is repeated once, then the search ends saying what the
 //! generator could not drive — never that the service fell over. A step is cut short after
 //! `fail_after_s` failing steady seconds in a row.
 //!
@@ -751,7 +753,33 @@ impl Search {
         self.current.is_some()
     }
 
+    /// A step's verdict. Lateness above the limit without waiting for connections decides
+    /// the probe (its figures are the baseline every later step is judged against) and any
+    /// step under an explicit `--dispatch-limit`; a later step it makes generator-limited
+    /// only if the step fails: a step that passes despite a late generator passed a harder
+    /// test (the same requests each second, sent in bursts, their latency counting the
+    /// lateness), but a failure may be the generator's bursts, not the service.
     fn judge(&self, cur: &Current, stopped: bool) -> StepResult {
+        let (mut result, late) = self.judge_step(cur, stopped);
+        if let Some(why) = late {
+            if result.verdict == Verdict::Fail {
+                result.verdict = Verdict::GeneratorLimited;
+                result.reason = format!(
+                    "{why}; the step failed ({}: {}), which a late generator's bursts can cause",
+                    result.limited_by.take().unwrap_or_default(),
+                    result.reason
+                );
+            } else if result.verdict == Verdict::Pass {
+                result.reason = format!("passed although {why}");
+            }
+        }
+        result
+    }
+
+    /// [`Search::judge`] without its last rule: the verdict, and the generator's lateness
+    /// when it did not decide it.
+    fn judge_step(&self, cur: &Current, stopped: bool) -> (StepResult, Option<String>) {
+        let mut late: Option<String> = None;
         let steady = &cur.lines[(WARMUP_S as usize).min(cur.lines.len())..];
         let n = steady.len() as u32;
         let mut latency = new_us_histogram();
@@ -805,7 +833,7 @@ impl Search {
             } else {
                 "the search was stopped during this step".into()
             };
-            return result;
+            return (result, late);
         }
         // The generator first: a step it could not drive says nothing about the service.
         let dispatch_p99 = pct(&dispatch, 99.0).unwrap_or(0);
@@ -813,13 +841,17 @@ impl Search {
         let (limit_us, against) = self.dispatch_limit(service_p50);
         if dispatch_p99 > limit_us {
             if waited == 0 {
-                result.verdict = Verdict::GeneratorLimited;
-                result.reason = format!(
+                let why = format!(
                     "dispatch delay p99 {} above {}{against}: the generator started requests late (short of CPU)",
                     us_text(dispatch_p99),
                     us_text(limit_us)
                 );
-                return result;
+                if cur.plan.phase == Phase::Probe || self.plan.dispatch_limit_us.is_some() {
+                    result.verdict = Verdict::GeneratorLimited;
+                    result.reason = why;
+                    return (result, None);
+                }
+                late = Some(why);
             }
             // Late because requests waited for one of --max-connections, while the service
             // answered as fast as ever: the connections are the cause.
@@ -832,7 +864,7 @@ impl Search {
                     us_text(dispatch_p99),
                     us_text(service_p50)
                 );
-                return result;
+                return (result, late);
             }
         }
         let (error_limit, p95_limit) = self.limits();
@@ -842,7 +874,7 @@ impl Search {
                 "timeouts",
                 format!("{timeouts} requests timed out"),
             );
-            return result;
+            return (result, late);
         }
         if (completed as f64) < offered as f64 * (1.0 - PLATEAU_SHORTFALL) - 2.0 {
             fail(
@@ -854,7 +886,7 @@ impl Search {
                     format::rps(Some(offered as f64 / f64::from(n)))
                 ),
             );
-            return result;
+            return (result, late);
         }
         let p50s: Vec<f64> = steady
             .iter()
@@ -871,7 +903,7 @@ impl Search {
                     us_text(p50s[p50s.len() - 1] as u64)
                 ),
             );
-            return result;
+            return (result, late);
         }
         if grows(&in_flight, 2.0) {
             fail(
@@ -883,7 +915,7 @@ impl Search {
                     in_flight[in_flight.len() - 1]
                 ),
             );
-            return result;
+            return (result, late);
         }
         let level = level_of(steady);
         let error_pct = match &self.plan.slo {
@@ -902,7 +934,7 @@ impl Search {
                     format::pct(Some(error_limit))
                 ),
             );
-            return result;
+            return (result, late);
         }
         match &self.plan.slo {
             Some(slo) if !slo.latency.is_empty() => {
@@ -916,7 +948,7 @@ impl Search {
                             &name,
                             format!("{name} {} above {}", us_text(v), us_text(l.limit_us)),
                         );
-                        return result;
+                        return (result, late);
                     }
                 }
             }
@@ -933,11 +965,11 @@ impl Search {
                             us_text(limit)
                         ),
                     );
-                    return result;
+                    return (result, late);
                 }
             }
         }
-        result
+        (result, late)
     }
 
     /// What the rule judges by, for people.
