@@ -10,6 +10,8 @@
 #   bench/load_find.sh [--workers 20] [--service-ms 50] [--queue 100] [--runs 3] [--busy]
 #                      [-- extra flags for harrier load find]
 #
+# KEEP=DIR copies each search's whole output (find-N.txt) into DIR.
+#
 # --busy keeps one core busy with another process (`stress-ng --cpu 1` when installed,
 # else a shell spinning) for the whole sitting, wrk's measurement included.
 # Release builds of harrier and the example (built when missing). The machine is shared:
@@ -81,7 +83,7 @@ else
   echo "wrk: not installed (apt-get install wrk); no closed-loop reference"
 fi
 
-printf '%-4s %8s  %-10s %-10s %-9s %-9s %-11s %s\n' run time X Y "X vs C" "X vs wrk" "load avg" answer
+printf '%-4s %8s  %-10s %-10s %-9s %-9s %-9s %-9s %-11s %s\n' run time X Y "X vs C" "X vs wrk" "Y vs C" "Y vs wrk" "load avg" answer
 xs=()
 for i in $(seq 1 "$runs"); do
   start=$(date +%s.%N)
@@ -90,10 +92,13 @@ for i in $(seq 1 "$runs"); do
   answer=$(grep '^answer' "$work/find-$i.txt" | sed 's/^answer *//' || true)
   x=$(echo "$answer" | sed -n 's/.*falls over at \([0-9,.]*\) req\/s.*/\1/p' | tr -d ,)
   y=$(echo "$answer" | sed -n 's/.*sustains \([0-9,.]*\) req\/s.*/\1/p' | tr -d ,)
-  vs_c=$([ -n "$x" ] && awk -v x="$x" -v c="$capacity" 'BEGIN { printf "%+.1f %%", 100 * (x - c) / c }' || echo -)
-  vs_wrk=$([ -n "$x" ] && [ -n "$wrk_rps" ] && awk -v x="$x" -v c="$wrk_rps" 'BEGIN { printf "%+.1f %%", 100 * (x - c) / c }' || echo -)
-  printf '%-4s %7.0fs  %-10s %-10s %-9s %-9s %-11s %s\n' "$i" "$(echo "$end - $start" | bc)" \
-    "${x:--}" "${y:--}" "$vs_c" "$vs_wrk" "${load/ //}" "${answer:-(none)}"
+  # "+5.0 %": how far $1 is from $2, relative to $2 ("-" when either is missing).
+  rel() { [ -n "$1" ] && [ -n "$2" ] && awk -v x="$1" -v c="$2" 'BEGIN { printf "%+.1f %%", 100 * (x - c) / c }' || echo -; }
+  printf '%-4s %7.0fs  %-10s %-10s %-9s %-9s %-9s %-9s %-11s %s\n' "$i" "$(echo "$end - $start" | bc)" \
+    "${x:--}" "${y:--}" "$(rel "$x" "$capacity")" "$(rel "$x" "$wrk_rps")" \
+    "$(rel "$y" "$capacity")" "$(rel "$y" "$wrk_rps")" "${load/ //}" "${answer:-(none)}"
+  # KEEP=DIR keeps each search's whole output.
+  [ -n "${KEEP:-}" ] && cp "$work/find-$i.txt" "$KEEP/"
   [ -n "$x" ] && xs+=("$x")
 done
 if ((${#xs[@]})); then

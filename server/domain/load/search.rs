@@ -852,12 +852,11 @@ impl Search {
                     return (result, None);
                 }
                 late = Some(why);
-            }
-            // Late because requests waited for one of --max-connections, while the service
-            // answered as fast as ever: the connections are the cause.
-            if let Some(b) = self.baseline
+            } else if let Some(b) = self.baseline
                 && service_p50 as f64 <= 1.5 * b.service_p50_us as f64 + 1000.0
             {
+                // Late because requests waited for one of --max-connections, while the
+                // service answered as fast as ever: the connections are the cause.
                 result.verdict = Verdict::GeneratorLimited;
                 result.reason = format!(
                     "{waited} requests waited for a connection (dispatch delay p99 {}) while the service time stayed flat (p50 {}): raise --max-connections",
@@ -1151,13 +1150,21 @@ mod tests {
 
     /// [`drive`], returning each step as planned.
     fn drive_plans(plan: SearchPlan, svc: &Simulated) -> (Vec<StepPlan>, SearchOutcome) {
+        drive_lines(plan, |second, rate, into| svc.second(second, rate, into))
+    }
+
+    /// [`drive_plans`] on the lines `line(second, rate, second into the step)` makes.
+    fn drive_lines(
+        plan: SearchPlan,
+        line: impl Fn(u32, f64, u32) -> SecondLine,
+    ) -> (Vec<StepPlan>, SearchOutcome) {
         let mut search = Search::new(plan);
         let mut second = 0;
         let mut seen = Vec::new();
         while let Some(step) = search.next_step(second) {
             seen.push(step);
             for i in 0..step.seconds {
-                let over = search.on_second(&svc.second(second, step.rate_per_s, i));
+                let over = search.on_second(&line(second, step.rate_per_s, i));
                 second += 1;
                 if over {
                     break;
@@ -1453,6 +1460,58 @@ mod tests {
             &slow,
         );
         assert_eq!(steps, [(Phase::Probe, 20.0), (Phase::Probe, 20.0)]);
+    }
+
+    #[test]
+    fn after_the_probe_lateness_only_turns_a_failing_step_generator_limited() {
+        // 4 ms of service (limit 2 ms); from 600 req/s on the generator is 3 ms late.
+        let svc = Simulated {
+            capacity: 1000.0,
+            latency_us: 4_000,
+            slope_us: 0.0,
+            dispatch_us: 100,
+        };
+        let (_, out) = drive_lines(plan(), |second, rate, into| {
+            let mut line = svc.second(second, rate, into);
+            if rate >= 600.0 {
+                line.dispatch_us = new_us_histogram();
+                line.dispatch_us.record_n(3_000, line.completed).unwrap();
+            }
+            line
+        });
+        // 640 passes all the same: a harder test, passed.
+        let at_640 = out.steps.iter().find(|s| s.offered_rps == 640.0).unwrap();
+        assert_eq!(at_640.verdict, Verdict::Pass, "{at_640:?}");
+        assert!(
+            at_640
+                .reason
+                .starts_with("passed although dispatch delay p99 3 ms above 2 ms"),
+            "{}",
+            at_640.reason
+        );
+        // 1280 fails while the generator is late: not the service's failure for sure; run
+        // once more, then the search says what the generator could not drive, and why.
+        let last: Vec<&StepResult> = out.steps.iter().rev().take(2).collect();
+        assert!(
+            last.iter().all(|s| s.offered_rps == 1280.0
+                && s.verdict == Verdict::GeneratorLimited
+                && s.limited_by.is_none()),
+            "{last:?}"
+        );
+        assert_eq!(out.falls_over_rps, None);
+        assert!(
+            out.statement.contains(
+                "the generator could not drive 1,280 req/s: dispatch delay p99 3 ms above 2 ms (half the service time p50"
+            ) && out.statement.contains("the step failed (plateau: "),
+            "{}",
+            out.statement
+        );
+        // No request waited for a connection: no advice about them.
+        assert!(
+            !out.statement.contains("--max-connections"),
+            "{}",
+            out.statement
+        );
     }
 
     #[test]
