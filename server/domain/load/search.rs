@@ -1464,7 +1464,9 @@ mod tests {
 
     #[test]
     fn after_the_probe_lateness_only_turns_a_failing_step_generator_limited() {
-        // 4 ms of service (limit 2 ms); from 600 req/s on the generator is 3 ms late.
+        // 4 ms of service (limit 2 ms); from 600 req/s on the generator is 3 ms late, from
+        // 1100 on a second (a failing step's queue slows the service, and half its service
+        // time is the limit: hundreds of ms).
         let svc = Simulated {
             capacity: 1000.0,
             latency_us: 4_000,
@@ -1474,8 +1476,9 @@ mod tests {
         let (_, out) = drive_lines(plan(), |second, rate, into| {
             let mut line = svc.second(second, rate, into);
             if rate >= 600.0 {
+                let late_us = if rate >= 1100.0 { 1_000_000 } else { 3_000 };
                 line.dispatch_us = new_us_histogram();
-                line.dispatch_us.record_n(3_000, line.completed).unwrap();
+                line.dispatch_us.record_n(late_us, line.completed).unwrap();
             }
             line
         });
@@ -1501,8 +1504,9 @@ mod tests {
         assert_eq!(out.falls_over_rps, None);
         assert!(
             out.statement.contains(
-                "the generator could not drive 1,280 req/s: dispatch delay p99 3 ms above 2 ms (half the service time p50"
-            ) && out.statement.contains("the step failed (plateau: "),
+                "the generator could not drive 1,280 req/s: dispatch delay p99 1.00 s above "
+            ) && out.statement.contains("(half the service time p50")
+                && out.statement.contains("the step failed (plateau: "),
             "{}",
             out.statement
         );
