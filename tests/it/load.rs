@@ -1451,6 +1451,19 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
         );
         stdout
     };
+    // No request got a response: exit 1, saying the handshake failed and what to do.
+    let unanswered = |out: &std::process::Output, port: u16| {
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "every request failed before a response: 127.0.0.1:{port}: TLS handshake with 127.0.0.1:{port} failed"
+            )) && stderr.contains("trust the server's CA with --ca-file"),
+            "{stderr}"
+        );
+        stdout
+    };
 
     let (port, seen, handshakes) = tls_service(d, false).await;
     // Trusting the test CA: HTTP/2 by ALPN, every request served.
@@ -1479,7 +1492,7 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     let versions = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(versions, vec![hyper::Version::HTTP_11; 30]);
     // Without the CA: every request is a connect error, and the summary says why.
-    let stdout = ok(&harrier_cli(d, &run(port, &[]), env).await);
+    let stdout = unanswered(&harrier_cli(d, &run(port, &[]), env).await, port);
     assert!(
         stdout.contains("30 completed; errors 30 (100.00 %: connect 30)"),
         "{stdout}"
@@ -1519,7 +1532,10 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     );
     assert!(stdout.contains("HTTP/2 over TLS"), "{stdout}");
     assert_eq!(seen.lock().unwrap().len(), 30);
-    let stdout = ok(&harrier_cli(d, &run(port, &["--ca-file", "ca.pem"]), env).await);
+    let stdout = unanswered(
+        &harrier_cli(d, &run(port, &["--ca-file", "ca.pem"]), env).await,
+        port,
+    );
     assert!(
         stdout.contains("30 completed; errors 30 (100.00 %: connect 30)"),
         "{stdout}"

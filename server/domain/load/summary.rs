@@ -365,6 +365,11 @@ pub fn unreachable(
         format!(
             "nothing listens at {authority} (connection refused): start the service there, or give the URL it listens at"
         )
+    } else if cause_lc.contains("tls") {
+        format!(
+            "{authority}: {}: trust the server's CA with --ca-file, present a client certificate with --client-cert and --client-key if it asks for one, or use http:// if it does not speak TLS",
+            cause.unwrap_or("the TLS handshake failed")
+        )
     } else if errors.transport > 0 && errors.connect == 0 {
         format!(
             "{authority} accepted connections but closed or reset them before any response: check that the service speaks HTTP on that port (https:// for TLS), and its logs"
