@@ -361,14 +361,15 @@ pub fn unreachable(
         return None;
     }
     let cause_lc = cause.unwrap_or("").to_ascii_lowercase();
-    Some(if cause_lc.contains("refused") {
-        format!(
-            "nothing listens at {authority} (connection refused): start the service there, or give the URL it listens at"
-        )
-    } else if cause_lc.contains("tls") {
+    // A TLS server "refuses the session" too: the handshake first.
+    Some(if cause_lc.contains("tls") {
         format!(
             "{authority}: {}: trust the server's CA with --ca-file, present a client certificate with --client-cert and --client-key if it asks for one, or use http:// if it does not speak TLS",
             cause.unwrap_or("the TLS handshake failed")
+        )
+    } else if cause_lc.contains("refused") {
+        format!(
+            "nothing listens at {authority} (connection refused): start the service there, or give the URL it listens at"
         )
     } else if errors.transport > 0 && errors.connect == 0 {
         format!(
