@@ -367,9 +367,10 @@ pub struct LoadRequestArgs {
     /// A response must contain this text, else it is a body error.
     #[arg(long, value_name = "TEXT")]
     pub expect_body_contains: Option<String>,
-    /// Dispatch delay p99 above which the run is labelled generator-limited.
-    #[arg(long, default_value = "2ms")]
-    pub dispatch_limit: String,
+    /// Dispatch delay p99 above which the run is labelled generator-limited [default: half
+    /// the service time p50, at least 2 ms: lateness is judged against the service].
+    #[arg(long)]
+    pub dispatch_limit: Option<String>,
     /// Allow a target that is neither loopback nor private.
     #[arg(long)]
     pub allow_public_target: bool,

@@ -88,6 +88,7 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
         args.request.timeout,
     );
     print_feeder(&req.load.spec);
+    let authority = host_port(&req.load.spec);
     println!(
         "judged by    {}",
         crate::domain::load::Search::new(req.plan.clone()).rule()
@@ -114,7 +115,7 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
     print!("{}", outcome.summary.render());
     println!("answer       {}", outcome.search.statement);
     print_stored(outcome.run.as_ref(), store.as_ref().map(|(_, db)| db));
-    finish_stream(
+    let code = finish_stream(
         stream,
         EndLoadRun {
             duration_s: Some(outcome.summary.duration_s),
@@ -122,7 +123,29 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
             ended_by: outcome.search.ended_by.clone(),
         },
     )
-    .await
+    .await?;
+    Ok(unanswered("find", &outcome.summary, &authority).unwrap_or(code))
+}
+
+/// `host:port` of the target, the port written even when the URL left it out.
+fn host_port(spec: &RequestSpec) -> String {
+    if spec.authority.ends_with(&format!(":{}", spec.port)) {
+        spec.authority.clone()
+    } else {
+        format!("{}:{}", spec.authority, spec.port)
+    }
+}
+
+/// When no request got a response (nothing listens, connections refused or reset): says so
+/// and what to do, and the exit code 1.
+fn unanswered(
+    command: &str,
+    summary: &crate::domain::load::LoadSummary,
+    authority: &str,
+) -> Option<ExitCode> {
+    let why = summary.unreachable(authority)?;
+    eprintln!("harrier load {command}: every request failed before a response: {why}");
+    Some(ExitCode::from(1))
 }
 
 fn print_feeder(spec: &RequestSpec) {
@@ -178,6 +201,7 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
         args.request.timeout,
     );
     print_feeder(&req.spec);
+    let authority = host_port(&req.spec);
     let quiet = args.quiet;
     let outcome = run_load(store.as_ref().map(|(s, _)| s), req, cancel, |line| {
         if !quiet {
@@ -204,7 +228,7 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
             .is_cancelled()
             .then(|| "stopped (Ctrl-C)".to_string())
     });
-    finish_stream(
+    let code = finish_stream(
         stream,
         EndLoadRun {
             duration_s: Some(outcome.summary.duration_s),
@@ -212,7 +236,8 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
             ended_by,
         },
     )
-    .await
+    .await?;
+    Ok(unanswered("run", &outcome.summary, &authority).unwrap_or(code))
 }
 
 /// With `--server`: the tap of `req` and the stream it feeds.

@@ -36,8 +36,10 @@ pub struct LoadRequest {
     pub settings: EngineSettings,
     /// Load a target that is neither loopback nor private.
     pub allow_public_target: bool,
-    /// Dispatch delay p99 above which the run is generator-limited, µs.
-    pub dispatch_limit_us: u64,
+    /// Dispatch delay p99 above which the run is generator-limited, µs (`--dispatch-limit`);
+    /// `None`: judged against the service time
+    /// ([`crate::domain::load::summary::lateness_limit_us`]).
+    pub dispatch_limit_us: Option<u64>,
     /// Run name [default: label and schedule].
     pub name: Option<String>,
     /// Scenario [default: method and URL].
@@ -137,7 +139,10 @@ pub async fn run_load(
         open: req.settings.workload.is_open(),
         duration_s: req.settings.workload.duration_s(),
         max_connections: req.settings.max_connections,
-        dispatch_limit_us: req.dispatch_limit_us,
+        dispatch_limit_us: req
+            .dispatch_limit_us
+            .unwrap_or(crate::domain::load::DEFAULT_DISPATCH_LIMIT_US),
+        dispatch_limit_relative: req.dispatch_limit_us.is_none(),
         workers: req.settings.threads.max(1),
         protocol: negotiated.protocol.describe().to_string(),
         connect_error: negotiated.error.clone(),
@@ -334,6 +339,10 @@ pub struct FindOutcome {
 /// How often the search looks whether a cool-down has drained and whether to stop.
 const FIND_POLL: Duration = Duration::from_millis(20);
 
+/// Longest the search waits for a step's connections to open before starting it anyway
+/// (the engine goes on opening them in its ramp, and on demand).
+const CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
+
 fn segment_of(rate_per_s: f64, from_second: u32, seconds: u32) -> Segment {
     Segment {
         rate_per_s,
@@ -375,6 +384,7 @@ pub async fn find_capacity(
         .ok_or_else(|| Error::Internal("the search has no first step".into()))?;
     let control: Arc<RateControl> =
         RateControl::new(threads, segment_of(first.rate_per_s, 0, first.seconds));
+    control.hold_connections(first.connections);
     let mut step_end = first.seconds;
     let mut settings = req.load.settings.clone();
     settings.threads = threads;
@@ -391,7 +401,11 @@ pub async fn find_capacity(
         open: true,
         duration_s: req.max_duration_s,
         max_connections: settings.max_connections,
-        dispatch_limit_us: req.load.dispatch_limit_us,
+        dispatch_limit_us: req
+            .load
+            .dispatch_limit_us
+            .unwrap_or(crate::domain::load::DEFAULT_DISPATCH_LIMIT_US),
+        dispatch_limit_relative: req.load.dispatch_limit_us.is_none(),
         workers: threads,
         protocol: negotiated.protocol.describe().to_string(),
         connect_error: negotiated.error.clone(),
@@ -417,6 +431,8 @@ pub async fn find_capacity(
     let mut poll = tokio::time::interval(FIND_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut draining = false;
+    // The next step, waiting for its connections to open (until the instant given).
+    let mut opening: Option<(crate::domain::load::StepPlan, tokio::time::Instant)> = None;
     let mut stopped = false;
     let stop_segment = Segment {
         rate_per_s: 0.0,
@@ -439,7 +455,7 @@ pub async fn find_capacity(
                         stop_why = Some(why);
                         continue;
                     }
-                    if search.in_step() && search.on_second(&line) {
+                    if search.in_step() && opening.is_none() && search.on_second(&line) {
                         let cut_short = line.second + 1 < step_end;
                         if let Some(r) = search.finish_step() {
                             on_event(FindEvent::Step(r));
@@ -459,12 +475,21 @@ pub async fn find_capacity(
                     stop_why = Some("stopped (Ctrl-C)".into());
                 } else if now_s >= req.max_duration_s {
                     stop_why = Some(format!("--max-duration {} s reached", req.max_duration_s));
+                } else if let Some((step, until)) = opening {
+                    // Connections first, then the step from the next whole second.
+                    if control.connections_to_open() == 0 || tokio::time::Instant::now() >= until {
+                        let from_second = now_s.floor() as u32 + 1;
+                        search.start_step_at(from_second);
+                        control.set(segment_of(step.rate_per_s, from_second, step.seconds));
+                        step_end = from_second + step.seconds;
+                        opening = None;
+                    }
                 } else if draining && control.outstanding() == 0 {
                     let from_second = now_s.floor() as u32 + 1;
                     match search.next_step(from_second) {
                         Some(step) => {
-                            control.set(segment_of(step.rate_per_s, from_second, step.seconds));
-                            step_end = from_second + step.seconds;
+                            control.hold_connections(step.connections);
+                            opening = Some((step, tokio::time::Instant::now() + CONNECTIONS_WAIT));
                             draining = false;
                         }
                         None => {
@@ -491,11 +516,29 @@ pub async fn find_capacity(
         }
     }
     acc.set_duration_s(t0.elapsed().as_secs_f64());
-    let (lines, mut changes, summary) = acc.finish_live();
+    let (lines, mut changes, mut summary) = acc.finish_live();
     for line in &lines {
         on_event(FindEvent::Second(line));
     }
     let outcome = search.outcome();
+    // The search judged its generator step by step, each step's lateness against that
+    // step's service; the whole run's dispatch delay mixes every rate, the failing steps'
+    // overload included. Generator-limited is what the search ended on, if anything.
+    summary.generator_limited = outcome
+        .steps
+        .last()
+        .filter(|s| s.verdict == crate::domain::load::Verdict::GeneratorLimited)
+        .map(|s| {
+            format!(
+                "the search's last step ({} {}): {}",
+                s.phase.name(),
+                crate::domain::load::search::rate_text(s.offered_rps),
+                s.reason
+            )
+        })
+        .into_iter()
+        .collect();
+    changes.data.reported["generator"] = summary.reported()["generator"].clone();
     changes.data.reported["search"] = serde_json::to_value(&outcome).unwrap_or_default();
     let run = keeper.finish(changes).await?;
     Ok(FindOutcome {

@@ -137,8 +137,12 @@ pub fn request_from(
     args: &LoadRequestArgs,
 ) -> anyhow::Result<LoadRequest> {
     let timeout_s = duration_s("--timeout", &args.timeout).map_err(anyhow::Error::msg)?;
-    let dispatch_limit_s =
-        duration_s("--dispatch-limit", &args.dispatch_limit).map_err(anyhow::Error::msg)?;
+    let dispatch_limit_s = args
+        .dispatch_limit
+        .as_deref()
+        .map(|d| duration_s("--dispatch-limit", d))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let body = match &args.body_file {
         Some(path) => {
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
@@ -188,7 +192,7 @@ pub fn request_from(
             control: None,
         },
         allow_public_target: args.allow_public_target,
-        dispatch_limit_us: (dispatch_limit_s * 1e6).round() as u64,
+        dispatch_limit_us: dispatch_limit_s.map(|s| (s * 1e6).round() as u64),
         name: args.name.clone(),
         scenario: args.scenario.clone(),
         tags: args.tags.clone(),
@@ -321,7 +325,9 @@ mod tests {
         .unwrap();
         assert_eq!(r.spec.expect_status, [(200, 200), (404, 404)]);
         assert_eq!(r.spec.method, hyper::Method::POST);
-        assert_eq!(r.dispatch_limit_us, 2000);
+        assert_eq!(r.dispatch_limit_us, None);
+        let r = request_of(&args(&["--rate", "5", "--dispatch-limit", "100ms"])).unwrap();
+        assert_eq!(r.dispatch_limit_us, Some(100_000));
         let w = workload_of(&args(&[
             "--users",
             "10",

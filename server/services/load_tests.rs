@@ -59,7 +59,8 @@ pub struct NewLoadTest {
     pub tolerance: String,
     pub confirm_duration: String,
     pub fail_after: String,
-    /// Dispatch delay p99 above which the generator calls itself limited (`2ms`).
+    /// Dispatch delay p99 above which the generator calls itself limited (`2ms`; empty:
+    /// judged against the service time).
     pub dispatch_limit: String,
     pub max_connections: Option<u32>,
     pub timeout: String,
@@ -528,7 +529,10 @@ impl LoadTests {
             open: req.settings.workload.is_open(),
             duration_s: req.settings.workload.duration_s(),
             max_connections: req.settings.max_connections.saturating_mul(n as u32),
-            dispatch_limit_us: req.dispatch_limit_us,
+            dispatch_limit_us: req
+                .dispatch_limit_us
+                .unwrap_or(crate::domain::load::DEFAULT_DISPATCH_LIMIT_US),
+            dispatch_limit_relative: req.dispatch_limit_us.is_none(),
             workers: n * threads,
             protocol: "negotiated by each agent".into(),
             connect_error: None,

@@ -122,7 +122,7 @@ fn request(
             control: None,
         },
         allow_public_target: false,
-        dispatch_limit_us: 250_000,
+        dispatch_limit_us: Some(250_000),
         name: None,
         scenario: Some("load-test".into()),
         tags: vec![("build".into(), "1".into())],
@@ -489,7 +489,7 @@ fn find_request(url: &str, start_rate: f64) -> FindRequest {
             confirm_s: 6,
             fail_after_s: 2,
             // The machine is shared (see the module docs).
-            dispatch_limit_us: 250_000,
+            dispatch_limit_us: Some(250_000),
         },
         max_duration_s: 110.0,
     }
@@ -739,6 +739,16 @@ async fn harrier_cli(
     args: &[String],
     env: &[(&str, &std::path::Path)],
 ) -> std::process::Output {
+    harrier_cli_within(dir, args, env, Duration::from_secs(60)).await
+}
+
+/// [`harrier_cli`], at most `limit`.
+async fn harrier_cli_within(
+    dir: &std::path::Path,
+    args: &[String],
+    env: &[(&str, &std::path::Path)],
+    limit: Duration,
+) -> std::process::Output {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"));
     command
         .args(args)
@@ -749,12 +759,153 @@ async fn harrier_cli(
         command.env(k, v);
     }
     tokio::time::timeout(
-        Duration::from_secs(60),
+        limit,
         tokio::task::spawn_blocking(move || command.output().unwrap()),
     )
     .await
     .expect("harrier ends by itself")
     .unwrap()
+}
+
+/// Another process keeping one core busy while this lives (a shell spinning in a loop);
+/// killed, by its own id, when dropped.
+struct BusyCore(std::process::Child);
+
+impl BusyCore {
+    fn start() -> BusyCore {
+        BusyCore(
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("sh starts"),
+        )
+    }
+}
+
+impl Drop for BusyCore {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The rate after `what` ("falls over at", "sustains") in an answer line, req/s.
+fn rate_after(answer: &str, what: &str) -> Option<f64> {
+    let rest = &answer[answer.find(what)? + what.len()..];
+    let number = rest.trim_start().split(' ').next()?;
+    number.replace(',', "").parse().ok()
+}
+
+/// With its defaults, on a machine where another process keeps a core busy, `harrier load
+/// find` answers the capacity of a pool of 20 workers of 50 ms (400 req/s) within 5 %: a
+/// few ms of scheduling delay is nothing next to a 50 ms service, and each step's
+/// connections are open before it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_with_defaults_answers_within_five_percent_while_a_core_is_busy() {
+    let (url, pool) = pool_service(20, Duration::from_millis(50), 100).await;
+    let _busy = BusyCore::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = harrier_cli_within(
+        dir.path(),
+        &strings(&["load", "find", &url, "--no-store"]),
+        &[],
+        Duration::from_secs(240),
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let answer = stdout
+        .lines()
+        .find(|l| l.starts_with("answer"))
+        .unwrap_or_else(|| panic!("an answer: {stdout}"));
+    let x = rate_after(answer, "falls over at").unwrap_or_else(|| panic!("{stdout}"));
+    let y = rate_after(answer, "sustains").unwrap_or_else(|| panic!("{stdout}"));
+    assert!((380.0..=420.0).contains(&x), "X {x}: {stdout}");
+    assert!((380.0..=420.0).contains(&y), "Y {y}: {stdout}");
+    assert!(answer.contains("(confirmed over 20 s)"), "{stdout}");
+    assert!(pool.served.load(Ordering::SeqCst) > 0);
+}
+
+/// Nothing listens at the port, or something accepts and closes every connection: `load
+/// find` says so instead of "falls over at 20 req/s" and exits 1; `load run` exits 1
+/// saying every request failed before a response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_never_answers_is_named_and_the_commands_fail() {
+    let closed_port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{closed_port}/work");
+    let out = harrier_cli(
+        dir.path(),
+        &strings(&["load", "find", &url, "--no-store"]),
+        &[],
+    )
+    .await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "nothing listens at 127.0.0.1:{closed_port} (connection refused): start the service there"
+        )),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("falls over"), "{stdout}");
+    assert!(
+        stdout.contains("answer       no answer — search ended early: no request of the probe at 20.0 req/s got a response"),
+        "{stdout}"
+    );
+    let out = harrier_cli(
+        dir.path(),
+        &strings(&[
+            "load",
+            "run",
+            &url,
+            "--rate",
+            "20",
+            "--duration",
+            "1s",
+            "--no-store",
+        ]),
+        &[],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("every request failed before a response: nothing listens at"),
+        "{stderr}"
+    );
+
+    // Accepts, then closes every connection unread.
+    let closing = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closing.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in closing.incoming() {
+            drop(conn);
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/work");
+    let out = harrier_cli(
+        dir.path(),
+        &strings(&["load", "find", &url, "--no-store"]),
+        &[],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "127.0.0.1:{port} accepted connections but closed or reset them before any response"
+        )),
+        "{stderr}"
+    );
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -1232,6 +1383,19 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
         );
         stdout
     };
+    // No request got a response: exit 1, saying the handshake failed and what to do.
+    let unanswered = |out: &std::process::Output, port: u16| {
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "every request failed before a response: 127.0.0.1:{port}: TLS handshake with 127.0.0.1:{port} failed"
+            )) && stderr.contains("trust the server's CA with --ca-file"),
+            "{stderr}"
+        );
+        stdout
+    };
 
     let (port, seen, handshakes) = tls_service(d, false).await;
     // Trusting the test CA: HTTP/2 by ALPN, every request served.
@@ -1260,7 +1424,7 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     let versions = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(versions, vec![hyper::Version::HTTP_11; 30]);
     // Without the CA: every request is a connect error, and the summary says why.
-    let stdout = ok(&harrier_cli(d, &run(port, &[]), env).await);
+    let stdout = unanswered(&harrier_cli(d, &run(port, &[]), env).await, port);
     assert!(
         stdout.contains("30 completed; errors 30 (100.00 %: connect 30)"),
         "{stdout}"
@@ -1300,7 +1464,10 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     );
     assert!(stdout.contains("HTTP/2 over TLS"), "{stdout}");
     assert_eq!(seen.lock().unwrap().len(), 30);
-    let stdout = ok(&harrier_cli(d, &run(port, &["--ca-file", "ca.pem"]), env).await);
+    let stdout = unanswered(
+        &harrier_cli(d, &run(port, &["--ca-file", "ca.pem"]), env).await,
+        port,
+    );
     assert!(
         stdout.contains("30 completed; errors 30 (100.00 %: connect 30)"),
         "{stdout}"

@@ -35,17 +35,31 @@
 //!   ([`capacity::level_figures`], as for an imported run's levels); a baseline p95 below
 //!   1 ms counts as 1 ms (the resolution imported runs have).
 //!
-//! A step whose generator could not keep the schedule (dispatch delay p99 above the limit
-//! while no request waited for a connection, or requests waiting for connections while the
-//! service time stayed flat) is **generator-limited**: it is repeated once, then the
-//! search ends saying what the generator could not drive — never that the service fell
-//! over. A step is cut short after `fail_after_s` failing steady seconds in a row.
+//! A step whose generator could not keep the schedule is **generator-limited**: its
+//! dispatch delay p99 is above the limit — `--dispatch-limit` when given, else
+//! [`lateness_limit_us`] of the service time p50 (the step's, or the probe's when higher:
+//! lateness is judged against the service it measures, see there) — while no request
+//! waited for a connection, or while requests waited for one of `--max-connections` and
+//! the service time stayed flat (then, and only then, the advice is to raise
+//! `--max-connections`). Lateness decides the probe (its figures are the baseline) and
+//! every step under an explicit `--dispatch-limit`; without one, a later step it makes
+//! generator-limited only if that step fails (see [`Search::judge`]). It is repeated once, then the search ends saying what the
+//! generator could not drive — never that the service fell over. A step is cut short after
+//! `fail_after_s` failing steady seconds in a row.
+//!
+//! Each step names the connections to hold open before it starts ([`StepPlan::connections`],
+//! [`connections_for`]): Little's law on the service time of the step it builds on, with
+//! headroom, so that a step's first second is not spent opening them all at once.
+//!
+//! A probe whose every request failed before any response (connect or transport errors:
+//! nothing listens, connections refused or reset) ends the search without an answer: the
+//! service was never measured, so it did not "fall over".
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::record::new_us_histogram;
-use super::summary::SecondLine;
+use super::summary::{SecondLine, lateness_limit_us};
 use crate::domain::format;
 use crate::domain::runs::capacity;
 use crate::domain::runs::hdr::histogram_percentile;
@@ -60,6 +74,23 @@ const MAX_CONFIRMATIONS: usize = 3;
 const GENERATOR_RETRIES: usize = 1;
 /// A baseline p95 below this counts as this, µs.
 const MIN_BASELINE_US: u64 = 1_000;
+/// Connections held open ahead of a step: this many times the requests Little's law puts
+/// in flight (arrivals within a second are not perfectly even, and a rate near capacity
+/// serves slower than the step it was sized from).
+pub const CONNECTION_HEADROOM: f64 = 2.0;
+/// And this many more (a rate whose in-flight rounds to zero still has a request now and
+/// then that overlaps another).
+pub const SPARE_CONNECTIONS: u32 = 2;
+
+/// Connections to hold open ahead of a step offering `rate_per_s` to a service whose
+/// requests hold a connection `service_us` µs on average (the mean service time of the
+/// step it builds on): Little's law, requests in flight = rate × time in the system, times
+/// [`CONNECTION_HEADROOM`], plus [`SPARE_CONNECTIONS`]. 400 req/s × 50 ms: 20 in flight,
+/// 42 connections.
+pub fn connections_for(rate_per_s: f64, service_us: f64) -> u32 {
+    let in_flight = rate_per_s.max(0.0) * service_us.max(0.0) / 1e6;
+    ((in_flight * CONNECTION_HEADROOM).ceil() as u32).saturating_add(SPARE_CONNECTIONS)
+}
 
 /// One latency limit of an SLO: `p99<200ms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,8 +203,9 @@ pub struct SearchPlan {
     pub confirm_s: u32,
     /// A step ends early after this many failing steady seconds in a row.
     pub fail_after_s: u32,
-    /// Dispatch delay p99 above which a step is generator-limited, µs.
-    pub dispatch_limit_us: u64,
+    /// Dispatch delay p99 above which a step is generator-limited, µs (`--dispatch-limit`);
+    /// `None`: [`lateness_limit_us`] of the service time (see the module docs).
+    pub dispatch_limit_us: Option<u64>,
 }
 
 /// Which part of the search a step belongs to.
@@ -197,12 +229,18 @@ impl Phase {
     }
 }
 
-/// The next step: offer `rate_per_s` for `seconds`.
+/// The next step: offer `rate_per_s` for `seconds`, with `connections` open before it
+/// starts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepPlan {
     pub phase: Phase,
     pub rate_per_s: f64,
     pub seconds: u32,
+    /// Connections to hold open before the step ([`connections_for`] on the mean service
+    /// time of the highest passing step at or below this rate, else of the last step
+    /// measured; [`SPARE_CONNECTIONS`] before anything was measured). The engine caps it
+    /// at `--max-connections`.
+    pub connections: u32,
 }
 
 /// A step's verdict.
@@ -253,6 +291,13 @@ pub struct StepResult {
     pub in_flight: Option<f64>,
     /// Dispatch delay p99 of the steady part, ms.
     pub dispatch_p99_ms: Option<f64>,
+    /// Service time (send → response) mean of the steady part, ms: what sizes the
+    /// connections of the steps built on this one.
+    #[serde(default)]
+    pub service_mean_ms: Option<f64>,
+    /// Connections asked to be open before the step started (see [`StepPlan::connections`]).
+    #[serde(default)]
+    pub connections_ahead: Option<u32>,
     pub verdict: Verdict,
     /// The limit a failing step broke: `p99` (or the SLO's percentile), `p95` (capacity
     /// rule), `errors`, `plateau`, `timeouts`.
@@ -352,6 +397,8 @@ pub struct Search {
     current: Option<Current>,
     baseline: Option<Baseline>,
     ended_by: Option<String>,
+    /// Why no request of the probe got a response (the search then has no answer).
+    unreachable: Option<String>,
     done: bool,
 }
 
@@ -363,8 +410,15 @@ impl Search {
             current: None,
             baseline: None,
             ended_by: None,
+            unreachable: None,
             done: false,
         }
+    }
+
+    /// Why the probe got no response at all (every request a connect or transport error),
+    /// or `None`: the search then ends without an answer.
+    pub fn unreachable(&self) -> Option<&str> {
+        self.unreachable.as_deref()
     }
 
     /// The steps judged so far.
@@ -411,6 +465,10 @@ impl Search {
         if self.done || self.ended_by.is_some() {
             return None;
         }
+        if let Some(why) = &self.unreachable {
+            self.ended_by = Some(why.clone());
+            return None;
+        }
         let plan = self.decide();
         match plan {
             Some(p) => {
@@ -436,6 +494,25 @@ impl Search {
                 self.plan.step_s
             }
             .max(WARMUP_S + 1),
+            connections: self.connections_ahead(rate_per_s),
+        }
+    }
+
+    /// Connections to hold open before a step at `rate_per_s`: sized on the mean service
+    /// time of the highest passing step at or below it (the service as it runs near that
+    /// rate, not slowed by a failing step's queue), else of the last step measured.
+    fn connections_ahead(&self, rate_per_s: f64) -> u32 {
+        let measured = |s: &&StepResult| s.service_mean_ms.is_some();
+        let from = self
+            .steps
+            .iter()
+            .filter(measured)
+            .filter(|s| s.verdict == Verdict::Pass && s.offered_rps <= rate_per_s)
+            .max_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps))
+            .or_else(|| self.steps.iter().rev().find(measured));
+        match from.and_then(|s| s.service_mean_ms) {
+            Some(ms) => connections_for(rate_per_s, ms * 1000.0),
+            None => SPARE_CONNECTIONS,
         }
     }
 
@@ -537,6 +614,24 @@ impl Search {
         }
     }
 
+    /// The dispatch delay p99 a step with service time p50 `service_p50_us` may have, µs,
+    /// and what it was derived from (for the reason): `--dispatch-limit`, else
+    /// [`lateness_limit_us`] of that p50 or of the probe's, whichever is higher (a step
+    /// that queues serves slower; the probe is the service unloaded).
+    fn dispatch_limit(&self, service_p50_us: u64) -> (u64, String) {
+        if let Some(limit) = self.plan.dispatch_limit_us {
+            return (limit, String::new());
+        }
+        let reference = service_p50_us.max(self.baseline.map_or(0, |b| b.service_p50_us));
+        let limit = lateness_limit_us(reference);
+        let against = if limit > lateness_limit_us(0) {
+            format!(" (half the service time p50 {})", us_text(reference))
+        } else {
+            String::new()
+        };
+        (limit, against)
+    }
+
     fn limits(&self) -> (f64, Option<u64>) {
         let error_limit = self
             .plan
@@ -596,6 +691,22 @@ impl Search {
     pub fn finish_step(&mut self) -> Option<&StepResult> {
         let cur = self.current.take()?;
         let result = self.judge(&cur, false);
+        // Nothing ever answered: every request of the probe failed before a response.
+        let (completed, unanswered) = cur.lines.iter().fold((0, 0), |(c, u), l| {
+            (c + l.completed, u + l.errors.connect + l.errors.transport)
+        });
+        if cur.plan.phase == Phase::Probe
+            && self.lo().is_none()
+            && completed > 0
+            && unanswered >= completed
+        {
+            self.unreachable = Some(format!(
+                "no request of the probe at {} got a response ({} connect and {} transport errors): the service was not measured",
+                rate_text(cur.plan.rate_per_s),
+                cur.lines.iter().map(|l| l.errors.connect).sum::<u64>(),
+                cur.lines.iter().map(|l| l.errors.transport).sum::<u64>(),
+            ));
+        }
         if cur.plan.phase == Phase::Probe
             && result.verdict == Verdict::Pass
             && self.baseline.is_none()
@@ -627,12 +738,48 @@ impl Search {
         }
     }
 
+    /// Moves the start of the step under way to `first_second` (its connections took a
+    /// while to open); seconds before it are not the step's.
+    pub fn start_step_at(&mut self, first_second: u32) {
+        if let Some(cur) = self.current.as_mut()
+            && cur.lines.is_empty()
+        {
+            cur.first_second = first_second;
+        }
+    }
+
     /// True while a step is under way.
     pub fn in_step(&self) -> bool {
         self.current.is_some()
     }
 
+    /// A step's verdict. Lateness above the limit without waiting for connections decides
+    /// the probe (its figures are the baseline every later step is judged against) and any
+    /// step under an explicit `--dispatch-limit`; a later step it makes generator-limited
+    /// only if the step fails: a step that passes despite a late generator passed a harder
+    /// test (the same requests each second, sent in bursts, their latency counting the
+    /// lateness), but a failure may be the generator's bursts, not the service.
     fn judge(&self, cur: &Current, stopped: bool) -> StepResult {
+        let (mut result, late) = self.judge_step(cur, stopped);
+        if let Some(why) = late {
+            if result.verdict == Verdict::Fail {
+                result.verdict = Verdict::GeneratorLimited;
+                result.reason = format!(
+                    "{why}; the step failed ({}: {}), which a late generator's bursts can cause",
+                    result.limited_by.take().unwrap_or_default(),
+                    result.reason
+                );
+            } else if result.verdict == Verdict::Pass {
+                result.reason = format!("passed although {why}");
+            }
+        }
+        result
+    }
+
+    /// [`Search::judge`] without its last rule: the verdict, and the generator's lateness
+    /// when it did not decide it.
+    fn judge_step(&self, cur: &Current, stopped: bool) -> (StepResult, Option<String>) {
+        let mut late: Option<String> = None;
         let steady = &cur.lines[(WARMUP_S as usize).min(cur.lines.len())..];
         let n = steady.len() as u32;
         let mut latency = new_us_histogram();
@@ -651,6 +798,7 @@ impl Search {
         }
         let pct = |h: &Histogram<u64>, p: f64| histogram_percentile(h, p);
         let ms = |v: Option<u64>| v.map(|v| v as f64 / 1000.0);
+        let service_mean_ms = (!service.is_empty()).then(|| service.mean() / 1000.0);
         let achieved = (n > 0).then(|| completed as f64 / f64::from(n));
         let mean_latency_s = (!latency.is_empty()).then(|| latency.mean() / 1e6);
         let mut result = StepResult {
@@ -667,6 +815,8 @@ impl Search {
             timeouts,
             in_flight: achieved.zip(mean_latency_s).map(|(x, r)| x * r),
             dispatch_p99_ms: ms(pct(&dispatch, 99.0)),
+            service_mean_ms,
+            connections_ahead: Some(cur.plan.connections),
             verdict: Verdict::Pass,
             limited_by: None,
             reason: String::new(),
@@ -683,30 +833,38 @@ impl Search {
             } else {
                 "the search was stopped during this step".into()
             };
-            return result;
+            return (result, late);
         }
         // The generator first: a step it could not drive says nothing about the service.
         let dispatch_p99 = pct(&dispatch, 99.0).unwrap_or(0);
         let service_p50 = pct(&service, 50.0).unwrap_or(0);
-        if waited == 0 && dispatch_p99 > self.plan.dispatch_limit_us {
-            result.verdict = Verdict::GeneratorLimited;
-            result.reason = format!(
-                "dispatch delay p99 {} above {}",
-                us_text(dispatch_p99),
-                us_text(self.plan.dispatch_limit_us)
-            );
-            return result;
-        }
-        if waited > 0
-            && let Some(b) = self.baseline
-            && service_p50 as f64 <= 1.5 * b.service_p50_us as f64 + 1000.0
-        {
-            result.verdict = Verdict::GeneratorLimited;
-            result.reason = format!(
-                "{waited} requests waited for a connection while the service time stayed flat (p50 {}): raise --max-connections",
-                us_text(service_p50)
-            );
-            return result;
+        let (limit_us, against) = self.dispatch_limit(service_p50);
+        if dispatch_p99 > limit_us {
+            if waited == 0 {
+                let why = format!(
+                    "dispatch delay p99 {} above {}{against}: the generator started requests late (short of CPU)",
+                    us_text(dispatch_p99),
+                    us_text(limit_us)
+                );
+                if cur.plan.phase == Phase::Probe || self.plan.dispatch_limit_us.is_some() {
+                    result.verdict = Verdict::GeneratorLimited;
+                    result.reason = why;
+                    return (result, None);
+                }
+                late = Some(why);
+            } else if let Some(b) = self.baseline
+                && service_p50 as f64 <= 1.5 * b.service_p50_us as f64 + 1000.0
+            {
+                // Late because requests waited for one of --max-connections, while the
+                // service answered as fast as ever: the connections are the cause.
+                result.verdict = Verdict::GeneratorLimited;
+                result.reason = format!(
+                    "{waited} requests waited for a connection (dispatch delay p99 {}) while the service time stayed flat (p50 {}): raise --max-connections",
+                    us_text(dispatch_p99),
+                    us_text(service_p50)
+                );
+                return (result, late);
+            }
         }
         let (error_limit, p95_limit) = self.limits();
         if timeouts > 0 {
@@ -715,7 +873,7 @@ impl Search {
                 "timeouts",
                 format!("{timeouts} requests timed out"),
             );
-            return result;
+            return (result, late);
         }
         if (completed as f64) < offered as f64 * (1.0 - PLATEAU_SHORTFALL) - 2.0 {
             fail(
@@ -727,7 +885,7 @@ impl Search {
                     format::rps(Some(offered as f64 / f64::from(n)))
                 ),
             );
-            return result;
+            return (result, late);
         }
         let p50s: Vec<f64> = steady
             .iter()
@@ -744,7 +902,7 @@ impl Search {
                     us_text(p50s[p50s.len() - 1] as u64)
                 ),
             );
-            return result;
+            return (result, late);
         }
         if grows(&in_flight, 2.0) {
             fail(
@@ -756,7 +914,7 @@ impl Search {
                     in_flight[in_flight.len() - 1]
                 ),
             );
-            return result;
+            return (result, late);
         }
         let level = level_of(steady);
         let error_pct = match &self.plan.slo {
@@ -775,7 +933,7 @@ impl Search {
                     format::pct(Some(error_limit))
                 ),
             );
-            return result;
+            return (result, late);
         }
         match &self.plan.slo {
             Some(slo) if !slo.latency.is_empty() => {
@@ -789,7 +947,7 @@ impl Search {
                             &name,
                             format!("{name} {} above {}", us_text(v), us_text(l.limit_us)),
                         );
-                        return result;
+                        return (result, late);
                     }
                 }
             }
@@ -806,11 +964,11 @@ impl Search {
                             us_text(limit)
                         ),
                     );
-                    return result;
+                    return (result, late);
                 }
             }
         }
-        result
+        (result, late)
     }
 
     /// What the rule judges by, for people.
@@ -832,8 +990,10 @@ impl Search {
 
     /// The answer from the steps judged so far.
     pub fn outcome(&self) -> SearchOutcome {
-        let hi = self.hi();
-        let lo = self.lo();
+        // A target that never answered was not measured: no rate failed or passed.
+        let measured = self.unreachable.is_none();
+        let hi = self.hi().filter(|_| measured);
+        let lo = self.lo().filter(|_| measured);
         let confirmed = lo.is_some_and(|s| s.phase == Phase::Confirm);
         let complete = confirmed
             && match (lo, hi) {
@@ -978,19 +1138,33 @@ mod tests {
             step_s: 5,
             confirm_s: 15,
             fail_after_s: 2,
-            dispatch_limit_us: 2_000,
+            dispatch_limit_us: None,
         }
     }
 
     /// Drives a search against `svc`; returns the steps' (phase, rate) and the outcome.
     fn drive(plan: SearchPlan, svc: &Simulated) -> (Vec<(Phase, f64)>, SearchOutcome) {
+        let (steps, out) = drive_plans(plan, svc);
+        (steps.iter().map(|s| (s.phase, s.rate_per_s)).collect(), out)
+    }
+
+    /// [`drive`], returning each step as planned.
+    fn drive_plans(plan: SearchPlan, svc: &Simulated) -> (Vec<StepPlan>, SearchOutcome) {
+        drive_lines(plan, |second, rate, into| svc.second(second, rate, into))
+    }
+
+    /// [`drive_plans`] on the lines `line(second, rate, second into the step)` makes.
+    fn drive_lines(
+        plan: SearchPlan,
+        line: impl Fn(u32, f64, u32) -> SecondLine,
+    ) -> (Vec<StepPlan>, SearchOutcome) {
         let mut search = Search::new(plan);
         let mut second = 0;
         let mut seen = Vec::new();
         while let Some(step) = search.next_step(second) {
-            seen.push((step.phase, step.rate_per_s));
+            seen.push(step);
             for i in 0..step.seconds {
-                let over = search.on_second(&svc.second(second, step.rate_per_s, i));
+                let over = search.on_second(&line(second, step.rate_per_s, i));
                 second += 1;
                 if over {
                     break;
@@ -1001,6 +1175,28 @@ mod tests {
             assert!(seen.len() < 60, "the search ends: {seen:?}");
         }
         (seen, search.outcome())
+    }
+
+    /// A search whose probe (20 req/s, every request ended) had these errors each second;
+    /// after its probe.
+    fn probe_with_errors(svc: &Simulated, errors: ErrorCounts) -> Search {
+        let mut search = Search::new(plan());
+        let step = search.next_step(0).unwrap();
+        let mut line = svc.second(0, 20.0, 0);
+        line.completed = 20;
+        line.errors = errors;
+        for i in 0..step.seconds {
+            line.second = i;
+            if search.on_second(&line) {
+                break;
+            }
+        }
+        assert_eq!(
+            search.finish_step().unwrap().limited_by.as_deref(),
+            Some("errors")
+        );
+        assert_eq!(search.next_step(5), None);
+        search
     }
 
     #[test]
@@ -1137,23 +1333,16 @@ mod tests {
                 (Phase::Bisect, 15.0)
             ]
         );
-        // Every request an error (nothing listens): one probe, then the search says so.
-        let mut search = Search::new(plan());
-        let step = search.next_step(0).unwrap();
-        let mut line = svc.second(0, 20.0, 0);
-        line.completed = 20;
-        line.errors.connect = 20;
-        for i in 0..step.seconds {
-            line.second = i;
-            if search.on_second(&line) {
-                break;
-            }
-        }
-        assert_eq!(
-            search.finish_step().unwrap().limited_by.as_deref(),
-            Some("errors")
+        // Every request an error response (a 500 for everything): one probe, then the
+        // search says so.
+        let search = probe_with_errors(
+            &svc,
+            ErrorCounts {
+                status: 20,
+                ..ErrorCounts::default()
+            },
         );
-        assert_eq!(search.next_step(5), None);
+        assert_eq!(search.unreachable(), None);
         let out = search.outcome();
         assert!(
             out.statement
@@ -1161,6 +1350,208 @@ mod tests {
             "{}",
             out.statement
         );
+    }
+
+    #[test]
+    fn a_probe_that_got_no_response_at_all_has_no_answer() {
+        let svc = Simulated {
+            capacity: 12.0,
+            latency_us: 4_000,
+            slope_us: 0.0,
+            dispatch_us: 100,
+        };
+        // Nothing listens (connect errors), or connections are reset (transport errors):
+        // the service was never measured, so it did not "fall over at 20 req/s".
+        for (connect, transport) in [(20, 0), (0, 20), (12, 8)] {
+            let search = probe_with_errors(
+                &svc,
+                ErrorCounts {
+                    connect,
+                    transport,
+                    ..ErrorCounts::default()
+                },
+            );
+            assert!(
+                search.unreachable().is_some_and(
+                    |u| u.starts_with("no request of the probe at 20.0 req/s got a response")
+                ),
+                "{:?}",
+                search.unreachable()
+            );
+            let out = search.outcome();
+            assert_eq!((out.falls_over_rps, out.sustains_rps), (None, None));
+            assert!(!out.statement.contains("falls over"), "{}", out.statement);
+            assert!(
+                out.statement
+                    .starts_with("no answer — search ended early: no request of the probe"),
+                "{}",
+                out.statement
+            );
+        }
+    }
+
+    #[test]
+    fn lateness_is_judged_against_the_service_time() {
+        // 3 ms of dispatch delay p99 (a busy machine's scheduling) next to a 50 ms service:
+        // the search goes on and finds the capacity.
+        let slow = Simulated {
+            capacity: 400.0,
+            latency_us: 50_000,
+            slope_us: 0.0,
+            dispatch_us: 3_000,
+        };
+        let (_, out) = drive(plan(), &slow);
+        assert!(
+            out.steps
+                .iter()
+                .all(|s| s.verdict != Verdict::GeneratorLimited),
+            "{:?}",
+            out.steps
+        );
+        let (x, y) = (out.falls_over_rps.unwrap(), out.sustains_rps.unwrap());
+        assert!(y <= 400.0 && 400.0 < x && (x - y) / y <= 0.05, "{y} {x}");
+        // The same 3 ms next to a 0.3 ms service is ten times the service: the generator
+        // cannot drive it, and the search says so after one retry.
+        let fast = Simulated {
+            latency_us: 300,
+            capacity: 20_000.0,
+            ..slow
+        };
+        let (steps, out) = drive(plan(), &fast);
+        assert_eq!(steps, [(Phase::Probe, 20.0), (Phase::Probe, 20.0)]);
+        assert_eq!(out.falls_over_rps, None);
+        assert!(
+            out.statement.contains(
+                "the generator could not drive 20.0 req/s: dispatch delay p99 3 ms above 2 ms"
+            ),
+            "{}",
+            out.statement
+        );
+        // Between the two, the limit is half the service time p50: 3 ms is too late for a
+        // 5 ms service, not for an 8 ms one.
+        let (_, out) = drive(
+            plan(),
+            &Simulated {
+                latency_us: 5_000,
+                ..fast
+            },
+        );
+        assert!(
+            out.statement
+                .contains("dispatch delay p99 3 ms above 2.5 ms (half the service time p50 5 ms)"),
+            "{}",
+            out.statement
+        );
+        let (_, out) = drive(
+            plan(),
+            &Simulated {
+                latency_us: 8_000,
+                capacity: 1_000.0,
+                ..fast
+            },
+        );
+        assert!(out.falls_over_rps.is_some(), "{}", out.statement);
+        // --dispatch-limit, when given, is the limit whatever the service time.
+        let (steps, _) = drive(
+            SearchPlan {
+                dispatch_limit_us: Some(2_000),
+                ..plan()
+            },
+            &slow,
+        );
+        assert_eq!(steps, [(Phase::Probe, 20.0), (Phase::Probe, 20.0)]);
+    }
+
+    #[test]
+    fn after_the_probe_lateness_only_turns_a_failing_step_generator_limited() {
+        // 4 ms of service (limit 2 ms); from 600 req/s on the generator is 3 ms late, from
+        // 1100 on a second (a failing step's queue slows the service, and half its service
+        // time is the limit: hundreds of ms).
+        let svc = Simulated {
+            capacity: 1000.0,
+            latency_us: 4_000,
+            slope_us: 0.0,
+            dispatch_us: 100,
+        };
+        let (_, out) = drive_lines(plan(), |second, rate, into| {
+            let mut line = svc.second(second, rate, into);
+            if rate >= 600.0 {
+                let late_us = if rate >= 1100.0 { 1_000_000 } else { 3_000 };
+                line.dispatch_us = new_us_histogram();
+                line.dispatch_us.record_n(late_us, line.completed).unwrap();
+            }
+            line
+        });
+        // 640 passes all the same: a harder test, passed.
+        let at_640 = out.steps.iter().find(|s| s.offered_rps == 640.0).unwrap();
+        assert_eq!(at_640.verdict, Verdict::Pass, "{at_640:?}");
+        assert!(
+            at_640
+                .reason
+                .starts_with("passed although dispatch delay p99 3 ms above 2 ms"),
+            "{}",
+            at_640.reason
+        );
+        // 1280 fails while the generator is late: not the service's failure for sure; run
+        // once more, then the search says what the generator could not drive, and why.
+        let last: Vec<&StepResult> = out.steps.iter().rev().take(2).collect();
+        assert!(
+            last.iter().all(|s| s.offered_rps == 1280.0
+                && s.verdict == Verdict::GeneratorLimited
+                && s.limited_by.is_none()),
+            "{last:?}"
+        );
+        assert_eq!(out.falls_over_rps, None);
+        assert!(
+            out.statement.contains(
+                "the generator could not drive 1,280 req/s: dispatch delay p99 1.00 s above "
+            ) && out.statement.contains("(half the service time p50")
+                && out.statement.contains("the step failed (plateau: "),
+            "{}",
+            out.statement
+        );
+        // No request waited for a connection: no advice about them.
+        assert!(
+            !out.statement.contains("--max-connections"),
+            "{}",
+            out.statement
+        );
+    }
+
+    #[test]
+    fn connections_are_sized_by_littles_law_on_the_step_built_on() {
+        // 400 req/s × 50 ms = 20 in flight: twice that and two spare.
+        assert_eq!(connections_for(400.0, 50_000.0), 42);
+        assert_eq!(connections_for(3_000.0, 10_000.0), 62);
+        assert_eq!(connections_for(20.0, 0.0), SPARE_CONNECTIONS);
+        let svc = Simulated {
+            capacity: 1000.0,
+            latency_us: 4_000,
+            slope_us: 0.0,
+            dispatch_us: 100,
+        };
+        let (planned, out) = drive_plans(plan(), &svc);
+        // Nothing measured before the probe: the spare ones only.
+        assert_eq!(planned[0].connections, SPARE_CONNECTIONS);
+        // Each expansion on the step before it: 4 ms of service time.
+        let expand: Vec<(f64, u32)> = planned
+            .iter()
+            .filter(|p| p.phase == Phase::Expand)
+            .map(|p| (p.rate_per_s, p.connections))
+            .collect();
+        assert_eq!(expand[0], (40.0, connections_for(40.0, 4_000.0)));
+        assert_eq!(expand[5], (1280.0, connections_for(1280.0, 4_000.0)));
+        // After 1280 failed (its queue slowed every response by up to seconds), the
+        // bisection is sized on the service of the highest passing step below it, not on
+        // the failing step's queue.
+        let bisect = planned.iter().find(|p| p.phase == Phase::Bisect).unwrap();
+        assert_eq!(bisect.rate_per_s, 960.0);
+        assert_eq!(bisect.connections, connections_for(960.0, 4_000.0));
+        assert_eq!(bisect.connections, 10);
+        // Each step's record says what it held and measured (HDR: within 0.1 %).
+        assert_eq!(out.steps[0].connections_ahead, Some(SPARE_CONNECTIONS));
+        let mean = out.steps[0].service_mean_ms.unwrap();
+        assert!((mean - 4.0).abs() < 0.01, "{mean}");
     }
 
     #[test]

@@ -148,12 +148,33 @@ impl SecondsSeries {
     }
 }
 
-/// Dispatch delay p99 above which a run is generator-limited, µs, by default.
+/// The least dispatch delay p99 that makes a run generator-limited, µs (without
+/// `--dispatch-limit`, the limit is [`lateness_limit_us`], never below this).
 ///
 /// The engine waits on tokio's timer, which fires on whole-millisecond ticks (a request is
 /// picked up to 1 ms after its intended time on an idle machine); 2 ms leaves 1 ms for the
 /// generator's own work before its lateness counts against it.
 pub const DEFAULT_DISPATCH_LIMIT_US: u64 = 2_000;
+
+/// The share of the service time the dispatch delay p99 may reach (see
+/// [`lateness_limit_us`]).
+pub const LATENESS_SHARE: f64 = 0.5;
+
+/// Dispatch delay p99 above which a run (or a search step) is generator-limited when the
+/// user gave no `--dispatch-limit`, µs: [`LATENESS_SHARE`] of the service time p50 it is
+/// measured against, and at least [`DEFAULT_DISPATCH_LIMIT_US`].
+///
+/// Lateness is judged against the service because that is where it does harm: the dispatch
+/// delay is part of every latency reported, and a late generator sends what it owes in a
+/// burst. A 3 ms scheduling hiccup (another process holding the core for one time slice)
+/// is 6 % of a 50 ms response — well inside the capacity rule's margin of twice the probe's
+/// p95 — but ten times a 0.3 ms response. Half the service time keeps the generator's part
+/// of any latency below a third of it, and a burst of what fell due meanwhile below half
+/// the requests the service already holds (Little's law). The floor is the timer's own
+/// resolution plus 1 ms for the generator's work.
+pub fn lateness_limit_us(service_p50_us: u64) -> u64 {
+    DEFAULT_DISPATCH_LIMIT_US.max((service_p50_us as f64 * LATENESS_SHARE) as u64)
+}
 
 /// Percentiles of one time over a scope, µs (nearest rank on the HDR histogram: ≤ 0.1 %).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -275,8 +296,13 @@ pub struct RunPlan {
     /// Planned duration, s.
     pub duration_s: f64,
     pub max_connections: u32,
-    /// Dispatch delay p99 above which the run is generator-limited, µs.
+    /// Dispatch delay p99 above which the run is generator-limited, µs (`--dispatch-limit`;
+    /// with `dispatch_limit_relative`, the least limit).
     pub dispatch_limit_us: u64,
+    /// No `--dispatch-limit` was given: the limit is [`lateness_limit_us`] of the run's
+    /// service time p50 (absent from older generators' plans: a fixed limit).
+    #[serde(default)]
+    pub dispatch_limit_relative: bool,
     /// Worker threads.
     pub workers: usize,
     /// The protocol the connections speak, for people: `HTTP/1.1`, `HTTP/2 over TLS
@@ -321,7 +347,53 @@ pub struct LoadSummary {
     pub connect_error: Option<String>,
 }
 
+/// What to tell the user when no request to `authority` (`host:port`) got a response:
+/// every one of `completed` requests ended in a connect or transport error. `cause` is the
+/// test connection's error, if it failed. `None` when some request got a response (or none
+/// ended).
+pub fn unreachable(
+    completed: u64,
+    errors: &ErrorCounts,
+    cause: Option<&str>,
+    authority: &str,
+) -> Option<String> {
+    if completed == 0 || errors.connect + errors.transport < completed {
+        return None;
+    }
+    let cause_lc = cause.unwrap_or("").to_ascii_lowercase();
+    // A TLS server "refuses the session" too: the handshake first.
+    Some(if cause_lc.contains("tls") {
+        format!(
+            "{authority}: {}: trust the server's CA with --ca-file, present a client certificate with --client-cert and --client-key if it asks for one, or use http:// if it does not speak TLS",
+            cause.unwrap_or("the TLS handshake failed")
+        )
+    } else if cause_lc.contains("refused") {
+        format!(
+            "nothing listens at {authority} (connection refused): start the service there, or give the URL it listens at"
+        )
+    } else if errors.transport > 0 && errors.connect == 0 {
+        format!(
+            "{authority} accepted connections but closed or reset them before any response: check that the service speaks HTTP on that port (https:// for TLS), and its logs"
+        )
+    } else {
+        format!(
+            "no request to {authority} got a response ({}): check the URL's host and port and that the service is up",
+            cause.unwrap_or("every connection failed")
+        )
+    })
+}
+
 impl LoadSummary {
+    /// See [`unreachable`]: the sentence for a run where no request got a response.
+    pub fn unreachable(&self, authority: &str) -> Option<String> {
+        unreachable(
+            self.completed,
+            &self.errors,
+            self.connect_error.as_deref(),
+            authority,
+        )
+    }
+
     /// The summary for people, several lines, every time with its unit.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -482,7 +554,9 @@ impl LoadSummary {
 /// - a request found every allowed connection busy and waited (connections exhausted: the
 ///   offered rate was not offered; the latency still counts the wait);
 /// - otherwise, the dispatch delay p99 exceeds `dispatch_limit_us` (the generator started
-///   requests late: starved of CPU, or too few worker threads).
+///   requests late: starved of CPU, or too few worker threads); with `service_p50_us` (no
+///   `--dispatch-limit` given), the limit is [`lateness_limit_us`] of it, at least
+///   `dispatch_limit_us`.
 ///
 /// Neither says anything about the service: a generator-limited run is never "the service
 /// fell over".
@@ -492,20 +566,31 @@ pub fn generator_limits(
     max_connections: u32,
     dispatch: Option<&Percentiles>,
     dispatch_limit_us: u64,
+    service_p50_us: Option<u64>,
 ) -> Vec<String> {
     let mut reasons = Vec::new();
+    let limit = match service_p50_us {
+        Some(s) => lateness_limit_us(s).max(dispatch_limit_us),
+        None => dispatch_limit_us,
+    };
     if waited_for_connection > 0 {
         reasons.push(format!(
             "connections exhausted: {waited_for_connection} of {scheduled} requests ({:.1} %) waited for one of the {max_connections} connections (raise --max-connections)",
             waited_for_connection as f64 * 100.0 / scheduled.max(1) as f64
         ));
     } else if let Some(d) = dispatch
-        && d.p99_us > dispatch_limit_us
+        && d.p99_us > limit
     {
+        let against = match service_p50_us {
+            Some(s) if limit > dispatch_limit_us => {
+                format!(" (half the service time p50 {})", us(s))
+            }
+            _ => String::new(),
+        };
         reasons.push(format!(
-            "dispatch delay p99 {} is above {}: requests started late (the generator is short of CPU, or needs more --threads)",
+            "dispatch delay p99 {} is above {}{against}: requests started late (the generator is short of CPU, or needs more --threads)",
             us(d.p99_us),
-            us(dispatch_limit_us)
+            us(limit)
         ));
     }
     reasons
@@ -718,6 +803,9 @@ impl LoadAccumulator {
                 self.plan.max_connections,
                 dispatch.as_ref(),
                 self.plan.dispatch_limit_us,
+                self.plan
+                    .dispatch_limit_relative
+                    .then(|| service.as_ref().map_or(0, |s| s.p50_us)),
             ),
             dispatch,
             connections_opened: t.connections_opened,
@@ -793,6 +881,7 @@ mod tests {
             duration_s: 2.0,
             max_connections: 10,
             dispatch_limit_us: DEFAULT_DISPATCH_LIMIT_US,
+            dispatch_limit_relative: false,
             workers,
             protocol: "HTTP/2 over TLS (ALPN h2)".into(),
             connect_error: None,
@@ -887,18 +976,33 @@ mod tests {
             p99_us: 900,
             max_us: 1500,
         };
-        assert!(generator_limits(100, 0, 10, Some(&ok), 2000).is_empty());
+        assert!(generator_limits(100, 0, 10, Some(&ok), 2000, None).is_empty());
         let late = Percentiles {
             p99_us: 5_000,
             ..ok
         };
-        let r = generator_limits(100, 0, 10, Some(&late), 2000);
+        let r = generator_limits(100, 0, 10, Some(&late), 2000, None);
         assert_eq!(r.len(), 1);
         assert!(
             r[0].starts_with("dispatch delay p99 5.00 ms is above 2.00 ms"),
             "{r:?}"
         );
-        let r = generator_limits(100, 7, 10, Some(&late), 2000);
+        // Without --dispatch-limit: 5 ms late is nothing next to a 50 ms service, but is
+        // against a 1 ms one.
+        assert!(generator_limits(100, 0, 10, Some(&late), 2000, Some(50_000)).is_empty());
+        let r = generator_limits(100, 0, 10, Some(&late), 2000, Some(1_000));
+        assert!(
+            r[0].starts_with("dispatch delay p99 5.00 ms is above 2.00 ms"),
+            "{r:?}"
+        );
+        let r = generator_limits(100, 0, 10, Some(&late), 2000, Some(8_000));
+        assert!(
+            r[0].starts_with(
+                "dispatch delay p99 5.00 ms is above 4.00 ms (half the service time p50 8.00 ms)"
+            ),
+            "{r:?}"
+        );
+        let r = generator_limits(100, 7, 10, Some(&late), 2000, None);
         assert!(
             r[0].starts_with("connections exhausted: 7 of 100 requests (7.0 %)"),
             "{r:?}"

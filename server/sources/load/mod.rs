@@ -29,6 +29,26 @@
 //! A connection's set-up (TCP, TLS handshake) is in the service time of the request that
 //! opened it only: later requests on the kept-alive connection do not pay it.
 //!
+//! Connections open in a ramp, never in a burst (HTTP/1.1): at most
+//! [`MAX_CONNECTING`] per worker are being opened at once, and a new one opens only for a
+//! queued request that no connection being opened will take. Without this cap, a
+//! dispatcher that fell behind (a busy machine) dispatches every arrival due at once — up to
+//! tokio's cooperative budget of 128 before it yields — before any new connection task has
+//! run, and each of them opened a connection: hundreds at a step's start, a burst that
+//! overflows the service's accept and request queues and costs the CPU the generator was
+//! short of. Driven by a [`RateControl`], the workers also open connections *ahead* of a
+//! step ([`RateControl::hold_connections`], sized by the search), in the same ramp, each
+//! connected before it takes a request.
+//!
+//! Timers: the dispatcher sleeps on tokio's timer, which has 1 ms resolution (a deadline
+//! fires on the first millisecond tick at or after it, so a request is picked up to about
+//! 1 ms after its intended time on an idle machine; arrivals less than 1 ms apart go out
+//! in small groups on a tick, each timed from its own intended start). A sleep whose
+//! deadline has passed completes at once, so a late dispatcher catches up without waiting
+//! for ticks. The operating system's scheduler adds its own delay when the worker thread
+//! waits for a core (a time slice of a few ms on a busy machine): both show as dispatch
+//! delay, which the caller judges against the service time.
+//!
 //! Hot path (HTTP/1.1): no channel message and no allocation per request — the request's
 //! bytes are written once (with a feeder: rendered per request into the task's buffer),
 //! the response is read into the connection's buffer; a worker records into its own
@@ -67,6 +87,11 @@ pub use tls::{HttpVersion, Negotiated, Protocol, TlsClient, TlsFiles, negotiate}
 /// Streams one HTTP/2 connection carries before the next connection opens (the server's
 /// `SETTINGS_MAX_CONCURRENT_STREAMS` still bounds how many are under way at once).
 pub const H2_STREAMS_PER_CONNECTION: u32 = 100;
+
+/// HTTP/1.1 connections a worker opens at once, at most (see the module docs): a ramp of
+/// this many at a time; on loopback each takes well under a millisecond, so hundreds still
+/// open within a second.
+pub const MAX_CONNECTING: u32 = 8;
 
 /// Why a load run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -557,12 +582,22 @@ impl Segment {
 }
 
 /// The rate of a running engine, changed by whoever drives it (instead of a fixed
-/// schedule), and what the workers still hold.
+/// schedule), the connections to hold open, and what the workers still hold.
 #[derive(Debug)]
 pub struct RateControl {
     segment: watch::Sender<Segment>,
     /// Per worker: requests queued or in flight.
     outstanding: Vec<AtomicU32>,
+    /// Connections to hold open over all workers.
+    hold: watch::Sender<u32>,
+    /// Per worker: connections of `hold` not yet open.
+    to_open: Vec<AtomicU32>,
+}
+
+/// Worker `worker`'s share of `n` (the first workers take the remainder).
+fn share(n: u32, worker: usize, workers: usize) -> u32 {
+    let workers = workers.max(1) as u32;
+    n / workers + u32::from((worker as u32) < n % workers)
 }
 
 impl RateControl {
@@ -571,7 +606,31 @@ impl RateControl {
         Arc::new(RateControl {
             segment: watch::Sender::new(first),
             outstanding: (0..threads.max(1)).map(|_| AtomicU32::new(0)).collect(),
+            hold: watch::Sender::new(0),
+            to_open: (0..threads.max(1)).map(|_| AtomicU32::new(0)).collect(),
         })
+    }
+
+    /// Asks the workers to hold `n` connections open (each its share, at most its share of
+    /// `--max-connections`), opening the missing ones now in the ramp of the module docs;
+    /// open ones are kept. HTTP/1.1 only (HTTP/2 connections carry many streams and open
+    /// with their first).
+    pub fn hold_connections(&self, n: u32) {
+        let workers = self.to_open.len();
+        for (w, a) in self.to_open.iter().enumerate() {
+            // An upper bound until the worker has looked: it only lowers it.
+            a.store(share(n, w, workers), Ordering::Relaxed);
+        }
+        self.hold.send_replace(n);
+    }
+
+    /// Connections asked for by [`RateControl::hold_connections`] that are not open yet,
+    /// over all workers (0 once all are open, or when opening them failed).
+    pub fn connections_to_open(&self) -> u64 {
+        self.to_open
+            .iter()
+            .map(|a| u64::from(a.load(Ordering::Relaxed)))
+            .sum()
     }
 
     /// Replaces the current segment (workers switch at once; arrivals of the new segment
@@ -716,6 +775,14 @@ struct Shared {
     idle: Cell<u32>,
     /// Connection tasks (HTTP/2: stream tasks) running.
     open: Cell<u32>,
+    /// HTTP/1.1 connection tasks whose first connection is being opened.
+    connecting: Cell<u32>,
+    /// Woken when a connection task's first connect ends (the ramp may go on).
+    connect_ended: Notify,
+    /// This worker's share of the connections to hold open ([`RateControl::hold_connections`]).
+    hold: Cell<u32>,
+    /// Opening a held connection failed: no more are opened until the next hold.
+    hold_failed: Cell<bool>,
     done: Cell<bool>,
     rec: RefCell<Recorder>,
     /// Requests queued or in flight, published to the rate control (when there is one).
@@ -775,6 +842,29 @@ impl Shared {
         at.saturating_duration_since(self.t0).as_nanos() as u64
     }
 
+    /// The task counted in `connecting` (`*opening`) has finished its first connect (or
+    /// gave up): no longer counted; the ramp may open the next one.
+    fn connect_done(&self, opening: &mut bool) {
+        if std::mem::take(opening) {
+            self.connecting.set(self.connecting.get().saturating_sub(1));
+            self.connect_ended.notify_one();
+            self.publish_to_open();
+        }
+    }
+
+    /// Publishes how many held connections are not open yet.
+    fn publish_to_open(&self) {
+        if let Some((control, w)) = &self.gauge {
+            let connected = self.open.get().saturating_sub(self.connecting.get());
+            let missing = if self.hold_failed.get() || self.http2() {
+                0
+            } else {
+                self.hold.get().saturating_sub(connected)
+            };
+            control.to_open[*w].store(missing, Ordering::Relaxed);
+        }
+    }
+
     /// `delta` more (or fewer) requests queued or in flight.
     fn outstanding_add(&self, delta: i64) {
         let v = (i64::from(self.outstanding.get()) + delta).max(0) as u32;
@@ -811,6 +901,10 @@ async fn run_worker(ctx: WorkerCtx) {
         wake: Notify::new(),
         idle: Cell::new(0),
         open: Cell::new(0),
+        connecting: Cell::new(0),
+        connect_ended: Notify::new(),
+        hold: Cell::new(0),
+        hold_failed: Cell::new(false),
         done: Cell::new(false),
         rec: RefCell::new(Recorder::new(
             ctx.worker,
@@ -858,6 +952,7 @@ async fn closed_model(ctx: &WorkerCtx, shared: &Rc<Shared>, model: &ClosedModel)
                     let intended_ns = sh.ns_since_start(Instant::now());
                     sh.rec.borrow_mut().scheduled(intended_ns, false);
                     one_request(&sh, slot, &mut conn, &mut bufs, intended_ns).await;
+                    sh.connect_done(&mut bufs.opening);
                     if !think.is_zero() {
                         tokio::select! {
                             _ = tokio::time::sleep(think) => {}
@@ -893,9 +988,62 @@ fn dispatch(
         shared.idle.set(idle - 1);
         shared.wake.notify_one();
     } else if open < max_tasks {
-        shared.open.set(open + 1);
-        connections.push(tokio::task::spawn_local(connection(shared.clone(), open)));
+        if shared.http2() {
+            shared.open.set(open + 1);
+            connections.push(tokio::task::spawn_local(connection(
+                shared.clone(),
+                open,
+                false,
+            )));
+        } else {
+            open_for_queue(ctx, shared, connections);
+        }
     }
+}
+
+/// HTTP/1.1: opens connection tasks (each opening its connection with the request it
+/// takes) for queued requests that no task being opened will take, at most
+/// [`MAX_CONNECTING`] being opened at once (see the module docs).
+fn open_for_queue(ctx: &WorkerCtx, shared: &Rc<Shared>, connections: &mut Vec<JoinHandle<()>>) {
+    let max_tasks = shared.max_tasks(ctx.max_open);
+    while shared.open.get() < max_tasks
+        && shared.connecting.get() < MAX_CONNECTING
+        && shared.queue.borrow().len() > (shared.idle.get() + shared.connecting.get()) as usize
+    {
+        let slot = shared.open.get();
+        shared.open.set(slot + 1);
+        shared.connecting.set(shared.connecting.get() + 1);
+        connections.push(tokio::task::spawn_local(connection(
+            shared.clone(),
+            slot,
+            false,
+        )));
+    }
+}
+
+/// HTTP/1.1: opens connections (each connected before it takes a request) until this
+/// worker holds its share of the connections asked for, at most [`MAX_CONNECTING`] being
+/// opened at once; then for the queue.
+fn ramp(ctx: &WorkerCtx, shared: &Rc<Shared>, connections: &mut Vec<JoinHandle<()>>) {
+    if shared.http2() {
+        return;
+    }
+    let max_tasks = shared.max_tasks(ctx.max_open);
+    while shared.open.get() < shared.hold.get().min(max_tasks)
+        && shared.connecting.get() < MAX_CONNECTING
+        && !shared.hold_failed.get()
+    {
+        let slot = shared.open.get();
+        shared.open.set(slot + 1);
+        shared.connecting.set(shared.connecting.get() + 1);
+        connections.push(tokio::task::spawn_local(connection(
+            shared.clone(),
+            slot,
+            true,
+        )));
+    }
+    open_for_queue(ctx, shared, connections);
+    shared.publish_to_open();
 }
 
 /// The open model: arrivals on the schedule, handed to connections (see the module docs).
@@ -923,10 +1071,16 @@ async fn open_model(ctx: &WorkerCtx, shared: &Rc<Shared>, schedule: &Schedule) {
 async fn controlled(ctx: &WorkerCtx, shared: &Rc<Shared>, control: &RateControl) {
     let mut rx = control.segment.subscribe();
     let mut segment = *rx.borrow_and_update();
+    let mut hold = control.hold.subscribe();
     let mut k = 0u64;
     let mut connections: Vec<JoinHandle<()>> = Vec::new();
     let mut cancelled = false;
+    let held = |n: u32| share(n, ctx.worker, ctx.workers).min(ctx.max_open);
+    shared.hold.set(held(*hold.borrow_and_update()));
+    ramp(ctx, shared, &mut connections);
     while !segment.stop {
+        // Still opening: a connect that ends lets the ramp go on.
+        let ramping = shared.connecting.get() > 0;
         let next = segment.arrival(k, ctx.worker, ctx.workers);
         let sleep = async {
             match next {
@@ -943,6 +1097,14 @@ async fn controlled(ctx: &WorkerCtx, shared: &Rc<Shared>, control: &RateControl)
                 }
                 segment = *rx.borrow_and_update();
                 k = 0;
+            }
+            Ok(()) = hold.changed() => {
+                shared.hold.set(held(*hold.borrow_and_update()));
+                shared.hold_failed.set(false);
+                ramp(ctx, shared, &mut connections);
+            }
+            _ = shared.connect_ended.notified(), if ramping => {
+                ramp(ctx, shared, &mut connections);
             }
             _ = sleep => {
                 if let Some(ns) = next {
@@ -1011,13 +1173,38 @@ impl Drop for Opened {
 }
 
 /// A connection task (HTTP/2: a stream task), number `slot` of its worker: takes queued
-/// requests until the schedule is done and the queue empty.
-async fn connection(sh: Rc<Shared>, slot: u32) {
+/// requests until the schedule is done and the queue empty. HTTP/1.1: counted in
+/// `connecting` until its first connect ends; `ahead`: it connects before taking a request
+/// (a held connection), else with its first request (whose service time then has it).
+async fn connection(sh: Rc<Shared>, slot: u32, ahead: bool) {
     let mut conn: Option<Conn> = None;
-    let mut bufs = Buffers::default();
+    let mut bufs = Buffers {
+        opening: !sh.http2(),
+        ..Buffers::default()
+    };
+    if ahead {
+        match tls::connect(&sh.dialer).await {
+            Ok(stream) => {
+                sh.rec.borrow_mut().connection_opened();
+                conn = Some(Conn::Http1(Box::new(h1::Connection::new(stream))));
+            }
+            Err(e) => {
+                tracing::debug!("opening a connection ahead to {}: {e}", sh.dialer.addr());
+                sh.hold_failed.set(true);
+            }
+        }
+        sh.connect_done(&mut bufs.opening);
+        if conn.is_none() {
+            sh.open.set(sh.open.get().saturating_sub(1));
+            sh.publish_to_open();
+            return;
+        }
+    }
     loop {
         let next = sh.queue.borrow_mut().pop_front();
         let Some(intended_ns) = next else {
+            // Opened for a request another task took: idle now, not opening anything.
+            sh.connect_done(&mut bufs.opening);
             if sh.done.get() {
                 break;
             }
@@ -1026,9 +1213,12 @@ async fn connection(sh: Rc<Shared>, slot: u32) {
             continue;
         };
         one_request(&sh, slot, &mut conn, &mut bufs, intended_ns).await;
+        // Its first connect ended with the request (or the request timed out first).
+        sh.connect_done(&mut bufs.opening);
     }
     sh.open.set(sh.open.get().saturating_sub(1));
     close(&sh, &mut conn);
+    sh.publish_to_open();
 }
 
 /// Drops the task's connection. An HTTP/1.1 connection is counted closed (its socket
@@ -1040,11 +1230,13 @@ fn close(sh: &Shared, conn: &mut Option<Conn>) {
 }
 
 /// A task's buffers, kept for its life: the response body (when checked) and the request
-/// (when rendered per request from a feeder).
+/// (when rendered per request from a feeder); and whether it is counted as opening its
+/// first connection (`Shared::connecting`).
 #[derive(Default)]
 struct Buffers {
     body: Vec<u8>,
     request: Vec<u8>,
+    opening: bool,
 }
 
 /// Sends one request meant to start at `intended_ns`, on `conn` (task `slot`'s), and
@@ -1079,7 +1271,7 @@ async fn one_request(
                 &bufs.request
             }
         };
-        let exchange = exchange_h1(sh, conn, &mut bufs.body, request, picked);
+        let exchange = exchange_h1(sh, conn, &mut bufs.body, &mut bufs.opening, request, picked);
         let result = tokio::time::timeout(sh.spec.timeout, exchange).await;
         (result, request.len() as u64)
     };
@@ -1127,6 +1319,7 @@ async fn exchange_h1(
     sh: &Shared,
     conn: &mut Option<Conn>,
     body_buf: &mut Vec<u8>,
+    opening: &mut bool,
     request: &[u8],
     now: Instant,
 ) -> (Outcome, u16, u64) {
@@ -1138,7 +1331,9 @@ async fn exchange_h1(
         };
         if !usable {
             close(sh, conn);
-            match tls::connect(&sh.dialer).await {
+            let connected = tls::connect(&sh.dialer).await;
+            sh.connect_done(opening);
+            match connected {
                 Ok(stream) => {
                     sh.rec.borrow_mut().connection_opened();
                     *conn = Some(Conn::Http1(Box::new(h1::Connection::new(stream))));
