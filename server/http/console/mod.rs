@@ -517,7 +517,7 @@ fn split_unit(text: String) -> (String, &'static str) {
 
 /// The KPI cards of a `harrier load find` run: the figures at the rate it sustained (its
 /// confirmation step), not every step mixed; `None` when it sustained no rate.
-fn search_kpis(run: &RunDetail, s: &crate::domain::load::SearchOutcome) -> Option<Vec<Kpi>> {
+fn search_kpis(s: &crate::domain::load::SearchOutcome) -> Option<Vec<Kpi>> {
     use crate::domain::load::search::{Phase, Verdict};
     let y = s.sustains_rps?;
     let at_y = s
@@ -551,11 +551,15 @@ fn search_kpis(run: &RunDetail, s: &crate::domain::load::SearchOutcome) -> Optio
         card(
             "Sustained rate",
             format::rps(Some(y)),
-            if s.confirmed {
-                format!("confirmed over {} s", at_y.seconds)
-            } else {
-                "not confirmed".into()
-            },
+            format!(
+                "{} · {} steps",
+                if s.confirmed {
+                    format!("confirmed over {} s", at_y.seconds)
+                } else {
+                    "not confirmed".into()
+                },
+                s.steps.len()
+            ),
             "The highest offered rate that passed (Y)",
         ),
         card(
@@ -587,12 +591,6 @@ fn search_kpis(run: &RunDetail, s: &crate::domain::load::SearchOutcome) -> Optio
                 .map_or_else(|| format::NONE.to_string(), |n| format::float(n, 1)),
             "requests, by Little's law".into(),
             "achieved rate × mean latency",
-        ),
-        card(
-            "Requests, all steps",
-            format::count(run.overall.count as i64),
-            format!("{} steps", s.steps.len()),
-            "Every request of the search, every step",
         ),
     ])
 }
@@ -1090,7 +1088,7 @@ pub(crate) async fn run(
         duration: format::duration(run.overall.window_ms),
         kpis: search
             .as_ref()
-            .and_then(|s| search_kpis(&run, s))
+            .and_then(search_kpis)
             .unwrap_or_else(|| kpis(&run)),
         columns: COLUMNS,
         rows: run
