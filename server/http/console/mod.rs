@@ -515,6 +515,28 @@ fn split_unit(text: String) -> (String, &'static str) {
     (text, "")
 }
 
+/// A KPI card: the value's unit split off ("1.23 s" → "1.23", "s"), no warning class.
+fn kpi(label: &'static str, value: String, caption: String, title: &'static str) -> Kpi {
+    let (value, unit) = split_unit(value);
+    Kpi {
+        label,
+        value,
+        unit,
+        caption,
+        title,
+        class: "",
+    }
+}
+
+/// An error-% card's class: red from 5 %, amber above 0.
+fn error_class(error_pct: Option<f64>) -> &'static str {
+    match error_pct {
+        Some(p) if p >= 5.0 => " is-err",
+        Some(p) if p > 0.0 => " is-warn",
+        _ => "",
+    }
+}
+
 /// The KPI cards of a `harrier load find` run: the figures at the rate it sustained (its
 /// confirmation step), not every step mixed; `None` when it sustained no rate.
 fn search_kpis(s: &crate::domain::load::SearchOutcome) -> Option<Vec<Kpi>> {
@@ -525,28 +547,14 @@ fn search_kpis(s: &crate::domain::load::SearchOutcome) -> Option<Vec<Kpi>> {
         .iter()
         .filter(|st| st.verdict == Verdict::Pass && (st.offered_rps - y).abs() < 1e-6)
         .max_by_key(|st| (st.phase == Phase::Confirm, st.seconds))?;
-    let card = |label, value: String, caption: String, title| {
-        let (value, unit) = split_unit(value);
-        Kpi {
-            label,
-            value,
-            unit,
-            caption,
-            title,
-            class: "",
-        }
-    };
+    let card = kpi;
     let mut errors = card(
         "Error rate at that rate",
         format::pct(at_y.error_pct),
         format!("{} timed out", format::int(at_y.timeouts as i64)),
         "errors / completed requests × 100 over the step's steady seconds",
     );
-    errors.class = match at_y.error_pct {
-        Some(p) if p >= 5.0 => " is-err",
-        Some(p) if p > 0.0 => " is-warn",
-        _ => "",
-    };
+    errors.class = error_class(at_y.error_pct);
     Some(vec![
         card(
             "Sustained rate",
@@ -597,28 +605,13 @@ fn search_kpis(s: &crate::domain::load::SearchOutcome) -> Option<Vec<Kpi>> {
 
 fn kpis(run: &RunDetail) -> Vec<Kpi> {
     let o = &run.overall;
-    let kpi = |label, value: String, caption: String, title| {
-        let (value, unit) = split_unit(value);
-        Kpi {
-            label,
-            value,
-            unit,
-            caption,
-            title,
-            class: "",
-        }
-    };
     let mut error = kpi(
         "Error rate",
         format::pct(o.error_pct),
         format!("{} errors", format::int(o.errors as i64)),
         "errors / requests × 100",
     );
-    error.class = match o.error_pct {
-        Some(p) if p >= 5.0 => " is-err",
-        Some(p) if p > 0.0 => " is-warn",
-        _ => "",
-    };
+    error.class = error_class(o.error_pct);
     let rule = if run.summary_only {
         "as reported by the tool"
     } else {
