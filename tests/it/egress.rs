@@ -215,7 +215,10 @@ async fn scrapes_refuse_unspecified_own_and_redirected_destinations() {
             err.contains("redirect") || err.contains("egress"),
             "{location}: {err}"
         );
-        assert_eq!(redir_hits.load(Ordering::SeqCst), 1, "{location}");
+        // Once by this scrape; the server's own scrape loop may also pick up the target
+        // just added (on PostgreSQL a notification wakes it at once): at most twice.
+        let hits = redir_hits.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&hits), "{location}: {hits} requests");
     }
     assert_eq!(
         sink_hits.load(Ordering::SeqCst),
