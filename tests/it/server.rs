@@ -406,7 +406,11 @@ async fn churning_half_open_connections_do_not_make_the_console_wait() {
         .unwrap();
     let mut took = Vec::new();
     for i in 0..40 {
-        let path = if i % 2 == 0 { "/console" } else { "/api/v1/runs" };
+        let path = if i % 2 == 0 {
+            "/console"
+        } else {
+            "/api/v1/runs"
+        };
         let t0 = Instant::now();
         let r = http.get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(r.status(), 200, "{path}");
