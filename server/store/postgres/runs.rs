@@ -974,12 +974,21 @@ async fn write_live_changes(
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
+        // The scopes too, so the key (run, scope, second) finds each stored bucket: with
+        // the seconds alone every bucket of the run is read, and a long run slows down.
+        let ords: Vec<i64> = added
+            .iter()
+            .map(|(o, _)| *o)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
         let stored: Vec<ScopedBucketRow> = sqlx::query_as(
             "SELECT label_ord, start_ms, count, errors, sum_ms, min_ms, max_ms, active_users,
                     histogram
-             FROM run_buckets WHERE run_id = $1 AND start_ms = ANY($2)",
+             FROM run_buckets WHERE run_id = $1 AND label_ord = ANY($2) AND start_ms = ANY($3)",
         )
         .bind(id)
+        .bind(&ords)
         .bind(&seconds)
         .fetch_all(&mut **tx)
         .await?;

@@ -945,6 +945,17 @@ async fn write_live_changes(
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
+        // The scopes too, so the key (run, scope, second) finds each stored bucket: with
+        // the seconds alone every bucket of the run is read, and a long run slows down.
+        // Written as literals: they are numbers of this function's own.
+        let ords = added
+            .iter()
+            .map(|(o, _)| *o)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|o| o.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
         let mut stored = Vec::new();
         for chunk in seconds.chunks(chunk_rows(1)) {
             let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
@@ -952,7 +963,9 @@ async fn write_live_changes(
                         histogram
                  FROM run_buckets WHERE run_id = ",
             );
-            qb.push_bind(id).push(" AND start_ms IN (");
+            qb.push_bind(id)
+                .push(format!(" AND label_ord IN ({ords})"))
+                .push(" AND start_ms IN (");
             let mut list = qb.separated(", ");
             for s in chunk {
                 list.push_bind(*s);
