@@ -17,6 +17,10 @@ use harrier::domain::runs::Stats;
 use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 use serde_json::json;
 
+#[path = "it/skip.rs"]
+mod skip;
+use skip::{Kind, skip};
+
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -36,7 +40,10 @@ fn public(rel: &str) -> Option<Vec<u8>> {
     match std::fs::read(&path) {
         Ok(b) => Some(b),
         Err(_) => {
-            println!("skipping: ../shared not present ({})", path.display());
+            skip(
+                Kind::Shared,
+                &format!("../shared/fixtures/public: {} is absent", path.display()),
+            );
             None
         }
     }

@@ -15,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::helpers::*;
+use crate::skip::{Kind, skip};
 
 const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
 
@@ -238,7 +239,10 @@ async fn oidc_sign_on_maps_groups_to_roles_and_refuses_bad_state() {
     let (_provider, issuer) = match start_provider(&http).await {
         Ok(p) => p,
         Err(why) => {
-            println!("skipped: no OpenID Connect provider to test against: {why}");
+            skip(
+                Kind::Tool,
+                &format!("no OpenID Connect provider to test against: {why}"),
+            );
             return;
         }
     };
