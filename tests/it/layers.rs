@@ -103,7 +103,7 @@ fn code_of(text: &str) -> String {
         }
         let ident_before = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
         // Raw strings: r"…", r#"…"#, br#"…"#, cr"…" (not the end of an identifier like `for`).
-        if c == 'r' && !(ident_before && !matches!(chars[i - 1], 'b' | 'c')) {
+        if c == 'r' && (!ident_before || matches!(chars[i - 1], 'b' | 'c')) {
             let mut j = i + 1;
             while chars.get(j) == Some(&'#') {
                 j += 1;
@@ -179,7 +179,7 @@ fn crate_paths(code: &str) -> Vec<Vec<String>> {
 
 /// Reads one use-tree from the start of `rest` (segments `a::b`, then optionally a
 /// `{…}` group of trees or `*`), pushing every full path under `prefix` to `out`.
-fn tree<'a>(rest: &mut &'a str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+fn tree(rest: &mut &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     let depth = prefix.len();
     loop {
         *rest = rest.trim_start();
