@@ -1,7 +1,8 @@
 //! A test that cannot run here says so and is counted as skipped, not passed.
 //!
-//! [`skip`] prints `SKIPPED test-name (kind): reason` to stderr and, when the environment
-//! variable `HARRIER_SKIP_LOG` names a file, appends `test-name<TAB>kind<TAB>reason` to it.
+//! [`skip`] prints `SKIPPED test-name (kind): reason` to stderr (past the test harness's
+//! output capture) and, when the environment variable `HARRIER_SKIP_LOG` names a file,
+//! appends `test-name<TAB>kind<TAB>reason` to it.
 //! `scripts/test.sh` sets that variable, takes the recorded skips out of its passed count
 //! and lists their reasons; with `HARRIER_REQUIRE_TOOLS=1` (as `.ci/run` sets) a skip of
 //! kind [`Kind::Tool`] fails the run. The caller returns right after calling it.
@@ -62,7 +63,13 @@ fn test_name() -> String {
 pub fn skip(kind: Kind, reason: &str) {
     let reason = reason.replace(['\t', '\n', '\r'], " ");
     let test = test_name();
-    eprintln!("SKIPPED {test} ({}): {reason}", kind.name());
+    // Straight to the process's stderr, past libtest's capture (which holds `eprintln!`
+    // of a passing test back): a skip is seen in a plain `cargo test` too.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test} ({}): {reason}",
+        kind.name()
+    );
     let Some(path) = std::env::var_os("HARRIER_SKIP_LOG") else {
         return;
     };
