@@ -77,7 +77,7 @@ async fn find(args: LoadFindArgs) -> anyhow::Result<ExitCode> {
     println!(
         "harrier load find: {} {} — probe {} req/s, doubling to --max-rate {} req/s, bisecting to {} %; steps of {} s (confirmation {} s), at most {} s; at most {} connections, timeout {}; Ctrl-C stops and keeps what was measured",
         req.load.spec.method,
-        req.load.spec.url,
+        req.load.spec.shown_url(),
         req.plan.start_rate,
         req.plan.max_rate,
         req.plan.tolerance * 100.0,
@@ -195,7 +195,7 @@ async fn run(args: LoadRunArgs) -> anyhow::Result<ExitCode> {
     println!(
         "harrier load: {} {} — {}, at most {} connections, timeout {}; Ctrl-C stops and keeps what was measured",
         req.spec.method,
-        req.spec.url,
+        req.spec.shown_url(),
         req.settings.workload.describe(),
         req.settings.max_connections,
         args.request.timeout,

@@ -89,6 +89,46 @@ pub fn mask_url(url: &str) -> String {
     u.to_string().replace("%E2%80%A6", MASK)
 }
 
+/// A request target (`/path?query`) as it may be shown: the values of secret-looking query
+/// parameters replaced by [`MASK`], the rest as written.
+pub fn mask_target(target: &str) -> String {
+    let Some((path, query)) = target.split_once('?') else {
+        return target.to_string();
+    };
+    let masked: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if !value.is_empty() && is_secret_param(&decode(name)) => {
+                format!("{name}={MASK}")
+            }
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{path}?{}", masked.join("&"))
+}
+
+/// Header names (compared lowercased, as substrings) whose values are secrets, besides
+/// those [`is_secret_param`] names: cookies and sessions.
+const SECRET_HEADERS: &[&str] = &["cookie", "session"];
+
+/// Whether a request header named `name` carries a secret (`Authorization`,
+/// `Proxy-Authorization`, `X-Api-Key`, `Cookie`, `X-Auth-Token`, …; case-insensitive).
+pub fn is_secret_header(name: &str) -> bool {
+    let lower = name.trim().to_ascii_lowercase();
+    is_secret_param(&lower) || SECRET_HEADERS.iter().any(|s| lower.contains(s))
+}
+
+/// A `Name: value` header line as it may be shown: the value replaced by [`MASK`] when the
+/// name carries a secret ([`is_secret_header`]); a line without `:` is shown whole.
+pub fn mask_header_line(line: &str) -> String {
+    match line.split_once(':') {
+        Some((name, value)) if is_secret_header(name) && !value.trim().is_empty() => {
+            format!("{name}: {MASK}")
+        }
+        _ => line.to_string(),
+    }
+}
+
 fn decode(name: &str) -> String {
     form_urlencoded::parse(format!("{name}=").as_bytes())
         .next()
@@ -239,6 +279,26 @@ impl<M: Mask> From<String> for Secret<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_targets_and_header_lines_are_masked() {
+        assert_eq!(
+            mask_target("/orders?page=2&token=s3cr3t&apiKey=k"),
+            "/orders?page=2&token=…&apiKey=…"
+        );
+        assert_eq!(mask_target("/orders/7"), "/orders/7");
+        assert_eq!(
+            mask_header_line("Authorization: Bearer abc"),
+            "Authorization: …"
+        );
+        assert_eq!(mask_header_line("X-Api-Key:k1"), "X-Api-Key: …");
+        assert_eq!(mask_header_line("cookie: sid=1"), "cookie: …");
+        assert_eq!(
+            mask_header_line("Content-Type: application/json"),
+            "Content-Type: application/json"
+        );
+        assert_eq!(mask_header_line("Accept"), "Accept");
+    }
 
     #[test]
     fn credentials_and_secret_parameters_are_masked() {

@@ -67,7 +67,7 @@ impl LoadRequest {
             let _ = tap.send(Tap::Open(Box::new(OpenLoadRun {
                 name,
                 scenario: Some(self.scenario_name()),
-                source: self.spec.url.clone(),
+                source: self.spec.shown_url(),
                 tags: self.tags.clone(),
                 plan: plan.clone(),
             })));
@@ -83,7 +83,7 @@ impl LoadRequest {
     fn scenario_name(&self) -> String {
         self.scenario
             .clone()
-            .unwrap_or_else(|| format!("{} {}", self.spec.method, self.spec.url))
+            .unwrap_or_else(|| format!("{} {}", self.spec.method, self.spec.shown_url()))
     }
 }
 
@@ -228,7 +228,7 @@ impl Keeper {
                     name: name.to_string(),
                     scenario: Some(req.scenario_name()),
                     tool: "harrier".into(),
-                    source: Some(req.spec.url.clone()),
+                    source: Some(req.spec.shown_url()),
                     tags: req.tags.clone(),
                     imported_at_ms: crate::now_ms(),
                 };

@@ -204,7 +204,8 @@ impl LoadRuns {
                 name: run.name.clone(),
                 scenario: run.scenario.clone(),
                 tool: "harrier".into(),
-                source: Some(run.source.clone()),
+                // Masked again here: a client of an older version may send it whole.
+                source: Some(crate::domain::secrets::mask_url(&run.source)),
                 tags: run.tags.clone(),
                 imported_at_ms: crate::now_ms(),
             })

@@ -147,10 +147,19 @@ impl NewLoadTest {
     }
 
     /// The equivalent command line, for people (`--body-file` stands for the form's body).
+    /// It is logged and shown: the URL's credentials and secret query values and the
+    /// values of secret headers (`Authorization`, `X-Api-Key`, `Cookie`, …) are masked.
     pub fn command(&self) -> String {
+        use crate::domain::secrets::{mask_header_line, mask_url};
         let mode = if self.mode == "find" { "find" } else { "run" };
         let mut words = vec!["harrier".to_string(), "load".into(), mode.into()];
-        words.extend(self.flags().iter().map(|w| shell_quote(w)));
+        let flags = self.flags();
+        let shown = flags.iter().enumerate().map(|(i, w)| match i {
+            0 => mask_url(w),
+            _ if flags[i - 1] == "--header" => mask_header_line(w),
+            _ => w.clone(),
+        });
+        words.extend(shown.map(|w| shell_quote(&w)));
         if !self.body.is_empty() {
             words.push("--body-file".into());
             words.push("BODY".into());
@@ -545,9 +554,9 @@ impl LoadTests {
             scenario: Some(
                 req.scenario
                     .clone()
-                    .unwrap_or_else(|| format!("{} {}", req.spec.method, req.spec.url)),
+                    .unwrap_or_else(|| format!("{} {}", req.spec.method, req.spec.shown_url())),
             ),
-            source: req.spec.url.clone(),
+            source: req.spec.shown_url(),
             tags: req.tags.clone(),
             plan,
         };

@@ -503,6 +503,28 @@ async fn webhook_gets_one_firing_and_one_resolved_message_with_retries() {
             .unwrap()
             .contains("500")
     );
+
+    // A second episode of the same alert, long after the first resolved: its firing
+    // notice has a key of its own (a receiver that drops repeated keys keeps it).
+    scrape(
+        &app,
+        target,
+        t0 + 600_000,
+        &[write("/checkout", interval(100.0, 30.0))],
+    )
+    .await;
+    evaluate_once(store, &app.state.hub, t0 + 601_000)
+        .await
+        .unwrap();
+    assert_eq!(deliver(t0 + 601_000).await.unwrap(), 1);
+    let second = got.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(second["status"], "firing");
+    let all_keys = idempotency.lock().unwrap().clone();
+    assert_eq!(all_keys.len(), 4, "{all_keys:?}");
+    assert!(
+        !all_keys[..3].contains(&all_keys[3]),
+        "the second episode's firing notice has a new key: {all_keys:?}"
+    );
 }
 
 /// `harrier serve` evaluates on its own every `evaluation_interval` and sends to the

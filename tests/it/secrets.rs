@@ -319,3 +319,218 @@ url = "http://am:{CANARY}@127.0.0.1:9"
 fn assert_no_canary(what: &str, text: &str, canary: &str) {
     assert!(!text.contains(canary), "{what} shows the secret: {text}");
 }
+
+/// A console load test started by a token, with secret headers and a token in its URL: the
+/// service receives them whole, and no answer, page (a share link's included), websocket
+/// frame or log line (at `info`) shows them; the log names the token that started it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_tests_secrets_are_masked_everywhere_and_the_log_names_who_started_it() {
+    use axum::extract::State;
+    use axum::http::HeaderMap;
+    use futures_util::StreamExt;
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    if crate::helpers::sqlite_only("the commands open the SQLite file the test names") {
+        return;
+    }
+    const CANARY: &str = "LoAdSeCrEt4417";
+    // The service under load remembers the secret headers it was sent.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    async fn handle(State(seen): State<Arc<Mutex<Vec<String>>>>, h: HeaderMap) -> &'static str {
+        let mut seen = seen.lock().unwrap();
+        if seen.is_empty() {
+            for name in ["authorization", "x-api-key"] {
+                let v = h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+                seen.push(v.to_string());
+            }
+        }
+        "ok"
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let svc = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/orders", axum::routing::get(handle))
+        .with_state(seen.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let run_cli = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harrier"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .env_remove("HARRIER_TOKEN")
+            .env_remove("HARRIER_DATABASE_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run_cli(
+        &["user", "add", "ada", "--role", "admin"],
+        "a long passphrase\n",
+    );
+    let token = run_cli(&["token", "create", "ci-bot", "--scope", "write"], "")
+        .trim()
+        .to_string();
+    let toml = dir.path().join("harrier.toml");
+    std::fs::write(
+        &toml,
+        "[load]\nenabled = true\nmax_rate = 200\nmax_duration = \"30s\"\n",
+    )
+    .unwrap();
+    let log = dir.path().join("stderr.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_harrier"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&toml)
+        .arg("--db")
+        .arg(&db)
+        .env("HARRIER_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start harrier");
+    let mut child = crate::browser::Proc(child);
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches("/console")
+        .to_string();
+    let mut ws_req = format!("{}/api/v1/live", base.replace("http", "ws"))
+        .into_client_request()
+        .unwrap();
+    ws_req
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_req).await.unwrap();
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let req = http.get(format!("{base}{path}")).bearer_auth(&token);
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+
+    let r = http
+        .post(format!("{base}/api/v1/load-tests"))
+        .bearer_auth(&token)
+        .json(&json!({
+            "url": format!("{svc}/orders?page=2&access_token={CANARY}"),
+            "mode": "run", "rate": "50", "duration": "2s",
+            "headers": [format!("Authorization: Bearer {CANARY}"),
+                        format!("X-Api-Key: {CANARY}"), "Accept: text/plain"],
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let started: serde_json::Value = r.json().await.unwrap();
+    assert_no_canary("the started test", &started.to_string(), CANARY);
+    assert_eq!(started["started_by"], "token:ci-bot", "{started}");
+    let command = started["command"].as_str().unwrap();
+    assert!(
+        command.contains("'Authorization: …'")
+            && command.contains("'X-Api-Key: …'")
+            && command.contains("'Accept: text/plain'")
+            && command.contains("access_token=…"),
+        "the command keeps its shape, secrets masked: {command}"
+    );
+    let id = started["id"].as_i64().unwrap();
+    let running = get("/api/v1/load-tests".into()).await;
+    assert_no_canary("GET /api/v1/load-tests", &running, CANARY);
+    let mut status = String::new();
+    for _ in 0..100 {
+        let run: serde_json::Value =
+            serde_json::from_str(&get(format!("/api/v1/runs/{id}")).await).unwrap();
+        status = run["status"].as_str().unwrap_or_default().to_string();
+        if status == "complete" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, "complete");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![format!("Bearer {CANARY}"), CANARY.to_string()],
+        "the service is sent the headers whole"
+    );
+
+    let share: serde_json::Value = http
+        .post(format!("{base}/api/v1/share-links"))
+        .bearer_auth(&token)
+        .json(&json!({"run": id}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let share_path = share["path"].as_str().expect("a share link").to_string();
+    let run: serde_json::Value =
+        serde_json::from_str(&get(format!("/api/v1/runs/{id}")).await).unwrap();
+    let scenario = run["scenario"].as_str().unwrap_or_default().to_string();
+    assert!(
+        scenario.contains("/orders?page=2&access_token=…"),
+        "the scenario still says what was loaded: {scenario}"
+    );
+    let mut shown = 0;
+    for path in [
+        "/api/v1/runs".to_string(),
+        format!("/api/v1/runs/{id}"),
+        format!("/api/v1/runs/{id}/timeseries"),
+        format!("/api/v1/runs/{id}/distribution"),
+        format!("/api/v1/runs/{id}/stats.csv"),
+        format!("/api/v1/runs/{id}/errors"),
+        "/api/v1/scenarios".to_string(),
+        "/api/v1/audit".to_string(),
+        "/console/runs".to_string(),
+        format!("/console/runs/{id}"),
+        "/console".to_string(),
+        share_path,
+    ] {
+        let text = get(path.clone()).await;
+        assert_no_canary(&path, &text, CANARY);
+        shown += usize::from(text.contains("/orders"));
+    }
+    assert!(shown >= 5, "the pages do show the run ({shown})");
+    let mut frames = 0;
+    while let Ok(Some(Ok(msg))) =
+        tokio::time::timeout(std::time::Duration::from_millis(300), ws.next()).await
+    {
+        frames += 1;
+        assert_no_canary(
+            "a websocket frame",
+            msg.to_text().unwrap_or_default(),
+            CANARY,
+        );
+    }
+    assert!(frames > 0, "the websocket said something");
+    drop(ws);
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status();
+    let _ = child.0.wait();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("console load test started") && logged.contains("token:ci-bot"),
+        "the log names the token that started the test: {logged}"
+    );
+    assert_no_canary("the log", &logged, CANARY);
+}

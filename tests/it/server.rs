@@ -354,3 +354,84 @@ async fn points_acknowledged_before_a_kill_9_are_stored() {
     assert_eq!(count % per_batch, 0, "whole writes only: {count}");
     assert_eq!(runs[0]["status"], "complete");
 }
+
+/// 600 connections that send part of a request head and reopen as soon as the server
+/// closes them — more than its 512 slots: the console answers within moments all the
+/// while (it waited for the 10 s header time-out before), and the churning connections do
+/// get closed and reopened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn churning_half_open_connections_do_not_make_the_console_wait() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (proc, base) = start(dir.path(), "self_scrape = false\n", Some(4096));
+    let addr = addr_of(&base);
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicU64::new(0));
+    let mut churners = Vec::new();
+    for _ in 0..600 {
+        let (addr, stop, opened) = (addr.clone(), stop.clone(), opened.clone());
+        churners.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                opened.fetch_add(1, Ordering::Relaxed);
+                let _ = s.write_all(b"GET /console HTTP/1.1\r\nHost: x\r\n").await;
+                let mut buf = [0u8; 512];
+                // Until the server closes it (or the test ends).
+                loop {
+                    match tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await {
+                        Ok(Ok(0)) | Ok(Err(_)) => break,
+                        Ok(Ok(_)) => {}
+                        Err(_) if stop.load(Ordering::Relaxed) => return,
+                        Err(_) => {}
+                    }
+                }
+            }
+        }));
+    }
+    // Every slot taken by the churning connections.
+    while opened.load(Ordering::Relaxed) < 600 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let mut took = Vec::new();
+    for i in 0..40 {
+        let path = if i % 2 == 0 {
+            "/console"
+        } else {
+            "/api/v1/runs"
+        };
+        let t0 = Instant::now();
+        let r = http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        r.bytes().await.unwrap();
+        took.push(t0.elapsed());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reopened = opened.load(Ordering::Relaxed);
+    for c in churners {
+        let _ = c.await;
+    }
+    took.sort();
+    let p95 = took[took.len() * 95 / 100 - 1];
+    // The test's bound is loose (a busy machine, a debug build); the benchmark measures.
+    assert!(
+        p95 < Duration::from_secs(2),
+        "console p95 {p95:?} while 600 connections churn: {took:?}"
+    );
+    assert!(
+        reopened > 600,
+        "the server closed idle connections to make room ({reopened} opened)"
+    );
+    drop(proc);
+}

@@ -117,15 +117,15 @@ async fn tests(State(state): State<AppState>) -> Json<Value> {
 /// run exists; 400 naming what is wrong (or that `[load]` is off); 409 while another runs.
 async fn start_test(
     State(state): State<AppState>,
+    axum::Extension(who): axum::Extension<crate::domain::auth::Principal>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Value>)> {
     let test: NewLoadTest = body_of(
         &body,
         "expected {url, mode: run|find, method, headers, body, rate, duration, slo, …} as JSON",
     )?;
-    let by = crate::http::auth::signed_in()
-        .map(|(name, _)| name)
-        .unwrap_or_else(|| "anonymous".to_string());
+    // The user's name, `token:NAME` for a token (as in the audit log).
+    let by = who.who();
     let running = state.load_tests.start(test, by).await?;
     Ok((
         StatusCode::CREATED,

@@ -179,22 +179,24 @@ impl RequestSpec {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<RequestSpec, LoadError> {
+        // Errors show the URL with its secrets masked: they reach logs and answers.
+        let shown = crate::domain::secrets::mask_url(url);
         if raw_target(url).1 {
             return Err(LoadError::BadInput(format!(
-                "{url}: --feeder placeholders are filled in the path and query only, not the scheme, host or port"
+                "{shown}: --feeder placeholders are filled in the path and query only, not the scheme, host or port"
             )));
         }
         let parsed = url::Url::parse(url)
-            .map_err(|e| LoadError::BadInput(format!("{url} is not a URL: {e}")))?;
+            .map_err(|e| LoadError::BadInput(format!("{shown} is not a URL: {e}")))?;
         let scheme = parsed.scheme();
         if scheme != "http" && scheme != "https" {
             return Err(LoadError::BadInput(format!(
-                "{url}: scheme {scheme} is not http or https"
+                "{shown}: scheme {scheme} is not http or https"
             )));
         }
         let host = parsed
             .host_str()
-            .ok_or_else(|| LoadError::BadInput(format!("{url} has no host")))?;
+            .ok_or_else(|| LoadError::BadInput(format!("{shown} has no host")))?;
         let bare_host = host.trim_start_matches('[').trim_end_matches(']');
         let port = parsed.port_or_known_default().unwrap_or(80);
         let authority = match parsed.port() {
@@ -207,10 +209,10 @@ impl RequestSpec {
         };
         let path: Uri = path_and_query
             .parse()
-            .map_err(|e| LoadError::BadInput(format!("{url}: bad path: {e}")))?;
+            .map_err(|e| LoadError::BadInput(format!("{shown}: bad path: {e}")))?;
         let absolute: Uri = format!("{scheme}://{authority}{path_and_query}")
             .parse()
-            .map_err(|e| LoadError::BadInput(format!("{url}: bad URL: {e}")))?;
+            .map_err(|e| LoadError::BadInput(format!("{shown}: bad URL: {e}")))?;
         let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes())
             .map_err(|_| LoadError::BadInput(format!("{method} is not an HTTP method")))?;
         let mut map = HeaderMap::new();
@@ -238,8 +240,10 @@ impl RequestSpec {
                     "header {h:?}: harrier sends a body with its Content-Length; leave Transfer-Encoding out"
                 )));
             }
-            let value = HeaderValue::from_str(value.trim())
-                .map_err(|_| LoadError::BadInput(format!("{value:?} is not a header value")))?;
+            let value = HeaderValue::from_str(value.trim()).map_err(|_| {
+                let shown = crate::domain::secrets::mask_header_line(h);
+                LoadError::BadInput(format!("{shown:?}: the value is not a valid header value"))
+            })?;
             map.insert(name, value);
         }
         Ok(RequestSpec {
@@ -381,11 +385,20 @@ impl RequestSpec {
     }
 
     /// `GET /orders`: the run's label (with placeholders as written: `GET /users/{{id}}`).
+    /// Secret-looking query values are shown masked (`?token=…`): the label is shown
+    /// everywhere the run is.
     pub fn label(&self) -> String {
+        use crate::domain::secrets::mask_target;
         match self.feed.as_ref().and_then(|f| f.path_template.as_ref()) {
-            Some(t) => format!("{} {t}", self.method),
-            None => format!("{} {}", self.method, self.path),
+            Some(t) => format!("{} {}", self.method, mask_target(t)),
+            None => format!("{} {}", self.method, mask_target(&self.path.to_string())),
         }
+    }
+
+    /// The URL as it may be shown (logs, run names, the run's source): its credentials
+    /// and secret-looking query values masked ([`crate::domain::secrets::mask_url`]).
+    pub fn shown_url(&self) -> String {
+        crate::domain::secrets::mask_url(&self.url)
     }
 
     /// Bytes of one HTTP/1.1 request as written (the first feeder row's, with a feeder):
