@@ -3,7 +3,7 @@
 //!
 //! Public samples (copied from public repositories, never committed here) are read from
 //! `../shared/fixtures/public/` beside the project; when that folder is absent the tests
-//! that need it print "skipping: ../shared not present" and pass. Generated samples (k6,
+//! that need it are recorded as skipped (`skip(Kind::Shared, …)`). Generated samples (k6,
 //! Locust, see `tests/fixtures/*/SOURCE.md`) and the edge cases are committed under
 //! `tests/fixtures/`.
 //!

@@ -4,7 +4,7 @@
 //! Sources: `tests/fixtures/<tool>/SOURCE.md` (generated here, or copied from the shared
 //! generated samples; SoapUI's are SYNTHETIC, laid out like SoapUI's writer). Public
 //! samples (wrk2's README output, vegeta's report) are read from `../shared/fixtures/public/`
-//! and skipped with a notice when that folder is absent; they are never committed.
+//! and recorded as skipped (kind `shared`) when that folder is absent; never committed.
 //!
 //! Summary-only expectations are read off the tool's own output (the figure as printed);
 //! raw-file expectations were computed independently with Python over the same file

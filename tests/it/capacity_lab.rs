@@ -30,8 +30,8 @@
 //!
 //! Each ramp lasts about 30 s; the ramps run one at a time (a tool's CPU would otherwise
 //! slow another's clients, and these have 2 shared cores). They run once, on SQLite: the
-//! capacity is computed from the run, not the store. A missing tool prints `skipped: …`
-//! (scripts/test.sh installs them all).
+//! capacity is computed from the run, not the store. A missing tool is a recorded skip
+//! of kind `tool` (scripts/test.sh installs them all; CI fails on one).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
