@@ -263,3 +263,56 @@ fn the_link_checker_sees_a_broken_link() {
         "routes-services--pools"
     );
 }
+
+/// Comments and docs point only at files of this repository: no file under the code's
+/// folders names the design, format or style notes kept outside it (their content is in
+/// `docs/`).
+#[test]
+fn nothing_points_at_notes_outside_the_repository() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Built from parts, so this file does not name them itself.
+    let names: Vec<String> = ["FORMATS", "DESIGN", "STYLE"]
+        .iter()
+        .map(|n| format!("{n}.md"))
+        .collect();
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "target") {
+                    walk(&path, out);
+                }
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in [
+        "server", "tests", "bench", "scripts", "web", "static", "examples", "fuzz", "docs",
+    ] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.push(root.join("README.md"));
+    assert!(files.len() > 200, "found only {} files", files.len());
+    let mut found = Vec::new();
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue; // not text
+        };
+        for (i, line) in text.lines().enumerate() {
+            if names.iter().any(|n| line.contains(n.as_str())) {
+                found.push(format!(
+                    "{}:{}: {}",
+                    file.strip_prefix(root).unwrap().display(),
+                    i + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
