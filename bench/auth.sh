@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What sign-in costs, on a release build, all on loopback (README "Security"):
+# What sign-in costs, on a release build, all on loopback (docs/security.md):
 #   1. GET /api/v1/runs p50/p95/p99 with wrk: sign-in off (no users) vs on with a token and
 #      with a session cookie, two rounds alternating;
 #   2. sign-in latency at 5 sign-ins/s (Argon2id on the blocking threads, 2 at a time);

@@ -15,6 +15,14 @@
 # on failure; as root it runs as the `postgres` user (initdb refuses root). With
 # HARRIER_TEST_DATABASE_URL already set, that server is used instead (each test creates
 # and drops its own database there). HARRIER_TEST_BACKENDS=sqlite skips the second pass.
+#
+# Skips: a test that cannot run here (a tool missing, the `../shared/fixtures/public`
+# corpus absent, a test of the other backend) records `test<TAB>kind<TAB>reason` in the
+# file named by HARRIER_SKIP_LOG (tests/it/skip.rs). Each pass's closing line counts those
+# as skipped, not passed — `tests (sqlite): P passed, F failed, S skipped`, S being the
+# ignored tests plus the recorded skips — followed by the reasons, one line each with how
+# many tests gave it. With HARRIER_REQUIRE_TOOLS=1 (.ci/run sets it) a skip of kind `tool`,
+# a program this script installs, fails the run: CI must not pass with tests that never ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,6 +73,8 @@ fi
 [ "${1:-}" = "--install-only" ] && exit 0
 
 log=$(mktemp)
+skips=$(mktemp)
+tool_skips=0
 pg_dir=""
 pg_ctl=()
 cleanup() {
@@ -72,7 +82,7 @@ cleanup() {
     "${pg_ctl[@]}" -D "$pg_dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     rm -rf "$pg_dir"
   fi
-  rm -f "$log"
+  rm -f "$log" "$skips"
 }
 trap cleanup EXIT
 
@@ -107,19 +117,29 @@ fi
 
 set +e
 start=$(date +%s)
-cargo test --locked "$@" 2>&1 | tee "$log"
+: >"$skips"
+HARRIER_SKIP_LOG="$skips" cargo test --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 sqlite_s=$(($(date +%s) - start))
-# One closing line over every test binary.
+# One closing line over every test binary: recorded skips move from passed to skipped
+# (ignored tests are skipped already), then the reasons, counted.
 summary() {
-  awk -v pass="$1" '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "tests (%s): %d passed, %d failed, %d skipped\n", pass, p, f, s }' "$log"
+  local recorded tools
+  recorded=$(wc -l <"$skips")
+  awk -v pass="$1" -v rec="$recorded" '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "tests (%s): %d passed, %d failed, %d skipped\n", pass, p - rec, f, s + rec }' "$log"
+  if [ "$recorded" -gt 0 ]; then
+    cut -f2- "$skips" | sort | uniq -c | sort -rn | sed -E 's/^ *([0-9]+) ([^\t]*)\t/  skipped \1× (\2): /'
+  fi
+  tools=$(cut -f2 "$skips" | grep -c '^tool$')
+  tool_skips=$((tool_skips + tools))
 }
 summary sqlite
 if [ "${HARRIER_TEST_BACKENDS:-sqlite postgres}" != "sqlite" ]; then
   # The integration tests again, every store, HTTP, live, alerts, compare and browser test
   # on PostgreSQL (the unit tests are SQLite's own).
   start=$(date +%s)
-  HARRIER_TEST_BACKEND=postgres cargo test --locked --test it "$@" 2>&1 | tee "$log"
+  : >"$skips"
+  HARRIER_SKIP_LOG="$skips" HARRIER_TEST_BACKEND=postgres cargo test --locked --test it "$@" 2>&1 | tee "$log"
   pg_status=${PIPESTATUS[0]}
   postgres_s=$(($(date +%s) - start))
   summary postgres
@@ -127,4 +147,8 @@ if [ "${HARRIER_TEST_BACKENDS:-sqlite postgres}" != "sqlite" ]; then
   [ "$status" -ne 0 ] || status=$pg_status
 fi
 set -e
+if [ "${HARRIER_REQUIRE_TOOLS:-}" = 1 ] && [ "$tool_skips" -gt 0 ]; then
+  echo "FAILED: $tool_skips test(s) skipped for a missing tool (the 'tool' lines above), and HARRIER_REQUIRE_TOOLS=1 requires every tool: scripts/test.sh --install-only installs them"
+  [ "$status" -ne 0 ] || status=1
+fi
 exit "$status"

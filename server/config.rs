@@ -772,7 +772,7 @@ impl LoadTestPolicy {
     }
 }
 
-/// `[limits]` in `harrier.toml`: the resource budget of every input (README "Limits").
+/// `[limits]` in `harrier.toml`: the resource budget of every input (docs/limits.md).
 /// Every key is optional; the defaults are those of [`RunLimits::default`].
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

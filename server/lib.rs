@@ -1,6 +1,6 @@
 //! harrier: a monitoring console for integration routes and load-test runs.
 //!
-//! Layers, one folder each; imports point down only (README "Architecture"):
+//! Layers, one folder each; imports point down only (docs/architecture.md):
 //!
 //! ```text
 //! main ─► cli ─► app ─► http (api/, console/, conn) ─► state

@@ -3,13 +3,13 @@
 //!
 //! Public samples (copied from public repositories, never committed here) are read from
 //! `../shared/fixtures/public/` beside the project; when that folder is absent the tests
-//! that need it print "skipping: ../shared not present" and pass. Generated samples (k6,
+//! that need it are recorded as skipped (`skip(Kind::Shared, …)`). Generated samples (k6,
 //! Locust, see `tests/fixtures/*/SOURCE.md`) and the edge cases are committed under
 //! `tests/fixtures/`.
 //!
 //! Expected figures were computed independently of harrier, with small Python scripts over
 //! the same files (nearest rank ⌈p/100 · n⌉; Gatling's binary layout decoded by a separate
-//! decoder written from FORMATS.md §3.2), or read off the tool's own report where the test
+//! decoder written from Gatling's writer, docs/formats.md#gatling), or read off the tool's own report where the test
 //! says so.
 
 use std::fs::File;
@@ -20,6 +20,10 @@ use harrier::domain::runs::{RunData, RunLimits, Stats};
 use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 use serde_json::Value;
 
+#[path = "it/skip.rs"]
+mod skip;
+use skip::{Kind, skip};
+
 fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -28,7 +32,10 @@ fn manifest() -> &'static Path {
 fn public(rel: &str) -> Option<PathBuf> {
     let root = manifest().join("../shared/fixtures/public");
     if !root.is_dir() {
-        println!("skipping: ../shared not present");
+        skip(
+            Kind::Shared,
+            "../shared/fixtures/public is not beside the checkout",
+        );
         return None;
     }
     Some(root.join(rel))
@@ -848,7 +855,7 @@ fn locust_stats_csv_as_written() {
     // Columns harrier has no slot for stay in `reported`, as Locust wrote them.
     assert_eq!(d.reported["aggregated"]["percentiles_ms"]["99.9%"], 190.0);
     assert_eq!(d.reported["endpoints"][0]["percentiles_ms"]["66%"], 47.0);
-    // Known lag (FORMATS.md §6.1): the console of the same run said 368 requests and 92
+    // Known lag (docs/formats.md#locust): the console of the same run said 368 requests and 92
     // failures; the final CSV was written before the last requests were counted. harrier
     // imports what the file says.
     assert_ne!(o.count, 368);
@@ -1109,7 +1116,7 @@ fn every_real_file_is_sniffed_as_its_format() {
 #[ignore]
 fn speed_of_one_big_file() {
     let Ok(path) = std::env::var("HARRIER_PERF_FILE") else {
-        println!("set HARRIER_PERF_FILE");
+        skip(Kind::Env, "set HARRIER_PERF_FILE to a large result file");
         return;
     };
     let bytes = std::fs::metadata(&path).unwrap().len();

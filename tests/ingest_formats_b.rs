@@ -4,7 +4,7 @@
 //! Sources: `tests/fixtures/<tool>/SOURCE.md` (generated here, or copied from the shared
 //! generated samples; SoapUI's are SYNTHETIC, laid out like SoapUI's writer). Public
 //! samples (wrk2's README output, vegeta's report) are read from `../shared/fixtures/public/`
-//! and skipped with a notice when that folder is absent; they are never committed.
+//! and recorded as skipped (kind `shared`) when that folder is absent; never committed.
 //!
 //! Summary-only expectations are read off the tool's own output (the figure as printed);
 //! raw-file expectations were computed independently with Python over the same file
@@ -16,6 +16,10 @@ use std::path::{Path, PathBuf};
 use harrier::domain::runs::Stats;
 use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 use serde_json::json;
+
+#[path = "it/skip.rs"]
+mod skip;
+use skip::{Kind, skip};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,7 +40,10 @@ fn public(rel: &str) -> Option<Vec<u8>> {
     match std::fs::read(&path) {
         Ok(b) => Some(b),
         Err(_) => {
-            println!("skipping: ../shared not present ({})", path.display());
+            skip(
+                Kind::Shared,
+                &format!("../shared/fixtures/public: {} is absent", path.display()),
+            );
             None
         }
     }

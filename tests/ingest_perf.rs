@@ -15,6 +15,10 @@ use std::time::Instant;
 
 use harrier::sources::ingest::{self, Format};
 
+#[path = "it/skip.rs"]
+mod skip;
+use skip::{Kind, skip};
+
 /// This thread's CPU time (user + system), s: less sensitive than wall time to other
 /// processes on a shared machine. Linux only (clock ticks of 10 ms).
 fn thread_cpu_s() -> f64 {
@@ -41,7 +45,7 @@ fn peak_rss_kib() -> Option<u64> {
 #[ignore = "needs HARRIER_PERF_JTL and a release build"]
 fn import_speed_vs_bare_csv_pass() {
     let Ok(path) = std::env::var("HARRIER_PERF_JTL") else {
-        println!("skipping: set HARRIER_PERF_JTL to a large JTL (CSV)");
+        skip(Kind::Env, "set HARRIER_PERF_JTL to a large JTL (CSV)");
         return;
     };
 

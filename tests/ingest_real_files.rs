@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 use harrier::domain::runs::{RunData, Stats};
 use harrier::sources::ingest::{self, Format, IngestError, ParsedRun};
 
+#[path = "it/skip.rs"]
+mod skip;
+use skip::{Kind, skip};
+
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -461,7 +465,10 @@ fn jmeter_dashboard_statistics_round_trip() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures/public/jmeter/apache_jmeter_fixtures");
     if !dir.is_dir() {
-        println!("skipping: ../shared not present");
+        skip(
+            Kind::Shared,
+            "../shared/fixtures/public is not beside the checkout",
+        );
         return;
     }
     let csv = std::fs::read(dir.join("HTMLReportTestFile.csv")).unwrap();

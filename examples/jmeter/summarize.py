@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check a JMeter CSV JTL and print its figures as Markdown (python3 stdlib only).
 
-Definitions follow harrier's (see DESIGN.md, "Numbers must be true"):
+Definitions follow harrier's (see docs/numbers.md, "Runs"):
 - a sample is one row that is not a Transaction Controller row; TX rows (responseMessage
   "Number of samples in transaction : …", empty dataType) are reported per label but
   left out of the totals;

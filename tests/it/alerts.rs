@@ -15,6 +15,7 @@ use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
 use serde_json::{Value, json};
 
 use crate::helpers::{Reply, TestApp, fixture, spawn_app, spawn_app_with};
+use crate::skip::{Kind, skip};
 
 /// A request with a JSON body (shared with the alerts console tests).
 pub(crate) async fn send_json(app: &TestApp, method: &str, uri: &str, body: &Value) -> Reply {
@@ -996,8 +997,9 @@ async fn start_alertmanager() -> Option<Alertmanager> {
             std::env::var_os("CI").is_none(),
             "{ALERTMANAGER} is missing (scripts/test.sh installs prometheus-alertmanager)"
         );
-        eprintln!(
-            "SKIPPED: {ALERTMANAGER} not installed (apt-get install prometheus-alertmanager)"
+        skip(
+            Kind::Tool,
+            &format!("{ALERTMANAGER} not installed (apt-get install prometheus-alertmanager)"),
         );
         return None;
     }
@@ -2263,7 +2265,7 @@ async fn channels_and_targets_over_https() {
         ],
     );
     if !made {
-        eprintln!("SKIPPED: openssl not installed");
+        skip(Kind::Tool, "openssl not installed");
         return;
     }
     openssl(

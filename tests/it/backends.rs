@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::alerts::{interval, rule, scrape, send_json, write};
 use crate::helpers::{TestApp, fixture, fresh_store_on, on_postgres, postgres_server};
+use crate::skip::{Kind, skip};
 use harrier::app::AppState;
 use harrier::services::alerts::evaluator::evaluate_once;
 use harrier::store::TargetSpec;
@@ -236,7 +237,10 @@ async fn get_uris(sqlite: &TestApp) -> (Vec<String>, Vec<i64>, Vec<i64>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_get_endpoint_answers_the_same_on_sqlite_and_postgres() {
     if on_postgres() {
-        eprintln!("SKIPPED in the PostgreSQL pass: this test runs both backends itself");
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it runs both backends itself",
+        );
         return;
     }
     let Some((server, _pg)) = postgres_server("the cross-backend comparison") else {
@@ -296,7 +300,10 @@ async fn migrate_copies_everything_and_every_answer_stays_the_same() {
     use axum::body::Body;
     use axum::http::{Request, header};
     if on_postgres() {
-        eprintln!("SKIPPED in the PostgreSQL pass: this test runs both backends itself");
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it runs both backends itself",
+        );
         return;
     }
     let Some((server, _pg)) = postgres_server("harrier migrate") else {

@@ -30,8 +30,8 @@
 //!
 //! Each ramp lasts about 30 s; the ramps run one at a time (a tool's CPU would otherwise
 //! slow another's clients, and these have 2 shared cores). They run once, on SQLite: the
-//! capacity is computed from the run, not the store. A missing tool prints `skipped: …`
-//! (scripts/test.sh installs them all).
+//! capacity is computed from the run, not the store. A missing tool is a recorded skip
+//! of kind `tool` (scripts/test.sh installs them all; CI fails on one).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,6 +44,7 @@ use serde_json::Value;
 
 use crate::helpers::{TestApp, on_postgres, spawn_app};
 use crate::lab::{Lab, LabConfig, Overload};
+use crate::skip::{Kind, skip};
 
 /// One ramp at a time, across the module.
 static RAMPS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -351,15 +352,19 @@ impl Tool {
 async fn ramp_and_check(tool: Tool, overload: Overload) {
     let what = format!("{}/{}", tool.name(), overload.name());
     if on_postgres() {
-        println!(
-            "skipped: {what} runs once, on SQLite (the capacity is the run's, not the store's)"
+        skip(
+            Kind::Backend,
+            "runs once, on SQLite (the capacity is the run's, not the store's)",
         );
         return;
     }
     let _one = RAMPS.lock().await;
     let started = Instant::now();
     let Some((measured, wrk_rps)) = peer_capacity(overload).await else {
-        println!("skipped: {what}: wrk, the peer that measures the lab, is not installed");
+        skip(
+            Kind::Tool,
+            "wrk, the peer that measures the lab, is not installed",
+        );
         return;
     };
     // connection slots with `refuse`: 1.25–1.5 × the knee's users (see the module docs)
@@ -377,9 +382,12 @@ async fn ramp_and_check(tool: Tool, overload: Overload) {
         Tool::Jmeter => jmeter(&url, &dir).await,
     };
     let Some(ramp) = ramp else {
-        println!(
-            "skipped: {what}: {} is not installed (scripts/test.sh --install-only)",
-            tool.name()
+        skip(
+            Kind::Tool,
+            &format!(
+                "{} is not installed (scripts/test.sh --install-only)",
+                tool.name()
+            ),
         );
         return;
     };
@@ -488,7 +496,10 @@ async fn jmeter_ramp_past_refused_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locust_first_history_rows_do_not_make_the_low_load_p95_zero() {
     if on_postgres() {
-        println!("skipped: runs once, on SQLite (the capacity is the run's, not the store's)");
+        skip(
+            Kind::Backend,
+            "runs once, on SQLite (the capacity is the run's, not the store's)",
+        );
         return;
     }
     let _one = RAMPS.lock().await;
@@ -497,7 +508,10 @@ async fn locust_first_history_rows_do_not_make_the_low_load_p95_zero() {
     let dir = ramp_dir("locust-start", Overload::Reject503);
     // 10 users arriving 2 a second, 12 s: well below the capacity
     let Some(ramp) = locust(&url, &dir, 10, 2, 12).await else {
-        println!("skipped: locust is not installed (scripts/test.sh --install-only)");
+        skip(
+            Kind::Tool,
+            "locust is not installed (scripts/test.sh --install-only)",
+        );
         return;
     };
     let text = std::fs::read_to_string(&ramp.file).unwrap();

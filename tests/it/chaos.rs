@@ -16,6 +16,7 @@ use harrier::store::DatabaseUrl;
 use serde_json::Value;
 
 use crate::helpers::*;
+use crate::skip::{Kind, skip};
 
 /// How the leader is disturbed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -601,8 +602,9 @@ async fn run_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notifications_survive_a_leader_killed_stopped_or_cut_off() {
     if on_postgres() {
-        eprintln!(
-            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it starts its replicas on PostgreSQL itself",
         );
         return;
     }

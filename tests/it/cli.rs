@@ -157,7 +157,7 @@ fn runs_into_a_closed_pipe_ends_quietly() {
 }
 
 /// Issue 12: hey and ab have no per-request success flag, so a response with status ≥ 400
-/// is an error (DESIGN.md). Real outputs against a server that answers 500 to 7 of 8
+/// is an error (docs/numbers.md). Real outputs against a server that answers 500 to 7 of 8
 /// requests (`fixtures/error-rule/`): the error rate is the share of 500s, and a gate on
 /// it fails with exit code 1.
 #[test]

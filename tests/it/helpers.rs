@@ -11,6 +11,8 @@ use harrier::store::{DatabaseUrl, Store};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+use crate::skip::{Kind, skip};
+
 /// An app over a fresh database (kept alive by the struct): a SQLite file in a temporary
 /// directory, or a new PostgreSQL database when `HARRIER_TEST_BACKEND=postgres` (see
 /// [`fresh_store`]).
@@ -64,7 +66,10 @@ pub async fn scalar_raw(store: &Store, sql: &str) -> i64 {
 /// file lock or WAL) does not run on PostgreSQL; `true` when it should return.
 pub fn sqlite_only(why: &str) -> bool {
     if on_postgres() {
-        eprintln!("SKIPPED on PostgreSQL (SQLite-specific): {why}");
+        skip(
+            Kind::Backend,
+            &format!("SQLite-specific, not run on PostgreSQL: {why}"),
+        );
         return true;
     }
     false
@@ -417,8 +422,11 @@ pub fn postgres_server(test: &str) -> Option<(String, Option<ThrowawayPostgres>)
     match ThrowawayPostgres::start() {
         Some(pg) => Some((pg.url.clone(), Some(pg))),
         None => {
-            eprintln!(
-                "SKIPPED {test}: no PostgreSQL (set HARRIER_TEST_DATABASE_URL, or install Debian's postgresql; scripts/test.sh does both)"
+            skip(
+                Kind::Tool,
+                &format!(
+                    "{test}: no PostgreSQL (set HARRIER_TEST_DATABASE_URL, or install Debian's postgresql; scripts/test.sh does both)"
+                ),
             );
             None
         }

@@ -1,11 +1,12 @@
-//! The layers of `server/` (README "Architecture"): every `crate::` path in a file names its
+//! The layers of `server/` (docs/architecture.md): every `crate::` path in a file names its
 //! own layer or one below it, the JSON API and the console never name each other, the
 //! domain names no framework and does no I/O, and no two folders import each other
 //! through any chain.
 //!
-//! Read from the source text: `//` comments (docs included: a doc link to a higher layer
-//! is no import) are left out, then every `crate::a::b` path is taken as an import of
-//! folder `a` (or `a/b` where `a` is a folder of folders).
+//! Read from the source text: comments (`//`, docs included: a doc link to a higher layer
+//! is no import; `/* */`) are left out, string literals kept whole (a `//` inside one is no
+//! comment), then every `crate::a::b` path — grouped ones spread out, `crate::{a::b, c}` —
+//! is taken as an import of folder `a` (or `a/b` where `a` is a folder of folders).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -57,19 +58,109 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The source without `//` comments (string literals holding `//` are rare enough in our
-/// code that cutting there only loses text after them, never adds an import).
+/// The source with its comments blanked out: `//` line comments (docs included) and
+/// `/* … */` block comments (nested), each character replaced by a space so lines and
+/// columns stay where they were. String and character literals are kept as they are, and
+/// a `//` or `/*` inside one starts no comment: `"http://x"`, `r#"a // b"#`, `b"/*"`,
+/// `'/'`. A lifetime (`'a`) is not a character literal.
 fn code_of(text: &str) -> String {
-    text.lines()
-        .map(|l| match l.find("//") {
-            Some(i) => &l[..i],
-            None => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        // Line comment: up to the end of the line.
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                blank(&mut out, chars[i]);
+                i += 1;
+            }
+            continue;
+        }
+        // Block comment, nested.
+        if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, chars[i]);
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        let ident_before = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        // Raw strings: r"…", r#"…"#, br#"…"#, cr"…" (not the end of an identifier like `for`).
+        if c == 'r' && (!ident_before || matches!(chars[i - 1], 'b' | 'c')) {
+            let mut j = i + 1;
+            while chars.get(j) == Some(&'#') {
+                j += 1;
+            }
+            if chars.get(j) == Some(&'"') {
+                let hashes = j - i - 1;
+                let mut k = j + 1;
+                while k < chars.len() {
+                    if chars[k] == '"' && (0..hashes).all(|h| chars.get(k + 1 + h) == Some(&'#')) {
+                        k += 1 + hashes;
+                        break;
+                    }
+                    k += 1;
+                }
+                out.extend(&chars[i..k.min(chars.len())]);
+                i = k;
+                continue;
+            }
+        }
+        // Strings (and b"…", c"…": the prefix was copied as an identifier character).
+        if c == '"' {
+            let mut k = i + 1;
+            while k < chars.len() && chars[k] != '"' {
+                k += if chars[k] == '\\' { 2 } else { 1 };
+            }
+            let k = (k + 1).min(chars.len());
+            out.extend(&chars[i..k]);
+            i = k;
+            continue;
+        }
+        // Character literals: '\'', '\\', '/', '\u{2f}'; a lifetime has no closing quote.
+        if c == '\'' {
+            let len = match (next, chars.get(i + 2), chars.get(i + 3)) {
+                (Some('\\'), _, _) => chars[i + 2..]
+                    .iter()
+                    .skip(1)
+                    .position(|&x| x == '\'')
+                    .map(|p| p + 4),
+                (Some(_), Some('\''), _) => Some(3),
+                _ => None,
+            };
+            if let Some(len) = len {
+                let k = (i + len).min(chars.len());
+                out.extend(&chars[i..k]);
+                i = k;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
 }
 
-/// Every `crate::x::y` path in `code`, as its segments (identifiers only).
+/// Every `crate::…` path in `code`, as its segments (identifiers only), with grouped
+/// imports spread out: `crate::{http::api, store::{self, Store}}` gives `http::api`,
+/// `store` and `store::Store`. A glob (`crate::x::*`) gives `x`; `as` renames are dropped.
 fn crate_paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let bytes = code.as_bytes();
@@ -80,27 +171,79 @@ fn crate_paths(code: &str) -> Vec<Vec<String>> {
         if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
             continue; // `harrier_crate::` or the like
         }
-        let mut segs = Vec::new();
         let mut rest = &code[at + 7..];
-        loop {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            if end == 0 {
-                break;
-            }
-            segs.push(rest[..end].to_string());
-            rest = &rest[end..];
-            match rest.strip_prefix("::") {
-                Some(r) => rest = r,
-                None => break,
-            }
-        }
-        if !segs.is_empty() {
-            out.push(segs);
-        }
+        tree(&mut rest, &mut Vec::new(), &mut out);
     }
     out
+}
+
+/// Reads one use-tree from the start of `rest` (segments `a::b`, then optionally a
+/// `{…}` group of trees or `*`), pushing every full path under `prefix` to `out`.
+fn tree(rest: &mut &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    let depth = prefix.len();
+    loop {
+        *rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix('{') {
+            *rest = r;
+            loop {
+                *rest = rest.trim_start();
+                if let Some(r) = rest.strip_prefix('}') {
+                    *rest = r;
+                    break;
+                }
+                if rest.is_empty() {
+                    break;
+                }
+                let before = rest.len();
+                tree(rest, prefix, out);
+                *rest = rest.trim_start();
+                // `as name` and anything else up to the next item or the group's end.
+                while let Some(c) = rest.chars().next() {
+                    if c == ',' {
+                        *rest = &rest[1..];
+                        break;
+                    }
+                    if c == '}' {
+                        break;
+                    }
+                    if c == '{' {
+                        // not a use list (e.g. `crate::f()` then a block): stop here
+                        prefix.truncate(depth);
+                        return;
+                    }
+                    *rest = &rest[c.len_utf8()..];
+                }
+                if rest.len() == before {
+                    break;
+                }
+            }
+            prefix.truncate(depth);
+            return;
+        }
+        if let Some(r) = rest.strip_prefix('*') {
+            *rest = r;
+            break;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if end == 0 {
+            break;
+        }
+        let seg = &rest[..end];
+        *rest = &rest[end..];
+        if seg != "self" {
+            prefix.push(seg.to_string());
+        }
+        match rest.trim_start().strip_prefix("::") {
+            Some(r) => *rest = r,
+            None => break,
+        }
+    }
+    if !prefix.is_empty() {
+        out.push(prefix.clone());
+    }
+    prefix.truncate(depth);
 }
 
 /// The folder a module path belongs to: `domain/alerts`, `http/api`, `store`, `config`.
@@ -280,4 +423,71 @@ fn the_checker_sees_an_upward_import() {
     assert_eq!(paths, vec![vec!["http", "api", "runs", "run_id"]]);
     assert_eq!(folder_of(&paths[0]).as_deref(), Some("http/api"));
     assert!(layer_of("http/api") > layer_of("views"));
+}
+
+fn paths_of(source: &str) -> Vec<String> {
+    crate_paths(&code_of(source))
+        .iter()
+        .map(|p| p.join("::"))
+        .collect()
+}
+
+#[test]
+fn grouped_imports_are_spread_out() {
+    // The old parser stopped at `{`: it saw nothing of the first line and only `store`
+    // of the second.
+    assert_eq!(
+        paths_of("use crate::{http::api::runs, store::Store};"),
+        ["http::api::runs", "store::Store"]
+    );
+    assert_eq!(
+        paths_of("use crate::store::{self, sqlite::{Pool, rows as r}, Store};"),
+        [
+            "store",
+            "store::sqlite::Pool",
+            "store::sqlite::rows",
+            "store::Store"
+        ]
+    );
+    assert_eq!(
+        paths_of("use crate::{\n    app::{router, AppState},\n    domain::*,\n};"),
+        ["app::router", "app::AppState", "domain"]
+    );
+    let folders: Vec<Option<String>> = crate_paths(&code_of(
+        "use crate::domain::{alerts::Rule, routes::Interval};",
+    ))
+    .iter()
+    .map(|p| folder_of(p))
+    .collect();
+    assert_eq!(
+        folders,
+        [Some("domain/alerts".into()), Some("domain/routes".into())]
+    );
+    // An expression path with a block after it is no use list.
+    assert_eq!(
+        paths_of("let x = crate::now_ms(); if y { crate::store::z() }"),
+        ["now_ms", "store::z"]
+    );
+}
+
+#[test]
+fn a_comment_marker_inside_a_string_hides_nothing() {
+    // The old parser cut every line at its first `//`, so the import after the URL was lost.
+    assert_eq!(
+        paths_of("let u = \"http://x\"; use crate::app::router; // crate::cli::x"),
+        ["app::router"]
+    );
+    assert_eq!(
+        paths_of("f(r#\"a // b\"#, '/', b\"//\"); crate::http::guard::check();"),
+        ["http::guard::check"]
+    );
+    assert_eq!(
+        paths_of("s = \"\\\" // \"; crate::views::runs::x; /* crate::app::y /* n */ */"),
+        ["views::runs::x"]
+    );
+    // A lifetime is not a character literal: the comment after it is still a comment.
+    assert_eq!(
+        paths_of("fn f<'a>(x: &'a str) {} // crate::app::z\ncrate::store::w"),
+        ["store::w"]
+    );
 }

@@ -31,6 +31,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::helpers::spawn_app;
+use crate::skip::{Kind, skip};
 
 /// The test service: `workers` requests at a time, each `service_ms` long; request number
 /// `stall_at` (1-based), if any, stops the service for `stall_ms` from its arrival.
@@ -1350,7 +1351,7 @@ async fn https_targets_speak_h2_by_alpn_trust_the_ca_file_and_present_client_cer
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     if !make_certificates(d) {
-        eprintln!("SKIPPED: openssl not installed");
+        skip(Kind::Tool, "openssl not installed");
         return;
     }
     // The system's CA store is replaced by a CA that signed nothing here: only --ca-file
@@ -1969,8 +1970,9 @@ async fn a_generator_starved_of_cpu_is_labelled_generator_limited_and_a_normal_r
 
     let name = format!("harrier-test-starved-{}", std::process::id());
     let Some((dir, layout)) = cpu_cgroup(&name, 3) else {
-        println!(
-            "skipped: no writable cgroup CPU controller here (needs root and cgroups); the starved half of this test did not run"
+        skip(
+            Kind::Host,
+            "no writable cgroup CPU controller here (needs root and cgroups); the starved half of this test did not run",
         );
         return;
     };

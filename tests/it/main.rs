@@ -5,6 +5,7 @@ mod helpers;
 /// The lab service of known capacity, shared with `examples/pool_service.rs`.
 #[path = "../../examples/lab/mod.rs"]
 mod lab;
+mod skip;
 
 mod alerts;
 mod alerts_console;

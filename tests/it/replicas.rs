@@ -11,6 +11,7 @@ use harrier::store::{DatabaseUrl, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::helpers::*;
+use crate::skip::{Kind, skip};
 
 #[tokio::test]
 async fn a_lease_has_one_holder_at_a_time_and_its_term_grows_with_each_new_holder() {
@@ -97,8 +98,9 @@ async fn a_lease_has_one_holder_at_a_time_and_its_term_grows_with_each_new_holde
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_evaluate_one_at_a_time_and_hand_over_when_the_leader_dies() {
     if on_postgres() {
-        eprintln!(
-            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it starts its replicas on PostgreSQL itself",
         );
         return;
     }
@@ -221,8 +223,9 @@ async fn next_of(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_on_one_replica_reach_clients_of_the_others() {
     if on_postgres() {
-        eprintln!(
-            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it starts its replicas on PostgreSQL itself",
         );
         return;
     }
@@ -402,8 +405,9 @@ fn hits_between(hits: &[(usize, Instant)], paths: usize, from: Instant, to: Inst
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_share_the_scrape_targets() {
     if on_postgres() {
-        eprintln!(
-            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it starts its replicas on PostgreSQL itself",
         );
         return;
     }
@@ -613,15 +617,17 @@ fn free_port() -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() {
     if on_postgres() {
-        eprintln!(
-            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it starts its replicas on PostgreSQL itself",
         );
         return;
     }
     let (haproxy, wrk) = ("/usr/sbin/haproxy", "/usr/bin/wrk");
     if !std::path::Path::new(haproxy).exists() || !std::path::Path::new(wrk).exists() {
-        eprintln!(
-            "SKIPPED a rolling restart: needs Debian's haproxy and wrk (scripts/test.sh installs them)"
+        skip(
+            Kind::Tool,
+            "a rolling restart needs Debian's haproxy and wrk (scripts/test.sh installs them)",
         );
         return;
     }
@@ -821,8 +827,9 @@ async fn a_rolling_restart_behind_haproxy_fails_no_request_and_loses_no_point() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_spread_over_replicas_is_one_run_with_exact_figures() {
     if on_postgres() {
-        eprintln!(
-            "SKIPPED in the PostgreSQL pass: this test starts its replicas on PostgreSQL itself"
+        skip(
+            Kind::Backend,
+            "runs in the SQLite pass: it starts its replicas on PostgreSQL itself",
         );
         return;
     }
@@ -993,7 +1000,7 @@ async fn a_stream_spread_over_replicas_is_one_run_with_exact_figures() {
 }
 
 /// Checks a run's (or label's) figures against the elapsed values sent (ms): count, min,
-/// max, mean and the nearest-rank percentiles (DESIGN.md).
+/// max, mean and the nearest-rank percentiles (docs/numbers.md).
 fn assert_exact_figures(stats: &serde_json::Value, values: &[u64]) {
     let mut v = values.to_vec();
     v.sort_unstable();

@@ -14,6 +14,7 @@ use harrier::domain::routes::Interval;
 use harrier::store::{HOUR_MS, MINUTE_MS, Retention, RouteWrite, ScrapeStatus, TargetSpec};
 
 use crate::helpers::{assert_close, select_texts, spawn_app};
+use crate::skip::{Kind, skip};
 
 fn spec(name: &str, url: &str) -> TargetSpec {
     TargetSpec {
@@ -750,7 +751,10 @@ async fn jolokia_target_reads_camel_routes() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures/public/jolokia/camel-routes-read-pattern.response.json");
     let Ok(payload) = std::fs::read_to_string(&path) else {
-        println!("skipping: ../shared not present");
+        skip(
+            Kind::Shared,
+            "../shared/fixtures/public is not beside the checkout",
+        );
         return;
     };
     let seen_body = Arc::new(std::sync::Mutex::new(None::<serde_json::Value>));
@@ -818,7 +822,10 @@ async fn debian_prometheus_own_metrics() {
         .into_iter()
         .find(|p| std::path::Path::new(p).exists());
     let Some(bin) = bin else {
-        println!("skipping: prometheus binary absent (apt-get install prometheus)");
+        skip(
+            Kind::Tool,
+            "prometheus binary absent (apt-get install prometheus)",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -1702,7 +1709,10 @@ async fn service_page_shows_process_figures() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures/public/prometheus/spring-boot-3-actuator-prometheus.txt");
     let Ok(body) = std::fs::read_to_string(&path) else {
-        println!("skipping: ../shared not present");
+        skip(
+            Kind::Shared,
+            "../shared/fixtures/public is not beside the checkout",
+        );
         return;
     };
     let fx = axum::Router::new().route(

@@ -9,7 +9,7 @@
 //! axum or SQL; `crate::services::comparisons` loads runs from the store into [`RunInput`]s.
 //!
 //! How a verdict is reached (shown in the console and the exports):
-//! - figures are the runs' exact statistics (DESIGN.md "Numbers must be true");
+//! - figures are the runs' exact statistics (docs/numbers.md);
 //! - change = run − reference, absolute and in % of the reference (error % changes are
 //!   also read in percentage points);
 //! - the 95 % interval of the change comes from a block bootstrap of both runs' per-second

@@ -9,7 +9,7 @@
 //! Must not read the clock, sleep, open sockets or print: the engine in `sources::load`
 //! sends the requests, `services::load` stores the run, `cli::load` prints.
 //!
-//! Definitions (DESIGN.md "Numbers must be true"): the open model times each request from
+//! Definitions (docs/numbers.md, "The load generator"): the open model times each request from
 //! its *intended* start (latency, corrected for coordinated omission), and also records
 //! service time (actual send → response) and dispatch delay (intended → actual send); a run
 //! the generator could not drive is labelled generator-limited, never "the service fell

@@ -203,7 +203,7 @@ pub struct Group {
 ///
 /// Live figures are by the second the request *ended* in (what the terminal shows as it
 /// happens); the sample groups carry their own start second, the run's buckets are by
-/// *intended start* second (DESIGN.md: buckets are by sample start second).
+/// *intended start* second (docs/numbers.md: buckets are by sample start second).
 ///
 /// Its JSON form is what `harrier load … --server` streams (see
 /// `POST /api/v1/load-runs/{id}/ticks`): the counts as numbers, each histogram as base64 of

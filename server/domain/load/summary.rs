@@ -8,7 +8,7 @@
 //!
 //! The stored run is built by [`RunBuilder`] like every imported run, from samples whose
 //! start is the *intended* start and whose elapsed time is the corrected latency (intended
-//! start → response, whole ms): its statistics are exact and follow DESIGN.md to the
+//! start → response, whole ms): its statistics are exact and follow docs/numbers.md to the
 //! letter (nearest-rank percentiles, JMeter's throughput, buckets by start second). The
 //! samples arrive as groups (see [`Group`]): a group of n equal samples is pushed as its
 //! earliest one (carrying the group's bytes), its latest one and n − 2 more at the earliest

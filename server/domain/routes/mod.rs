@@ -5,7 +5,7 @@
 //! [`Observation`]s ([`presets`], [`jolokia`]), and the arithmetic over consecutive
 //! observations ([`Interval`], [`Figures`]). Knows nothing of axum, SQL or HTTP clients.
 //!
-//! Definitions (DESIGN.md "Numbers must be true"):
+//! Definitions (docs/numbers.md, "Routes"):
 //! - a counter's increase between two scrapes is `v₁ − v₀`, or `v₁` when `v₁ < v₀` (the
 //!   counter restarted from 0), per exposed series, then summed; no extrapolation;
 //! - throughput = Σ increase of the exchange counter / Σ interval seconds;

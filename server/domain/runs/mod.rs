@@ -5,7 +5,7 @@
 //! [`Bucket`], [`ErrorGroup`], [`RejectedRow`]). Must not know about HTTP, SQL or files:
 //! parsers in `sources::ingest` feed it, `store` persists what it yields.
 //!
-//! Every figure follows the definitions in DESIGN.md ("Numbers must be true"):
+//! Every figure follows the definitions in docs/numbers.md ("Runs"):
 //! - response time = elapsed ms;
 //! - an error is the tool's success flag, never a guess from the response code; tools
 //!   without one (hey, oha, wrk, vegeta, autocannon, siege, Artillery, ab) follow one rule,
@@ -178,7 +178,7 @@ impl Bucket {
 
     /// How much of the bucket's second the run's data covers, ms (0..=1000), given the
     /// run's `last_end_ms` (max start + elapsed). Below 1000 the bucket is *partial*: the
-    /// last second of a run is not a throughput dip (DESIGN.md) and must be marked.
+    /// last second of a run is not a throughput dip (docs/numbers.md) and must be marked.
     pub fn covered_ms(&self, run_last_end_ms: i64) -> i64 {
         (run_last_end_ms - self.start_ms).clamp(0, 1000)
     }

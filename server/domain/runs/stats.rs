@@ -1,7 +1,7 @@
 //! Exact statistics over one scope (the run, or one label), in bounded memory.
 //!
 //! Owns [`ExactHistogram`] (exact counts of integer-ms values, for nearest-rank
-//! percentiles), [`nearest_rank`] (the rank rule from DESIGN.md) and [`StatsAcc`] (the
+//! percentiles), [`nearest_rank`] (the rank rule of docs/numbers.md) and [`StatsAcc`] (the
 //! running count/errors/min/max/sum/window/bytes that becomes a [`Stats`]). Knows nothing
 //! of files, buckets or storage.
 
@@ -145,7 +145,7 @@ impl ExactHistogram {
 ///
 /// Computed in integer arithmetic on p scaled to millionths, so 95 · 20 / 100 is exactly
 /// 19 (floating point would give 19.000000000000004 → 20 for some inputs). `p` is clamped
-/// to 0..=100. Source: DESIGN.md "Numbers must be true" (the classic nearest-rank rule).
+/// to 0..=100. Source: docs/numbers.md, "Runs" (the classic nearest-rank rule).
 pub fn nearest_rank(n: u64, p: f64) -> u64 {
     if n == 0 {
         return 0;
@@ -282,7 +282,7 @@ impl StatsAcc {
         &self.failed_hist
     }
 
-    /// The statistics so far, following DESIGN.md: `None` for every figure that is
+    /// The statistics so far, following docs/numbers.md: `None` for every figure that is
     /// undefined (no samples; throughput when the window is 0).
     pub fn stats(&self) -> Stats {
         if self.count == 0 {

@@ -866,7 +866,7 @@ pub(crate) struct RunPage {
 }
 
 /// Tools without a per-request success flag: an error is a transport error or a status
-/// ≥ 400 (DESIGN.md "Numbers must be true").
+/// ≥ 400 (docs/numbers.md, "Runs").
 const STATUS_RULE_TOOLS: &[&str] = &[
     "hey",
     "oha",

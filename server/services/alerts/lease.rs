@@ -9,7 +9,7 @@
 //! nothing once it resumes, even if it believes it still leads. Another replica takes
 //! over at most `ttl_ms` plus one round after the leader stops renewing. A notification
 //! is sent twice only if a leader dies between sending it and marking it sent (the
-//! outbox's at-least-once window; README "Alerts").
+//! outbox's at-least-once window; docs/alerts.md, docs/postgres.md).
 //!
 //! With SQLite (one serving process per file) the lease is always this process's.
 

@@ -1,6 +1,6 @@
 //! ApacheBench (ab) text reports → summary-only runs.
 //!
-//! Format (FORMATS.md §4.1; writer `support/ab.c` in apache/httpd): a banner, then
+//! Format (docs/formats.md#ab; writer `support/ab.c` in apache/httpd): a banner, then
 //! `Key:   value` lines, the "Connection Times (ms)" table and the "Percentage of the
 //! requests served within a certain time (ms)" table. ab keeps no per-request data in
 //! this output, so a run is **summary-only**: every figure is "reported by ab".
@@ -139,7 +139,7 @@ pub const LENGTH_NOTE: &str = "body length differed from the first response's �
 
 /// ab's headline error count: Connect + Receive + Exceptions failures + Non-2xx responses,
 /// at most `complete`. Length failures are left out: ab compares every body's length with
-/// the first one, so any dynamic page "fails" (FORMATS.md §4.1). Write errors are not
+/// the first one, so any dynamic page "fails" (docs/formats.md#ab). Write errors are not
 /// counted (ab does not count them as failed either). `breakdown` is
 /// `[connect, receive, length, exceptions]` (receive 0 in ab's older layout); without a
 /// breakdown line (a cut-off report) the split of `failed` is unknown and all of it

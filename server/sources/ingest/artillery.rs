@@ -1,6 +1,6 @@
 //! Artillery 2.x `--output` JSON report → summary-only runs.
 //!
-//! Format (FORMATS.md §12; writers `@artilleryio/int-core/lib/ssms.js` and
+//! Format (docs/formats.md#artillery; writers `@artilleryio/int-core/lib/ssms.js` and
 //! `packages/artillery/lib/cmds/run.js` in artilleryio/artillery): `{"aggregate": {…},
 //! "intermediate": [{…}, …]}`, each with `counters` (dotted free-form names:
 //! `http.requests`, `http.codes.200`, `errors.ETIMEDOUT`,

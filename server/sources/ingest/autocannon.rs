@@ -1,6 +1,6 @@
 //! autocannon `--json` output → summary-only runs.
 //!
-//! Format (FORMATS.md §13; writer `lib/run.js` / `lib/histUtil.js` in mcollina/autocannon):
+//! Format (docs/formats.md#autocannon; writer `lib/run.js` / `lib/histUtil.js` in mcollina/autocannon):
 //! one JSON object with `url`, `connections`, `duration` (s), `start`/`finish` (ISO),
 //! `errors` (includes `timeouts`), `non2xx`, `1xx`…`5xx`, `statusCodeStats`, and three
 //! distributions: `latency` (per request, ms, from an HdrHistogram), `requests` and

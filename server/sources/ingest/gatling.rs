@@ -1,10 +1,10 @@
 //! Gatling `simulation.log` → samples: the text logs of Gatling 2.x – 3.12 and the binary
 //! log of Gatling ≥ 3.13.
 //!
-//! Sources: FORMATS.md §3.1–3.2; writer `LogFileDataWriter.scala` (and `RecordHeader.scala`,
+//! Sources: docs/formats.md#gatling; writer `LogFileDataWriter.scala` (and `RecordHeader.scala`,
 //! `LogFileReader.scala` for the binary layout) in gatling/gatling at each tag.
 //!
-//! Definitions (DESIGN.md, edge-case README):
+//! Definitions (docs/numbers.md, `tests/fixtures/edge-cases/README.md`):
 //! - one sample = one `REQUEST` record; `RUN`, `USER`, `GROUP`, `ERROR` and `ASSERTION`
 //!   records are not requests (they are counted in [`RunData::reported`]);
 //! - start = the request's start timestamp (epoch ms), response time = end − start;
@@ -35,8 +35,9 @@
 //! concatenated) make one run; the first RUN names it.
 //!
 //! Binary layout (Gatling 3.13 – 3.15, also written by 3.12.1 snapshots), big-endian:
-//! see FORMATS.md §3.2. A file from any other Gatling version is refused with
-//! [`IngestError::Invalid`] naming the version, as Gatling's own reader does, because the
+//! strings defined once and then named by index, times relative to the RUN record's start
+//! (the `binary` module below reads it field by field; docs/formats.md#gatling). A file
+//! from any other Gatling version is refused with [`IngestError::Invalid`] naming the version, as Gatling's own reader does, because the
 //! layout has no record lengths (a changed record cannot be skipped). A record cut off at
 //! the end (a killed run) is rejected; an unknown record type stops reading there.
 //!
@@ -436,7 +437,7 @@ fn run_fields(f: &[&str], old_layout: bool) -> RunInfo {
     }
 }
 
-/// The binary log of Gatling ≥ 3.13 (FORMATS.md §3.2).
+/// The binary log of Gatling ≥ 3.13 (docs/formats.md#gatling).
 mod binary {
     use super::*;
 

@@ -1,6 +1,6 @@
 //! hey output → runs: the text report (summary-only) and `-o csv` (one row per request).
 //!
-//! Format (FORMATS.md §10; writer `requester/print.go`, `requester/report.go` in rakyll/hey).
+//! Format (docs/formats.md#hey; writer `requester/print.go`, `requester/report.go` in rakyll/hey).
 //!
 //! **Text** (`Summary:` … `Status code distribution:`): summary-only, every figure
 //! "reported by hey". hey counts a request that got *any* response (a 500 too) as a

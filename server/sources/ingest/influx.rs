@@ -7,7 +7,7 @@
 //!   else `url`. k6 stamps request metrics when the request ends, so start = time −
 //!   duration. Active users come from the `vus` gauge. The run is keyed by the `testid`
 //!   tag, else the database/bucket written to.
-//! - **JMeter Backend Listener** (InfluxDB client; FORMATS.md §2.4, written from
+//! - **JMeter Backend Listener** (InfluxDB client; docs/formats.md, "Line protocol"; written from
 //!   `InfluxdbBackendListenerClient`): measurement `jmeter`, tags `application`,
 //!   `transaction`, `statut` (`all`/`ok`/`ko`); fields `count`, `avg`, `min`, `max`, `hit`,
 //!   `sb`, `rb`, `pct90.0`…, per send interval (5 s by default); error lines with

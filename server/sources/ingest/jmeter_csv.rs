@@ -1,6 +1,6 @@
 //! JMeter JTL, CSV flavour → samples.
 //!
-//! Format (FORMATS.md §2.1; writer `CSVSaveService` in apache/jmeter): one row per sample,
+//! Format (docs/formats.md#jmeter-jtl-csv; writer `CSVSaveService` in apache/jmeter): one row per sample,
 //! RFC 4180 quoting (a quoted field may hold the delimiter, `""` and raw line breaks), any
 //! delimiter (`jmeter.save.saveservice.default_delimiter`), columns in a fixed order, each
 //! present only if its switch is on, with a header line (JMeter ≥ 3.0 default) or without

@@ -1,6 +1,6 @@
 //! JMeter JTL, XML flavour → samples.
 //!
-//! Format (FORMATS.md §2.2; writer: XStream converters `SampleResultConverter` /
+//! Format (docs/formats.md#jmeter-jtl-xml; writer: XStream converters `SampleResultConverter` /
 //! `HTTPResultConverter` in apache/jmeter): `<testResults>` holding one `<httpSample>` or
 //! `<sample>` element per sample. Only **top-level** elements are samples: nested ones are
 //! sub-results (redirects, embedded resources, transaction children) whose time the parent

@@ -1,6 +1,6 @@
 //! k6 `--out csv=FILE` → samples.
 //!
-//! Format (FORMATS.md §5.2; writer `internal/output/csv/output.go` in grafana/k6): a header
+//! Format (docs/formats.md#k6-points-json-and-csv; writer `internal/output/csv/output.go` in grafana/k6): a header
 //! `metric_name,timestamp,metric_value,<system tags, sorted>,extra_tags[,metadata]`, then
 //! one row per point. Columns are mapped by header name (the tag columns change with
 //! `--system-tags`); `extra_tags` holds `k=v` pairs joined with `&`. `timestamp` follows

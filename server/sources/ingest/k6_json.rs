@@ -1,6 +1,6 @@
 //! k6 `--out json=FILE` (newline-delimited JSON) → samples.
 //!
-//! Format (FORMATS.md §5.1; writer `internal/output/json/wrapper.go` in grafana/k6): one
+//! Format (docs/formats.md#k6-points-json-and-csv; writer `internal/output/json/wrapper.go` in grafana/k6): one
 //! JSON object per line, `{"type":"Metric",…}` once per metric before its first point,
 //! then `{"type":"Point","metric":NAME,"data":{"time":RFC3339,"value":N,"tags":{…}|null}}`.
 //! Key order and tag order vary between k6 versions and lines; time offsets vary (`Z`,

@@ -1,7 +1,7 @@
 //! k6 metric points → requests: the regrouping shared by [`super::k6_json`] and
 //! [`super::k6_csv`].
 //!
-//! k6 writes one point per metric per request (FORMATS.md §5.1; `lib/netext/httpext/tracer.go`
+//! k6 writes one point per metric per request (docs/formats.md#k6-points-json-and-csv; `lib/netext/httpext/tracer.go`
 //! `Trail.SaveSamples` in grafana/k6): `http_reqs` (value 1), `http_req_duration`, five
 //! timing points (`http_req_blocked` … `http_req_receiving`) and, since k6 0.31,
 //! `http_req_failed` (1 = failed), all with **the same time and tags**, one after another.
@@ -28,7 +28,7 @@
 //!
 //! A file without any `http_req_failed` point (k6 < 0.31, or `responseCallback` set to
 //! null) has no failure flag: the error count is then unknown, and every error % is left
-//! empty (`None`) rather than shown as 0 (DESIGN.md: never guess failures from status).
+//! empty (`None`) rather than shown as 0 (docs/numbers.md: never guess failures from status).
 //!
 //! Exact figures: [`RunBuilder`] works in whole ms, which would round k6's sub-millisecond
 //! durations (0.39 ms → 0). The response times are therefore also kept per label in

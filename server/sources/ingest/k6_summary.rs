@@ -1,7 +1,7 @@
 //! k6 end-of-test summaries → summary-only runs: `--summary-export=FILE` and the object
 //! k6 passes to `handleSummary(data)` (saved with `JSON.stringify(data)`).
 //!
-//! Formats (FORMATS.md §5.3–5.4; writers `internal/js/summary-wrapper.js` and
+//! Formats (docs/formats.md#k6-summaries; writers `internal/js/summary-wrapper.js` and
 //! `internal/lib/summary/` in grafana/k6):
 //! - export: `{"root_group":{…groups/checks as maps…},"metrics":{NAME:{flattened
 //!   values, "thresholds":{EXPR: true = FAILED}}}}` — note the inversion;

@@ -1,7 +1,7 @@
 //! Locust results → summary-only runs: `PREFIX_stats.csv`, `PREFIX_stats_history.csv`
 //! and the `--json` / `--json-file` output.
 //!
-//! Formats (FORMATS.md §6; writer `locust/stats.py` — `StatsCSV`, `StatsCSVFileWriter`,
+//! Formats (docs/formats.md#locust; writer `locust/stats.py` — `StatsCSV`, `StatsCSVFileWriter`,
 //! `stats_history_csv`, `StatsEntry.serialize` — in locustio/locust). Locust keeps no
 //! per-request records in these files, so every run is **summary-only** ("reported by
 //! Locust"). Endpoint (label) = `Type` + `" "` + `Name` (`GET /cart`; just the name when
@@ -44,7 +44,7 @@
 //!   as Locust computes it (that window is also the run's window). The total merges every
 //!   endpoint, as Locust's `Aggregated` does.
 //!
-//! The final `_stats.csv` may lag the console summary (FORMATS.md §6.1): `--json-file` is
+//! The final `_stats.csv` may lag the console summary (docs/formats.md#locust): `--json-file` is
 //! the more complete output.
 
 use std::collections::BTreeMap;

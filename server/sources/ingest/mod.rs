@@ -203,11 +203,11 @@ const GZIP_MAGIC: &[u8] = b"\x1F\x8B";
 /// Reads every run in `input`. `source_name` names the input in errors (a file name).
 ///
 /// `Format::Auto` sniffs the first bytes: `<?xml` / `<testResults` → JMeter XML; then each
-/// format's own `looks_like` (FORMATS.md §16: Taurus' Locust-executor header, SoapUI's
+/// format's own `looks_like` (docs/formats.md#sniffing-and-compression: Taurus' Locust-executor header, SoapUI's
 /// statistics header, siege's log header or summary, Artillery's `{"aggregate":{"counters"`,
 /// autocannon's `{"url":…,"latency":{"average"`, vegeta results or report, oha JSON/CSV,
 /// hey CSV/text, wrk's `Running … test @`); Gatling, k6 and Locust files by the rules of
-/// FORMATS.md §16 (see `sniff_formats_a`); a JMeter CSV header or a headerless row in a
+/// docs/formats.md#sniffing-and-compression (see `sniff_formats_a`); a JMeter CSV header or a headerless row in a
 /// default JMeter layout → JMeter CSV; a line starting `This is ApacheBench` or
 /// `Benchmarking ` → ab; anything else is [`IngestError::UnknownFormat`]. gzip input is
 /// unwrapped first, a UTF-8 BOM skipped.
@@ -548,7 +548,7 @@ pub fn sniff(prefix: &[u8]) -> Option<Format> {
     ab.then_some(Format::Ab)
 }
 
-/// Gatling, k6 and Locust files (FORMATS.md §16), recognised by their first bytes.
+/// Gatling, k6 and Locust files (docs/formats.md#sniffing-and-compression), recognised by their first bytes.
 fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
     let first_line = prefix.split(|&b| b == b'\n').next().unwrap_or_default();
     let fields: Vec<&[u8]> = first_line.split(|&b| b == b'\t').collect();

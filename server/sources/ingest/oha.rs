@@ -1,7 +1,7 @@
 //! oha output → runs: `--output-format json` (summary-only) and `--output-format csv`
 //! (one row per request).
 //!
-//! Format (FORMATS.md §11; writers `src/printer.rs`, `src/result_data.rs` in hatoo/oha).
+//! Format (docs/formats.md#oha; writers `src/printer.rs`, `src/result_data.rs` in hatoo/oha).
 //! oha keeps a *result* for every request that got a response (whatever its status) and
 //! an *error* (time-out, refused connection…) otherwise; its success rate is results /
 //! (results + errors), leaving out "aborted due to deadline" errors (requests cut off by

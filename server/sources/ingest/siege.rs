@@ -1,6 +1,6 @@
 //! siege output → summary-only runs: the `-l` log file and the end-of-run summary.
 //!
-//! Format (FORMATS.md §15; siege 4.0.x, `src/data.c`, `src/main.c` in JoeDog/siege).
+//! Format (docs/formats.md#siege; siege 4.0.x, `src/data.c`, `src/main.c` in JoeDog/siege).
 //! **Log** (`siege.log`): header `Date & Time,  Trans,  Elap Time,  Data Trans,  Resp Time,
 //! Trans Rate,  Throughput,  Concurrent,    OKAY,   Failed`, one space-padded row per run
 //! (several runs append to one log: each row is its own run), `**** … ****` mark lines from

@@ -1,6 +1,6 @@
 //! SoapUI LoadTest statistics export → summary-only runs.
 //!
-//! Format (FORMATS.md §7; writers `ExportStatisticsAction.java` and
+//! Format (docs/formats.md#soapui; writers `ExportStatisticsAction.java` and
 //! `LoadTestStatistics.java` in SmartBear/soapui): header
 //! `Test Step,min,max,avg,last,cnt,tps,bytes,bps,err,rat`, one row per test step in step
 //! order, then the total row named `TestCase:`. No quoting at all: a step name holding a

@@ -68,8 +68,8 @@ pub fn invalid(source_name: &str, line: u64, message: impl Into<String>) -> Inge
 }
 
 /// harrier's one error rule for tools without a per-request success flag (hey, oha, wrk,
-/// vegeta, autocannon, siege, Artillery, ab), stored beside their figures: DESIGN.md
-/// "Numbers must be true". It matches k6's default `expected_response` (200–399), ab's
+/// vegeta, autocannon, siege, Artillery, ab), stored beside their figures: docs/numbers.md
+/// ("Runs"). It matches k6's default `expected_response` (200–399), ab's
 /// "Non-2xx" and wrk's "Non-2xx or 3xx".
 pub const ERROR_RULE: &str = "transport errors (no response) + responses with HTTP status >= 400";
 

@@ -1,6 +1,6 @@
 //! Taurus (bzt) `kpi.jtl` → samples.
 //!
-//! Format (FORMATS.md §14; writers in Blazemeter/taurus: `bzt/modules/jmeter.py` and the
+//! Format (docs/formats.md#taurus; writers in Blazemeter/taurus: `bzt/modules/jmeter.py` and the
 //! Locust wrapper `bzt/resources/locustio-taurus-wrapper.py`): a JTL-like CSV whose
 //! columns depend on the executor. The JMeter executor writes JMeter's own CSV JTL (and is
 //! sniffed as `jmeter-csv`); the Locust executor writes

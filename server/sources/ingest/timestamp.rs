@@ -2,7 +2,7 @@
 //!
 //! JMeter writes epoch ms by default, or a `SimpleDateFormat` pattern
 //! (`jmeter.save.saveservice.timestamp_format`) rendered in the JVM's time zone *without*
-//! the zone (FORMATS.md §2.1). harrier reads such naive stamps as **UTC**: durations,
+//! the zone (docs/formats.md#time-stamps-without-a-zone). harrier reads such naive stamps as **UTC**: durations,
 //! windows, throughput and percentiles do not depend on the zone, absolute times shift by
 //! the writer's offset. Stamps that carry a zone (`Z`, `+02:00`, `+0200`) are converted.
 

@@ -1,7 +1,7 @@
 //! vegeta output → runs: results encoded as JSON lines (raw) and `vegeta report -type=json`
 //! (summary-only).
 //!
-//! Format (FORMATS.md §9; writers `lib/results.go`, `lib/results_easyjson.go`,
+//! Format (docs/formats.md#vegeta; writers `lib/results.go`, `lib/results_easyjson.go`,
 //! `lib/metrics.go` in tsenart/vegeta).
 //!
 //! **Results** (`vegeta encode --to json`, one object per line: `attack, seq, code,

@@ -1,6 +1,6 @@
 //! wrk and wrk2 text reports (with `--latency`) → summary-only runs.
 //!
-//! Format (FORMATS.md §8; writers `src/wrk.c` and `src/units.c` in wg/wrk and
+//! Format (docs/formats.md#wrk-and-wrk2; writers `src/wrk.c` and `src/units.c` in wg/wrk and
 //! giltene/wrk2): `Running 3s test @ URL`, `N threads and M connections`, the "Thread
 //! Stats" table (`Latency` and `Req/Sec` rows: avg, stdev, max, +/- stdev), then
 //! `Latency Distribution` (wrk: 50/75/90/99 %; wrk2: `(HdrHistogram - Recorded Latency)`
