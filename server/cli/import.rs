@@ -46,31 +46,44 @@ pub async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
             )
         }
     };
-    // The files of one Locust --csv run given together make one run.
-    let names: Vec<String> = args.files.iter().map(|p| source_name(p)).collect();
-    let (sets, rest) = import::locust_sets(&names, format);
-    let mut jobs: Vec<(String, Vec<&Path>)> = sets
-        .iter()
-        .map(|(prefix, idx)| {
-            (
-                format!("{prefix}_*.csv"),
-                idx.iter().map(|&i| args.files[i].as_path()).collect(),
-            )
-        })
-        .collect();
-    jobs.extend(
-        rest.iter()
-            .map(|&i| (names[i].clone(), vec![args.files[i].as_path()])),
-    );
-    for (source, paths) in &jobs {
-        let source = source.clone();
-        let result = match (&store, &args.target.server, paths.as_slice()) {
-            (Some(store), _, [path]) => import_local(store, &args, format, path, &source).await,
-            (None, Some(server), [path]) => import_remote(server, &args, path, &source).await,
-            (Some(store), _, paths) => import_local_set(store, &args, &source, paths).await,
-            (None, Some(server), paths) => import_remote_set(server, &args, paths).await,
-            (None, None, _) => unreachable!("either a store or a server"),
-        };
+    let results: Vec<(String, anyhow::Result<Vec<import::ImportedRun>>)> = match &store {
+        Some(store) => import_local(store, &args, format).await?,
+        None => {
+            let server = args
+                .target
+                .server
+                .as_deref()
+                .expect("either a store or a server");
+            // The files of one Locust --csv run given together make one run.
+            let names: Vec<String> = args.files.iter().map(|p| source_name(p)).collect();
+            let (sets, rest) = import::locust_sets(&names, format);
+            let mut jobs: Vec<(usize, String, Vec<&Path>)> = sets
+                .iter()
+                .map(|(prefix, idx)| {
+                    (
+                        idx[0],
+                        format!("{prefix}_*.csv"),
+                        idx.iter().map(|&i| args.files[i].as_path()).collect(),
+                    )
+                })
+                .collect();
+            jobs.extend(
+                rest.iter()
+                    .map(|&i| (i, names[i].clone(), vec![args.files[i].as_path()])),
+            );
+            jobs.sort_by_key(|j| j.0);
+            let mut results = Vec::new();
+            for (_, source, paths) in jobs {
+                let result = match paths.as_slice() {
+                    [path] => import_remote(server, &args, path, &source).await,
+                    paths => import_remote_set(server, &args, paths).await,
+                };
+                results.push((source, result));
+            }
+            results
+        }
+    };
+    for (source, result) in results {
         match result {
             Ok(runs) => {
                 for run in runs {
@@ -106,26 +119,28 @@ pub async fn import_files(args: ImportArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Imports the files into the local database, one plan for all
+/// ([`import::import_files`]): each file's result (or its Locust set's), in order.
 async fn import_local(
     store: &Store,
     args: &ImportArgs,
     format: Format,
-    path: &Path,
-    source: &str,
-) -> anyhow::Result<Vec<import::ImportedRun>> {
+) -> anyhow::Result<Vec<(String, anyhow::Result<Vec<import::ImportedRun>>)>> {
     let limits = Config::client()?.run_limits;
-    let req = ImportRequest {
-        limits,
-        format,
-        name: args.name.clone(),
-        scenario: args.scenario.clone(),
-        tags: args.tags.clone(),
-        source: source.to_string(),
-        max_bytes: u64::MAX,
-        replace: args.replace,
+    let request = |source: &str| {
+        Ok(ImportRequest {
+            limits,
+            format,
+            name: args.name.clone(),
+            scenario: args.scenario.clone(),
+            tags: args.tags.clone(),
+            source: source.to_string(),
+            max_bytes: u64::MAX,
+            replace: args.replace,
+        })
     };
     let show = std::io::stderr().is_terminal();
-    let progress = Progress {
+    let progress = |source: &str| Progress {
         hub: None,
         callback: show.then(|| {
             let source = source.to_string();
@@ -142,18 +157,19 @@ async fn import_local(
             }) as import::ProgressFn
         }),
     };
-    let result = if path.as_os_str() == "-" {
-        import::import_reader(store, &progress, req, std::io::stdin(), None).await
-    } else {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let total = file.metadata().ok().map(|m| m.len());
-        import::import_reader(store, &progress, req, file, total).await
-    };
+    let files = args
+        .files
+        .iter()
+        .map(|p| import::InputFile::path(source_name(p), p.clone()))
+        .collect();
+    let results = import::import_files(store, &progress, files, format, &request, true).await;
     if show {
         eprint!("\r\x1b[K");
     }
-    Ok(result?)
+    Ok(results
+        .into_iter()
+        .map(|(source, r)| (source, r.map_err(anyhow::Error::from)))
+        .collect())
 }
 
 /// The named files, read whole (a Locust `--csv` set: small CSV files).
@@ -165,31 +181,6 @@ fn read_all(paths: &[&Path]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             Ok((source_name(p), bytes))
         })
         .collect()
-}
-
-/// One run from the files of one Locust `--csv` run, into the local database.
-async fn import_local_set(
-    store: &Store,
-    args: &ImportArgs,
-    source: &str,
-    paths: &[&Path],
-) -> anyhow::Result<Vec<import::ImportedRun>> {
-    let files = read_all(paths)?;
-    let req = ImportRequest {
-        limits: Config::client()?.run_limits,
-        format: Format::Locust,
-        name: args.name.clone(),
-        scenario: args.scenario.clone(),
-        tags: args.tags.clone(),
-        source: source.to_string(),
-        max_bytes: u64::MAX,
-        replace: None,
-    };
-    if args.replace.is_some() {
-        anyhow::bail!("--replace takes one file, not the files of a Locust run");
-    }
-    let prefix = source.strip_suffix("_*.csv").unwrap_or(source);
-    Ok(import::import_locust_set(store, &Progress::default(), req, prefix, files).await?)
 }
 
 /// One run from the files of one Locust `--csv` run, sent to a server as one multipart

@@ -450,6 +450,147 @@ pub fn locust_sets(names: &[String], format: Format) -> (Vec<(String, Vec<usize>
     (sets, rest)
 }
 
+/// Opens an [`InputFile`]: its reader and its length when known.
+type Opener = Box<dyn FnOnce() -> std::io::Result<(Box<dyn Read + Send>, Option<u64>)> + Send>;
+
+/// One input of an import of several files: its name (a file name: the run's source, and
+/// how Locust sets are told apart) and how to open it.
+pub struct InputFile {
+    pub source: String,
+    open: Opener,
+}
+
+impl InputFile {
+    /// A file already in memory (an upload read whole).
+    pub fn bytes(source: String, bytes: Vec<u8>) -> InputFile {
+        InputFile {
+            source,
+            open: Box::new(move || {
+                let total = bytes.len() as u64;
+                Ok((Box::new(std::io::Cursor::new(bytes)) as _, Some(total)))
+            }),
+        }
+    }
+
+    /// A file on disk, opened when its turn comes; `-` is standard input.
+    pub fn path(source: String, path: std::path::PathBuf) -> InputFile {
+        InputFile {
+            source,
+            open: Box::new(move || {
+                if path.as_os_str() == "-" {
+                    return Ok((Box::new(std::io::stdin()) as _, None));
+                }
+                let file = std::fs::File::open(&path).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
+                })?;
+                let total = file.metadata().ok().map(|m| m.len());
+                Ok((Box::new(file) as _, total))
+            }),
+        }
+    }
+
+    fn open(self) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
+        (self.open)().map_err(|e| Error::BadRequest(e.to_string()))
+    }
+
+    fn read_whole(self, max_bytes: u64) -> Result<(String, Vec<u8>)> {
+        let source = self.source.clone();
+        let (reader, _) = self.open()?;
+        let mut bytes = Vec::new();
+        reader
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::BadRequest(format!("{source}: {e}")))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(Error::TooLarge(format!(
+                "{source} is larger than the import limit of {max_bytes} bytes; nothing was stored (raise max_import_bytes in harrier.toml)"
+            )));
+        }
+        Ok((source, bytes))
+    }
+}
+
+/// The import of several files given together, as one plan for every caller (the API's
+/// multipart upload, `harrier import` on the command line): the files of each Locust
+/// `--csv` run (see [`locust_sets`]) make ONE run, read whole; every other file is streamed
+/// into runs of its own; in the order the files came (a set where its first file was).
+/// `request(source)` gives each import's options — `source` is the file's name, or
+/// `PREFIX_*.csv` for a Locust set. Returns each import's source and result, in order; with
+/// `keep_going` a failed import is reported and the others go on, else it is the last. A
+/// Locust set with `replace` set is an error (`replace` takes one run's file).
+pub async fn import_files(
+    store: &Store,
+    progress: &(dyn Fn(&str) -> Progress + Sync),
+    files: Vec<InputFile>,
+    format: Format,
+    request: &(dyn Fn(&str) -> Result<ImportRequest> + Sync),
+    keep_going: bool,
+) -> Vec<(String, Result<Vec<ImportedRun>>)> {
+    let names: Vec<String> = files.iter().map(|f| f.source.clone()).collect();
+    let (sets, rest) = locust_sets(&names, format);
+    // Each job by the index of its first file, so jobs keep the files' order.
+    let mut jobs: Vec<(usize, Option<String>, Vec<usize>)> = sets
+        .into_iter()
+        .map(|(prefix, idx)| (idx[0], Some(prefix), idx))
+        .chain(rest.into_iter().map(|i| (i, None, vec![i])))
+        .collect();
+    jobs.sort_by_key(|j| j.0);
+    let mut slots: Vec<Option<InputFile>> = files.into_iter().map(Some).collect();
+    let mut out = Vec::new();
+    for (_, prefix, idx) in jobs {
+        let inputs: Vec<InputFile> = idx.iter().filter_map(|&i| slots[i].take()).collect();
+        let (source, result) = match prefix {
+            Some(prefix) => {
+                let source = format!("{prefix}_*.csv");
+                let result =
+                    import_set(store, &progress(&source), request(&source), &prefix, inputs).await;
+                (source, result)
+            }
+            None => {
+                let input = inputs.into_iter().next().expect("one file per job");
+                let source = input.source.clone();
+                let result = match (request(&source), input.open()) {
+                    (Ok(req), Ok((reader, total))) => {
+                        import_reader(store, &progress(&source), req, reader, total).await
+                    }
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                };
+                (source, result)
+            }
+        };
+        let failed = result.is_err();
+        out.push((source, result));
+        if failed && !keep_going {
+            break;
+        }
+    }
+    out
+}
+
+/// A Locust set of [`import_files`]: read whole (together within `req.max_bytes`), one run.
+async fn import_set(
+    store: &Store,
+    progress: &Progress,
+    req: Result<ImportRequest>,
+    prefix: &str,
+    inputs: Vec<InputFile>,
+) -> Result<Vec<ImportedRun>> {
+    let req = req?;
+    if req.replace.is_some() {
+        return Err(Error::BadRequest(
+            "replace takes one file, not the files of a Locust run".into(),
+        ));
+    }
+    let mut left = req.max_bytes;
+    let mut files = Vec::new();
+    for input in inputs {
+        let (source, bytes) = input.read_whole(left)?;
+        left = left.saturating_sub(bytes.len() as u64);
+        files.push((source, bytes));
+    }
+    import_locust_set(store, progress, req, prefix, files).await
+}
+
 /// Imports the files of one Locust `--csv` run (`files`: name and content, see
 /// [`locust_sets`]) as ONE run ([`ingest::locust::merge_set`]): all of them read or
 /// nothing stored; a file that does not read is named in the error. `req.source` is

@@ -502,31 +502,25 @@ async fn import_multipart(
         }
         return Ok(streamed);
     }
-    let names: Vec<String> = held.iter().map(|(n, _)| n.clone()).collect();
     let format = params.request(state, String::new())?.format;
-    let (sets, rest) = import::locust_sets(&names, format);
-    let mut slots: Vec<Option<(String, Vec<u8>)>> = held.into_iter().map(Some).collect();
+    let files = held
+        .into_iter()
+        .map(|(source, bytes)| import::InputFile::bytes(source, bytes))
+        .collect();
+    let params = &*params;
+    let request = |source: &str| params.request(state, source.to_string());
+    let imported = import::import_files(
+        &state.store,
+        &|_: &str| progress.clone(),
+        files,
+        format,
+        &request,
+        false,
+    )
+    .await;
     let mut runs = streamed;
-    for (prefix, idx) in sets {
-        let files: Vec<(String, Vec<u8>)> = idx.iter().filter_map(|&i| slots[i].take()).collect();
-        let req = params.request(state, format!("{prefix}_*.csv"))?;
-        runs.extend(import::import_locust_set(&state.store, progress, req, &prefix, files).await?);
-    }
-    for i in rest {
-        if let Some((source, bytes)) = slots[i].take() {
-            let total = bytes.len() as u64;
-            let req = params.request(state, source)?;
-            runs.extend(
-                import::import_reader(
-                    &state.store,
-                    progress,
-                    req,
-                    std::io::Cursor::new(bytes),
-                    Some(total),
-                )
-                .await?,
-            );
-        }
+    for (_, result) in imported {
+        runs.extend(result?);
     }
     Ok(runs)
 }
