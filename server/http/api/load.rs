@@ -124,8 +124,12 @@ async fn start_test(
         &body,
         "expected {url, mode: run|find, method, headers, body, rate, duration, slo, …} as JSON",
     )?;
-    // The user's name, `token:NAME` for a token (as in the audit log).
-    let by = who.who();
+    // The user's name, `token:NAME` for a token (as in the audit log); `anonymous` when
+    // sign-in is off.
+    let by = match who {
+        crate::domain::auth::Principal::Open => "anonymous".to_string(),
+        p => p.who(),
+    };
     let running = state.load_tests.start(test, by).await?;
     Ok((
         StatusCode::CREATED,
