@@ -34,6 +34,7 @@ pub mod ab;
 pub mod active_users;
 pub mod artillery;
 pub mod autocannon;
+pub mod bounded;
 pub mod gatling;
 pub mod hey;
 pub mod influx;
@@ -57,6 +58,7 @@ use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::rc::Rc;
 
+use self::bounded::{DocumentCap, LineCap};
 use crate::domain::runs::limits::GZIP_RATIO_FLOOR_BYTES;
 use crate::domain::runs::{RunData, RunLimits};
 
@@ -300,56 +302,104 @@ fn parse_dyn(
                 .to_owned(),
         });
     }
+    let chained = Cursor::new(prefix.clone()).chain(input);
+    // Whole-file summaries are read whole, up to max_document_bytes; everything else line
+    // by line, each line up to max_line_bytes (an XML JTL and a binary simulation.log
+    // cap their own elements and records).
+    let document = match format {
+        Format::K6Summary => Some("a k6 summary"),
+        Format::Autocannon => Some("an autocannon result"),
+        Format::Artillery => Some("an Artillery report"),
+        Format::Siege => Some("a siege log or summary"),
+        Format::Soapui => Some("a SoapUI statistics export"),
+        Format::Wrk => Some("a wrk report"),
+        Format::Locust if prefix.trim_ascii_start().starts_with(b"[") => {
+            Some("a Locust --json output")
+        }
+        _ => None,
+    };
+    if let Some(what) = document {
+        let capped = DocumentCap::new(chained, limits.max_document_bytes);
+        let tripped = capped.tripped();
+        let mut input = BufReader::with_capacity(1 << 16, capped);
+        let parsed = dispatch(&mut input, format, &prefix, source_name, limits);
+        if tripped.borrow().is_some() {
+            return Err(bounded::document_error(
+                source_name,
+                limits.max_document_bytes,
+                what,
+            ));
+        }
+        return parsed;
+    }
+    let binary_gatling = format == Format::Gatling && prefix.first() == Some(&0);
+    if format == Format::JmeterXml || binary_gatling {
+        let mut input = BufReader::with_capacity(1 << 16, chained);
+        return dispatch(&mut input, format, &prefix, source_name, limits);
+    }
+    let mut capped = LineCap::new(chained, limits.max_line_bytes);
+    let skipped = capped.skipped();
+    let parsed = dispatch(&mut capped, format, &prefix, source_name, limits);
+    let skipped = skipped.borrow();
+    if skipped.count == 0 {
+        return parsed;
+    }
+    match parsed {
+        Ok(runs) if runs.iter().all(|r| r.data.labels.is_empty()) => {
+            Err(skipped.error(source_name, "no other row"))
+        }
+        Ok(mut runs) => {
+            if let Some(first) = runs.first_mut() {
+                skipped.add_to(&mut first.data);
+            }
+            Ok(runs)
+        }
+        // The source failed, or was too large: that is what the error says.
+        Err(e @ (IngestError::Io { .. } | IngestError::TooLarge { .. })) => Err(e),
+        Err(e) => Err(skipped.error(source_name, &e.to_string())),
+    }
+}
+
+/// Hands `input` (`prefix` its first bytes, as sniffed) to the parser of `format`.
+fn dispatch(
+    input: &mut dyn BufRead,
+    format: Format,
+    prefix: &[u8],
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    let io_err = |source: io::Error| IngestError::Io {
+        source_name: source_name.to_owned(),
+        source,
+    };
     let invalid = |line: u64, message: String| IngestError::Invalid {
         source_name: source_name.to_owned(),
         line,
         message,
     };
     let data = match format {
-        Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Hey => {
-            return hey::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Oha => {
-            return oha::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Vegeta => {
-            return vegeta::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Autocannon => {
-            return autocannon::parse(Cursor::new(prefix).chain(input), source_name);
-        }
-        Format::Artillery => {
-            return artillery::parse(Cursor::new(prefix).chain(input), source_name);
-        }
-        Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Taurus => {
-            return taurus::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Gatling => {
-            return gatling::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::K6Json => {
-            return k6_json::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::K6Csv => {
-            return k6_csv::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::K6Summary => {
-            return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
-        }
-        Format::Locust => return locust::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Ab => return ab::parse(input, source_name),
+        Format::Wrk => return wrk::parse(input, source_name),
+        Format::Hey => return hey::parse(input, source_name, limits),
+        Format::Oha => return oha::parse(input, source_name, limits),
+        Format::Vegeta => return vegeta::parse(input, source_name, limits),
+        Format::Autocannon => return autocannon::parse(input, source_name),
+        Format::Artillery => return artillery::parse(input, source_name),
+        Format::Siege => return siege::parse(input, source_name),
+        Format::Soapui => return soapui::parse(input, source_name),
+        Format::Taurus => return taurus::parse(input, source_name, limits),
+        Format::Gatling => return gatling::parse(input, source_name, limits),
+        Format::K6Json => return k6_json::parse(input, source_name, limits),
+        Format::K6Csv => return k6_csv::parse(input, source_name, limits),
+        Format::K6Summary => return k6_summary::parse(input, source_name),
+        Format::Locust => return locust::parse(input, source_name),
         Format::JmeterCsv => {
-            let Some(layout) = jmeter_csv::detect(&prefix) else {
+            let Some(layout) = jmeter_csv::detect(prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
             };
-            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout, limits).map_err(io_err)?
+            jmeter_csv::parse(input, &layout, limits).map_err(io_err)?
         }
-        Format::JmeterXml | Format::Auto => {
-            jmeter_xml::parse(Cursor::new(prefix).chain(input), limits).map_err(io_err)?
-        }
+        Format::JmeterXml | Format::Auto => jmeter_xml::parse(input, limits).map_err(io_err)?,
     };
     if data.labels.is_empty()
         && let Some(first) = data.rejected.first()
