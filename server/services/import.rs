@@ -467,6 +467,12 @@ pub async fn import_locust_set(
         .await
         .map_err(|_| Error::Internal("the import queue is closed".to_string()))?;
     let total: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+    if total > req.limits.max_document_bytes {
+        return Err(Error::TooLarge(format!(
+            "{prefix}_*.csv: the files of a Locust --csv run are read whole, together at most {} bytes (limits.max_document_bytes in harrier.toml); nothing was stored",
+            req.limits.max_document_bytes
+        )));
+    }
     if total > req.max_bytes {
         return Err(Error::TooLarge(format!(
             "{prefix}_*.csv: larger than the import limit of {} bytes together; nothing was stored (raise max_import_bytes in harrier.toml)",

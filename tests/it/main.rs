@@ -10,6 +10,7 @@ mod alerts;
 mod alerts_console;
 mod attack;
 mod backends;
+mod bounded;
 mod browser;
 mod capacity_lab;
 mod chaos;
