@@ -64,13 +64,26 @@ fn gzip_member(bytes: &[u8]) -> Vec<u8> {
     gz.finish().unwrap()
 }
 
+/// Writes `case`'s body to `w` as it is generated, without HTTP chunk framing.
+fn send_raw(w: impl Write, case: &Case) -> std::io::Result<u64> {
+    send_framed(std::io::BufWriter::with_capacity(1 << 20, w), case)
+}
+
 /// Sends `case`'s body to `w` as it is generated; stops at the first write error (the
 /// server may answer and close before the end). Returns the bytes put on the wire.
 fn send_body(w: impl Write, case: &Case) -> std::io::Result<u64> {
     let mut out = Chunked(std::io::BufWriter::with_capacity(1 << 20, w));
+    let wire = send_framed(&mut out, case)?;
+    out.0.write_all(b"0\r\n\r\n")?;
+    out.0.flush()?;
+    Ok(wire)
+}
+
+/// Writes `case`'s body through `out`.
+fn send_framed<W: Write>(mut out: W, case: &Case) -> std::io::Result<u64> {
     let block = vec![case.fill; MIB as usize];
     let mut wire = 0u64;
-    let mut put = |out: &mut Chunked<_>, bytes: &[u8]| -> std::io::Result<()> {
+    let mut put = |out: &mut W, bytes: &[u8]| -> std::io::Result<()> {
         wire += bytes.len() as u64;
         out.write_all(bytes)
     };
@@ -100,8 +113,7 @@ fn send_body(w: impl Write, case: &Case) -> std::io::Result<u64> {
         put(&mut out, &rest)?;
     }
     put(&mut out, &tail)?;
-    out.0.write_all(b"0\r\n\r\n")?;
-    out.0.flush()?;
+    out.flush()?;
     Ok(wire)
 }
 
@@ -184,14 +196,18 @@ fn read_answer(stream: &TcpStream) -> (u16, String) {
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
-/// `VmHWM` of process `pid`, kB.
-fn peak_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+/// `VmHWM` of process `pid`, kB (`None` once it has exited).
+fn try_peak_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/PID/status")
+}
+
+/// `VmHWM` of the running process `pid`, kB.
+fn peak_kb(pid: u32) -> u64 {
+    try_peak_kb(pid).expect("VmHWM in /proc/PID/status")
 }
 
 fn import(format: &str) -> &'static str {
@@ -348,7 +364,7 @@ fn cases() -> Vec<Case> {
         tail: "\n",
         gzip: false,
         status: 413,
-        says: vec![],
+        says: vec![format!("limit of {} bytes for one write", 64 * MIB)],
     });
     cases
 }
@@ -417,4 +433,95 @@ fn a_body_of_one_huge_line_or_token_is_refused_in_bounded_memory_for_every_forma
     assert_eq!(status, 201, "{body}");
     let runs: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(runs["runs"][0]["samples"], 1, "{body}");
+    let stream = TcpStream::connect(&addr).unwrap();
+    write!(
+        &stream,
+        "GET /api/v1/runs HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let (status, body) = read_answer(&stream);
+    assert_eq!(status, 200, "{body}");
+    let list: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let names: Vec<&str> = list["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(names, ["ok"], "only the good file was stored");
+}
+
+/// `harrier import -` of a 3 GiB single-line JTL on standard input (and a gzip one of a
+/// few times the limit): a clear error naming the line and the limit, in bounded memory.
+#[test]
+fn harrier_import_of_a_huge_line_fails_clearly_in_bounded_memory() {
+    let full = std::env::var("HARRIER_BOUNDED_FULL").is_ok_and(|v| v == "1");
+    let dir = tempfile::tempdir().unwrap();
+    for (gzip, len) in [
+        (false, FULL),
+        (true, if full { FULL } else { 4 * MAX_LINE }),
+    ] {
+        let case = Case {
+            path: "",
+            head: "timeStamp,elapsed,label,responseCode,success\n1700000000000,100,".into(),
+            fill: b'x',
+            len,
+            tail: ",200,true\n",
+            gzip,
+            status: 0,
+            says: vec![],
+        };
+        let t = Instant::now();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harrier"))
+            .args(["import", "-", "--format", "jmeter-csv", "--db"])
+            .arg(dir.path().join("h.db"))
+            .current_dir(dir.path())
+            .env_remove("HARRIER_CONFIG")
+            .env_remove("HARRIER_SERVER")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let stdin = child.stdin.take().unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let (status, peak, err) = std::thread::scope(|scope| {
+            // Raw bytes, not chunks: the chunk framing is HTTP's.
+            scope.spawn(move || {
+                let _ = send_raw(stdin, &case);
+            });
+            let reading = scope.spawn(move || {
+                let mut err = String::new();
+                let _ = stderr.read_to_string(&mut err);
+                err
+            });
+            let mut peak = 0;
+            let status = loop {
+                if let Some(kb) = try_peak_kb(pid) {
+                    peak = peak.max(kb);
+                }
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(600),
+                    "harrier import still running"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            (status, peak, reading.join().unwrap())
+        });
+        eprintln!(
+            "harrier import - {len} bytes{}: {status} in {:.1} s, VmHWM {peak} kB: {err}",
+            if gzip { " gzip" } else { "" },
+            t.elapsed().as_secs_f64()
+        );
+        assert!(!status.success(), "{err}");
+        assert!(
+            err.contains("line 2") && err.contains("limits.max_line_bytes"),
+            "{err}"
+        );
+        assert!(peak > 0 && peak < PEAK_BOUND_KB, "peak RSS {peak} kB");
+    }
 }
