@@ -44,6 +44,17 @@ pub fn parse<R: BufRead>(input: R, limits: &RunLimits) -> io::Result<RunData> {
         let line = reader.get_ref().newlines + 1;
         reader.get_mut().event_start(line);
         let event = match reader.read_event_into(&mut buf) {
+            // An event read in one go is checked once read. quick-xml consumes a tag's `<`
+            // with the text before it: a text run counts one byte more than its length, a
+            // tag one byte less.
+            Ok(ref e)
+                if match e {
+                    Event::Text(_) => reader.get_ref().event_bytes > limits.max_line_bytes + 1,
+                    _ => reader.get_ref().event_bytes + 1 > limits.max_line_bytes,
+                } =>
+            {
+                return Err(reader.get_ref().too_long());
+            }
             Ok(e) => e,
             Err(_) if reader.get_ref().tripped => {
                 return Err(reader.get_ref().too_long());

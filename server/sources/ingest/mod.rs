@@ -649,3 +649,177 @@ fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line limit of these tests, bytes.
+    const MAX: usize = 1024;
+
+    fn limits(max_document_bytes: u64) -> RunLimits {
+        RunLimits {
+            max_line_bytes: MAX,
+            max_document_bytes,
+            ..RunLimits::default()
+        }
+    }
+
+    /// `template` with its `{}` replaced by as many `fill` as make it `len` bytes.
+    fn padded(template: &str, fill: char, len: usize) -> String {
+        let pad = len + 2 - template.len();
+        template.replacen("{}", &fill.to_string().repeat(pad), 1)
+    }
+
+    #[test]
+    fn every_line_format_reads_a_line_at_the_limit_and_rejects_one_past_it_with_its_number() {
+        let jtl_head = "timeStamp,elapsed,label,responseCode,success\n";
+        let jtl_row = "1700000000000,100,{},200,true";
+        let cases: [(Format, &str, &str, char); 7] = [
+            (Format::JmeterCsv, jtl_head, jtl_row, 'a'),
+            (Format::Taurus, jtl_head, jtl_row, 'a'),
+            (
+                Format::Gatling,
+                "RUN\tS\ts\t1700000000000\t \t3.9.5\n",
+                "REQUEST\t\t{}\t1700000000000\t1700000000010\tOK\t ",
+                'a',
+            ),
+            (
+                Format::K6Json,
+                "",
+                r#"{"metric":"http_req_duration","type":"Point","data":{"time":"2024-01-01T00:00:00Z","value":1,"tags":{"method":"GET","status":"200","name":"{}"}}}"#,
+                'a',
+            ),
+            (
+                Format::K6Csv,
+                "metric_name,timestamp,metric_value,check,error,error_code,expected_response,group,method,name,proto,scenario,status,subproto,tls_version,url,extra_tags\n",
+                "http_req_duration,1700000000,12,,,,true,,GET,{},HTTP/1.1,default,200,,,http://x/,",
+                'a',
+            ),
+            (
+                Format::Vegeta,
+                "",
+                r#"{"attack":"","seq":0,"code":200,"timestamp":"2024-01-01T00:00:00Z","latency":1000000,"bytes_out":0,"bytes_in":10,"error":"","body":null,"method":"GET","url":"http://x/{}"}"#,
+                'a',
+            ),
+            (
+                Format::Hey,
+                "response-time,DNS+dialup,DNS,Request-write,Response-delay,Response-read,status-code,offset\n",
+                "0.1,0,0,0,0,0,200,{}",
+                '0',
+            ),
+        ];
+        for (format, head, row, fill) in cases {
+            let header_lines = head.matches('\n').count() as u64;
+            let body = format!(
+                "{head}{}\n{}\n{}\n",
+                padded(row, fill, MAX),
+                padded(row, fill, MAX + 1),
+                padded(row, fill, row.len() + 8)
+            );
+            assert_eq!(body.lines().nth(header_lines as usize).unwrap().len(), MAX);
+            let runs = parse_with(body.as_bytes(), format, "t", &limits(1 << 20))
+                .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            let data = &runs[0].data;
+            let over = header_lines + 2;
+            assert_eq!(
+                data.rejected_rows, 1,
+                "{format:?}: only the line past the limit: {:?}",
+                data.rejected
+            );
+            assert_eq!(data.rejected[0].line, over, "{format:?}");
+            assert!(
+                data.rejected[0].reason.contains("limits.max_line_bytes"),
+                "{format:?}: {}",
+                data.rejected[0].reason
+            );
+            assert_eq!(
+                data.overall.count, 2,
+                "{format:?}: the line at the limit reads"
+            );
+        }
+    }
+
+    #[test]
+    fn an_xml_element_at_the_limit_reads_and_one_past_it_stops_the_import() {
+        let head = "<?xml version=\"1.0\"?>\n<testResults version=\"1.2\">\n";
+        let element = r#"<httpSample t="5" ts="1700000000000" s="true" rc="200" lb="{}"/>"#;
+        // quick-xml counts an element from its `<` to its `>`; its line feed is the next text.
+        let ok = format!("{head}{}\n</testResults>\n", padded(element, 'a', MAX));
+        let text = format!("{head}<a>{}</a>\n</testResults>\n", "x".repeat(MAX));
+        parse_with(
+            text.as_bytes(),
+            Format::JmeterXml,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .expect("a text run at the limit");
+        let text = format!("{head}<a>{}</a>\n</testResults>\n", "x".repeat(MAX + 1));
+        parse_with(
+            text.as_bytes(),
+            Format::JmeterXml,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .expect_err("a text run past the limit");
+        let runs = parse_with(ok.as_bytes(), Format::JmeterXml, "t.jtl", &limits(1 << 20))
+            .expect("at the limit");
+        assert_eq!(runs[0].data.overall.count, 1);
+        let over = format!("{head}{}\n</testResults>\n", padded(element, 'a', MAX + 1));
+        let err = parse_with(
+            over.as_bytes(),
+            Format::JmeterXml,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("t.jtl")
+                && err.contains("line 3")
+                && err.contains("limits.max_line_bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_whole_file_summary_at_the_limit_reads_and_one_byte_more_is_refused() {
+        let fixtures = [
+            (Format::K6Summary, "k6/summary-export.json"),
+            (Format::Locust, "locust/run_final_stats.json"),
+            (Format::Autocannon, "autocannon/flaky.json"),
+            (Format::Wrk, "wrk/root_latency.txt"),
+        ];
+        for (format, path) in fixtures {
+            let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let max = 8192u64;
+            let at = format!("{text}{}", " ".repeat(max as usize - text.len()));
+            parse_with(at.as_bytes(), format, "s", &limits(max))
+                .unwrap_or_else(|e| panic!("{format:?} at the limit: {e}"));
+            let past = format!("{at} ");
+            let err = parse_with(past.as_bytes(), format, "s", &limits(max)).unwrap_err();
+            assert!(
+                matches!(err, IngestError::TooLarge { .. })
+                    && err.to_string().contains("limits.max_document_bytes")
+                    && err.to_string().contains("8192 bytes"),
+                "{format:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_binary_simulation_log_string_past_the_limit_is_refused() {
+        // RUN record: the version string, then a simulation name claiming 1 MiB + 1.
+        let mut b = vec![0u8];
+        b.extend_from_slice(&6i32.to_be_bytes());
+        b.extend_from_slice(b"3.13.5");
+        b.push(0);
+        b.extend_from_slice(&((MAX as i32) + 1).to_be_bytes());
+        b.extend(std::iter::repeat_n(b'a', MAX + 1));
+        let err = parse_with(&b[..], Format::Gatling, "sim.log", &limits(1 << 20))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("limits.max_line_bytes"), "{err}");
+    }
+}
