@@ -485,6 +485,7 @@ pub async fn import_locust_set(
         .collect::<Vec<_>>()
         .join(" + ");
     let source = req.source.clone();
+    let req_limits = req.limits;
     let prefix_owned = prefix.to_string();
     let merged = tokio::task::spawn_blocking(move || -> Result<ingest::ParsedRun> {
         let mut set = CsvSet::default();
@@ -501,7 +502,8 @@ pub async fn import_locust_set(
             };
             match part {
                 CsvPart::Stats | CsvPart::History => {
-                    let mut runs = locust::parse(std::io::Cursor::new(bytes), &name)?;
+                    let mut runs =
+                        locust::parse_with(std::io::Cursor::new(bytes), &name, &req_limits)?;
                     let run = runs.pop().ok_or_else(|| {
                         Error::BadRequest(format!("{name}: no run found in the input"))
                     })?;

@@ -322,7 +322,8 @@ fn parse_dyn(
         let capped = DocumentCap::new(chained, limits.max_document_bytes);
         let tripped = capped.tripped();
         let mut input = BufReader::with_capacity(1 << 16, capped);
-        let parsed = dispatch(&mut input, format, &prefix, source_name, limits);
+        let parsed = dispatch(&mut input, format, &prefix, source_name, limits)
+            .and_then(|runs| plausible(runs, &prefix, source_name, limits));
         if tripped.borrow().is_some() {
             return Err(bounded::document_error(
                 source_name,
@@ -339,7 +340,8 @@ fn parse_dyn(
     }
     let mut capped = LineCap::new(chained, limits.max_line_bytes);
     let skipped = capped.skipped();
-    let parsed = dispatch(&mut capped, format, &prefix, source_name, limits);
+    let parsed = dispatch(&mut capped, format, &prefix, source_name, limits)
+        .and_then(|runs| plausible(runs, &prefix, source_name, limits));
     let skipped = skipped.borrow();
     if skipped.count == 0 {
         return parsed;
@@ -360,6 +362,36 @@ fn parse_dyn(
     }
 }
 
+/// `runs` unless a summary-only one reports figures that cannot be true under `limits`
+/// ([`summary::implausible`]; most readers check their own rows with their exact lines
+/// first): then an error at the first line of `prefix` naming the label, else line 1.
+fn plausible(
+    runs: Vec<ParsedRun>,
+    prefix: &[u8],
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    for run in runs.iter().filter(|r| r.data.summary_only) {
+        let scopes = std::iter::once(("the run", &run.data.overall))
+            .chain(run.data.labels.iter().map(|l| (l.label.as_str(), &l.stats)));
+        for (what, stats) in scopes {
+            if let Some(why) = summary::implausible(stats, &limits.samples, what) {
+                let text = String::from_utf8_lossy(prefix);
+                let line = text
+                    .lines()
+                    .position(|l| l.contains(what))
+                    .map_or(1, |i| i as u64 + 1);
+                return Err(IngestError::Invalid {
+                    source_name: source_name.to_owned(),
+                    line,
+                    message: format!("impossible figure: {why}"),
+                });
+            }
+        }
+    }
+    Ok(runs)
+}
+
 /// Hands `input` (`prefix` its first bytes, as sniffed) to the parser of `format`.
 fn dispatch(
     input: &mut dyn BufRead,
@@ -378,8 +410,8 @@ fn dispatch(
         message,
     };
     let data = match format {
-        Format::Ab => return ab::parse(input, source_name),
-        Format::Wrk => return wrk::parse(input, source_name),
+        Format::Ab => return ab::parse_with(input, source_name, limits),
+        Format::Wrk => return wrk::parse_with(input, source_name, limits),
         Format::Hey => return hey::parse(input, source_name, limits),
         Format::Oha => return oha::parse(input, source_name, limits),
         Format::Vegeta => return vegeta::parse(input, source_name, limits),
@@ -391,8 +423,8 @@ fn dispatch(
         Format::Gatling => return gatling::parse(input, source_name, limits),
         Format::K6Json => return k6_json::parse(input, source_name, limits),
         Format::K6Csv => return k6_csv::parse(input, source_name, limits),
-        Format::K6Summary => return k6_summary::parse(input, source_name),
-        Format::Locust => return locust::parse(input, source_name),
+        Format::K6Summary => return k6_summary::parse_with(input, source_name, limits),
+        Format::Locust => return locust::parse_with(input, source_name, limits),
         Format::JmeterCsv => {
             let Some(layout) = jmeter_csv::detect(prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
@@ -821,5 +853,288 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("limits.max_line_bytes"), "{err}");
+    }
+
+    fn fixture(path: &str) -> String {
+        std::fs::read_to_string(format!(
+            "{}/tests/fixtures/{path}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    /// `text` with `from` replaced by `to` (which must be there), read as `format`: the
+    /// error, which must name `line` and contain `says`.
+    fn impossible(format: Format, text: &str, from: &str, to: &str, line: u64, says: &str) {
+        assert!(text.contains(from), "{from:?} not in the fixture");
+        let text = text.replacen(from, to, 1);
+        parse_with(text.as_bytes(), format, "s", &RunLimits::default())
+            .map(|runs| panic!("{format:?} {to:?} accepted: {:?}", runs[0].data.overall))
+            .unwrap_or_else(|e| {
+                let e = e.to_string();
+                assert!(
+                    e.contains(&format!("line {line}:")) && e.contains(says),
+                    "{format:?} {to:?}: {e}"
+                );
+            });
+    }
+
+    #[test]
+    fn summaries_with_impossible_figures_are_refused_with_their_line() {
+        let k6 = fixture("k6/summary-export.json");
+        parse_with(k6.as_bytes(), Format::K6Summary, "s", &RunLimits::default()).unwrap();
+        // http_reqs starts on line 3, http_req_duration on 95, http_req_failed further.
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"count\": 60,",
+            "\"count\": -60,",
+            3,
+            "not a count",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"count\": 60,",
+            "\"count\": 6.5,",
+            3,
+            "not a count",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"p(95)\": 145.84714444999744",
+            "\"p(95)\": 45.8",
+            95,
+            "percentiles decrease",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"max\": 1003.908951",
+            "\"max\": 1e300",
+            95,
+            "limits.max_elapsed_ms",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"min\": 0.389495,\n            \"med\": 50.07048",
+            "\"min\": -1,\n            \"med\": 50.07048",
+            95,
+            "negative",
+        );
+
+        let wrk = fixture("wrk/root_latency.txt");
+        parse_with(wrk.as_bytes(), Format::Wrk, "s", &RunLimits::default()).unwrap();
+        impossible(
+            Format::Wrk,
+            &wrk,
+            "90%   47.96ms",
+            "90%   40.00ms",
+            1,
+            "percentiles decrease",
+        );
+        // 540 requests in 1 µs: 5.4 × 10⁸ per second.
+        impossible(
+            Format::Wrk,
+            &wrk,
+            "540 requests in 3.02s",
+            "540000 requests in 0.001s",
+            1,
+            "at any sane rate",
+        );
+        impossible(
+            Format::Wrk,
+            &wrk,
+            "540 requests in 3.02s",
+            "540 requests in 9223372036854775.807s",
+            1,
+            "longer than the accepted timestamp window",
+        );
+
+        let ab = fixture("ab/post_stdout.txt");
+        parse_with(ab.as_bytes(), Format::Ab, "s", &RunLimits::default()).unwrap();
+        let ab_line = ab
+            .lines()
+            .position(|l| l.starts_with("This is ApacheBench"))
+            .unwrap() as u64
+            + 1;
+        impossible(
+            Format::Ab,
+            &ab,
+            "Time taken for tests:   0.181 seconds",
+            "Time taken for tests:   9223372036854775.807 seconds",
+            ab_line,
+            "duration",
+        );
+        impossible(
+            Format::Ab,
+            &ab,
+            "Failed requests:        0",
+            "Failed requests:        500",
+            ab_line,
+            "more than the 200 requests",
+        );
+
+        let locust = fixture("locust/run_stats.csv");
+        let locust = locust.replacen("GET,/flaky,113,24", "GET,/flaky,113,240", 1);
+        let runs = parse_with(
+            locust.as_bytes(),
+            Format::Locust,
+            "s",
+            &RunLimits::default(),
+        )
+        .unwrap();
+        let rejected = &runs[0].data.rejected;
+        assert!(
+            rejected
+                .iter()
+                .any(|r| r.line == 2 && r.reason.contains("more than the 113 requests")),
+            "{rejected:?}"
+        );
+        let locust =
+            fixture("locust/run_stats.csv").replacen("GET,/flaky,113,", "GET,/flaky,-113,", 1);
+        let runs = parse_with(
+            locust.as_bytes(),
+            Format::Locust,
+            "s",
+            &RunLimits::default(),
+        )
+        .unwrap();
+        assert!(
+            runs[0]
+                .data
+                .rejected
+                .iter()
+                .any(|r| r.line == 2 && r.reason.contains("not a count")),
+            "{:?}",
+            runs[0].data.rejected
+        );
+
+        // Checked after reading (autocannon): the line of the document it names.
+        let ac = fixture("autocannon/flaky.json");
+        parse_with(
+            ac.as_bytes(),
+            Format::Autocannon,
+            "s",
+            &RunLimits::default(),
+        )
+        .unwrap();
+        impossible(
+            Format::Autocannon,
+            &ac,
+            "\"duration\":3.03",
+            "\"duration\":-3.03",
+            1,
+            "negative",
+        );
+    }
+
+    #[test]
+    fn each_plausibility_rule_names_the_figure() {
+        use crate::domain::runs::{SampleLimits, Stats};
+        let good = Stats {
+            count: 100,
+            errors: 5,
+            error_pct: Some(5.0),
+            min_ms: Some(1.0),
+            mean_ms: Some(10.0),
+            max_ms: Some(50.0),
+            p50_ms: Some(9.0),
+            p90_ms: Some(20.0),
+            p95_ms: Some(30.0),
+            p99_ms: Some(45.0),
+            first_start_ms: Some(1_700_000_000_000),
+            window_ms: Some(10_000),
+            throughput_rps: Some(10.0),
+            ..Stats::default()
+        };
+        let limits = SampleLimits::default();
+        assert_eq!(summary::implausible(&good, &limits, "x"), None);
+        let cases: [(Stats, &str); 11] = [
+            (
+                Stats {
+                    errors: 101,
+                    ..good.clone()
+                },
+                "101 failures is more than the 100 requests",
+            ),
+            (
+                Stats {
+                    error_pct: Some(-1.0),
+                    ..good.clone()
+                },
+                "error percentage",
+            ),
+            (
+                Stats {
+                    min_ms: Some(f64::NAN),
+                    ..good.clone()
+                },
+                "not a number",
+            ),
+            (
+                Stats {
+                    mean_ms: Some(-3.0),
+                    ..good.clone()
+                },
+                "negative",
+            ),
+            (
+                Stats {
+                    max_ms: Some(9.3e18),
+                    ..good.clone()
+                },
+                "limits.max_elapsed_ms",
+            ),
+            (
+                Stats {
+                    p95_ms: Some(19.0),
+                    ..good.clone()
+                },
+                "p95 19 ms is below p90 20 ms",
+            ),
+            (
+                Stats {
+                    mean_ms: Some(60.0),
+                    ..good.clone()
+                },
+                "outside min",
+            ),
+            (
+                Stats {
+                    first_start_ms: Some(1),
+                    ..good.clone()
+                },
+                "outside the accepted window",
+            ),
+            (
+                Stats {
+                    window_ms: Some(-5),
+                    ..good.clone()
+                },
+                "duration -5 ms is negative",
+            ),
+            (
+                Stats {
+                    count: 10_000_000_000,
+                    errors: 0,
+                    ..good.clone()
+                },
+                "cannot fit in 10000 ms",
+            ),
+            (
+                Stats {
+                    throughput_rps: Some(f64::INFINITY),
+                    ..good.clone()
+                },
+                "throughput",
+            ),
+        ];
+        for (stats, says) in cases {
+            let why = summary::implausible(&stats, &limits, "x").unwrap_or_default();
+            assert!(why.contains(says), "{says:?} not in {why:?}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::io::{BufRead, Read};
 use serde_json::{Map, Value};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{LabelStats, RunBuilder, RunData, Sample, Stats};
+use crate::domain::runs::{LabelStats, RunBuilder, RunData, Sample, SampleLimits, Stats};
 
 /// Summary files are a few KB; anything past this is not one (and is not buffered).
 pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
@@ -56,6 +56,146 @@ pub fn parse_json(text: &str, source_name: &str, what: &str) -> Result<Value, In
             e.column()
         ),
     })
+}
+
+/// The highest request rate a summary may claim, requests per second: 10⁸, two orders of
+/// magnitude above what the fastest load generators reach on one machine, and above any
+/// distributed test's. A count that needs more in the stated duration is impossible.
+pub const MAX_PLAUSIBLE_RPS: f64 = 1e8;
+
+/// Why a tool's reported figures (`stats` of `what`, e.g. a label) cannot be true, if they
+/// cannot: a time that is negative, not a number, or longer than `limits.max_elapsed_ms`;
+/// more failures than requests; an error percentage outside 0–100; percentiles that
+/// decrease (p50 ≤ p90 ≤ p95 ≤ p99), a mean outside min–max; a start outside the
+/// timestamp window or a duration longer than it; a rate above [`MAX_PLAUSIBLE_RPS`] or a
+/// request count that would need one in the stated duration.
+pub fn implausible(stats: &Stats, limits: &SampleLimits, what: &str) -> Option<String> {
+    let max_ms = limits.max_elapsed_ms as f64;
+    let times = [
+        ("min", stats.min_ms),
+        ("mean", stats.mean_ms),
+        ("max", stats.max_ms),
+        ("p50", stats.p50_ms),
+        ("p90", stats.p90_ms),
+        ("p95", stats.p95_ms),
+        ("p99", stats.p99_ms),
+    ];
+    for (name, v) in times {
+        let Some(v) = v else { continue };
+        if !v.is_finite() {
+            return Some(format!("{what}: {name} response time {v} is not a number"));
+        }
+        if v < 0.0 {
+            return Some(format!("{what}: {name} response time {v} ms is negative"));
+        }
+        if v > max_ms {
+            return Some(format!(
+                "{what}: {name} response time {v} ms is longer than the limit of {} ms (limits.max_elapsed_ms in harrier.toml)",
+                limits.max_elapsed_ms
+            ));
+        }
+    }
+    if stats.errors > stats.count {
+        return Some(format!(
+            "{what}: {} failures is more than the {} requests",
+            stats.errors, stats.count
+        ));
+    }
+    if let Some(p) = stats.error_pct
+        && !(p.is_finite() && (0.0..=100.0 + 1e-9).contains(&p))
+    {
+        return Some(format!(
+            "{what}: error percentage {p} is not between 0 and 100"
+        ));
+    }
+    let mut previous: Option<(&str, f64)> = None;
+    for (name, v) in &times[3..] {
+        let Some(v) = *v else { continue };
+        if let Some((before, b)) = previous
+            && v < b
+        {
+            return Some(format!(
+                "{what}: percentiles decrease: {name} {v} ms is below {before} {b} ms"
+            ));
+        }
+        previous = Some((name, v));
+    }
+    if let (Some(min), Some(max)) = (stats.min_ms, stats.max_ms) {
+        if min > max {
+            return Some(format!("{what}: min {min} ms is above max {max} ms"));
+        }
+        // Printed figures are rounded: 1 % (and 0.01 ms) of slack.
+        let slack = (max.abs() * 0.01).max(0.01);
+        if let Some(mean) = stats.mean_ms
+            && (mean < min - slack || mean > max + slack)
+        {
+            return Some(format!(
+                "{what}: mean {mean} ms is outside min {min} – max {max} ms"
+            ));
+        }
+    }
+    if let Some(start) = stats.first_start_ms
+        && !limits.start_ok(start)
+    {
+        return Some(format!(
+            "{what}: start {start} ms is outside the accepted window [{}, {}) ms (limits.min_timestamp / limits.max_timestamp in harrier.toml)",
+            limits.min_start_ms, limits.max_start_ms
+        ));
+    }
+    let span = limits
+        .max_start_ms
+        .saturating_sub(limits.min_start_ms)
+        .max(0);
+    if let Some(w) = stats.window_ms {
+        if w < 0 {
+            return Some(format!("{what}: duration {w} ms is negative"));
+        }
+        if w > span {
+            return Some(format!(
+                "{what}: duration {w} ms is longer than the accepted timestamp window ({span} ms)"
+            ));
+        }
+        if w > 0 && stats.count as f64 > MAX_PLAUSIBLE_RPS * (w as f64 / 1000.0) + 1.0 {
+            return Some(format!(
+                "{what}: {} requests cannot fit in {w} ms at any sane rate (at most {MAX_PLAUSIBLE_RPS:e} per second)",
+                stats.count
+            ));
+        }
+    }
+    if let Some(r) = stats.throughput_rps
+        && !(r.is_finite() && (0.0..=MAX_PLAUSIBLE_RPS).contains(&r))
+    {
+        return Some(format!(
+            "{what}: throughput {r} requests per second is impossible (0 to {MAX_PLAUSIBLE_RPS:e})"
+        ));
+    }
+    None
+}
+
+/// [`implausible`] as an [`IngestError::Invalid`] at `line`.
+pub fn check_figures(
+    stats: &Stats,
+    limits: &SampleLimits,
+    what: &str,
+    source_name: &str,
+    line: u64,
+) -> Result<(), IngestError> {
+    match implausible(stats, limits, what) {
+        Some(why) => Err(invalid(
+            source_name,
+            line,
+            format!("impossible figure: {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The 1-based line of the first `"key"` in a JSON `text` (1 when it is not there): where
+/// a figure read from a whole-file summary was written.
+pub fn json_line(text: &str, key: &str) -> u64 {
+    let needle = format!("\"{key}\"");
+    text.find(&needle)
+        .map_or(1, |at| text[..at].matches('\n').count() as u64 + 1)
 }
 
 /// An [`IngestError::Invalid`] at `line`.
