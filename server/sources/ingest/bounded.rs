@@ -255,6 +255,61 @@ impl<R: Read> BufRead for LineCap<R> {
     }
 }
 
+/// A [`Read`] that fails once more than `max` bytes (plus one read-ahead of slack) were
+/// read since the reader last called [`RecordCap::mark`]: bounds a CSV record whose quoted
+/// field spans many lines, each of them short (the csv reader holds a whole record).
+pub struct RecordCap<R> {
+    inner: R,
+    since: Rc<std::cell::Cell<u64>>,
+    max: u64,
+}
+
+/// Tells a [`RecordCap`] that a record ended.
+#[derive(Clone)]
+pub struct RecordMark(Rc<std::cell::Cell<u64>>);
+
+impl RecordMark {
+    /// A record ended: the next one starts counting.
+    pub fn mark(&self) {
+        self.0.set(0);
+    }
+}
+
+/// Read-ahead a csv reader may do past a record's end, bytes.
+const RECORD_SLACK: u64 = 64 * 1024;
+
+impl<R: Read> RecordCap<R> {
+    /// Caps each record of `inner` at about `max` bytes.
+    pub fn new(inner: R, max: usize) -> (Self, RecordMark) {
+        let since = Rc::new(std::cell::Cell::new(0));
+        (
+            RecordCap {
+                inner,
+                since: since.clone(),
+                max: max as u64 + RECORD_SLACK,
+            },
+            RecordMark(since),
+        )
+    }
+}
+
+impl<R: Read> Read for RecordCap<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.since.get() > self.max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a row longer than the limit of {} bytes (limits.max_line_bytes in harrier.toml): a quoted field spans more lines than any real one",
+                    self.max - RECORD_SLACK
+                ),
+            ));
+        }
+        let n = self.inner.read(out)?;
+        self.since.set(self.since.get() + n as u64);
+        Ok(n)
+    }
+}
+
 /// Whether a [`DocumentCap`] stopped its input, and at which limit.
 pub type Tripped = Rc<RefCell<Option<u64>>>;
 

@@ -773,6 +773,45 @@ mod tests {
     }
 
     #[test]
+    fn a_jtl_row_whose_quoted_field_spans_many_short_lines_is_stopped_at_the_limit() {
+        let head = "timeStamp,elapsed,label,responseCode,success,failureMessage\n";
+        let ok = "1700000000000,100,a,200,true,\n";
+        let body = format!(
+            "{head}{ok}1700000000000,100,b,500,false,\"{}\"\n{ok}",
+            "x\n".repeat(200 * 1024)
+        );
+        let runs = parse_with(
+            body.as_bytes(),
+            Format::JmeterCsv,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .expect("the row before it imports");
+        let data = &runs[0].data;
+        assert_eq!(data.overall.count, 1, "only the row before it");
+        assert!(
+            data.rejected
+                .iter()
+                .any(|r| r.reason.contains("limits.max_line_bytes")),
+            "{:?}",
+            data.rejected
+        );
+        // The same row within the limit reads.
+        let body = format!(
+            "{head}{ok}1700000000000,100,b,500,false,\"{}\"\n{ok}",
+            "x\n".repeat(100)
+        );
+        let runs = parse_with(
+            body.as_bytes(),
+            Format::JmeterCsv,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .unwrap();
+        assert_eq!(runs[0].data.overall.count, 3);
+    }
+
+    #[test]
     fn an_xml_element_at_the_limit_reads_and_one_past_it_stops_the_import() {
         let head = "<?xml version=\"1.0\"?>\n<testResults version=\"1.2\">\n";
         let element = r#"<httpSample t="5" ts="1700000000000" s="true" rc="200" lb="{}"/>"#;
