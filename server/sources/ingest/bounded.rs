@@ -273,6 +273,12 @@ impl RecordMark {
     pub fn mark(&self) {
         self.0.set(0);
     }
+
+    /// Whether the record being read went past the limit (the reader fails from then on:
+    /// stop reading).
+    pub fn over(&self, max: usize) -> bool {
+        self.0.get() > max as u64 + RECORD_SLACK
+    }
 }
 
 /// Read-ahead a csv reader may do past a record's end, bytes.

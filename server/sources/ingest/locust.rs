@@ -168,7 +168,13 @@ pub fn parse_with<R: BufRead>(
     }
     let first_line = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let history = String::from_utf8_lossy(first_line).contains("User Count");
-    parse_csv(input, source_name, history, &limits.samples)
+    parse_csv(
+        input,
+        source_name,
+        history,
+        &limits.samples,
+        limits.max_line_bytes,
+    )
 }
 
 fn invalid(source_name: &str, line: u64, message: impl Into<String>) -> IngestError {
@@ -350,7 +356,9 @@ fn parse_csv<R: Read>(
     source_name: &str,
     history: bool,
     limits: &SampleLimits,
+    max_line_bytes: usize,
 ) -> Result<Vec<ParsedRun>, IngestError> {
+    let (input, record_end) = super::bounded::RecordCap::new(input, max_line_bytes);
     let mut rdr = ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -383,9 +391,12 @@ fn parse_csv<R: Read>(
         let line = rdr.position().line();
         match rdr.read_record(&mut record) {
             Ok(false) => break,
-            Ok(true) => {}
+            Ok(true) => record_end.mark(),
             Err(e) => {
                 rejected.push((line, format!("unreadable row: {e}")));
+                if record_end.over(max_line_bytes) {
+                    break;
+                }
                 continue;
             }
         }

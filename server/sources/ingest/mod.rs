@@ -812,6 +812,50 @@ mod tests {
     }
 
     #[test]
+    fn other_csv_rows_whose_quoted_field_spans_many_short_lines_stop_at_the_limit() {
+        let many = "x\n".repeat(200 * 1024);
+        let cases = [
+            (
+                Format::K6Csv,
+                "metric_name,timestamp,metric_value,name\n",
+                "http_req_duration,1700000000,12,\"{}\"\n",
+            ),
+            (
+                Format::Locust,
+                "Type,Name,Request Count,Failure Count\n",
+                "GET,\"{}\",1,0\n",
+            ),
+            (
+                Format::Hey,
+                "response-time,offset,status-code\n",
+                "0.1,0,\"{}\"\n",
+            ),
+        ];
+        for (format, head, row) in cases {
+            let body = format!("{head}{}", row.replacen("{}", &many, 1));
+            // Refused, or read with the row rejected: never a 400 KiB row with a 1 KiB limit.
+            match parse_with(body.as_bytes(), format, "t", &limits(1 << 20)) {
+                Ok(runs) => assert!(
+                    runs[0]
+                        .data
+                        .rejected
+                        .iter()
+                        .any(|r| r.reason.contains("limits.max_line_bytes")),
+                    "{format:?}: {:?}",
+                    runs[0].data.rejected
+                ),
+                Err(e) => assert!(
+                    e.to_string().contains("limits.max_line_bytes"),
+                    "{format:?}: {e}"
+                ),
+            }
+            let body = format!("{head}{}", row.replacen("{}", "x\ny", 1));
+            parse_with(body.as_bytes(), format, "t", &limits(1 << 20))
+                .unwrap_or_else(|e| panic!("{format:?} within the limit: {e}"));
+        }
+    }
+
+    #[test]
     fn an_xml_element_at_the_limit_reads_and_one_past_it_stops_the_import() {
         let head = "<?xml version=\"1.0\"?>\n<testResults version=\"1.2\">\n";
         let element = r#"<httpSample t="5" ts="1700000000000" s="true" rc="200" lb="{}"/>"#;

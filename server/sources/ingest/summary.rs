@@ -405,7 +405,8 @@ pub fn url_without_scheme(url: &str) -> String {
 /// header, then hands out data rows with their line number, skipping blank lines and
 /// rejecting rows whose field count differs from the header's.
 pub struct HeaderedCsv<R: Read> {
-    rdr: csv::Reader<R>,
+    rdr: csv::Reader<super::bounded::RecordCap<R>>,
+    record_end: super::bounded::RecordMark,
     header: csv::ByteRecord,
     line: u64,
     source_name: String,
@@ -413,7 +414,15 @@ pub struct HeaderedCsv<R: Read> {
 
 impl<R: Read> HeaderedCsv<R> {
     /// Reads the header line; an empty input is an error naming `what` (e.g. "a hey CSV").
-    pub fn open(input: R, source_name: &str, what: &str) -> Result<Self, IngestError> {
+    /// A row (a quoted field may span lines) longer than `max_line_bytes` stops the
+    /// reading with an error naming the limit.
+    pub fn open(
+        input: R,
+        source_name: &str,
+        what: &str,
+        max_line_bytes: usize,
+    ) -> Result<Self, IngestError> {
+        let (input, record_end) = super::bounded::RecordCap::new(input, max_line_bytes);
         let mut rdr = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -429,8 +438,10 @@ impl<R: Read> HeaderedCsv<R> {
                 format!("empty file: expected {what} header"),
             ));
         }
+        record_end.mark();
         Ok(HeaderedCsv {
             rdr,
+            record_end,
             header,
             line: 1,
             source_name: source_name.to_owned(),
@@ -455,6 +466,7 @@ impl<R: Read> HeaderedCsv<R> {
             .read_byte_record(record)
             .map_err(|e| csv_io(&self.source_name, e))?
         {
+            self.record_end.mark();
             // The line where the row starts (the csv reader skips blank lines itself).
             self.line = record.position().map_or(self.line + 1, csv::Position::line);
             if record.len() == 1 && record[0].is_empty() {
@@ -520,7 +532,7 @@ mod tests {
     #[test]
     fn headered_csv_rejects_rows_with_the_wrong_field_count() {
         let data = b"response-time,offset\n0.1,0.0\n0.2\n0.3,1.0\n\n";
-        let mut csv = HeaderedCsv::open(&data[..], "x.csv", "a hey CSV").unwrap();
+        let mut csv = HeaderedCsv::open(&data[..], "x.csv", "a hey CSV", 1 << 20).unwrap();
         assert_eq!(
             (csv.column(b"offset"), csv.column(b"nope")),
             (Some(1), None)
@@ -539,7 +551,7 @@ mod tests {
             err.contains("line 3") && err.contains("expected 2 fields, found 1"),
             "{err}"
         );
-        let empty = HeaderedCsv::open(&b""[..], "e.csv", "a hey CSV")
+        let empty = HeaderedCsv::open(&b""[..], "e.csv", "a hey CSV", 1 << 20)
             .err()
             .unwrap()
             .to_string();
