@@ -1095,6 +1095,29 @@ mod tests {
             runs[0].data.rejected
         );
 
+        let soapui = fixture("soapui/SYNTHETIC_LoadTest_1-statistics.txt");
+        let soapui_row = soapui.lines().nth(1).unwrap().to_string();
+        let fields: Vec<&str> = soapui_row.split(',').collect();
+        let cnt_at = fields.len() - 6;
+        let mut bad: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+        bad[cnt_at] = "-7".into();
+        let text = soapui.replacen(&soapui_row, &bad.join(","), 1);
+        match parse_with(text.as_bytes(), Format::Soapui, "s", &RunLimits::default()) {
+            Ok(runs) => assert!(
+                runs[0]
+                    .data
+                    .rejected
+                    .iter()
+                    .any(|r| r.line == 2 && r.reason.contains("cnt -7 is not a count")),
+                "{:?}",
+                runs[0].data.rejected
+            ),
+            Err(e) => assert!(
+                e.to_string().contains("line 2") && e.to_string().contains("not a count"),
+                "{e}"
+            ),
+        }
+
         // Checked after reading (autocannon): the line of the document it names.
         let ac = fixture("autocannon/flaky.json");
         parse_with(

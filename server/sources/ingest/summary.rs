@@ -172,6 +172,16 @@ pub fn implausible(stats: &Stats, limits: &SampleLimits, what: &str) -> Option<S
     None
 }
 
+/// A count a tool printed as a number: `Err` (naming `what`) when it is negative,
+/// fractional or not finite — never clamped to 0.
+pub fn whole_count(v: f64, what: &str) -> Result<u64, String> {
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 2f64.powi(63) {
+        Ok(v as u64)
+    } else {
+        Err(format!("impossible figure: {what} {v} is not a count"))
+    }
+}
+
 /// [`implausible`] as an [`IngestError::Invalid`] at `line`.
 pub fn check_figures(
     stats: &Stats,
