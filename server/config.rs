@@ -796,6 +796,12 @@ pub struct LimitsSection {
     /// Routes kept per scrape target (default 10,000); series of further routes are
     /// skipped and the target says so.
     pub max_routes_per_target: Option<usize>,
+    /// Longest line, CSV row, XML element or line-protocol line read, bytes (default
+    /// 1 MiB: real tool output stays far below it); a longer line is a rejected row.
+    pub max_line_bytes: Option<usize>,
+    /// Largest whole-file summary (k6 summary export, Locust `--json`, a wrk report…),
+    /// bytes (default 64 MiB: real ones are a few KB to a few MB); larger stops the import.
+    pub max_document_bytes: Option<u64>,
 }
 
 impl LimitsSection {
@@ -818,6 +824,18 @@ impl LimitsSection {
         }
         if let Some(r) = self.max_gzip_ratio {
             l.max_gzip_ratio = r;
+        }
+        match self.max_line_bytes {
+            Some(n) if n < 1024 => return Err("limits.max_line_bytes must be at least 1024".into()),
+            Some(n) => l.max_line_bytes = n,
+            None => {}
+        }
+        match self.max_document_bytes {
+            Some(n) if n < 1024 => {
+                return Err("limits.max_document_bytes must be at least 1024".into());
+            }
+            Some(n) => l.max_document_bytes = n,
+            None => {}
         }
         for (key, value, slot) in [
             ("max_labels", self.max_labels, &mut l.max_labels),

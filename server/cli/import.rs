@@ -173,7 +173,18 @@ async fn import_local(
 }
 
 /// The named files, read whole (a Locust `--csv` set: small CSV files).
-fn read_all(paths: &[&Path]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+fn read_all(paths: &[&Path], max_bytes: u64) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut total = 0u64;
+    for p in paths {
+        total += std::fs::metadata(p)
+            .with_context(|| format!("cannot open {}", p.display()))?
+            .len();
+    }
+    if total > max_bytes {
+        anyhow::bail!(
+            "the files of a Locust --csv run are read whole, together at most {max_bytes} bytes (limits.max_document_bytes in harrier.toml); they hold {total}"
+        );
+    }
     paths
         .iter()
         .map(|p| {
@@ -190,7 +201,8 @@ async fn import_remote_set(
     args: &ImportArgs,
     paths: &[&Path],
 ) -> anyhow::Result<Vec<import::ImportedRun>> {
-    let files = read_all(paths)?;
+    // The server holds them whole too; its own limit may differ, it says so if lower.
+    let files = read_all(paths, Config::client()?.run_limits.max_document_bytes)?;
     let boundary = format!("harrier-{:x}", crate::now_ms());
     let mut body: Vec<u8> = Vec::new();
     for (name, bytes) in &files {

@@ -493,6 +493,7 @@ impl InputFile {
         (self.open)().map_err(|e| Error::BadRequest(e.to_string()))
     }
 
+    /// The whole file, at most `max_bytes` (a Locust set's files are merged in memory).
     fn read_whole(self, max_bytes: u64) -> Result<(String, Vec<u8>)> {
         let source = self.source.clone();
         let (reader, _) = self.open()?;
@@ -503,7 +504,7 @@ impl InputFile {
             .map_err(|e| Error::BadRequest(format!("{source}: {e}")))?;
         if bytes.len() as u64 > max_bytes {
             return Err(Error::TooLarge(format!(
-                "{source} is larger than the import limit of {max_bytes} bytes; nothing was stored (raise max_import_bytes in harrier.toml)"
+                "{source}: the files of one Locust --csv run are read whole, at most {max_bytes} bytes together (limits.max_document_bytes, or max_import_bytes when lower, in harrier.toml); nothing was stored"
             )));
         }
         Ok((source, bytes))
@@ -581,7 +582,8 @@ async fn import_set(
             "replace takes one file, not the files of a Locust run".into(),
         ));
     }
-    let mut left = req.max_bytes;
+    // Read whole: together within the import limit and the limit of a document held whole.
+    let mut left = req.max_bytes.min(req.limits.max_document_bytes);
     let mut files = Vec::new();
     for input in inputs {
         let (source, bytes) = input.read_whole(left)?;
@@ -608,6 +610,12 @@ pub async fn import_locust_set(
         .await
         .map_err(|_| Error::Internal("the import queue is closed".to_string()))?;
     let total: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+    if total > req.limits.max_document_bytes {
+        return Err(Error::TooLarge(format!(
+            "{prefix}_*.csv: the files of a Locust --csv run are read whole, together at most {} bytes (limits.max_document_bytes in harrier.toml); nothing was stored",
+            req.limits.max_document_bytes
+        )));
+    }
     if total > req.max_bytes {
         return Err(Error::TooLarge(format!(
             "{prefix}_*.csv: larger than the import limit of {} bytes together; nothing was stored (raise max_import_bytes in harrier.toml)",
@@ -620,6 +628,7 @@ pub async fn import_locust_set(
         .collect::<Vec<_>>()
         .join(" + ");
     let source = req.source.clone();
+    let req_limits = req.limits;
     let prefix_owned = prefix.to_string();
     let merged = tokio::task::spawn_blocking(move || -> Result<ingest::ParsedRun> {
         let mut set = CsvSet::default();
@@ -636,7 +645,8 @@ pub async fn import_locust_set(
             };
             match part {
                 CsvPart::Stats | CsvPart::History => {
-                    let mut runs = locust::parse(std::io::Cursor::new(bytes), &name)?;
+                    let mut runs =
+                        locust::parse_with(std::io::Cursor::new(bytes), &name, &req_limits)?;
                     let run = runs.pop().ok_or_else(|| {
                         Error::BadRequest(format!("{name}: no run found in the input"))
                     })?;

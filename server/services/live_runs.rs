@@ -275,6 +275,7 @@ impl LiveRuns {
             database,
             now,
             &limits,
+            self.limits.max_line_bytes,
             |c: Classified<'_>| {
                 let key = (c.sender, c.run_key);
                 if !runs.contains_key(&key) {

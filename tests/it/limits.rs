@@ -459,7 +459,8 @@ fn harrier_import_of_a_hundred_thousand_labels_stays_bounded() {
 #[tokio::test]
 async fn long_labels_and_messages_are_cut_with_a_marker() {
     let app = spawn_app().await;
-    let label = "L".repeat(1 << 20);
+    // Half of limits.max_line_bytes: a longer row is skipped whole.
+    let label = "L".repeat(1 << 19);
     let message = "m".repeat(100_000);
     let body = format!(
         "{JTL_HEADER}1700000000000,12,{label},500,Err,Group 1-1,text,false,{message},1,1,1,1,http://x/,1,0,1\n\

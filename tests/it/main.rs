@@ -11,6 +11,7 @@ mod alerts;
 mod alerts_console;
 mod attack;
 mod backends;
+mod bounded;
 mod browser;
 mod capacity_lab;
 mod chaos;

@@ -28,6 +28,16 @@ pub const DEFAULT_MAX_INPUT_BYTES: u64 = 16 << 30;
 /// Largest accepted decompressed : compressed ratio of a gzip input by default (text
 /// results compress 5–30 : 1; zeros 1,000 : 1).
 pub const DEFAULT_MAX_GZIP_RATIO: u64 = 200;
+/// Longest line (or CSV row, XML element, text run) an import reads by default, bytes:
+/// 1 MiB. Real tool output stays far below it (a JTL or simulation.log row is a few hundred
+/// bytes, a k6 point line under 2 KiB even with many tags); a longer line is a rejected row
+/// with its line number, so an import never holds more than this of one line.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
+/// Largest whole-file summary document (k6 summary export, Locust `--json`, autocannon,
+/// Artillery, wrk and other text reports) by default, bytes: 64 MiB. Such a file is read
+/// whole; real ones are a few KB to a few MB (an Artillery report with every intermediate
+/// period of a day-long test stays under 20 MB).
+pub const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 /// Decompressed bytes below which the ratio is not checked (a small file may compress
 /// far better than a large one).
 pub const GZIP_RATIO_FLOOR_BYTES: u64 = 8 << 20;
@@ -113,6 +123,12 @@ pub struct RunLimits {
     /// Largest decompressed : compressed ratio of a gzip input, checked once more than
     /// [`GZIP_RATIO_FLOOR_BYTES`] are decompressed (0: not checked).
     pub max_gzip_ratio: u64,
+    /// Longest line an import reads, bytes (see [`DEFAULT_MAX_LINE_BYTES`]): a longer line
+    /// is a rejected row; in an XML JTL a longer element or text run stops the import.
+    pub max_line_bytes: usize,
+    /// Largest whole-file summary document, bytes (see [`DEFAULT_MAX_DOCUMENT_BYTES`]): a
+    /// larger one stops the import.
+    pub max_document_bytes: u64,
 }
 
 impl Default for RunLimits {
@@ -124,6 +140,8 @@ impl Default for RunLimits {
             max_message_chars: DEFAULT_MAX_MESSAGE_CHARS,
             max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
             max_gzip_ratio: DEFAULT_MAX_GZIP_RATIO,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
         }
     }
 }

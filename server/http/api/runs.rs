@@ -453,6 +453,13 @@ async fn import_multipart(
                 ))
             })? {
                 held_bytes += chunk.len() as u64;
+                // Held whole in memory: at most one whole-file summary's worth.
+                let max_document = state.config.run_limits.max_document_bytes;
+                if held_bytes > max_document {
+                    return Err(Error::TooLarge(format!(
+                        "{source}: the files of a Locust --csv run are read whole, together at most {max_document} bytes (limits.max_document_bytes in harrier.toml); nothing was stored"
+                    )));
+                }
                 if held_bytes > state.config.max_import_bytes {
                     return Err(Error::TooLarge(format!(
                         "the uploaded files are larger than the import limit of {} bytes together; nothing was stored (raise max_import_bytes in harrier.toml)",

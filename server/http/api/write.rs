@@ -13,6 +13,7 @@ use crate::http::table::Routes;
 use crate::http::table::methods::*;
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -66,12 +67,30 @@ fn influx_error(status: StatusCode, message: String) -> Response {
         .into_response()
 }
 
+/// The answer to a body that could not be read whole: past [`MAX_WRITE_BYTES`] a 413
+/// naming the limit.
+fn body_refused(e: &BytesRejection) -> Response {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return influx_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "body larger than the limit of {MAX_WRITE_BYTES} bytes for one write; nothing was stored (send smaller batches)"
+            ),
+        );
+    }
+    influx_error(e.status(), format!("body could not be read: {e}"))
+}
+
 async fn write_v1(
     State(state): State<AppState>,
     Query(q): Query<V1Query>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return body_refused(&e),
+    };
     write(
         &state,
         q.db.as_deref().unwrap_or("default"),
@@ -86,8 +105,12 @@ async fn write_v2(
     State(state): State<AppState>,
     Query(q): Query<V2Query>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return body_refused(&e),
+    };
     write(
         &state,
         q.bucket.as_deref().unwrap_or("default"),

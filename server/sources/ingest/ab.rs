@@ -38,13 +38,23 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{LabelStats, RejectedRow, RunData, Stats};
+use crate::domain::runs::{LabelStats, RejectedRow, RunData, RunLimits, Stats};
 
 /// ab's percentile rule, stored beside its percentile table.
 pub const PERCENTILE_RULE: &str = "ab: stats[n*i/100]";
 
 /// Reads every ab report in `input`.
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+    parse_with(input, source_name, &RunLimits::default())
+}
+
+/// [`parse`], a report whose figures cannot be true under `limits` (see
+/// [`super::summary::implausible`]) rejected at the line it starts on.
+pub fn parse_with<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let mut reports: Vec<Report> = Vec::new();
     let mut raw = Vec::new();
     let mut line_no = 0u64;
@@ -106,7 +116,7 @@ pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRu
     let mut runs: Vec<ParsedRun> = Vec::new();
     let mut orphans: Vec<RejectedRow> = Vec::new();
     for r in reports {
-        match r.into_run() {
+        match r.into_run(limits) {
             Ok(mut run) => {
                 run.data.rejected_rows += orphans.len() as u64;
                 run.data.rejected.append(&mut orphans);
@@ -357,7 +367,7 @@ impl Report {
         missing
     }
 
-    fn into_run(self) -> Result<ParsedRun, RejectedRow> {
+    fn into_run(self, limits: &RunLimits) -> Result<ParsedRun, RejectedRow> {
         let Some(complete) = self.complete else {
             return Err(RejectedRow {
                 line: self.line,
@@ -372,6 +382,16 @@ impl Report {
         };
         let failed = self.failed.unwrap_or(0);
         let non_2xx = self.non_2xx.unwrap_or(0);
+        for (what, n) in [("Failed requests", failed), ("Non-2xx responses", non_2xx)] {
+            if n > complete {
+                return Err(RejectedRow {
+                    line: self.line,
+                    reason: format!(
+                        "impossible figure: ab report: {what} {n} is more than the {complete} requests"
+                    ),
+                });
+            }
+        }
         let errors = error_count(complete, failed, self.breakdown, non_2xx);
         let length = self.breakdown.map_or(0, |b| b[2]);
         // ab does not say how its socket failures and its non-2xx responses overlap: the
@@ -392,12 +412,21 @@ impl Report {
             p95_ms: self.percentile(95),
             p99_ms: self.percentile(99),
             first_start_ms: self.started_ms,
-            last_end_ms: self.started_ms.zip(window_ms).map(|(s, w)| s + w),
+            last_end_ms: self
+                .started_ms
+                .zip(window_ms)
+                .map(|(s, w)| s.saturating_add(w)),
             window_ms,
             throughput_rps: self.requests_per_second,
             bytes_received: self.total_transferred.unwrap_or(0),
             bytes_sent: self.total_body_sent.unwrap_or(0),
         };
+        if let Some(why) = super::summary::implausible(&stats, &limits.samples, "ab report") {
+            return Err(RejectedRow {
+                line: self.line,
+                reason: format!("impossible figure: {why}"),
+            });
+        }
         let path = self.path.clone().unwrap_or_else(|| "/".to_owned());
         let name_hint = self.host.as_ref().map(|h| match self.port {
             Some(p) => format!("{h}:{p}{path}"),

@@ -447,12 +447,16 @@ mod binary {
     const GROUP: u8 = 3;
     const ERROR: u8 = 4;
 
-    /// Longest string or assertion accepted (a corrupt length must not allocate gigabytes).
-    const MAX_LEN: i32 = 64 << 20;
+    /// Cache indexes a string may skip ahead of the ones defined so far (Gatling numbers
+    /// them in turn; a corrupt index must not allocate gigabytes of empty slots).
+    const MAX_INDEX_GAP: usize = 1 << 16;
 
     struct Reader<'a> {
         input: &'a mut dyn BufRead,
         offset: u64,
+        /// Longest string, list or assertion accepted: `limits.max_line_bytes` (a corrupt
+        /// or hostile length must not allocate gigabytes).
+        max_len: usize,
         /// The file-wide string cache: index i (≥ 1) at position i − 1.
         strings: Vec<Option<Box<str>>>,
     }
@@ -497,10 +501,17 @@ mod binary {
 
         fn len(&mut self, what: &str) -> Result<usize, Stop> {
             let n = self.i32()?;
-            if !(0..=MAX_LEN).contains(&n) {
+            if n < 0 {
                 return Err(Stop::Broken(format!(
                     "{what} length {n} at byte {} is impossible",
                     self.offset - 4
+                )));
+            }
+            if n as usize > self.max_len {
+                return Err(Stop::Broken(format!(
+                    "{what} length {n} at byte {} is longer than the limit of {} bytes (limits.max_line_bytes in harrier.toml)",
+                    self.offset - 4,
+                    self.max_len
                 )));
             }
             Ok(n as usize)
@@ -541,8 +552,15 @@ mod binary {
         fn cached(&mut self) -> Result<&str, Stop> {
             let idx = self.i32()?;
             if idx >= 0 {
-                let s = self.string()?;
                 let i = idx as usize;
+                if i > self.strings.len() + MAX_INDEX_GAP {
+                    return Err(Stop::Broken(format!(
+                        "string index {idx} at byte {} is far past the {} strings defined before",
+                        self.offset - 4,
+                        self.strings.len()
+                    )));
+                }
+                let s = self.string()?;
                 if self.strings.len() < i + 1 {
                     self.strings.resize(i + 1, None);
                 }
@@ -610,6 +628,7 @@ mod binary {
         let mut r = Reader {
             input,
             offset: 0,
+            max_len: limits.max_line_bytes,
             strings: Vec::new(),
         };
         let mut run_start_ms: Option<i64> = None;

@@ -81,7 +81,7 @@ fn parse_csv<R: BufRead>(
     source_name: &str,
     limits: &RunLimits,
 ) -> Result<Vec<ParsedRun>, IngestError> {
-    let mut csv = HeaderedCsv::open(input, source_name, "a hey CSV")?;
+    let mut csv = HeaderedCsv::open(input, source_name, "a hey CSV", limits.max_line_bytes)?;
     let col = |name: &[u8]| csv.column(name);
     let (Some(rt), Some(offset)) = (col(b"response-time"), col(b"offset")) else {
         return Err(invalid(

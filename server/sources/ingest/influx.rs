@@ -173,16 +173,42 @@ fn count(v: Option<f64>) -> u64 {
 /// strings borrow from the line, so nothing is copied). `database` is the v1 `db` / v2
 /// `bucket` the sender wrote to (a k6 run's key when it has no `testid` tag); `now_ms`
 /// stamps lines without a timestamp. A point whose time (or k6 request start and
-/// duration) is outside `limits` is a rejected line, like a malformed one.
+/// duration) is outside `limits` is a rejected line, like a malformed one; so is a line
+/// longer than `max_line_bytes` (not parsed at all).
 pub fn parse_write(
     body: &str,
     precision: Precision,
     database: &str,
     now_ms: i64,
     limits: &SampleLimits,
+    max_line_bytes: usize,
     mut on_point: impl FnMut(Classified<'_>),
 ) -> WriteSummary {
     let mut out = WriteSummary::default();
+    // Over-long lines are blanked (kept as empty lines, so numbers stay right) and rejected.
+    let kept;
+    let body = if body.split('\n').any(|l| l.len() > max_line_bytes) {
+        let mut text = String::with_capacity(body.len());
+        for (i, l) in body.split('\n').enumerate() {
+            if i > 0 {
+                text.push('\n');
+            }
+            if l.len() > max_line_bytes {
+                out.rejected.push((
+                    i as u64 + 1,
+                    format!(
+                        "line longer than the limit of {max_line_bytes} bytes (limits.max_line_bytes in harrier.toml): skipped unread"
+                    ),
+                ));
+            } else {
+                text.push_str(l);
+            }
+        }
+        kept = text;
+        kept.as_str()
+    } else {
+        body
+    };
     // Line numbers: the crate skips blank and comment lines, so count them ourselves.
     let mut line_no = 0u64;
     let mut lines = body.split('\n');
@@ -232,6 +258,7 @@ pub fn parse_write(
             _ => out.ignored += 1,
         }
     }
+    out.rejected.sort_by_key(|r| r.0);
     out
 }
 
@@ -425,6 +452,26 @@ mod tests {
         assert_eq!(w.rejected.len(), 1);
     }
 
+    #[test]
+    fn a_line_longer_than_the_limit_is_rejected_unread_and_one_at_it_is_read() {
+        let max = crate::domain::runs::limits::DEFAULT_MAX_LINE_BYTES;
+        let line = |len: usize| {
+            let head = "http_req_duration,testid=t,name=";
+            let tail = " value=12 1700000000000000000";
+            format!("{head}{}{tail}", "a".repeat(len - head.len() - tail.len()))
+        };
+        let body = format!("{}\n{}\n{}\n", line(max), line(max + 1), line(100));
+        let (w, points) = collect(&body, Precision::Ns, "db");
+        assert_eq!(points.len(), 2, "the lines at the limit and under it");
+        assert_eq!(w.rejected.len(), 1, "{:?}", w.rejected);
+        assert_eq!(w.rejected[0].0, 2);
+        assert!(
+            w.rejected[0].1.contains("limits.max_line_bytes"),
+            "{}",
+            w.rejected[0].1
+        );
+    }
+
     /// (run key, a text rendering of the point) for each point.
     fn collect(
         body: &str,
@@ -438,6 +485,7 @@ mod tests {
             db,
             1_700_000_000_000,
             &SampleLimits::default(),
+            crate::domain::runs::limits::DEFAULT_MAX_LINE_BYTES,
             |c| {
                 let text = match c.point {
                     LivePoint::Request {

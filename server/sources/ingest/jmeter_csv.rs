@@ -529,6 +529,7 @@ pub fn parse<R: Read>(
         builder.finish()
     });
 
+    let (input, record_end) = super::bounded::RecordCap::new(input, limits.max_line_bytes);
     let mut rdr = reader_builder(layout.delimiter).from_reader(input);
     let mut skip_header = layout.has_header;
     let mut sent_rows = 0u64;
@@ -540,7 +541,11 @@ pub fn parse<R: Read>(
         records.resize_with(BATCH_ROWS, ByteRecord::new);
         let mut filled = 0;
         while filled < BATCH_ROWS {
-            match rdr.read_byte_record(&mut records[filled]) {
+            let read = rdr.read_byte_record(&mut records[filled]);
+            if matches!(read, Ok(true)) {
+                record_end.mark();
+            }
+            match read {
                 Ok(true) if skip_header => skip_header = false,
                 Ok(true) => filled += 1,
                 Ok(false) => {

@@ -34,7 +34,7 @@ const TRANSACTION_PREFIX: &str = "Number of samples in transaction";
 /// `Err` only for a read error before any sample was accepted; a malformed document is
 /// read up to the error, which becomes a rejected row with its line.
 pub fn parse<R: BufRead>(input: R, limits: &RunLimits) -> io::Result<RunData> {
-    let mut reader = Reader::from_reader(LineCounter::new(input));
+    let mut reader = Reader::from_reader(LineCounter::new(input, limits.max_line_bytes));
     reader.config_mut().trim_text(false);
     let mut state = State::default();
     let mut builder = RunBuilder::with_limits(*limits);
@@ -42,8 +42,23 @@ pub fn parse<R: BufRead>(input: R, limits: &RunLimits) -> io::Result<RunData> {
     loop {
         buf.clear();
         let line = reader.get_ref().newlines + 1;
+        reader.get_mut().event_start(line);
         let event = match reader.read_event_into(&mut buf) {
+            // An event read in one go is checked once read. quick-xml consumes a tag's `<`
+            // with the text before it: a text run counts one byte more than its length, a
+            // tag one byte less.
+            Ok(ref e)
+                if match e {
+                    Event::Text(_) => reader.get_ref().event_bytes > limits.max_line_bytes + 1,
+                    _ => reader.get_ref().event_bytes + 1 > limits.max_line_bytes,
+                } =>
+            {
+                return Err(reader.get_ref().too_long());
+            }
             Ok(e) => e,
+            Err(_) if reader.get_ref().tripped => {
+                return Err(reader.get_ref().too_long());
+            }
             Err(quick_xml::Error::Io(e)) if builder.samples() == 0 => {
                 return Err(io::Error::new(e.kind(), e.to_string()));
             }
@@ -76,6 +91,9 @@ pub fn parse<R: BufRead>(input: R, limits: &RunLimits) -> io::Result<RunData> {
                 state.depth = state.depth.saturating_sub(1);
                 state.end(e.local_name().as_ref(), &mut builder);
             }
+            // A captured field is kept up to the line limit (the run keeps fewer characters
+            // still: limits.max_message_chars).
+            _ if state.capture.is_some() && state.text.len() > limits.max_line_bytes => {}
             Event::Text(t) if state.capture.is_some() => {
                 state.text.push_str(&String::from_utf8_lossy(&t));
             }
@@ -106,7 +124,10 @@ pub fn parse<R: BufRead>(input: R, limits: &RunLimits) -> io::Result<RunData> {
             _ => {}
         }
         if skip_text {
+            // Skipped text is never held: it does not count against the limit.
+            reader.get_mut().skipping = true;
             skip_raw_text(&mut reader.stream())?;
+            reader.get_mut().skipping = false;
         }
     }
     Ok(builder.finish())
@@ -386,24 +407,57 @@ fn emit(p: &Pending, builder: &mut RunBuilder) {
 }
 
 /// A buffered reader that counts the line feeds consumed, so events can be given the
-/// line they start on (quick-xml reports byte offsets only).
+/// line they start on (quick-xml reports byte offsets only), and that fails once one event
+/// (an element's tag, a text run, a comment…) takes more than `max_event` bytes: quick-xml
+/// holds a whole event in memory.
 struct LineCounter<R> {
     inner: R,
     buf: Box<[u8]>,
     pos: usize,
     filled: usize,
     newlines: u64,
+    /// Bytes consumed since the current event started.
+    event_bytes: usize,
+    /// The line the current event starts on.
+    event_line: u64,
+    max_event: usize,
+    /// Set once an event went past `max_event`.
+    tripped: bool,
+    /// Set while text is skipped unread (not counted).
+    skipping: bool,
 }
 
 impl<R: Read> LineCounter<R> {
-    fn new(inner: R) -> Self {
+    fn new(inner: R, max_event: usize) -> Self {
         LineCounter {
             inner,
             buf: vec![0; 1 << 16].into_boxed_slice(),
             pos: 0,
             filled: 0,
             newlines: 0,
+            event_bytes: 0,
+            event_line: 1,
+            max_event,
+            tripped: false,
+            skipping: false,
         }
+    }
+
+    /// A new event starts at `line`.
+    fn event_start(&mut self, line: u64) {
+        self.event_bytes = 0;
+        self.event_line = line;
+    }
+
+    /// The error of an event past the limit.
+    fn too_long(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "line {}: an XML element, text or comment longer than the limit of {} bytes (limits.max_line_bytes in harrier.toml); nothing was stored",
+                self.event_line, self.max_event
+            ),
+        )
     }
 }
 
@@ -422,6 +476,10 @@ impl<R: Read> Read for LineCounter<R> {
 
 impl<R: Read> BufRead for LineCounter<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.event_bytes > self.max_event {
+            self.tripped = true;
+            return Err(self.too_long());
+        }
         if self.pos == self.filled {
             self.filled = self.inner.read(&mut self.buf)?;
             self.pos = 0;
@@ -435,6 +493,9 @@ impl<R: Read> BufRead for LineCounter<R> {
             .iter()
             .filter(|&&b| b == b'\n')
             .count() as u64;
+        if !self.skipping {
+            self.event_bytes = self.event_bytes.saturating_add(end - self.pos);
+        }
         self.pos = end;
     }
 }

@@ -26,6 +26,7 @@ pub fn parse<R: BufRead>(
     source_name: &str,
     limits: &RunLimits,
 ) -> Result<Vec<ParsedRun>, IngestError> {
+    let (input, record_end) = super::bounded::RecordCap::new(input, limits.max_line_bytes);
     let mut rdr = ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -68,9 +69,12 @@ pub fn parse<R: BufRead>(
         let line = rdr.position().line();
         match rdr.read_record(&mut record) {
             Ok(false) => break,
-            Ok(true) => {}
+            Ok(true) => record_end.mark(),
             Err(e) => {
                 g.reject(line, format!("unreadable row: {e}"));
+                if record_end.over(limits.max_line_bytes) {
+                    break;
+                }
                 continue;
             }
         }

@@ -25,14 +25,25 @@ use std::io::Read;
 use serde_json::{Map, Value, json};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{LabelStats, RunData, Stats};
+use crate::domain::runs::{LabelStats, RunData, RunLimits, Stats};
 
 /// k6's percentile rule, stored beside its figures.
 pub const PERCENTILE_RULE: &str =
     "k6: linear interpolation between closest ranks (value at 0-based rank p·(n−1))";
 
 /// Reads one k6 summary (export or handleSummary data).
-pub fn parse<R: Read>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: Read>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+    parse_with(input, source_name, &RunLimits::default())
+}
+
+/// [`parse`], figures that cannot be true under `limits` (see
+/// [`super::summary::implausible`]; negative or fractional counts too) refused at the line
+/// of the metric that holds them.
+pub fn parse_with<R: Read>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let invalid = |message: String| IngestError::Invalid {
         source_name: source_name.to_owned(),
         line: 1,
@@ -73,9 +84,25 @@ pub fn parse<R: Read>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>,
             "k6 summary without http_reqs.count: the test made no HTTP requests".into(),
         ));
     };
-    let count = count as u64;
+    let text_str = String::from_utf8_lossy(&text);
+    let at = |key: &str| super::summary::json_line(&text_str, key);
+    let whole = |v: f64, what: &str, key: &str| {
+        if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 2f64.powi(63) {
+            Ok(v as u64)
+        } else {
+            Err(IngestError::Invalid {
+                source_name: source_name.to_owned(),
+                line: at(key),
+                message: format!("impossible figure: {what} {v} is not a count"),
+            })
+        }
+    };
+    let count = whole(count, "http_reqs count", "http_reqs")?;
     let failed = values("http_req_failed");
-    let errors = num(&failed, "passes").map(|v| v as u64);
+    let errors = match num(&failed, "passes") {
+        Some(v) => Some(whole(v, "http_req_failed passes", "http_req_failed")?),
+        None => None,
+    };
     let dur = values("http_req_duration");
     let window_ms = doc
         .pointer("/state/testRunDurationMs")
@@ -101,6 +128,26 @@ pub fn parse<R: Read>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>,
         bytes_received: num(&values("data_received"), "count").unwrap_or(0.0) as u64,
         bytes_sent: num(&values("data_sent"), "count").unwrap_or(0.0) as u64,
     };
+    if let Some(why) = super::summary::implausible(&stats, &limits.samples, "all HTTP requests") {
+        let key = if why.contains("failures") || why.contains("error percentage") {
+            "http_req_failed"
+        } else if why.contains("duration") {
+            "testRunDurationMs"
+        } else if why.contains("response time")
+            || why.contains("percentile")
+            || why.contains("mean")
+            || why.contains("min ")
+        {
+            "http_req_duration"
+        } else {
+            "http_reqs"
+        };
+        return Err(IngestError::Invalid {
+            source_name: source_name.to_owned(),
+            line: at(key),
+            message: format!("impossible figure: {why}"),
+        });
+    }
 
     let mut thresholds = Map::new();
     let mut flat = Map::new();

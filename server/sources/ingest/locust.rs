@@ -55,7 +55,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, RunData, Stats};
+use crate::domain::runs::{
+    Bucket, ErrorGroup, LabelStats, RunData, RunLimits, SampleLimits, Stats,
+};
 
 /// Latest timestamp of a stats-history row, unix seconds (2100-01-01).
 const MAX_TIMESTAMP_S: i64 = 4_102_444_800;
@@ -144,18 +146,35 @@ fn window_from_buckets(s: &mut Stats, buckets: &[&Bucket]) {
 pub const PERCENTILE_RULE: &str = "Locust: response times rounded (exact below 100 ms, 2 significant digits above); value at rank floor(n*p)+1";
 
 /// Reads one Locust file (which one is sniffed from its first bytes).
-pub fn parse<R: BufRead>(mut input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+    parse_with(input, source_name, &RunLimits::default())
+}
+
+/// [`parse`], a row (or `--json` entry) whose figures cannot be true under `limits` (see
+/// [`super::summary::implausible`]; negative or fractional counts too) rejected with its
+/// line.
+pub fn parse_with<R: BufRead>(
+    mut input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let io_err = |source| IngestError::Io {
         source_name: source_name.to_owned(),
         source,
     };
     let head = input.fill_buf().map_err(io_err)?;
     if head.trim_ascii_start().starts_with(b"[") {
-        return parse_json(input, source_name);
+        return parse_json(input, source_name, &limits.samples);
     }
     let first_line = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let history = String::from_utf8_lossy(first_line).contains("User Count");
-    parse_csv(input, source_name, history)
+    parse_csv(
+        input,
+        source_name,
+        history,
+        &limits.samples,
+        limits.max_line_bytes,
+    )
 }
 
 fn invalid(source_name: &str, line: u64, message: impl Into<String>) -> IngestError {
@@ -257,10 +276,25 @@ fn is_total(kind: &str, name: &str) -> bool {
 }
 
 /// One row's figures (see the module docs for the mapping).
-fn row_stats(c: &Columns, r: &StringRecord, history: bool) -> Result<(Stats, Value), String> {
+fn row_stats(
+    c: &Columns,
+    r: &StringRecord,
+    history: bool,
+    limits: &SampleLimits,
+) -> Result<(Stats, Value), String> {
+    let whole = |v: f64, what: &str| {
+        if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 2f64.powi(63) {
+            Ok(v as u64)
+        } else {
+            Err(format!("impossible figure: {what} {v} is not a count"))
+        }
+    };
     let count = num(r, Some(c.count)).ok_or("request count is not a number")?;
     let failures = num(r, Some(c.failures)).ok_or("failure count is not a number")?;
-    let (count, errors) = (count as u64, failures as u64);
+    let (count, errors) = (
+        whole(count, "request count")?,
+        whole(failures, "failure count")?,
+    );
     let some = |v: Option<f64>| v.filter(|_| count > 0);
     let pct = |p: f64| {
         c.percentiles
@@ -291,6 +325,10 @@ fn row_stats(c: &Columns, r: &StringRecord, history: bool) -> Result<(Stats, Val
         bytes_received: avg_size.map_or(0, |s| (s * count as f64).round() as u64),
         bytes_sent: 0,
     };
+    let name = r.get(c.name).unwrap_or_default();
+    if let Some(why) = super::summary::implausible(&stats, limits, name) {
+        return Err(format!("impossible figure: {why}"));
+    }
     let percentiles: Map<String, Value> = c
         .percentiles
         .iter()
@@ -317,7 +355,10 @@ fn parse_csv<R: Read>(
     input: R,
     source_name: &str,
     history: bool,
+    limits: &SampleLimits,
+    max_line_bytes: usize,
 ) -> Result<Vec<ParsedRun>, IngestError> {
+    let (input, record_end) = super::bounded::RecordCap::new(input, max_line_bytes);
     let mut rdr = ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -350,12 +391,18 @@ fn parse_csv<R: Read>(
         let line = rdr.position().line();
         match rdr.read_record(&mut record) {
             Ok(false) => break,
-            Ok(true) => {}
+            Ok(true) => record_end.mark(),
             Err(e) => {
                 rejected.push((line, format!("unreadable row: {e}")));
+                if record_end.over(max_line_bytes) {
+                    break;
+                }
                 continue;
             }
         }
+        // The row's line: the reader counts a row's line feed once it reads on, so its
+        // position before a row names the line before it (Locust rows are one line each).
+        let line = rdr.position().line();
         if record.len() != c.fields {
             rejected.push((
                 line,
@@ -369,7 +416,7 @@ fn parse_csv<R: Read>(
         }
         let kind = c.kind.and_then(|i| record.get(i)).unwrap_or("").trim();
         let name = &record[c.name];
-        let (stats, raw) = match row_stats(&c, &record, history) {
+        let (stats, raw) = match row_stats(&c, &record, history, limits) {
             Ok(v) => v,
             Err(why) => {
                 rejected.push((line, why));
@@ -640,7 +687,11 @@ fn opt(a: Option<f64>, b: Option<f64>, f: fn(f64, f64) -> f64) -> Option<f64> {
     }
 }
 
-fn parse_json<R: Read>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+fn parse_json<R: Read>(
+    input: R,
+    source_name: &str,
+    limits: &SampleLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let entries: Vec<Entry> = serde_json::from_reader(input).map_err(|e| {
         invalid(
             source_name,
@@ -660,10 +711,18 @@ fn parse_json<R: Read>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, In
             });
             continue;
         }
+        let stats = acc.stats();
+        if let Some(why) = super::summary::implausible(&stats, limits, &e.name) {
+            rejected.push(crate::domain::runs::RejectedRow {
+                line: i as u64 + 1,
+                reason: format!("entry {}: impossible figure: {why}", i + 1),
+            });
+            continue;
+        }
         labels.push(LabelStats {
             label: endpoint_label(e.method.as_deref().unwrap_or(""), &e.name),
             is_transaction: false,
-            stats: acc.stats(),
+            stats,
         });
     }
     let reported = json!({

@@ -34,6 +34,7 @@ pub mod ab;
 pub mod active_users;
 pub mod artillery;
 pub mod autocannon;
+pub mod bounded;
 pub mod gatling;
 pub mod hey;
 pub mod influx;
@@ -57,6 +58,7 @@ use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::rc::Rc;
 
+use self::bounded::{DocumentCap, LineCap};
 use crate::domain::runs::limits::GZIP_RATIO_FLOOR_BYTES;
 use crate::domain::runs::{RunData, RunLimits};
 
@@ -300,56 +302,136 @@ fn parse_dyn(
                 .to_owned(),
         });
     }
+    let chained = Cursor::new(prefix.clone()).chain(input);
+    // Whole-file summaries are read whole, up to max_document_bytes; everything else line
+    // by line, each line up to max_line_bytes (an XML JTL and a binary simulation.log
+    // cap their own elements and records).
+    let document = match format {
+        Format::K6Summary => Some("a k6 summary"),
+        Format::Autocannon => Some("an autocannon result"),
+        Format::Artillery => Some("an Artillery report"),
+        Format::Siege => Some("a siege log or summary"),
+        Format::Soapui => Some("a SoapUI statistics export"),
+        Format::Wrk => Some("a wrk report"),
+        Format::Locust if prefix.trim_ascii_start().starts_with(b"[") => {
+            Some("a Locust --json output")
+        }
+        _ => None,
+    };
+    if let Some(what) = document {
+        let capped = DocumentCap::new(chained, limits.max_document_bytes);
+        let tripped = capped.tripped();
+        let mut input = BufReader::with_capacity(1 << 16, capped);
+        let parsed = dispatch(&mut input, format, &prefix, source_name, limits)
+            .and_then(|runs| plausible(runs, &prefix, source_name, limits));
+        if tripped.borrow().is_some() {
+            return Err(bounded::document_error(
+                source_name,
+                limits.max_document_bytes,
+                what,
+            ));
+        }
+        return parsed;
+    }
+    let binary_gatling = format == Format::Gatling && prefix.first() == Some(&0);
+    if format == Format::JmeterXml || binary_gatling {
+        let mut input = BufReader::with_capacity(1 << 16, chained);
+        return dispatch(&mut input, format, &prefix, source_name, limits);
+    }
+    let mut capped = LineCap::new(chained, limits.max_line_bytes);
+    let skipped = capped.skipped();
+    let parsed = dispatch(&mut capped, format, &prefix, source_name, limits)
+        .and_then(|runs| plausible(runs, &prefix, source_name, limits));
+    let skipped = skipped.borrow();
+    if skipped.count == 0 {
+        return parsed;
+    }
+    match parsed {
+        Ok(runs) if runs.iter().all(|r| r.data.labels.is_empty()) => {
+            Err(skipped.error(source_name, "no other row"))
+        }
+        Ok(mut runs) => {
+            if let Some(first) = runs.first_mut() {
+                skipped.add_to(&mut first.data);
+            }
+            Ok(runs)
+        }
+        // The source failed, or was too large: that is what the error says.
+        Err(e @ (IngestError::Io { .. } | IngestError::TooLarge { .. })) => Err(e),
+        Err(e) => Err(skipped.error(source_name, &e.to_string())),
+    }
+}
+
+/// `runs` unless a summary-only one reports figures that cannot be true under `limits`
+/// ([`summary::implausible`]; most readers check their own rows with their exact lines
+/// first): then an error at the first line of `prefix` naming the label, else line 1.
+fn plausible(
+    runs: Vec<ParsedRun>,
+    prefix: &[u8],
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    for run in runs.iter().filter(|r| r.data.summary_only) {
+        let scopes = std::iter::once(("the run", &run.data.overall))
+            .chain(run.data.labels.iter().map(|l| (l.label.as_str(), &l.stats)));
+        for (what, stats) in scopes {
+            if let Some(why) = summary::implausible(stats, &limits.samples, what) {
+                let text = String::from_utf8_lossy(prefix);
+                let line = text
+                    .lines()
+                    .position(|l| l.contains(what))
+                    .map_or(1, |i| i as u64 + 1);
+                return Err(IngestError::Invalid {
+                    source_name: source_name.to_owned(),
+                    line,
+                    message: format!("impossible figure: {why}"),
+                });
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// Hands `input` (`prefix` its first bytes, as sniffed) to the parser of `format`.
+fn dispatch(
+    input: &mut dyn BufRead,
+    format: Format,
+    prefix: &[u8],
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
+    let io_err = |source: io::Error| IngestError::Io {
+        source_name: source_name.to_owned(),
+        source,
+    };
     let invalid = |line: u64, message: String| IngestError::Invalid {
         source_name: source_name.to_owned(),
         line,
         message,
     };
     let data = match format {
-        Format::Ab => return ab::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Wrk => return wrk::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Hey => {
-            return hey::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Oha => {
-            return oha::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Vegeta => {
-            return vegeta::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Autocannon => {
-            return autocannon::parse(Cursor::new(prefix).chain(input), source_name);
-        }
-        Format::Artillery => {
-            return artillery::parse(Cursor::new(prefix).chain(input), source_name);
-        }
-        Format::Siege => return siege::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Soapui => return soapui::parse(Cursor::new(prefix).chain(input), source_name),
-        Format::Taurus => {
-            return taurus::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::Gatling => {
-            return gatling::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::K6Json => {
-            return k6_json::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::K6Csv => {
-            return k6_csv::parse(Cursor::new(prefix).chain(input), source_name, limits);
-        }
-        Format::K6Summary => {
-            return k6_summary::parse(Cursor::new(prefix).chain(input), source_name);
-        }
-        Format::Locust => return locust::parse(Cursor::new(prefix).chain(input), source_name),
+        Format::Ab => return ab::parse_with(input, source_name, limits),
+        Format::Wrk => return wrk::parse_with(input, source_name, limits),
+        Format::Hey => return hey::parse(input, source_name, limits),
+        Format::Oha => return oha::parse(input, source_name, limits),
+        Format::Vegeta => return vegeta::parse(input, source_name, limits),
+        Format::Autocannon => return autocannon::parse(input, source_name),
+        Format::Artillery => return artillery::parse(input, source_name),
+        Format::Siege => return siege::parse(input, source_name),
+        Format::Soapui => return soapui::parse(input, source_name),
+        Format::Taurus => return taurus::parse(input, source_name, limits),
+        Format::Gatling => return gatling::parse(input, source_name, limits),
+        Format::K6Json => return k6_json::parse(input, source_name, limits),
+        Format::K6Csv => return k6_csv::parse(input, source_name, limits),
+        Format::K6Summary => return k6_summary::parse_with(input, source_name, limits),
+        Format::Locust => return locust::parse_with(input, source_name, limits),
         Format::JmeterCsv => {
-            let Some(layout) = jmeter_csv::detect(&prefix) else {
+            let Some(layout) = jmeter_csv::detect(prefix) else {
                 return Err(invalid(1, jmeter_csv::not_detected_message()));
             };
-            jmeter_csv::parse(Cursor::new(prefix).chain(input), &layout, limits).map_err(io_err)?
+            jmeter_csv::parse(input, &layout, limits).map_err(io_err)?
         }
-        Format::JmeterXml | Format::Auto => {
-            jmeter_xml::parse(Cursor::new(prefix).chain(input), limits).map_err(io_err)?
-        }
+        Format::JmeterXml | Format::Auto => jmeter_xml::parse(input, limits).map_err(io_err)?,
     };
     if data.labels.is_empty()
         && let Some(first) = data.rejected.first()
@@ -598,4 +680,567 @@ fn sniff_formats_a(prefix: &[u8]) -> Option<Format> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line limit of these tests, bytes.
+    const MAX: usize = 1024;
+
+    fn limits(max_document_bytes: u64) -> RunLimits {
+        RunLimits {
+            max_line_bytes: MAX,
+            max_document_bytes,
+            ..RunLimits::default()
+        }
+    }
+
+    /// `template` with its `{}` replaced by as many `fill` as make it `len` bytes.
+    fn padded(template: &str, fill: char, len: usize) -> String {
+        let pad = len + 2 - template.len();
+        template.replacen("{}", &fill.to_string().repeat(pad), 1)
+    }
+
+    #[test]
+    fn every_line_format_reads_a_line_at_the_limit_and_rejects_one_past_it_with_its_number() {
+        let jtl_head = "timeStamp,elapsed,label,responseCode,success\n";
+        let jtl_row = "1700000000000,100,{},200,true";
+        let cases: [(Format, &str, &str, char); 7] = [
+            (Format::JmeterCsv, jtl_head, jtl_row, 'a'),
+            (Format::Taurus, jtl_head, jtl_row, 'a'),
+            (
+                Format::Gatling,
+                "RUN\tS\ts\t1700000000000\t \t3.9.5\n",
+                "REQUEST\t\t{}\t1700000000000\t1700000000010\tOK\t ",
+                'a',
+            ),
+            (
+                Format::K6Json,
+                "",
+                r#"{"metric":"http_req_duration","type":"Point","data":{"time":"2024-01-01T00:00:00Z","value":1,"tags":{"method":"GET","status":"200","name":"{}"}}}"#,
+                'a',
+            ),
+            (
+                Format::K6Csv,
+                "metric_name,timestamp,metric_value,check,error,error_code,expected_response,group,method,name,proto,scenario,status,subproto,tls_version,url,extra_tags\n",
+                "http_req_duration,1700000000,12,,,,true,,GET,{},HTTP/1.1,default,200,,,http://x/,",
+                'a',
+            ),
+            (
+                Format::Vegeta,
+                "",
+                r#"{"attack":"","seq":0,"code":200,"timestamp":"2024-01-01T00:00:00Z","latency":1000000,"bytes_out":0,"bytes_in":10,"error":"","body":null,"method":"GET","url":"http://x/{}"}"#,
+                'a',
+            ),
+            (
+                Format::Hey,
+                "response-time,DNS+dialup,DNS,Request-write,Response-delay,Response-read,status-code,offset\n",
+                "0.1,0,0,0,0,0,200,{}",
+                '0',
+            ),
+        ];
+        for (format, head, row, fill) in cases {
+            let header_lines = head.matches('\n').count() as u64;
+            let body = format!(
+                "{head}{}\n{}\n{}\n",
+                padded(row, fill, MAX),
+                padded(row, fill, MAX + 1),
+                padded(row, fill, row.len() + 8)
+            );
+            assert_eq!(body.lines().nth(header_lines as usize).unwrap().len(), MAX);
+            let runs = parse_with(body.as_bytes(), format, "t", &limits(1 << 20))
+                .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            let data = &runs[0].data;
+            let over = header_lines + 2;
+            assert_eq!(
+                data.rejected_rows, 1,
+                "{format:?}: only the line past the limit: {:?}",
+                data.rejected
+            );
+            assert_eq!(data.rejected[0].line, over, "{format:?}");
+            assert!(
+                data.rejected[0].reason.contains("limits.max_line_bytes"),
+                "{format:?}: {}",
+                data.rejected[0].reason
+            );
+            assert_eq!(
+                data.overall.count, 2,
+                "{format:?}: the line at the limit reads"
+            );
+        }
+    }
+
+    #[test]
+    fn a_jtl_row_whose_quoted_field_spans_many_short_lines_is_stopped_at_the_limit() {
+        let head = "timeStamp,elapsed,label,responseCode,success,failureMessage\n";
+        let ok = "1700000000000,100,a,200,true,\n";
+        let body = format!(
+            "{head}{ok}1700000000000,100,b,500,false,\"{}\"\n{ok}",
+            "x\n".repeat(200 * 1024)
+        );
+        let runs = parse_with(
+            body.as_bytes(),
+            Format::JmeterCsv,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .expect("the row before it imports");
+        let data = &runs[0].data;
+        assert_eq!(data.overall.count, 1, "only the row before it");
+        assert!(
+            data.rejected
+                .iter()
+                .any(|r| r.reason.contains("limits.max_line_bytes")),
+            "{:?}",
+            data.rejected
+        );
+        // The same row within the limit reads.
+        let body = format!(
+            "{head}{ok}1700000000000,100,b,500,false,\"{}\"\n{ok}",
+            "x\n".repeat(100)
+        );
+        let runs = parse_with(
+            body.as_bytes(),
+            Format::JmeterCsv,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .unwrap();
+        assert_eq!(runs[0].data.overall.count, 3);
+    }
+
+    #[test]
+    fn other_csv_rows_whose_quoted_field_spans_many_short_lines_stop_at_the_limit() {
+        let many = "x\n".repeat(200 * 1024);
+        let cases = [
+            (
+                Format::K6Csv,
+                "metric_name,timestamp,metric_value,name\n",
+                "http_req_duration,1700000000,12,\"{}\"\n",
+            ),
+            (
+                Format::Locust,
+                "Type,Name,Request Count,Failure Count\n",
+                "GET,\"{}\",1,0\n",
+            ),
+            (
+                Format::Hey,
+                "response-time,offset,status-code\n",
+                "0.1,0,\"{}\"\n",
+            ),
+        ];
+        for (format, head, row) in cases {
+            let body = format!("{head}{}", row.replacen("{}", &many, 1));
+            // Refused, or read with the row rejected: never a 400 KiB row with a 1 KiB limit.
+            match parse_with(body.as_bytes(), format, "t", &limits(1 << 20)) {
+                Ok(runs) => assert!(
+                    runs[0]
+                        .data
+                        .rejected
+                        .iter()
+                        .any(|r| r.reason.contains("limits.max_line_bytes")),
+                    "{format:?}: {:?}",
+                    runs[0].data.rejected
+                ),
+                Err(e) => assert!(
+                    e.to_string().contains("limits.max_line_bytes"),
+                    "{format:?}: {e}"
+                ),
+            }
+            let body = format!("{head}{}", row.replacen("{}", "x\ny", 1));
+            parse_with(body.as_bytes(), format, "t", &limits(1 << 20))
+                .unwrap_or_else(|e| panic!("{format:?} within the limit: {e}"));
+        }
+    }
+
+    #[test]
+    fn an_xml_element_at_the_limit_reads_and_one_past_it_stops_the_import() {
+        let head = "<?xml version=\"1.0\"?>\n<testResults version=\"1.2\">\n";
+        let element = r#"<httpSample t="5" ts="1700000000000" s="true" rc="200" lb="{}"/>"#;
+        // quick-xml counts an element from its `<` to its `>`; its line feed is the next text.
+        let ok = format!("{head}{}\n</testResults>\n", padded(element, 'a', MAX));
+        let text = format!("{head}<a>{}</a>\n</testResults>\n", "x".repeat(MAX));
+        parse_with(
+            text.as_bytes(),
+            Format::JmeterXml,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .expect("a text run at the limit");
+        let text = format!("{head}<a>{}</a>\n</testResults>\n", "x".repeat(MAX + 1));
+        parse_with(
+            text.as_bytes(),
+            Format::JmeterXml,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .expect_err("a text run past the limit");
+        let runs = parse_with(ok.as_bytes(), Format::JmeterXml, "t.jtl", &limits(1 << 20))
+            .expect("at the limit");
+        assert_eq!(runs[0].data.overall.count, 1);
+        let over = format!("{head}{}\n</testResults>\n", padded(element, 'a', MAX + 1));
+        let err = parse_with(
+            over.as_bytes(),
+            Format::JmeterXml,
+            "t.jtl",
+            &limits(1 << 20),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("t.jtl")
+                && err.contains("line 3")
+                && err.contains("limits.max_line_bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_whole_file_summary_at_the_limit_reads_and_one_byte_more_is_refused() {
+        let fixtures = [
+            (Format::K6Summary, "k6/summary-export.json"),
+            (Format::Locust, "locust/run_final_stats.json"),
+            (Format::Autocannon, "autocannon/flaky.json"),
+            (Format::Wrk, "wrk/root_latency.txt"),
+        ];
+        for (format, path) in fixtures {
+            let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let max = 8192u64;
+            let at = format!("{text}{}", " ".repeat(max as usize - text.len()));
+            parse_with(at.as_bytes(), format, "s", &limits(max))
+                .unwrap_or_else(|e| panic!("{format:?} at the limit: {e}"));
+            let past = format!("{at} ");
+            let err = parse_with(past.as_bytes(), format, "s", &limits(max)).unwrap_err();
+            assert!(
+                matches!(err, IngestError::TooLarge { .. })
+                    && err.to_string().contains("limits.max_document_bytes")
+                    && err.to_string().contains("8192 bytes"),
+                "{format:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_binary_simulation_log_string_past_the_limit_is_refused() {
+        // RUN record: the version string, then a simulation name claiming 1 MiB + 1.
+        let mut b = vec![0u8];
+        b.extend_from_slice(&6i32.to_be_bytes());
+        b.extend_from_slice(b"3.13.5");
+        b.push(0);
+        b.extend_from_slice(&((MAX as i32) + 1).to_be_bytes());
+        b.extend(std::iter::repeat_n(b'a', MAX + 1));
+        let err = parse_with(&b[..], Format::Gatling, "sim.log", &limits(1 << 20))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("limits.max_line_bytes"), "{err}");
+    }
+
+    fn fixture(path: &str) -> String {
+        std::fs::read_to_string(format!(
+            "{}/tests/fixtures/{path}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    /// `text` with `from` replaced by `to` (which must be there), read as `format`: the
+    /// error, which must name `line` and contain `says`.
+    fn impossible(format: Format, text: &str, from: &str, to: &str, line: u64, says: &str) {
+        assert!(text.contains(from), "{from:?} not in the fixture");
+        let text = text.replacen(from, to, 1);
+        parse_with(text.as_bytes(), format, "s", &RunLimits::default())
+            .map(|runs| panic!("{format:?} {to:?} accepted: {:?}", runs[0].data.overall))
+            .unwrap_or_else(|e| {
+                let e = e.to_string();
+                assert!(
+                    e.contains(&format!("line {line}:")) && e.contains(says),
+                    "{format:?} {to:?}: {e}"
+                );
+            });
+    }
+
+    #[test]
+    fn summaries_with_impossible_figures_are_refused_with_their_line() {
+        let k6 = fixture("k6/summary-export.json");
+        parse_with(k6.as_bytes(), Format::K6Summary, "s", &RunLimits::default()).unwrap();
+        // http_reqs starts on line 3, http_req_duration on 95, http_req_failed further.
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"count\": 60,",
+            "\"count\": -60,",
+            3,
+            "not a count",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"count\": 60,",
+            "\"count\": 6.5,",
+            3,
+            "not a count",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"p(95)\": 145.84714444999744",
+            "\"p(95)\": 45.8",
+            95,
+            "percentiles decrease",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"max\": 1003.908951",
+            "\"max\": 1e300",
+            95,
+            "limits.max_elapsed_ms",
+        );
+        impossible(
+            Format::K6Summary,
+            &k6,
+            "\"min\": 0.389495,\n            \"med\": 50.07048",
+            "\"min\": -1,\n            \"med\": 50.07048",
+            95,
+            "negative",
+        );
+
+        let wrk = fixture("wrk/root_latency.txt");
+        parse_with(wrk.as_bytes(), Format::Wrk, "s", &RunLimits::default()).unwrap();
+        impossible(
+            Format::Wrk,
+            &wrk,
+            "90%   47.96ms",
+            "90%   40.00ms",
+            1,
+            "percentiles decrease",
+        );
+        // 540 requests in 1 µs: 5.4 × 10⁸ per second.
+        impossible(
+            Format::Wrk,
+            &wrk,
+            "540 requests in 3.02s",
+            "540000 requests in 0.001s",
+            1,
+            "at any sane rate",
+        );
+        impossible(
+            Format::Wrk,
+            &wrk,
+            "540 requests in 3.02s",
+            "540 requests in 9223372036854775.807s",
+            1,
+            "longer than the accepted timestamp window",
+        );
+
+        let ab = fixture("ab/post_stdout.txt");
+        parse_with(ab.as_bytes(), Format::Ab, "s", &RunLimits::default()).unwrap();
+        let ab_line = ab
+            .lines()
+            .position(|l| l.starts_with("This is ApacheBench"))
+            .unwrap() as u64
+            + 1;
+        impossible(
+            Format::Ab,
+            &ab,
+            "Time taken for tests:   0.181 seconds",
+            "Time taken for tests:   9223372036854775.807 seconds",
+            ab_line,
+            "duration",
+        );
+        impossible(
+            Format::Ab,
+            &ab,
+            "Failed requests:        0",
+            "Failed requests:        500",
+            ab_line,
+            "more than the 200 requests",
+        );
+
+        let locust = fixture("locust/run_stats.csv");
+        let locust = locust.replacen("GET,/flaky,113,24", "GET,/flaky,113,240", 1);
+        let runs = parse_with(
+            locust.as_bytes(),
+            Format::Locust,
+            "s",
+            &RunLimits::default(),
+        )
+        .unwrap();
+        let rejected = &runs[0].data.rejected;
+        assert!(
+            rejected
+                .iter()
+                .any(|r| r.line == 2 && r.reason.contains("more than the 113 requests")),
+            "{rejected:?}"
+        );
+        let locust =
+            fixture("locust/run_stats.csv").replacen("GET,/flaky,113,", "GET,/flaky,-113,", 1);
+        let runs = parse_with(
+            locust.as_bytes(),
+            Format::Locust,
+            "s",
+            &RunLimits::default(),
+        )
+        .unwrap();
+        assert!(
+            runs[0]
+                .data
+                .rejected
+                .iter()
+                .any(|r| r.line == 2 && r.reason.contains("not a count")),
+            "{:?}",
+            runs[0].data.rejected
+        );
+
+        let soapui = fixture("soapui/SYNTHETIC_LoadTest_1-statistics.txt");
+        let soapui_row = soapui.lines().nth(1).unwrap().to_string();
+        let fields: Vec<&str> = soapui_row.split(',').collect();
+        let cnt_at = fields.len() - 6;
+        let mut bad: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+        bad[cnt_at] = "-7".into();
+        let text = soapui.replacen(&soapui_row, &bad.join(","), 1);
+        match parse_with(text.as_bytes(), Format::Soapui, "s", &RunLimits::default()) {
+            Ok(runs) => assert!(
+                runs[0]
+                    .data
+                    .rejected
+                    .iter()
+                    .any(|r| r.line == 2 && r.reason.contains("cnt -7 is not a count")),
+                "{:?}",
+                runs[0].data.rejected
+            ),
+            Err(e) => assert!(
+                e.to_string().contains("line 2") && e.to_string().contains("not a count"),
+                "{e}"
+            ),
+        }
+
+        // Checked after reading (autocannon): the line of the document it names.
+        let ac = fixture("autocannon/flaky.json");
+        parse_with(
+            ac.as_bytes(),
+            Format::Autocannon,
+            "s",
+            &RunLimits::default(),
+        )
+        .unwrap();
+        impossible(
+            Format::Autocannon,
+            &ac,
+            "\"duration\":3.03",
+            "\"duration\":-3.03",
+            1,
+            "negative",
+        );
+    }
+
+    #[test]
+    fn each_plausibility_rule_names_the_figure() {
+        use crate::domain::runs::{SampleLimits, Stats};
+        let good = Stats {
+            count: 100,
+            errors: 5,
+            error_pct: Some(5.0),
+            min_ms: Some(1.0),
+            mean_ms: Some(10.0),
+            max_ms: Some(50.0),
+            p50_ms: Some(9.0),
+            p90_ms: Some(20.0),
+            p95_ms: Some(30.0),
+            p99_ms: Some(45.0),
+            first_start_ms: Some(1_700_000_000_000),
+            window_ms: Some(10_000),
+            throughput_rps: Some(10.0),
+            ..Stats::default()
+        };
+        let limits = SampleLimits::default();
+        assert_eq!(summary::implausible(&good, &limits, "x"), None);
+        let cases: [(Stats, &str); 11] = [
+            (
+                Stats {
+                    errors: 101,
+                    ..good.clone()
+                },
+                "101 failures is more than the 100 requests",
+            ),
+            (
+                Stats {
+                    error_pct: Some(-1.0),
+                    ..good.clone()
+                },
+                "error percentage",
+            ),
+            (
+                Stats {
+                    min_ms: Some(f64::NAN),
+                    ..good.clone()
+                },
+                "not a number",
+            ),
+            (
+                Stats {
+                    mean_ms: Some(-3.0),
+                    ..good.clone()
+                },
+                "negative",
+            ),
+            (
+                Stats {
+                    max_ms: Some(9.3e18),
+                    ..good.clone()
+                },
+                "limits.max_elapsed_ms",
+            ),
+            (
+                Stats {
+                    p95_ms: Some(19.0),
+                    ..good.clone()
+                },
+                "p95 19 ms is below p90 20 ms",
+            ),
+            (
+                Stats {
+                    mean_ms: Some(60.0),
+                    ..good.clone()
+                },
+                "outside min",
+            ),
+            (
+                Stats {
+                    first_start_ms: Some(1),
+                    ..good.clone()
+                },
+                "outside the accepted window",
+            ),
+            (
+                Stats {
+                    window_ms: Some(-5),
+                    ..good.clone()
+                },
+                "duration -5 ms is negative",
+            ),
+            (
+                Stats {
+                    count: 10_000_000_000,
+                    errors: 0,
+                    ..good.clone()
+                },
+                "cannot fit in 10000 ms",
+            ),
+            (
+                Stats {
+                    throughput_rps: Some(f64::INFINITY),
+                    ..good.clone()
+                },
+                "throughput",
+            ),
+        ];
+        for (stats, says) in cases {
+            let why = summary::implausible(&stats, &limits, "x").unwrap_or_default();
+            assert!(why.contains(says), "{says:?} not in {why:?}");
+        }
+    }
 }

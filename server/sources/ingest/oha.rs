@@ -360,7 +360,7 @@ fn parse_csv<R: BufRead>(
     source_name: &str,
     limits: &RunLimits,
 ) -> Result<Vec<ParsedRun>, IngestError> {
-    let mut csv = HeaderedCsv::open(input, source_name, "an oha CSV")?;
+    let mut csv = HeaderedCsv::open(input, source_name, "an oha CSV", limits.max_line_bytes)?;
     let col = |name: &[u8]| csv.column(name);
     let (Some(start), Some(duration)) = (col(b"request-start"), col(b"request-duration")) else {
         return Err(invalid(

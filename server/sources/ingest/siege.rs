@@ -113,7 +113,18 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             });
             continue;
         };
-        let (trans, failed) = (trans as u64, failed as u64);
+        let counts = super::summary::whole_count(trans, "Trans")
+            .and_then(|t| Ok((t, super::summary::whole_count(failed, "Failed")?)));
+        let (trans, failed) = match counts {
+            Ok(v) => v,
+            Err(reason) => {
+                rejected.push(RejectedRow {
+                    line: line_no,
+                    reason,
+                });
+                continue;
+            }
+        };
         let count = trans.saturating_add(failed);
         let stats = Stats {
             count,

@@ -75,7 +75,23 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
         let [min, max, avg, last, cnt, tps, bytes, bps, err, rat] = n[..] else {
             unreachable!("ten fields")
         };
-        let (count, errors) = (cnt as u64, err as u64);
+        let counts = super::summary::whole_count(cnt, "cnt").and_then(|c| {
+            Ok((
+                c,
+                super::summary::whole_count(err, "err")?,
+                super::summary::whole_count(bytes, "bytes")?,
+            ))
+        });
+        let (count, errors, bytes) = match counts {
+            Ok(v) => v,
+            Err(why) => {
+                rejected.push(RejectedRow {
+                    line: line_no,
+                    reason: format!("{name}: {why}"),
+                });
+                continue;
+            }
+        };
         let stats = Stats {
             count,
             errors,
@@ -84,7 +100,7 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
             mean_ms: Some(avg),
             max_ms: Some(max),
             throughput_rps: Some(tps),
-            bytes_received: bytes as u64,
+            bytes_received: bytes,
             ..Stats::default()
         };
         rows.insert(

@@ -11,7 +11,7 @@ use std::io::{BufRead, Read};
 use serde_json::{Map, Value};
 
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::{LabelStats, RunBuilder, RunData, Sample, Stats};
+use crate::domain::runs::{LabelStats, RunBuilder, RunData, Sample, SampleLimits, Stats};
 
 /// Summary files are a few KB; anything past this is not one (and is not buffered).
 pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
@@ -56,6 +56,156 @@ pub fn parse_json(text: &str, source_name: &str, what: &str) -> Result<Value, In
             e.column()
         ),
     })
+}
+
+/// The highest request rate a summary may claim, requests per second: 10⁸, two orders of
+/// magnitude above what the fastest load generators reach on one machine, and above any
+/// distributed test's. A count that needs more in the stated duration is impossible.
+pub const MAX_PLAUSIBLE_RPS: f64 = 1e8;
+
+/// Why a tool's reported figures (`stats` of `what`, e.g. a label) cannot be true, if they
+/// cannot: a time that is negative, not a number, or longer than `limits.max_elapsed_ms`;
+/// more failures than requests; an error percentage outside 0–100; percentiles that
+/// decrease (p50 ≤ p90 ≤ p95 ≤ p99), a mean outside min–max; a start outside the
+/// timestamp window or a duration longer than it; a rate above [`MAX_PLAUSIBLE_RPS`] or a
+/// request count that would need one in the stated duration.
+pub fn implausible(stats: &Stats, limits: &SampleLimits, what: &str) -> Option<String> {
+    let max_ms = limits.max_elapsed_ms as f64;
+    let times = [
+        ("min", stats.min_ms),
+        ("mean", stats.mean_ms),
+        ("max", stats.max_ms),
+        ("p50", stats.p50_ms),
+        ("p90", stats.p90_ms),
+        ("p95", stats.p95_ms),
+        ("p99", stats.p99_ms),
+    ];
+    for (name, v) in times {
+        let Some(v) = v else { continue };
+        if !v.is_finite() {
+            return Some(format!("{what}: {name} response time {v} is not a number"));
+        }
+        if v < 0.0 {
+            return Some(format!("{what}: {name} response time {v} ms is negative"));
+        }
+        if v > max_ms {
+            return Some(format!(
+                "{what}: {name} response time {v} ms is longer than the limit of {} ms (limits.max_elapsed_ms in harrier.toml)",
+                limits.max_elapsed_ms
+            ));
+        }
+    }
+    if stats.errors > stats.count {
+        return Some(format!(
+            "{what}: {} failures is more than the {} requests",
+            stats.errors, stats.count
+        ));
+    }
+    if let Some(p) = stats.error_pct
+        && !(p.is_finite() && (0.0..=100.0 + 1e-9).contains(&p))
+    {
+        return Some(format!(
+            "{what}: error percentage {p} is not between 0 and 100"
+        ));
+    }
+    let mut previous: Option<(&str, f64)> = None;
+    for (name, v) in &times[3..] {
+        let Some(v) = *v else { continue };
+        if let Some((before, b)) = previous
+            && v < b
+        {
+            return Some(format!(
+                "{what}: percentiles decrease: {name} {v} ms is below {before} {b} ms"
+            ));
+        }
+        previous = Some((name, v));
+    }
+    if let (Some(min), Some(max)) = (stats.min_ms, stats.max_ms) {
+        if min > max {
+            return Some(format!("{what}: min {min} ms is above max {max} ms"));
+        }
+        // Printed figures are rounded: 1 % (and 0.01 ms) of slack.
+        let slack = (max.abs() * 0.01).max(0.01);
+        if let Some(mean) = stats.mean_ms
+            && (mean < min - slack || mean > max + slack)
+        {
+            return Some(format!(
+                "{what}: mean {mean} ms is outside min {min} – max {max} ms"
+            ));
+        }
+    }
+    if let Some(start) = stats.first_start_ms
+        && !limits.start_ok(start)
+    {
+        return Some(format!(
+            "{what}: start {start} ms is outside the accepted window [{}, {}) ms (limits.min_timestamp / limits.max_timestamp in harrier.toml)",
+            limits.min_start_ms, limits.max_start_ms
+        ));
+    }
+    let span = limits
+        .max_start_ms
+        .saturating_sub(limits.min_start_ms)
+        .max(0);
+    if let Some(w) = stats.window_ms {
+        if w < 0 {
+            return Some(format!("{what}: duration {w} ms is negative"));
+        }
+        if w > span {
+            return Some(format!(
+                "{what}: duration {w} ms is longer than the accepted timestamp window ({span} ms)"
+            ));
+        }
+        if w > 0 && stats.count as f64 > MAX_PLAUSIBLE_RPS * (w as f64 / 1000.0) + 1.0 {
+            return Some(format!(
+                "{what}: {} requests cannot fit in {w} ms at any sane rate (at most {MAX_PLAUSIBLE_RPS:e} per second)",
+                stats.count
+            ));
+        }
+    }
+    if let Some(r) = stats.throughput_rps
+        && !(r.is_finite() && (0.0..=MAX_PLAUSIBLE_RPS).contains(&r))
+    {
+        return Some(format!(
+            "{what}: throughput {r} requests per second is impossible (0 to {MAX_PLAUSIBLE_RPS:e})"
+        ));
+    }
+    None
+}
+
+/// A count a tool printed as a number: `Err` (naming `what`) when it is negative,
+/// fractional or not finite — never clamped to 0.
+pub fn whole_count(v: f64, what: &str) -> Result<u64, String> {
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 2f64.powi(63) {
+        Ok(v as u64)
+    } else {
+        Err(format!("impossible figure: {what} {v} is not a count"))
+    }
+}
+
+/// [`implausible`] as an [`IngestError::Invalid`] at `line`.
+pub fn check_figures(
+    stats: &Stats,
+    limits: &SampleLimits,
+    what: &str,
+    source_name: &str,
+    line: u64,
+) -> Result<(), IngestError> {
+    match implausible(stats, limits, what) {
+        Some(why) => Err(invalid(
+            source_name,
+            line,
+            format!("impossible figure: {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The 1-based line of the first `"key"` in a JSON `text` (1 when it is not there): where
+/// a figure read from a whole-file summary was written.
+pub fn json_line(text: &str, key: &str) -> u64 {
+    let needle = format!("\"{key}\"");
+    text.find(&needle)
+        .map_or(1, |at| text[..at].matches('\n').count() as u64 + 1)
 }
 
 /// An [`IngestError::Invalid`] at `line`.
@@ -265,7 +415,8 @@ pub fn url_without_scheme(url: &str) -> String {
 /// header, then hands out data rows with their line number, skipping blank lines and
 /// rejecting rows whose field count differs from the header's.
 pub struct HeaderedCsv<R: Read> {
-    rdr: csv::Reader<R>,
+    rdr: csv::Reader<super::bounded::RecordCap<R>>,
+    record_end: super::bounded::RecordMark,
     header: csv::ByteRecord,
     line: u64,
     source_name: String,
@@ -273,7 +424,15 @@ pub struct HeaderedCsv<R: Read> {
 
 impl<R: Read> HeaderedCsv<R> {
     /// Reads the header line; an empty input is an error naming `what` (e.g. "a hey CSV").
-    pub fn open(input: R, source_name: &str, what: &str) -> Result<Self, IngestError> {
+    /// A row (a quoted field may span lines) longer than `max_line_bytes` stops the
+    /// reading with an error naming the limit.
+    pub fn open(
+        input: R,
+        source_name: &str,
+        what: &str,
+        max_line_bytes: usize,
+    ) -> Result<Self, IngestError> {
+        let (input, record_end) = super::bounded::RecordCap::new(input, max_line_bytes);
         let mut rdr = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -289,8 +448,10 @@ impl<R: Read> HeaderedCsv<R> {
                 format!("empty file: expected {what} header"),
             ));
         }
+        record_end.mark();
         Ok(HeaderedCsv {
             rdr,
+            record_end,
             header,
             line: 1,
             source_name: source_name.to_owned(),
@@ -315,6 +476,7 @@ impl<R: Read> HeaderedCsv<R> {
             .read_byte_record(record)
             .map_err(|e| csv_io(&self.source_name, e))?
         {
+            self.record_end.mark();
             // The line where the row starts (the csv reader skips blank lines itself).
             self.line = record.position().map_or(self.line + 1, csv::Position::line);
             if record.len() == 1 && record[0].is_empty() {
@@ -380,7 +542,7 @@ mod tests {
     #[test]
     fn headered_csv_rejects_rows_with_the_wrong_field_count() {
         let data = b"response-time,offset\n0.1,0.0\n0.2\n0.3,1.0\n\n";
-        let mut csv = HeaderedCsv::open(&data[..], "x.csv", "a hey CSV").unwrap();
+        let mut csv = HeaderedCsv::open(&data[..], "x.csv", "a hey CSV", 1 << 20).unwrap();
         assert_eq!(
             (csv.column(b"offset"), csv.column(b"nope")),
             (Some(1), None)
@@ -399,7 +561,7 @@ mod tests {
             err.contains("line 3") && err.contains("expected 2 fields, found 1"),
             "{err}"
         );
-        let empty = HeaderedCsv::open(&b""[..], "e.csv", "a hey CSV")
+        let empty = HeaderedCsv::open(&b""[..], "e.csv", "a hey CSV", 1 << 20)
             .err()
             .unwrap()
             .to_string();

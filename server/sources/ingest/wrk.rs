@@ -41,7 +41,7 @@ use super::summary::{
     ERROR_RULE, error_pct, invalid, one_label_run, read_text, url_path, url_without_scheme,
 };
 use super::{IngestError, ParsedRun};
-use crate::domain::runs::Stats;
+use crate::domain::runs::{RunLimits, Stats};
 
 /// wrk's percentile rule, stored beside its percentile table.
 pub const PERCENTILE_RULE: &str =
@@ -60,6 +60,16 @@ pub fn looks_like(prefix: &[u8]) -> bool {
 
 /// Reads every wrk / wrk2 report in `input`.
 pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, IngestError> {
+    parse_with(input, source_name, &RunLimits::default())
+}
+
+/// [`parse`], a report whose figures cannot be true under `limits` (see
+/// [`super::summary::implausible`]) refused at the line it starts on.
+pub fn parse_with<R: BufRead>(
+    input: R,
+    source_name: &str,
+    limits: &RunLimits,
+) -> Result<Vec<ParsedRun>, IngestError> {
     let text = read_text(input, source_name, "wrk report")?;
     let mut reports: Vec<Report> = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -81,7 +91,7 @@ pub fn parse<R: BufRead>(input: R, source_name: &str) -> Result<Vec<ParsedRun>, 
     let mut runs = Vec::new();
     let mut first_problem = None;
     for r in reports {
-        match r.into_run() {
+        match r.into_run(limits) {
             Ok(run) => runs.push(run),
             Err((line, why)) => {
                 first_problem.get_or_insert((line, why));
@@ -357,7 +367,7 @@ impl Report {
         }
     }
 
-    fn into_run(self) -> Result<ParsedRun, (u64, String)> {
+    fn into_run(self, limits: &RunLimits) -> Result<ParsedRun, (u64, String)> {
         let Some(requests) = self.requests else {
             return Err((
                 self.line,
@@ -401,6 +411,9 @@ impl Report {
             bytes_received: self.read_bytes.map_or(0, |b| b.round() as u64),
             bytes_sent: 0,
         };
+        if let Some(why) = super::summary::implausible(&stats, &limits.samples, "wrk report") {
+            return Err((self.line, format!("impossible figure: {why}")));
+        }
         let row = |r: Option<[f64; 4]>, unit: &str| {
             r.map(|[avg, stdev, max, within]| {
                 json!({ format!("avg_{unit}"): avg, format!("stdev_{unit}"): stdev,
