@@ -13,7 +13,13 @@ pub(super) mod compare;
 pub(super) mod recent;
 pub(super) mod routes;
 pub(super) mod runs;
+
+// The operations written once for both backends: each file is compiled here, on `Backend`.
+#[path = "../ops/silences.rs"]
 pub(super) mod silences;
+
+/// This backend's store, as the shared operation files name it.
+type Backend = SqliteStore;
 
 use sqlx::SqlitePool;
 use sqlx::sqlite::{
