@@ -3,9 +3,11 @@
 //! a server started for the test from Debian's binaries; skipped with a notice without
 //! either).
 
-use crate::helpers::{fresh_store_on, postgres_server};
+use crate::helpers::{exec_raw, fresh_store_on, postgres_server};
+use harrier::domain::alerts::channel::ChannelSpec;
+use harrier::domain::alerts::rule::Duration;
 use harrier::domain::alerts::silence::{Matcher, SilenceSpec};
-use harrier::store::{SILENCE_RETENTION_MS, Store};
+use harrier::store::{Delivery, GroupEntry, SILENCE_RETENTION_MS, Store, StoredChannel};
 
 /// Instantiates each `async fn NAME(store: Store) { … }` once per backend, as the tests
 /// `NAME::sqlite` and `NAME::postgres`, each on a fresh database.
@@ -68,6 +70,10 @@ fn silence(start: i64, end: i64) -> SilenceSpec {
     }
 }
 
+fn names(v: &[StoredChannel]) -> Vec<&str> {
+    v.iter().map(|s| s.channel.name.as_str()).collect()
+}
+
 backend_tests! {
     /// `$N` placeholders bind by number on SQLite as on PostgreSQL (out of order, reused).
     async fn dollar_placeholders_bind_by_number(store: Store) {
@@ -116,5 +122,187 @@ backend_tests! {
         assert_eq!(left(701 + week).await, [c.id, a.id]);
         assert_eq!(left(901 + week).await, [a.id]);
         assert!(left(1_001 + week).await.is_empty());
+    }
+
+    async fn channels_round_trip_rename_and_delete(store: Store) {
+        assert!(store.list_channels().await.unwrap().is_empty());
+        let mut ops = ChannelSpec::new("ops", "webhook", "http://127.0.0.1:9095/hook");
+        ops.group_wait = Duration(0);
+        ops.matchers = vec!["severity=~\"critical|page\"".into()];
+        let chat = ChannelSpec::new("chat", "slack", "https://hooks.slack.com/services/T/B/X");
+        assert!(store.insert_channel(&ops, 1).await.unwrap());
+        assert!(store.insert_channel(&chat, 2).await.unwrap());
+        assert!(
+            !store.insert_channel(&ops, 3).await.unwrap(),
+            "names are unique"
+        );
+        let all = store.list_channels().await.unwrap();
+        assert_eq!(names(&all), ["chat", "ops"]);
+        assert_eq!(all[1].channel, ops, "every setting survives the JSON");
+        assert_eq!((all[1].created_at_ms, all[1].updated_at_ms), (1, 1));
+
+        // changed in place
+        let mut changed = ops.clone();
+        changed.send_resolved = false;
+        assert!(store.update_channel("ops", &changed, 4).await.unwrap());
+        let got = store.get_channel("ops").await.unwrap().unwrap();
+        assert_eq!((got.channel.send_resolved, got.updated_at_ms), (false, 4));
+        assert_eq!(got.created_at_ms, 1);
+        assert!(
+            !store.update_channel("nope", &changed, 5).await.unwrap(),
+            "unknown"
+        );
+        changed.name = "chat".into();
+        assert!(
+            !store.update_channel("ops", &changed, 5).await.unwrap(),
+            "cannot rename onto another channel"
+        );
+        assert_eq!(
+            store.get_channel("chat").await.unwrap().unwrap().channel,
+            chat
+        );
+
+        // renamed: its groups and delivery log go with it
+        let entry = GroupEntry {
+            channel: "ops".into(),
+            group_key: "{}:{}".into(),
+            group_labels: Default::default(),
+            fingerprint: "f".into(),
+            rule: "R".into(),
+            labels: Default::default(),
+            value: None,
+            starts_at_ms: 0,
+            ends_at_ms: None,
+            first_flush_ms: 0,
+            flush_now: false,
+        };
+        store.ingest_notices(&[], &[entry], 0).await.unwrap();
+        let d = Delivery {
+            channel: "ops".into(),
+            group_key: "{}:{}".into(),
+            at_ms: 6,
+            firing: 1,
+            resolved: 0,
+            status: Some(200),
+            error: None,
+        };
+        store.log_delivery(&d).await.unwrap();
+        changed.name = "ops-eu".into();
+        assert!(store.update_channel("ops", &changed, 7).await.unwrap());
+        assert!(store.get_channel("ops").await.unwrap().is_none());
+        assert_eq!(
+            store.get_channel("ops-eu").await.unwrap().unwrap().channel,
+            changed
+        );
+        let groups = store.due_groups(10).await.unwrap();
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].channel, "ops-eu");
+        let last = store
+            .last_deliveries(&["ops-eu".into(), "ops".into()])
+            .await
+            .unwrap();
+        assert_eq!(last.len(), 1);
+        assert_eq!(last["ops-eu"].at_ms, 6);
+
+        assert!(store.delete_channel("ops-eu").await.unwrap());
+        assert!(!store.delete_channel("ops-eu").await.unwrap());
+        assert_eq!(names(&store.list_channels().await.unwrap()), ["chat"]);
+
+        assert_eq!(
+            store
+                .delete_channels_named(&["chat".into(), "other".into()])
+                .await
+                .unwrap(),
+            ["chat"]
+        );
+        assert!(store.list_channels().await.unwrap().is_empty());
+    }
+
+    async fn groups_of_channels_in_neither_place_are_dropped(store: Store) {
+        let entry = |channel: &str| GroupEntry {
+            channel: channel.into(),
+            group_key: "{}:{}".into(),
+            group_labels: Default::default(),
+            fingerprint: "f".into(),
+            rule: "R".into(),
+            labels: Default::default(),
+            value: None,
+            starts_at_ms: 0,
+            ends_at_ms: None,
+            first_flush_ms: 0,
+            flush_now: false,
+        };
+        let entries: Vec<GroupEntry> = ["file", "api", "gone"].map(entry).into();
+        store.ingest_notices(&[], &entries, 0).await.unwrap();
+        let api = ChannelSpec::new("api", "webhook", "http://127.0.0.1/hook");
+        store.insert_channel(&api, 0).await.unwrap();
+        store
+            .drop_groups_of_unknown_channels(&["file".into()])
+            .await
+            .unwrap();
+        let left: Vec<String> = store
+            .due_groups(1)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|g| g.channel)
+            .collect();
+        assert_eq!(left, ["api", "file"]);
+        store.delete_channel("api").await.unwrap();
+        store
+            .drop_groups_of_unknown_channels(&["file".into()])
+            .await
+            .unwrap();
+        assert_eq!(store.due_groups(1).await.unwrap().len(), 1);
+        assert_eq!(
+            store.group_alerts("api", "{}:{}").await.unwrap(),
+            [],
+            "its alerts went too"
+        );
+    }
+
+    async fn unreadable_rows_are_skipped(store: Store) {
+        exec_raw(
+            &store,
+            "INSERT INTO alert_channels (name, body, created_at_ms, updated_at_ms)
+             VALUES ('broken', '{\"name\": 1}', 0, 0)",
+        )
+        .await;
+        let ok = ChannelSpec::new("ok", "webhook", "http://127.0.0.1/hook");
+        store.insert_channel(&ok, 1).await.unwrap();
+        assert_eq!(names(&store.list_channels().await.unwrap()), ["ok"]);
+        assert!(store.get_channel("broken").await.unwrap().is_none());
+    }
+
+    /// A group's next flush only moves earlier, and only for an entry that flushes now.
+    async fn group_flush_moves_earlier_only_when_asked(store: Store) {
+        let entry = |fingerprint: &str, first_flush_ms: i64, flush_now: bool| GroupEntry {
+            channel: "ops".into(),
+            group_key: "{}:{}".into(),
+            group_labels: Default::default(),
+            fingerprint: fingerprint.into(),
+            rule: "R".into(),
+            labels: Default::default(),
+            value: Some(1.5),
+            starts_at_ms: 0,
+            ends_at_ms: None,
+            first_flush_ms,
+            flush_now,
+        };
+        let next = |store: Store| async move {
+            let groups = store.due_groups(i64::MAX).await.unwrap();
+            assert_eq!(groups.len(), 1);
+            groups[0].next_flush_ms
+        };
+        store.ingest_notices(&[], &[entry("a", 500, false)], 0).await.unwrap();
+        assert_eq!(next(store.clone()).await, 500);
+        store.ingest_notices(&[], &[entry("b", 100, false)], 1).await.unwrap();
+        assert_eq!(next(store.clone()).await, 500, "not asked to flush now");
+        store.ingest_notices(&[], &[entry("c", 900, true)], 2).await.unwrap();
+        assert_eq!(next(store.clone()).await, 500, "a later flush does not delay it");
+        store.ingest_notices(&[], &[entry("d", 200, true)], 3).await.unwrap();
+        assert_eq!(next(store.clone()).await, 200);
+        assert_eq!(store.group_alerts("ops", "{}:{}").await.unwrap().len(), 4);
+        assert!(store.due_groups(199).await.unwrap().is_empty());
     }
 }

@@ -13,16 +13,55 @@
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
-pub(super) mod alert_groups;
 pub(super) mod alerts;
 pub(super) mod auth;
-pub(super) mod channels;
 pub(super) mod compare;
 mod copy;
 pub(super) mod routes;
 pub(super) mod runs;
 
-// The operations written once for both backends: each file is compiled here, on `Backend`.
+// This backend's SQL where the two databases differ, spliced into the shared operations'
+// statements with `concat!` (so each statement stays one literal).
+
+/// The smaller of two SQL expressions: `least!("a", "b")`.
+macro_rules! least {
+    ($a:literal, $b:literal) => {
+        concat!("LEAST(", $a, ", ", $b, ")")
+    };
+}
+
+/// Membership in the list bound as `$N` (a [`list`]): `in_list!(N)` after an expression.
+macro_rules! in_list {
+    ($n:literal) => {
+        concat!("= ANY($", $n, ")")
+    };
+}
+
+/// The list bound as `$N` (a [`list`]) as a table `ALIAS` of one column `value`:
+/// `each!(N, ALIAS)`.
+macro_rules! each {
+    ($n:literal, $alias:ident) => {
+        concat!(
+            "unnest($",
+            $n,
+            "::text[]) AS ",
+            stringify!($alias),
+            "(value)"
+        )
+    };
+}
+
+/// A list of names as bound for `in_list!` and `each!`: a text array.
+fn list(names: &[String]) -> &[String] {
+    names
+}
+
+// The operations written once for both backends: each file is compiled here, on `Backend`,
+// with the dialect above.
+#[path = "../ops/alert_groups.rs"]
+pub(super) mod alert_groups;
+#[path = "../ops/channels.rs"]
+pub(super) mod channels;
 #[path = "../ops/silences.rs"]
 pub(super) mod silences;
 
