@@ -306,3 +306,48 @@ backend_tests! {
         assert!(store.due_groups(199).await.unwrap().is_empty());
     }
 }
+
+backend_tests! {
+    /// Leases: taken, renewed in the same term, refused to another holder while they run,
+    /// taken over (next term) once expired; holders and forgetting go by name prefix.
+    async fn leases_terms_holders_and_forgetting(store: Store) {
+        assert_eq!(store.acquire_lease("replica:a", "a", 0, 100).await.unwrap(), Some(1));
+        assert_eq!(store.acquire_lease("replica:a", "a", 50, 100).await.unwrap(), Some(1));
+        assert_eq!(store.acquire_lease("replica:a", "b", 60, 100).await.unwrap(), None);
+        assert!(store.lease_held("replica:a", "a", 1, 149).await.unwrap());
+        assert!(!store.lease_held("replica:a", "a", 1, 150).await.unwrap());
+        assert_eq!(store.acquire_lease("replica:a", "b", 150, 100).await.unwrap(), Some(2));
+        assert!(!store.lease_held("replica:a", "a", 1, 151).await.unwrap());
+        assert_eq!(store.acquire_lease("replica:c", "c", 150, 10).await.unwrap(), Some(1));
+        assert_eq!(store.acquire_lease("leader", "c", 150, 1_000).await.unwrap(), Some(1));
+        assert_eq!(store.lease_holders("replica:", 155).await.unwrap(), ["b", "c"]);
+        assert_eq!(store.lease_holders("replica:", 165).await.unwrap(), ["b"]);
+        assert_eq!(store.forget_leases("replica:", 200).await.unwrap(), 1, "c's ended at 160");
+        assert_eq!(store.forget_leases("replica:", 300).await.unwrap(), 1, "b's ended at 250");
+        assert_eq!(store.lease_holders("", 165).await.unwrap(), ["c"], "the leader's stays");
+        store.release_lease("leader", "other").await.unwrap();
+        assert_eq!(store.lease_holders("lead", 165).await.unwrap(), ["c"]);
+        store.release_lease("leader", "c").await.unwrap();
+        assert!(store.lease_holders("lead", 165).await.unwrap().is_empty());
+    }
+
+    /// Sessions live until idle or too old; the audit log pages back by id.
+    async fn sessions_and_audit(store: Store) {
+        let id = store.insert_user("ana", "admin", "hash", 0).await.unwrap().unwrap();
+        assert_eq!(store.insert_user("ana", "viewer", "h", 0).await.unwrap(), None);
+        store.insert_session("s1", id, 1_000).await.unwrap();
+        let user = store.session_user("s1", 2_000).await.unwrap().unwrap();
+        assert_eq!((user.id, user.name.as_str(), user.role.as_str()), (id, "ana", "admin"));
+        assert!(store.session_user("nope", 2_000).await.unwrap().is_none());
+        store.delete_session("s1").await.unwrap();
+        assert!(store.session_user("s1", 2_000).await.unwrap().is_none());
+
+        for (at, status) in [(1, 200), (2, 403), (3, 200)] {
+            store.insert_audit(at, "ana", "POST", "/api/v1/runs", status, Some("127.0.0.1")).await.unwrap();
+        }
+        let all = store.list_audit(None, 10).await.unwrap();
+        assert_eq!(all.iter().map(|a| a.at_ms).collect::<Vec<_>>(), [3, 2, 1]);
+        let older = store.list_audit(Some(all[0].id), 1).await.unwrap();
+        assert_eq!((older.len(), older[0].status), (1, 403));
+    }
+}

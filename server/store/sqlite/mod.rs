@@ -6,7 +6,6 @@
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
 pub(super) mod alerts;
-pub(super) mod auth;
 pub(super) mod compare;
 pub(super) mod recent;
 pub(super) mod routes;
@@ -46,6 +45,8 @@ fn list(names: &[String]) -> String {
 // with the dialect above.
 #[path = "../ops/alert_groups.rs"]
 pub(super) mod alert_groups;
+#[path = "../ops/auth.rs"]
+pub(super) mod auth;
 #[path = "../ops/channels.rs"]
 pub(super) mod channels;
 #[path = "../ops/silences.rs"]
