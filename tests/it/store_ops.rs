@@ -7,7 +7,8 @@ use crate::helpers::{exec_raw, fresh_store_on, postgres_server};
 use harrier::domain::alerts::channel::ChannelSpec;
 use harrier::domain::alerts::rule::Duration;
 use harrier::domain::alerts::silence::{Matcher, SilenceSpec};
-use harrier::store::{Delivery, GroupEntry, SILENCE_RETENTION_MS, Store, StoredChannel};
+use harrier::domain::runs::{RunBuilder, RunData, Sample};
+use harrier::store::{Delivery, GroupEntry, NewRun, SILENCE_RETENTION_MS, Store, StoredChannel};
 
 /// Instantiates each `async fn NAME(store: Store) { … }` once per backend, as the tests
 /// `NAME::sqlite` and `NAME::postgres`, each on a fresh database.
@@ -349,5 +350,120 @@ backend_tests! {
         assert_eq!(all.iter().map(|a| a.at_ms).collect::<Vec<_>>(), [3, 2, 1]);
         let older = store.list_audit(Some(all[0].id), 1).await.unwrap();
         assert_eq!((older.len(), older[0].status), (1, 403));
+    }
+}
+
+async fn run(store: &Store, name: &str, scenario: &str, at: i64) -> i64 {
+    let mut data = RunData::default();
+    data.overall.first_start_ms = Some(at);
+    store
+        .insert_run(
+            &NewRun {
+                name: name.into(),
+                scenario: Some(scenario.into()),
+                tool: "jmeter".into(),
+                imported_at_ms: at,
+                ..NewRun::default()
+            },
+            &data,
+        )
+        .await
+        .unwrap()
+}
+
+backend_tests! {
+    async fn baselines_checks_and_scenarios(store: Store) {
+        let a = run(&store, "a", "checkout", 1_000).await;
+        let b = run(&store, "b", "checkout", 2_000).await;
+        let _c = run(&store, "c", "search", 3_000).await;
+        let ids: Vec<i64> = store
+            .scenario_runs("checkout")
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids, [a, b], "oldest first, one scenario");
+        assert_eq!(store.pinned_baseline("checkout").await.unwrap(), None);
+        store.set_baseline("checkout", a, 5).await.unwrap();
+        store.set_baseline("checkout", b, 6).await.unwrap();
+        assert_eq!(store.pinned_baseline("checkout").await.unwrap(), Some(b));
+        let scenarios = store.list_scenarios().await.unwrap();
+        assert_eq!(scenarios[0].scenario, "search");
+        assert_eq!(scenarios[1].runs, 2);
+        assert_eq!(scenarios[1].baseline_run_id, Some(b));
+        store.record_check(a, None, false, "[]", 7).await.unwrap();
+        store.record_check(a, None, true, "[]", 8).await.unwrap();
+        let checks = store.scenario_checks("checkout").await.unwrap();
+        assert_eq!(checks.len(), 1);
+        assert!(checks[0].passed, "the latest check counts");
+        assert!(store.clear_baseline("checkout").await.unwrap());
+        assert!(!store.clear_baseline("checkout").await.unwrap());
+        assert_eq!(store.pinned_baseline("checkout").await.unwrap(), None);
+        // Deleting the run drops its pin.
+        store.set_baseline("checkout", a, 9).await.unwrap();
+        store.delete_run(a).await.unwrap();
+        assert_eq!(store.pinned_baseline("checkout").await.unwrap(), None);
+    }
+
+    async fn draws_are_stored_with_complete_runs_only(store: Store) {
+
+        let mut b = RunBuilder::new();
+        for i in 0..300i64 {
+            b.push(
+                1,
+                &Sample {
+                    label: if i % 2 == 0 { "A" } else { "B" },
+                    start_ms: 1_700_000_000_000 + i * 100,
+                    elapsed_ms: 10 + (i % 7) as u64,
+                    success: true,
+                    response_code: "200",
+                    message: "",
+                    bytes_received: 1,
+                    bytes_sent: 1,
+                    active_users: None,
+                    is_transaction: false,
+                },
+            );
+        }
+        let data = b.finish();
+        let id = store
+            .create_live_run(&NewRun {
+                name: "live".into(),
+                tool: "k6".into(),
+                ..NewRun::default()
+            })
+            .await
+            .unwrap();
+        // A live snapshot: no draws yet (the data still changes).
+        store
+            .replace_run_data(id, &data, "live", None)
+            .await
+            .unwrap();
+        assert!(store.run_draws(id, false).await.unwrap().is_empty());
+        // Complete: one blob per scope (total, A, B), readable with the default resamples.
+        store
+            .replace_run_data(id, &data, "complete", None)
+            .await
+            .unwrap();
+        let rows = store.run_draws(id, false).await.unwrap();
+        assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2]);
+        for (_, blob) in &rows {
+            let r = harrier::domain::compare::stored::resampled(
+                blob,
+                harrier::domain::compare::DEFAULT_RESAMPLES,
+            );
+            assert!(
+                r.is_some_and(|r| r.is_some()),
+                "a scope with buckets has draws"
+            );
+        }
+        let total = store.run_draws(id, true).await.unwrap();
+        assert_eq!(total, rows[..1]);
+        // Replaced by hand (as a comparison does for older runs), and dropped with the run.
+        store.put_run_draws(id, &[(1, vec![9])]).await.unwrap();
+        assert_eq!(store.run_draws(id, false).await.unwrap()[1].1, [9]);
+        store.delete_run(id).await.unwrap();
+        assert!(store.run_draws(id, false).await.unwrap().is_empty());
     }
 }

@@ -14,7 +14,6 @@
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
 pub(super) mod alerts;
-pub(super) mod compare;
 mod copy;
 pub(super) mod routes;
 pub(super) mod runs;
@@ -50,6 +49,21 @@ macro_rules! each {
     };
 }
 
+/// A blob as hexadecimal text (lower case): `hex!("column")`.
+macro_rules! hex {
+    ($col:literal) => {
+        concat!("encode(", $col, ", 'hex')")
+    };
+}
+
+/// The number at a path of keys in a JSON text column, or NULL:
+/// `json_f64!("column", "key", "key", …)`.
+macro_rules! json_f64 {
+    ($col:literal, $first:literal $(, $key:literal)*) => {
+        concat!("(", $col, "::jsonb #>> '{", $first, $(",", $key,)* "}')::float8")
+    };
+}
+
 /// A list of names as bound for `in_list!` and `each!`: a text array.
 fn list(names: &[String]) -> &[String] {
     names
@@ -63,6 +77,8 @@ pub(super) mod alert_groups;
 pub(super) mod auth;
 #[path = "../ops/channels.rs"]
 pub(super) mod channels;
+#[path = "../ops/compare.rs"]
+pub(super) mod compare;
 #[path = "../ops/silences.rs"]
 pub(super) mod silences;
 

@@ -6,7 +6,6 @@
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
 pub(super) mod alerts;
-pub(super) mod compare;
 pub(super) mod recent;
 pub(super) mod routes;
 pub(super) mod runs;
@@ -36,6 +35,21 @@ macro_rules! each {
     };
 }
 
+/// A blob as hexadecimal text (upper case): `hex!("column")`.
+macro_rules! hex {
+    ($col:literal) => {
+        concat!("hex(", $col, ")")
+    };
+}
+
+/// The number at a path of keys in a JSON text column, or NULL:
+/// `json_f64!("column", "key", "key", …)`.
+macro_rules! json_f64 {
+    ($col:literal $(, $key:literal)+) => {
+        concat!("json_extract(", $col, ", '$", $(".", $key,)+ "')")
+    };
+}
+
 /// A list of names as bound for `in_list!` and `each!`: a JSON array.
 fn list(names: &[String]) -> String {
     serde_json::to_string(names).unwrap_or_else(|_| "[]".into())
@@ -49,6 +63,8 @@ pub(super) mod alert_groups;
 pub(super) mod auth;
 #[path = "../ops/channels.rs"]
 pub(super) mod channels;
+#[path = "../ops/compare.rs"]
+pub(super) mod compare;
 #[path = "../ops/silences.rs"]
 pub(super) mod silences;
 
