@@ -834,6 +834,10 @@ pub enum StoreError {
     /// Data that an operation cannot take as it is (the message says what and where).
     #[error("{0}")]
     Invalid(String),
+    /// A write that kept losing to other writers of the same rows (the message says which
+    /// and what was tried).
+    #[error("database: {0}")]
+    Conflict(String),
 }
 
 // Not `#[from]`: the message already holds the cause, and a chained source would print
