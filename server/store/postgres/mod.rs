@@ -13,7 +13,6 @@
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
-pub(super) mod alerts;
 mod copy;
 pub(super) mod routes;
 pub(super) mod runs;
@@ -64,6 +63,15 @@ macro_rules! json_f64 {
     };
 }
 
+/// Pushes the text of key `key` of the JSON object in `column` (NULL when absent).
+fn push_json_key(q: &mut sqlx::QueryBuilder<Db>, column: &'static str, key: &str) {
+    q.push("(")
+        .push(column)
+        .push("::jsonb ->> ")
+        .push_bind(key.to_string())
+        .push(")");
+}
+
 /// A list of names as bound for `in_list!` and `each!`: a text array.
 fn list(names: &[String]) -> &[String] {
     names
@@ -72,15 +80,27 @@ fn list(names: &[String]) -> &[String] {
 // The operations written once for both backends: each file is compiled here, on `Backend`,
 // with the dialect above.
 #[path = "../ops/alert_groups.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod alert_groups;
+#[path = "../ops/alerts.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod alerts;
 #[path = "../ops/auth.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod auth;
 #[path = "../ops/channels.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod channels;
 #[path = "../ops/compare.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod compare;
 #[path = "../ops/silences.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod silences;
+
+/// This backend's database and connection, as the shared operation files name them.
+type Db = sqlx::Postgres;
+type Conn = sqlx::PgConnection;
 
 /// This backend's store, as the shared operation files name it.
 type Backend = PostgresStore;

@@ -5,7 +5,6 @@
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
-pub(super) mod alerts;
 pub(super) mod recent;
 pub(super) mod routes;
 pub(super) mod runs;
@@ -50,6 +49,17 @@ macro_rules! json_f64 {
     };
 }
 
+/// Pushes the text of key `key` of the JSON object in `column` (NULL when absent).
+fn push_json_key(q: &mut sqlx::QueryBuilder<Db>, column: &'static str, key: &str) {
+    // A JSON path with the name quoted, so any key is one key.
+    let path = format!("$.\"{}\"", key.replace('"', ""));
+    q.push("json_extract(")
+        .push(column)
+        .push(", ")
+        .push_bind(path)
+        .push(")");
+}
+
 /// A list of names as bound for `in_list!` and `each!`: a JSON array.
 fn list(names: &[String]) -> String {
     serde_json::to_string(names).unwrap_or_else(|_| "[]".into())
@@ -58,15 +68,29 @@ fn list(names: &[String]) -> String {
 // The operations written once for both backends: each file is compiled here, on `Backend`,
 // with the dialect above.
 #[path = "../ops/alert_groups.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod alert_groups;
+#[path = "../ops/alerts.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod alerts;
+#[cfg(test)]
+mod alerts_tests;
 #[path = "../ops/auth.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod auth;
 #[path = "../ops/channels.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod channels;
 #[path = "../ops/compare.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod compare;
 #[path = "../ops/silences.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod silences;
+
+/// This backend's database and connection, as the shared operation files name them.
+type Db = sqlx::Sqlite;
+type Conn = sqlx::SqliteConnection;
 
 /// This backend's store, as the shared operation files name it.
 type Backend = SqliteStore;
