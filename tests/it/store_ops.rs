@@ -5,10 +5,13 @@
 
 use crate::helpers::{exec_raw, fresh_store_on, postgres_server};
 use harrier::domain::alerts::channel::ChannelSpec;
-use harrier::domain::alerts::rule::Duration;
+use harrier::domain::alerts::eval::{Alert, Change, Phase, Transition};
+use harrier::domain::alerts::rule::{Duration, Labels, Rule};
 use harrier::domain::alerts::silence::{Matcher, SilenceSpec};
 use harrier::domain::runs::{RunBuilder, RunData, Sample};
-use harrier::store::{Delivery, GroupEntry, NewRun, SILENCE_RETENTION_MS, Store, StoredChannel};
+use harrier::store::{
+    Delivery, GroupEntry, HistoryFilter, NewRun, SILENCE_RETENTION_MS, Store, StoredChannel,
+};
 
 /// Instantiates each `async fn NAME(store: Store) { … }` once per backend, as the tests
 /// `NAME::sqlite` and `NAME::postgres`, each on a fresh database.
@@ -465,5 +468,55 @@ backend_tests! {
         assert_eq!(store.run_draws(id, false).await.unwrap()[1].1, [9]);
         store.delete_run(id).await.unwrap();
         assert!(store.run_draws(id, false).await.unwrap().is_empty());
+    }
+}
+
+fn transition(route: &str, change: Change, at_ms: i64) -> Transition {
+    let labels: Labels = [("route".to_string(), route.to_string())].into();
+    Transition {
+        rule: "HighErrors".into(),
+        labels: labels.clone(),
+        change,
+        value: Some(7.5),
+        at_ms,
+        alert: Alert {
+            rule: "HighErrors".into(),
+            labels,
+            state: Phase::Firing,
+            value: Some(7.5),
+            active_since_ms: 0,
+            fired_at_ms: Some(0),
+            keep_firing_since_ms: None,
+            last_eval_ms: at_ms,
+        },
+    }
+}
+
+backend_tests! {
+    /// The alert history filters by label values read from the stored JSON labels.
+    async fn alert_history_by_labels(store: Store) {
+        let mut rule = Rule::defaults().remove(0);
+        rule.name = "HighErrors".into();
+        assert!(store.insert_alert_rule(&rule, "api", 0).await.unwrap());
+        let rounds = [
+            transition("/checkout", Change::Firing, 10),
+            transition("/search", Change::Firing, 20),
+            transition("/checkout", Change::Resolved, 30),
+        ];
+        store
+            .save_evaluation(&["HighErrors".into()], &[], &rounds, 30)
+            .await
+            .unwrap();
+        let filter = |route: &str| HistoryFilter {
+            rule: Some("HighErrors".into()),
+            labels: [("route".to_string(), route.to_string())].into(),
+            from_ms: None,
+            to_ms: None,
+        };
+        let at = |rows: Vec<harrier::store::HistoryRow>| rows.iter().map(|r| r.at_ms).collect::<Vec<_>>();
+        assert_eq!(at(store.alert_history_filtered(&filter("/checkout"), 10).await.unwrap()), [30, 10]);
+        assert_eq!(at(store.alert_history_filtered(&filter("/search"), 10).await.unwrap()), [20]);
+        assert!(store.alert_history_filtered(&filter("/nope"), 10).await.unwrap().is_empty());
+        assert_eq!(at(store.alert_history(None, 10).await.unwrap()), [30, 20, 10]);
     }
 }
