@@ -1,10 +1,15 @@
 //! The store: the only layer that speaks SQL, behind one backend-neutral type.
 //!
 //! The rest of the code calls [`Store`], whose methods are operations (`insert_runs`,
-//! `route_rows`, `record_transition`, …), never SQL. Each backend is a folder (`sqlite/`,
-//! `postgres/`) that implements those operations under the same names; the row types and
-//! pure helpers they share are the files beside them (`runs.rs`, `routes.rs`, …). Must not
-//! know about HTTP, file formats or the console.
+//! `route_rows`, `record_transition`, …), never SQL, each declared once in a `forward!`
+//! block that sends it to the backend the store was opened on. Each backend is a folder
+//! (`sqlite/`, `postgres/`) implementing those operations under the same names: the table
+//! groups both databases share are written once in `ops/` (SQL with `$1`, `$2`, …
+//! placeholders, which both bind by number) and compiled into each backend, which names
+//! its store, database and the few SQL fragments that differ (`least!`, `in_list!`, …);
+//! the rest (runs, routes, recent intervals) is still one file per backend. Row types and
+//! pure helpers are the files beside them (`runs.rs`, `routes.rs`, …). Must not know about
+//! HTTP, file formats or the console.
 
 mod alert_groups;
 mod alerts;

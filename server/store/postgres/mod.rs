@@ -1,7 +1,8 @@
 //! The PostgreSQL backend of the store: the connection pool, the migrations
-//! (`migrations/postgres/`, applied at open) and one file per table group, as the SQLite
-//! backend (`runs.rs`, `routes.rs`, `compare.rs`, `alerts.rs`, `channels.rs`, …) and with
-//! the same operations. Row types and pure helpers are shared with it (`store/*.rs`).
+//! (`migrations/postgres/`, applied at open), its SQL dialect, the shared operation files
+//! of `store/ops/` compiled on it, and its own files for runs and routes, with the same
+//! operations as the SQLite backend. Row types and pure helpers are shared with it
+//! (`store/*.rs`).
 //!
 //! Differences from SQLite: every write transaction is a plain `BEGIN` (PostgreSQL takes row
 //! locks, so there is no process-wide writer turn); upserts are `ON CONFLICT`; a multi-row

@@ -1,7 +1,8 @@
 //! The SQLite backend of the store: the connection pool, the migrations (`migrations/sqlite/`,
-//! applied at open) and one file per table group (`runs.rs`, `routes.rs`, `compare.rs`,
-//! `alerts.rs`, `channels.rs`, …). Writes of many rows go in multi-row statements inside
-//! one transaction per import, so an import that fails leaves nothing behind.
+//! applied at open), its SQL dialect, the shared operation files of `store/ops/` compiled
+//! on it, and its own files for runs, routes and the recent intervals held in memory.
+//! Writes of many rows go in multi-row statements inside one transaction per import, so an
+//! import that fails leaves nothing behind.
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
