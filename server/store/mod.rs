@@ -84,7 +84,10 @@ macro_rules! dispatch {
 /// A backend implements each operation under that name (most of them once for both, in
 /// the shared operation files).
 macro_rules! forward {
-    ($( $(#[$attr:meta])* pub async fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty; )*) => {
+    ($(
+        $(#[$attr:meta])*
+        pub async fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty;
+    )*) => {
         impl Store {
             $(
                 $(#[$attr])*
@@ -314,7 +317,12 @@ forward! {
     /// Takes notices into groups in one transaction: every entry is added to (or updates)
     /// its group, a new group waiting until its `first_flush_ms`, and the notices
     /// `notice_ids` are marked taken at `now_ms`.
-    pub async fn ingest_notices(&self, notice_ids: &[i64], entries: &[GroupEntry], now_ms: i64) -> Result<()>;
+    pub async fn ingest_notices(
+        &self,
+        notice_ids: &[i64],
+        entries: &[GroupEntry],
+        now_ms: i64,
+    ) -> Result<()>;
 
     /// Groups whose flush is due at `now_ms`, oldest flush first.
     pub async fn due_groups(&self, now_ms: i64) -> Result<Vec<Group>>;
@@ -331,7 +339,14 @@ forward! {
     /// Settles one flush of group (`channel`, `group_key`) in one transaction: logs the
     /// attempt (when a message was tried), records the notification log entry, drops the
     /// flushed resolved alerts (and the group once it is empty), and sets the next flush.
-    pub async fn settle_group(&self, channel: &str, group_key: &str, result: &FlushResult, delivery: Option<&Delivery>, now_ms: i64) -> Result<()>;
+    pub async fn settle_group(
+        &self,
+        channel: &str,
+        group_key: &str,
+        result: &FlushResult,
+        delivery: Option<&Delivery>,
+        now_ms: i64,
+    ) -> Result<()>;
 
     /// Drops the groups (and their alerts) of channels that exist no more: neither in
     /// `config` (the names of `harrier.toml`'s channels) nor stored (`alert_channels`). One
@@ -345,7 +360,10 @@ forward! {
 
     /// The newest delivery-log entry of each of `channels` that has one, by channel name
     /// (one index seek per channel: `alert_group_deliveries_channel`).
-    pub async fn last_deliveries(&self, channels: &[String]) -> Result<std::collections::HashMap<String, Delivery>>;
+    pub async fn last_deliveries(
+        &self,
+        channels: &[String],
+    ) -> Result<std::collections::HashMap<String, Delivery>>;
 
     /// The delivery log, newest first.
     pub async fn alert_deliveries(&self, limit: i64) -> Result<Vec<Delivery>>;
@@ -376,7 +394,12 @@ forward! {
     /// built-ins not in `builtin` (`builtin_rules = false`), are removed with their
     /// active alerts, as Prometheus drops the rules of a reloaded file; built-ins
     /// removed that way come back when turned on again.
-    pub async fn seed_alert_rules(&self, builtin: &[Rule], config: &[Rule], now_ms: i64) -> Result<()>;
+    pub async fn seed_alert_rules(
+        &self,
+        builtin: &[Rule],
+        config: &[Rule],
+        now_ms: i64,
+    ) -> Result<()>;
 
     /// The active alerts (pending and firing), by rule and labels.
     pub async fn list_alerts(&self) -> Result<Vec<Alert>>;
@@ -387,11 +410,24 @@ forward! {
     /// Saves one evaluation round in one transaction: the active alerts of the `rules`
     /// evaluated are replaced by `alerts` (alerts of rules no longer in force are dropped); `transitions` go to the history, and those that
     /// notify (firing, resolved) to the outbox. Returns the outbox ids added.
-    pub async fn save_evaluation(&self, rules: &[String], alerts: &[Alert], transitions: &[Transition], now_ms: i64) -> Result<Vec<i64>>;
+    pub async fn save_evaluation(
+        &self,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Vec<i64>>;
 
     /// As [`Store::save_evaluation`], only while `fence` is held in its term at `now_ms`
     /// (checked in the same transaction); `None`, nothing saved, when it is not.
-    pub async fn save_evaluation_fenced(&self, fence: Option<&LeaseTerm<'_>>, rules: &[String], alerts: &[Alert], transitions: &[Transition], now_ms: i64) -> Result<Option<Vec<i64>>>;
+    pub async fn save_evaluation_fenced(
+        &self,
+        fence: Option<&LeaseTerm<'_>>,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Option<Vec<i64>>>;
 
     /// The history, newest first: at most `limit` rows, of one rule when given.
     pub async fn alert_history(&self, rule: Option<&str>, limit: i64) -> Result<Vec<HistoryRow>>;
@@ -401,11 +437,20 @@ forward! {
     /// With `from_ms`, each alert identity that was pending or firing at `from_ms` also
     /// gets its last transition before `from_ms` (so a period that began earlier is
     /// known to be open at the start of the range); those rows count towards `limit`.
-    pub async fn alert_history_filtered(&self, filter: &HistoryFilter, limit: i64) -> Result<Vec<HistoryRow>>;
+    pub async fn alert_history_filtered(
+        &self,
+        filter: &HistoryFilter,
+        limit: i64,
+    ) -> Result<Vec<HistoryRow>>;
 
     /// Notifications not yet delivered whose next attempt is due at `now_ms` and that
     /// have had fewer than `max_attempts` attempts, oldest first.
-    pub async fn due_notifications(&self, now_ms: i64, max_attempts: i64, limit: i64) -> Result<Vec<Notification>>;
+    pub async fn due_notifications(
+        &self,
+        now_ms: i64,
+        max_attempts: i64,
+        limit: i64,
+    ) -> Result<Vec<Notification>>;
 
     /// Notifications not yet delivered, oldest first (whatever their retry time).
     pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>>;
@@ -479,7 +524,14 @@ forward! {
     pub async fn pinned_baseline(&self, scenario: &str) -> Result<Option<i64>>;
 
     /// Stores one check of a run.
-    pub async fn record_check(&self, run_id: i64, baseline_run_id: Option<i64>, passed: bool, results_json: &str, now_ms: i64) -> Result<()>;
+    pub async fn record_check(
+        &self,
+        run_id: i64,
+        baseline_run_id: Option<i64>,
+        passed: bool,
+        results_json: &str,
+        now_ms: i64,
+    ) -> Result<()>;
 
     /// Whether the latest check of each run ever checked passed: `(run id, passed)`.
     pub async fn latest_check_verdicts(&self) -> Result<Vec<(i64, bool)>>;
@@ -500,16 +552,30 @@ forward! {
     /// needed), else from the database ([`Store::route_window_figures_sql`]); no windows: no
     /// routes, and the memory is dropped (the evaluator has no route rule). On PostgreSQL
     /// always from the database (another process may write it), `from_memory` false.
-    pub async fn route_window_figures(&self, needs: &[WindowNeed], now_ms: i64) -> Result<RouteWindows>;
+    pub async fn route_window_figures(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<RouteWindows>;
 
     // routes
 
     /// Adds a target; `None` when a target of that name exists.
-    pub async fn insert_target(&self, spec: &TargetSpec, origin: &str, now_ms: i64) -> Result<Option<TargetRow>>;
+    pub async fn insert_target(
+        &self,
+        spec: &TargetSpec,
+        origin: &str,
+        now_ms: i64,
+    ) -> Result<Option<TargetRow>>;
 
     /// Adds or replaces (by name) a target from the configuration or the built-in one; its
     /// id, status and routes stay when it exists.
-    pub async fn upsert_target(&self, spec: &TargetSpec, origin: &str, now_ms: i64) -> Result<TargetRow>;
+    pub async fn upsert_target(
+        &self,
+        spec: &TargetSpec,
+        origin: &str,
+        now_ms: i64,
+    ) -> Result<TargetRow>;
 
     /// Every target, by name.
     pub async fn list_targets(&self) -> Result<Vec<TargetRow>>;
@@ -525,27 +591,52 @@ forward! {
 
     /// Writes one scrape: the target's status, the routes found and their intervals, and
     /// the 1 min / 1 h rollups, in one transaction. Returns the route ids, in `routes` order.
-    pub async fn record_scrape(&self, target_id: i64, status: &ScrapeStatus, routes: &[RouteWrite]) -> Result<Vec<i64>>;
+    pub async fn record_scrape(
+        &self,
+        target_id: i64,
+        status: &ScrapeStatus,
+        routes: &[RouteWrite],
+    ) -> Result<Vec<i64>>;
 
     /// Deletes figures past their retention. Returns the rows deleted.
     pub async fn prune_routes(&self, now_ms: i64, retention: &Retention) -> Result<u64>;
 
     /// Routes with their targets; all of them, or those of `target_id`, or the one `route_id`.
-    pub async fn route_infos(&self, target_id: Option<i64>, route_id: Option<i64>) -> Result<Vec<RouteInfo>>;
+    pub async fn route_infos(
+        &self,
+        target_id: Option<i64>,
+        route_id: Option<i64>,
+    ) -> Result<Vec<RouteInfo>>;
 
     /// Raw intervals with `from_ms < at_ms ≤ to_ms`, by route then time; one route or all.
-    pub async fn route_intervals(&self, route_id: Option<i64>, from_ms: i64, to_ms: i64) -> Result<Vec<StoredInterval>>;
+    pub async fn route_intervals(
+        &self,
+        route_id: Option<i64>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>>;
 
     /// The start of route `route_id`'s first rollup bucket at `resolution_ms`, if any.
     pub async fn first_rollup_ms(&self, route_id: i64, resolution_ms: i64) -> Result<Option<i64>>;
 
     /// Rollup rows of one route at `resolution_ms` whose buckets overlap `from_ms…to_ms`;
     /// `at_ms` is the bucket start, inflight the mean of the readings.
-    pub async fn route_rollups(&self, route_id: i64, resolution_ms: i64, from_ms: i64, to_ms: i64) -> Result<Vec<StoredInterval>>;
+    pub async fn route_rollups(
+        &self,
+        route_id: i64,
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>>;
 
     /// Figures per route over the window ending at `now_ms`: all routes, or those of
     /// `target_id`. See [`Store::figures_of`].
-    pub async fn route_figures(&self, target_id: Option<i64>, window_ms: i64, now_ms: i64) -> Result<Vec<(RouteInfo, Figures)>>;
+    pub async fn route_figures(
+        &self,
+        target_id: Option<i64>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>>;
 
     /// Figures of `infos` over the window ending at `now_ms`: the raw intervals whose
     /// scrape falls in the window. A route with none there (its scrapes are further apart
@@ -556,16 +647,32 @@ forward! {
     /// Reads only the window (one indexed range of `route_samples`), then the last
     /// interval of the routes the window lacked: the cost follows the routes and the
     /// window, never the stored history.
-    pub async fn figures_of(&self, infos: Vec<RouteInfo>, scope: IntervalScope<'_>, window_ms: i64, now_ms: i64) -> Result<Vec<(RouteInfo, Figures)>>;
+    pub async fn figures_of(
+        &self,
+        infos: Vec<RouteInfo>,
+        scope: IntervalScope<'_>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>>;
 
     /// Raw intervals with `from_ms < at_ms ≤ to_ms` of the routes in `scope`, by route then
     /// time.
-    pub async fn intervals_in(&self, scope: IntervalScope<'_>, from_ms: i64, to_ms: i64) -> Result<Vec<StoredInterval>>;
+    pub async fn intervals_in(
+        &self,
+        scope: IntervalScope<'_>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>>;
 
     /// Writes one scrape's process figures `(instance, metric, value)` of target
     /// `target_id` at `at_ms`: the scrape row and the 1 min / 10 min / 1 h buckets (sum,
     /// count, max), in one transaction with multi-row upserts.
-    pub async fn record_process(&self, target_id: i64, at_ms: i64, figures: &[(String, String, f64)]) -> Result<()>;
+    pub async fn record_process(
+        &self,
+        target_id: i64,
+        at_ms: i64,
+        figures: &[(String, String, f64)],
+    ) -> Result<()>;
 
     /// The latest process figures of targets `target_ids`: `(target_id, instance, metric,
     /// value, at_ms)`, one per instance and metric (the last scrape that had it).
@@ -574,13 +681,24 @@ forward! {
     /// Process figures of targets `target_ids` at `resolution_ms` (0: per scrape) with
     /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n. With
     /// `metric_prefix`, only the metrics whose name starts with it (`pool_`: the pools).
-    pub async fn process_series(&self, target_ids: &[i64], resolution_ms: i64, from_ms: i64, to_ms: i64, metric_prefix: Option<&str>) -> Result<Vec<ProcessPoint>>;
+    pub async fn process_series(
+        &self,
+        target_ids: &[i64],
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+        metric_prefix: Option<&str>,
+    ) -> Result<Vec<ProcessPoint>>;
 
     /// [`Store::route_window_figures`] from the database: the sums come from one aggregate query
     /// over the longest window (no per-route query, no bucket parsing unless
     /// `need.buckets`), the latest inflight reading and the histogram buckets only for the
     /// windows that ask for them.
-    pub async fn route_window_figures_sql(&self, needs: &[WindowNeed], now_ms: i64) -> Result<RouteWindows>;
+    pub async fn route_window_figures_sql(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<RouteWindows>;
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
     pub async fn runs_overlapping(&self, from_ms: i64, to_ms: i64) -> Result<Vec<RunBand>>;
@@ -613,12 +731,19 @@ forward! {
     /// The exact response-time distribution of a run's label (`None`: the run total);
     /// `Ok(None)` when the run has no such label, an empty distribution when none was
     /// stored (summary-only runs).
-    pub async fn run_distribution(&self, id: i64, label: Option<&str>) -> Result<Option<Distribution>>;
+    pub async fn run_distribution(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Distribution>>;
 
     /// Every scope's distribution of a run, in scope order (0 = run total), with the
     /// distribution of its failed samples (`None`: not stored — a summary-only run or one
     /// imported before harrier kept it).
-    pub async fn run_distributions(&self, id: i64) -> Result<Vec<(Distribution, Option<Distribution>)>>;
+    pub async fn run_distributions(
+        &self,
+        id: i64,
+    ) -> Result<Vec<(Distribution, Option<Distribution>)>>;
 
     /// A run's error groups, most frequent first.
     pub async fn run_errors(&self, id: i64) -> Result<Vec<ErrorRow>>;
@@ -630,7 +755,13 @@ forward! {
     /// yet; returns its id.
     /// Marks run `id` failed by alert `rule` at `at_ms` with `value`; `false` when it was
     /// already failed (the first failure stands) or does not exist.
-    pub async fn fail_run(&self, id: i64, rule: &str, at_ms: i64, value: Option<f64>) -> Result<bool>;
+    pub async fn fail_run(
+        &self,
+        id: i64,
+        rule: &str,
+        at_ms: i64,
+        value: Option<f64>,
+    ) -> Result<bool>;
 
     /// The live runs (status `live`) with their run-total buckets starting in
     /// [`now_ms` − `window_ms`, `now_ms`), summed; one query for all runs.
@@ -644,7 +775,13 @@ forward! {
     ///
     /// A `complete` run gets its bootstrap draws (see [`Store::insert_runs`]); a `live`
     /// one has none until it completes.
-    pub async fn replace_run_data(&self, id: i64, data: &RunData, status: &str, tool_source: Option<(&str, &str)>) -> Result<bool>;
+    pub async fn replace_run_data(
+        &self,
+        id: i64,
+        data: &RunData,
+        status: &str,
+        tool_source: Option<(&str, &str)>,
+    ) -> Result<bool>;
 
     /// Stores a live run's changes since the previous call, in one transaction: the run's
     /// statistics, error groups and rejected rows replace the stored ones, the changed
@@ -655,7 +792,12 @@ forward! {
     /// Cost follows the run's labels and the changed seconds, never its length. A run
     /// completed this way has no bootstrap draws: the first comparison that needs them
     /// draws them from the stored buckets and keeps them.
-    pub async fn store_live_changes(&self, id: i64, changes: &RunChanges, status: &str) -> Result<bool>;
+    pub async fn store_live_changes(
+        &self,
+        id: i64,
+        changes: &RunChanges,
+        status: &str,
+    ) -> Result<bool>;
 
     /// The open live run streamed under `key` (its sender and run key), or a new one
     /// described by `run` when none is open; `true` when it was created. Whichever
@@ -673,7 +815,13 @@ forward! {
     /// stored) when `id` is not an open live run any more: it was ended or went idle.
     ///
     /// Cost follows the run's labels and the delta's seconds, never the run's length.
-    pub async fn add_live_delta(&self, id: i64, delta: &RunChanges, limits: &RunLimits, now_ms: i64) -> Result<bool>;
+    pub async fn add_live_delta(
+        &self,
+        id: i64,
+        delta: &RunChanges,
+        limits: &RunLimits,
+        now_ms: i64,
+    ) -> Result<bool>;
 
     /// Marks open live runs that received no data since `seen_before_ms` complete and
     /// returns their ids. Any process may call it: a run left open by a replica that
@@ -706,10 +854,21 @@ forward! {
     pub async fn count_users(&self) -> Result<i64>;
 
     /// Adds a user; `None` when the name is taken.
-    pub async fn insert_user(&self, name: &str, role: &str, password_hash: &str, now_ms: i64) -> Result<Option<i64>>;
+    pub async fn insert_user(
+        &self,
+        name: &str,
+        role: &str,
+        password_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<i64>>;
 
     /// Changes a user's role and/or password hash (a new password ends the user's sessions); `false` when there is no such user.
-    pub async fn update_user(&self, name: &str, role: Option<&str>, password_hash: Option<&str>) -> Result<bool>;
+    pub async fn update_user(
+        &self,
+        name: &str,
+        role: Option<&str>,
+        password_hash: Option<&str>,
+    ) -> Result<bool>;
 
     /// The user of that name.
     pub async fn user_by_name(&self, name: &str) -> Result<Option<auth::UserRow>>;
@@ -736,12 +895,22 @@ forward! {
 
     /// Deletes and returns the sign-on under way of `state_hash`, if it is one started
     /// within [`crate::domain::oidc::LOGIN_TTL_MS`] of `now_ms`: each can be finished once.
-    pub async fn take_oidc_login(&self, state_hash: &str, now_ms: i64) -> Result<Option<auth::OidcLoginRow>>;
+    pub async fn take_oidc_login(
+        &self,
+        state_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<auth::OidcLoginRow>>;
 
     /// The user of provider subject `subject`, its role set to `role`; or, when there is
     /// none, a new user `name` of that subject (no password). `None` when `name` is
     /// taken by another user (a local one, or another subject's).
-    pub async fn oidc_user(&self, subject: &str, name: &str, role: &str, now_ms: i64) -> Result<Option<auth::UserRow>>;
+    pub async fn oidc_user(
+        &self,
+        subject: &str,
+        name: &str,
+        role: &str,
+        now_ms: i64,
+    ) -> Result<Option<auth::UserRow>>;
 
     /// Counts one failed sign-in under each key (`user:NAME`, `client:ADDR`); drops failures older than the throttling window.
     pub async fn record_sign_in_failure(&self, keys: &[String], now_ms: i64) -> Result<()>;
@@ -750,7 +919,15 @@ forward! {
     pub async fn sign_in_failures(&self, key: &str, since_ms: i64) -> Result<(i64, Option<i64>)>;
 
     /// Stores a machine token (its secret hashed); returns its id.
-    pub async fn insert_token(&self, name: &str, scope: &str, secret_hash: &str, created_by: &str, now_ms: i64, expires_at_ms: Option<i64>) -> Result<i64>;
+    pub async fn insert_token(
+        &self,
+        name: &str,
+        scope: &str,
+        secret_hash: &str,
+        created_by: &str,
+        now_ms: i64,
+        expires_at_ms: Option<i64>,
+    ) -> Result<i64>;
 
     /// The token of that id, revoked and expired ones included.
     pub async fn token_by_id(&self, id: i64) -> Result<Option<auth::TokenRow>>;
@@ -765,7 +942,14 @@ forward! {
     pub async fn revoke_token(&self, id: i64, now_ms: i64) -> Result<bool>;
 
     /// Stores a share link (its secret hashed); returns its id.
-    pub async fn insert_share(&self, subject: &str, secret_hash: &str, created_by: &str, now_ms: i64, expires_at_ms: i64) -> Result<i64>;
+    pub async fn insert_share(
+        &self,
+        subject: &str,
+        secret_hash: &str,
+        created_by: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<i64>;
 
     /// The share link of that id.
     pub async fn share_by_id(&self, id: i64) -> Result<Option<auth::ShareRow>>;
@@ -777,18 +961,42 @@ forward! {
     pub async fn revoke_share(&self, id: i64, now_ms: i64) -> Result<bool>;
 
     /// Appends one entry to the audit log.
-    pub async fn insert_audit(&self, at_ms: i64, who: &str, method: &str, path: &str, status: i64, client: Option<&str>) -> Result<()>;
+    pub async fn insert_audit(
+        &self,
+        at_ms: i64,
+        who: &str,
+        method: &str,
+        path: &str,
+        status: i64,
+        client: Option<&str>,
+    ) -> Result<()>;
 
     /// Audit entries newest first, older than `before_id` when given.
-    pub async fn list_audit(&self, before_id: Option<i64>, limit: i64) -> Result<Vec<auth::AuditRow>>;
+    pub async fn list_audit(
+        &self,
+        before_id: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<auth::AuditRow>>;
 
     /// Takes or renews lease `name` for `holder` until `now_ms + ttl_ms`: the term held
     /// (the same while renewed, one more at every change of holder), or `None` while
     /// another holder's lease runs.
-    pub async fn acquire_lease(&self, name: &str, holder: &str, now_ms: i64, ttl_ms: i64) -> Result<Option<i64>>;
+    pub async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<i64>>;
 
     /// Whether `holder` still holds lease `name` in `term` at `now_ms`.
-    pub async fn lease_held(&self, name: &str, holder: &str, term: i64, now_ms: i64) -> Result<bool>;
+    pub async fn lease_held(
+        &self,
+        name: &str,
+        holder: &str,
+        term: i64,
+        now_ms: i64,
+    ) -> Result<bool>;
 
     /// Holders of the unexpired leases whose names start with `prefix`, sorted (the live
     /// replicas, when each holds `replica:ID`).
