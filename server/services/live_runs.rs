@@ -386,10 +386,10 @@ impl LiveRuns {
                 return Ok(id);
             }
         }
-        Err(StoreError::Db(sqlx::Error::Protocol(format!(
+        Err(StoreError::Conflict(format!(
             "the live run of {:?} closed twice while points were added to it",
             key.1
-        ))))
+        )))
     }
 
     /// Ends the live run `id` now, whichever process started it; `false` if it is not

@@ -35,3 +35,4 @@ mod server;
 mod signin;
 mod site;
 mod store;
+mod store_ops;

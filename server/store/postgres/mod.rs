@@ -1,7 +1,8 @@
 //! The PostgreSQL backend of the store: the connection pool, the migrations
-//! (`migrations/postgres/`, applied at open) and one file per table group, as the SQLite
-//! backend (`runs.rs`, `routes.rs`, `compare.rs`, `alerts.rs`, `channels.rs`, …) and with
-//! the same operations. Row types and pure helpers are shared with it (`store/*.rs`).
+//! (`migrations/postgres/`, applied at open), its SQL dialect, the shared operation files
+//! of `store/ops/` compiled on it, and its own files for runs and routes, with the same
+//! operations as the SQLite backend. Row types and pure helpers are shared with it
+//! (`store/*.rs`).
 //!
 //! Differences from SQLite: every write transaction is a plain `BEGIN` (PostgreSQL takes row
 //! locks, so there is no process-wide writer turn); upserts are `ON CONFLICT`; a multi-row
@@ -13,15 +14,97 @@
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
-pub(super) mod alert_groups;
-pub(super) mod alerts;
-pub(super) mod auth;
-pub(super) mod channels;
-pub(super) mod compare;
 mod copy;
 pub(super) mod routes;
 pub(super) mod runs;
+
+// This backend's SQL where the two databases differ, spliced into the shared operations'
+// statements with `concat!` (so each statement stays one literal).
+
+/// The smaller of two SQL expressions: `least!("a", "b")`.
+macro_rules! least {
+    ($a:literal, $b:literal) => {
+        concat!("LEAST(", $a, ", ", $b, ")")
+    };
+}
+
+/// Membership in the list bound as `$N` (a [`list`]): `in_list!(N)` after an expression.
+macro_rules! in_list {
+    ($n:literal) => {
+        concat!("= ANY($", $n, ")")
+    };
+}
+
+/// The list bound as `$N` (a [`list`]) as a table `ALIAS` of one column `value`:
+/// `each!(N, ALIAS)`.
+macro_rules! each {
+    ($n:literal, $alias:ident) => {
+        concat!(
+            "unnest($",
+            $n,
+            "::text[]) AS ",
+            stringify!($alias),
+            "(value)"
+        )
+    };
+}
+
+/// A blob as hexadecimal text (lower case): `hex!("column")`.
+macro_rules! hex {
+    ($col:literal) => {
+        concat!("encode(", $col, ", 'hex')")
+    };
+}
+
+/// The number at a path of keys in a JSON text column, or NULL:
+/// `json_f64!("column", "key", "key", …)`.
+macro_rules! json_f64 {
+    ($col:literal, $first:literal $(, $key:literal)*) => {
+        concat!("(", $col, "::jsonb #>> '{", $first, $(",", $key,)* "}')::float8")
+    };
+}
+
+/// Pushes the text of key `key` of the JSON object in `column` (NULL when absent).
+fn push_json_key(q: &mut sqlx::QueryBuilder<Db>, column: &'static str, key: &str) {
+    q.push("(")
+        .push(column)
+        .push("::jsonb ->> ")
+        .push_bind(key.to_string())
+        .push(")");
+}
+
+/// A list of names as bound for `in_list!` and `each!`: a text array.
+fn list(names: &[String]) -> &[String] {
+    names
+}
+
+// The operations written once for both backends: each file is compiled here, on `Backend`,
+// with the dialect above.
+#[path = "../ops/alert_groups.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod alert_groups;
+#[path = "../ops/alerts.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod alerts;
+#[path = "../ops/auth.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod auth;
+#[path = "../ops/channels.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod channels;
+#[path = "../ops/compare.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod compare;
+#[path = "../ops/silences.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod silences;
+
+/// This backend's database and connection, as the shared operation files name them.
+type Db = sqlx::Postgres;
+type Conn = sqlx::PgConnection;
+
+/// This backend's store, as the shared operation files name it.
+type Backend = PostgresStore;
 
 use std::time::Duration;
 

@@ -1,19 +1,100 @@
 //! The SQLite backend of the store: the connection pool, the migrations (`migrations/sqlite/`,
-//! applied at open) and one file per table group (`runs.rs`, `routes.rs`, `compare.rs`,
-//! `alerts.rs`, `channels.rs`, …). Writes of many rows go in multi-row statements inside
-//! one transaction per import, so an import that fails leaves nothing behind.
+//! applied at open), its SQL dialect, the shared operation files of `store/ops/` compiled
+//! on it, and its own files for runs, routes and the recent intervals held in memory.
+//! Writes of many rows go in multi-row statements inside one transaction per import, so an
+//! import that fails leaves nothing behind.
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
-pub(super) mod alert_groups;
-pub(super) mod alerts;
-pub(super) mod auth;
-pub(super) mod channels;
-pub(super) mod compare;
 pub(super) mod recent;
 pub(super) mod routes;
 pub(super) mod runs;
+
+// This backend's SQL where the two databases differ, spliced into the shared operations'
+// statements with `concat!` (so each statement stays one literal).
+
+/// The smaller of two SQL expressions: `least!("a", "b")`.
+macro_rules! least {
+    ($a:literal, $b:literal) => {
+        concat!("MIN(", $a, ", ", $b, ")")
+    };
+}
+
+/// Membership in the list bound as `$N` (a [`list`]): `in_list!(N)` after an expression.
+macro_rules! in_list {
+    ($n:literal) => {
+        concat!("IN (SELECT value FROM json_each($", $n, "))")
+    };
+}
+
+/// The list bound as `$N` (a [`list`]) as a table `ALIAS` of one column `value`:
+/// `each!(N, ALIAS)`.
+macro_rules! each {
+    ($n:literal, $alias:ident) => {
+        concat!("json_each($", $n, ") AS ", stringify!($alias))
+    };
+}
+
+/// A blob as hexadecimal text (upper case): `hex!("column")`.
+macro_rules! hex {
+    ($col:literal) => {
+        concat!("hex(", $col, ")")
+    };
+}
+
+/// The number at a path of keys in a JSON text column, or NULL:
+/// `json_f64!("column", "key", "key", …)`.
+macro_rules! json_f64 {
+    ($col:literal $(, $key:literal)+) => {
+        concat!("json_extract(", $col, ", '$", $(".", $key,)+ "')")
+    };
+}
+
+/// Pushes the text of key `key` of the JSON object in `column` (NULL when absent).
+fn push_json_key(q: &mut sqlx::QueryBuilder<Db>, column: &'static str, key: &str) {
+    // A JSON path with the name quoted, so any key is one key.
+    let path = format!("$.\"{}\"", key.replace('"', ""));
+    q.push("json_extract(")
+        .push(column)
+        .push(", ")
+        .push_bind(path)
+        .push(")");
+}
+
+/// A list of names as bound for `in_list!` and `each!`: a JSON array.
+fn list(names: &[String]) -> String {
+    serde_json::to_string(names).unwrap_or_else(|_| "[]".into())
+}
+
+// The operations written once for both backends: each file is compiled here, on `Backend`,
+// with the dialect above.
+#[path = "../ops/alert_groups.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod alert_groups;
+#[path = "../ops/alerts.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod alerts;
+#[cfg(test)]
+mod alerts_tests;
+#[path = "../ops/auth.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod auth;
+#[path = "../ops/channels.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod channels;
+#[path = "../ops/compare.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
+pub(super) mod compare;
+#[path = "../ops/silences.rs"]
+#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
 pub(super) mod silences;
+
+/// This backend's database and connection, as the shared operation files name them.
+type Db = sqlx::Sqlite;
+type Conn = sqlx::SqliteConnection;
+
+/// This backend's store, as the shared operation files name it.
+type Backend = SqliteStore;
 
 use sqlx::SqlitePool;
 use sqlx::sqlite::{

@@ -1,10 +1,12 @@
-//! The PostgreSQL side of [`crate::store::silences`]: its operations on `PostgresStore`.
+//! Silences ([`crate::store::silences`]): written once, compiled into each backend, whose
+//! module names its store `Backend` (the SQL binds `$1`, `$2`, … on both databases).
 
-use super::PostgresStore;
+use super::Backend;
 use crate::domain::alerts::silence::{Silence, SilenceSpec};
 use crate::store::Result;
 use crate::store::silences::*;
-impl PostgresStore {
+
+impl Backend {
     /// Stores a checked silence; returns it as listed at `now_ms`.
     pub async fn insert_silence(&self, s: &SilenceSpec, now_ms: i64) -> Result<Silence> {
         let matchers = serde_json::to_string(&s.matchers).unwrap_or_else(|_| "[]".into());
@@ -73,15 +75,13 @@ impl PostgresStore {
             return Ok(false);
         }
         sqlx::query(
-            "UPDATE silences SET ends_at_ms = $1, starts_at_ms = LEAST(starts_at_ms, $2),
-               updated_at_ms = $3
-             WHERE id = $4 AND ends_at_ms > $5",
+            "UPDATE silences SET ends_at_ms = $1,
+               starts_at_ms = CASE WHEN starts_at_ms < $1 THEN starts_at_ms ELSE $1 END,
+               updated_at_ms = $1
+             WHERE id = $2 AND ends_at_ms > $1",
         )
         .bind(now_ms)
-        .bind(now_ms)
-        .bind(now_ms)
         .bind(id)
-        .bind(now_ms)
         .execute(&self.pool)
         .await?;
         Ok(true)

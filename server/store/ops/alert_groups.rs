@@ -1,10 +1,13 @@
-//! The PostgreSQL side of [`crate::store::alert_groups`]: its operations on `PostgresStore`.
+//! Notification groups and the delivery log ([`crate::store::alert_groups`]): written once,
+//! compiled into each backend, whose module names its store `Backend` and its SQL dialect
+//! (`least!`, `in_list!`, `each!`, `list`).
 
-use super::PostgresStore;
+use super::{Backend, list};
 use crate::domain::alerts::channel::{Group, GroupAlert};
 use crate::store::Result;
 use crate::store::alert_groups::*;
-impl PostgresStore {
+
+impl Backend {
     /// Takes notices into groups in one transaction: every entry is added to (or updates)
     /// its group, a new group waiting until its `first_flush_ms`, and the notices
     /// `notice_ids` are marked taken at `now_ms`.
@@ -16,14 +19,14 @@ impl PostgresStore {
     ) -> Result<()> {
         let mut tx = self.begin_write().await?;
         for e in entries {
-            sqlx::query(
+            sqlx::query(concat!(
                 "INSERT INTO alert_groups (channel, group_key, group_labels, created_at_ms,
-                   next_flush_ms)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (channel, group_key) DO UPDATE SET
-                   next_flush_ms = LEAST(alert_groups.next_flush_ms, excluded.next_flush_ms)
-                 WHERE $6::boolean",
-            )
+                       next_flush_ms)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (channel, group_key) DO UPDATE SET next_flush_ms = ",
+                least!("alert_groups.next_flush_ms", "excluded.next_flush_ms"),
+                " WHERE $6"
+            ))
             .bind(&e.channel)
             .bind(&e.group_key)
             .bind(json(&e.group_labels))
@@ -251,19 +254,28 @@ impl PostgresStore {
     pub async fn drop_groups_of_unknown_channels(&self, config: &[String]) -> Result<()> {
         let mut tx = self.begin_write().await?;
         for sql in [
-            "DELETE FROM alert_group_alerts WHERE NOT (channel = ANY($1))
-               AND channel NOT IN (SELECT name FROM alert_channels)",
-            "DELETE FROM alert_groups WHERE NOT (channel = ANY($1))
-               AND channel NOT IN (SELECT name FROM alert_channels)",
+            concat!(
+                "DELETE FROM alert_group_alerts WHERE NOT (channel ",
+                in_list!(1),
+                ") AND channel NOT IN (SELECT name FROM alert_channels)"
+            ),
+            concat!(
+                "DELETE FROM alert_groups WHERE NOT (channel ",
+                in_list!(1),
+                ") AND channel NOT IN (SELECT name FROM alert_channels)"
+            ),
         ] {
-            sqlx::query(sql).bind(config).execute(&mut *tx).await?;
+            sqlx::query(sql)
+                .bind(list(config))
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(())
     }
 
     /// Adds one attempt to the delivery log (a test notification; group flushes are
-    /// logged by [`PostgresStore::settle_group`]).
+    /// logged by [`Backend::settle_group`]).
     pub async fn log_delivery(&self, d: &Delivery) -> Result<()> {
         sqlx::query(
             "INSERT INTO alert_group_deliveries (channel, group_key, at_ms, firing, resolved,
@@ -288,14 +300,16 @@ impl PostgresStore {
         &self,
         channels: &[String],
     ) -> Result<std::collections::HashMap<String, Delivery>> {
-        let rows: Vec<Delivery> = sqlx::query_as(
+        let rows: Vec<Delivery> = sqlx::query_as(concat!(
             "SELECT channel, group_key, at_ms, firing, resolved, status, error
              FROM alert_group_deliveries
              WHERE id IN (SELECT (SELECT MAX(d.id) FROM alert_group_deliveries d
                                   WHERE d.channel = j.value)
-                          FROM unnest($1::text[]) AS j(value))",
-        )
-        .bind(channels)
+                          FROM ",
+            each!(1, j),
+            ")"
+        ))
+        .bind(list(channels))
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(|d| (d.channel.clone(), d)).collect())

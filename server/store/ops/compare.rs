@@ -1,22 +1,26 @@
-//! The PostgreSQL side of [`crate::store::compare`]: its operations on `PostgresStore`.
+//! Comparisons ([`crate::store::compare`]): packed buckets, bootstrap draws, kept
+//! capacities, scenarios, baselines and checks, written once and compiled into each
+//! backend, whose module names its store `Backend` and its SQL dialect (`hex!`, `json_f64!`).
 
-use super::PostgresStore;
+use super::Backend;
 use crate::store::Result;
 use crate::store::compare::*;
 use crate::store::runs::RunListItem;
-impl PostgresStore {
+
+impl Backend {
     /// Every bucket of every scope of a run, one row per scope (by scope, buckets by
     /// start). Packed by the database because sqlx hands rows over one at a time through a
     /// channel (a few µs each): a comparison of ten runs of a dozen labels reads 60,000
     /// buckets, and this way 130 rows.
     pub async fn run_packed_buckets(&self, id: i64) -> Result<Vec<PackedBuckets>> {
-        Ok(sqlx::query_as(
+        Ok(sqlx::query_as(concat!(
             "SELECT label_ord,
                     string_agg(start_ms || ',' || count || ',' || errors || ',' || sum_ms
-                                 || ',' || max_ms || ',' || encode(histogram, 'hex'), ';'
-                                 ORDER BY start_ms) AS packed
-             FROM run_buckets WHERE run_id = $1 GROUP BY label_ord ORDER BY label_ord",
-        )
+                                 || ',' || max_ms || ',' || ",
+            hex!("histogram"),
+            ", ';' ORDER BY start_ms) AS packed
+             FROM run_buckets WHERE run_id = $1 GROUP BY label_ord ORDER BY label_ord"
+        ))
         .bind(id)
         .fetch_all(&self.pool)
         .await?)
@@ -71,20 +75,22 @@ impl PostgresStore {
 
     /// The runs of a scenario, oldest first (by start, else import time).
     pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
-        let rows: Vec<RunListItem> = sqlx::query_as(
+        let rows: Vec<RunListItem> = sqlx::query_as(concat!(
             "SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
                     s.window_ms AS duration_ms, r.imported_at_ms, s.count, s.errors,
-                    CASE WHEN s.count > 0 THEN s.errors * 100.0::float8 / s.count END AS error_pct,
+                    CASE WHEN s.count > 0 THEN s.errors * CAST(100.0 AS DOUBLE PRECISION) / s.count END AS error_pct,
                     s.p95_ms, s.throughput_rps, r.rejected_rows,
                     EXISTS (SELECT 1 FROM run_buckets b WHERE b.run_id = r.id AND b.label_ord = 0)
                         AS has_series,
                     k.key AS capacity_key, k.capacity AS capacity_json,
-                    CASE WHEN r.tool = 'harrier' THEN (r.reported::jsonb #>> '{search,throughput_rps}')::float8 END AS search_rps
+                    CASE WHEN r.tool = 'harrier' THEN ",
+            json_f64!("r.reported", "search", "throughput_rps"),
+            " END AS search_rps
              FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0
               LEFT JOIN run_capacities k ON k.run_id = r.id
              WHERE r.scenario = $1
-             ORDER BY COALESCE(r.started_at_ms, r.imported_at_ms), r.id",
-        )
+             ORDER BY COALESCE(r.started_at_ms, r.imported_at_ms), r.id"
+        ))
         .bind(scenario)
         .fetch_all(&self.pool)
         .await?;

@@ -1,10 +1,12 @@
-//! The PostgreSQL side of [`crate::store::channels`]: its operations on `PostgresStore`.
+//! Stored alert channels ([`crate::store::channels`]): written once, compiled into each
+//! backend, whose module names its store `Backend` and its SQL dialect (`in_list!`, `list`).
 
-use super::PostgresStore;
+use super::{Backend, list};
 use crate::domain::alerts::channel::ChannelSpec;
 use crate::store::Result;
 use crate::store::channels::*;
-impl PostgresStore {
+
+impl Backend {
     /// The stored channels, by name (rows whose JSON no longer reads are logged and left
     /// out).
     pub async fn list_channels(&self) -> Result<Vec<StoredChannel>> {
@@ -53,7 +55,7 @@ impl PostgresStore {
         let mut tx = self.begin_write().await?;
         if c.name != name {
             let taken: Option<i64> =
-                sqlx::query_scalar("SELECT 1::bigint FROM alert_channels WHERE name = $1")
+                sqlx::query_scalar("SELECT CAST(1 AS BIGINT) FROM alert_channels WHERE name = $1")
                     .bind(&c.name)
                     .fetch_optional(&mut *tx)
                     .await?;
@@ -91,7 +93,7 @@ impl PostgresStore {
     }
 
     /// Deletes stored channel `name`; `false` when there is none. Its groups are dropped
-    /// by the dispatcher's next pass ([`PostgresStore::drop_groups_of_unknown_channels`]); its
+    /// by the dispatcher's next pass ([`Backend::drop_groups_of_unknown_channels`]); its
     /// delivery log stays.
     pub async fn delete_channel(&self, name: &str) -> Result<bool> {
         let done = sqlx::query("DELETE FROM alert_channels WHERE name = $1")
@@ -104,11 +106,12 @@ impl PostgresStore {
     /// Deletes the stored channels named in `names` (at start-up: the names
     /// `harrier.toml` now uses, which win); returns the names deleted.
     pub async fn delete_channels_named(&self, names: &[String]) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(
-            "DELETE FROM alert_channels WHERE name = ANY($1)
-             RETURNING name",
-        )
-        .bind(names)
+        Ok(sqlx::query_scalar(concat!(
+            "DELETE FROM alert_channels WHERE name ",
+            in_list!(1),
+            " RETURNING name"
+        ))
+        .bind(list(names))
         .fetch_all(&self.pool)
         .await?)
     }
