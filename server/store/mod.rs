@@ -327,6 +327,11 @@ forward! {
     /// Groups whose flush is due at `now_ms`, oldest flush first.
     pub async fn due_groups(&self, now_ms: i64) -> Result<Vec<Group>>;
 
+    /// This database's installation key: `candidate` (a random value the caller made) if
+    /// none is stored yet, else the stored one — the same for every process using the
+    /// database, for its whole life.
+    pub async fn installation_key(&self, candidate: &str) -> Result<String>;
+
     /// The alerts of one group, by labels.
     pub async fn group_alerts(&self, channel: &str, group_key: &str) -> Result<Vec<GroupAlert>>;
 

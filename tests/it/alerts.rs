@@ -2642,3 +2642,55 @@ async fn a_pool_rule_fires_on_a_full_pool_and_resolves() {
         "{alerts}"
     );
 }
+
+/// Two databases whose alerts fire alike — the same rule on the same route at the same
+/// times — send different idempotency keys (each database keeps an installation key of its
+/// own), so a receiver shared by both keeps both messages; a database answers with the key
+/// it keeps, whatever candidate it is offered later.
+#[tokio::test]
+async fn two_databases_alike_send_different_idempotency_keys() {
+    let (base, got, sent_keys) = receiver_full("/hook", 0).await;
+    let url = format!("{base}/hook");
+    let t0 = 1_800_000_000_000;
+    for _ in 0..2 {
+        let app = spawn_app().await;
+        let store = &app.state.store;
+        let target = add_target(&app).await;
+        let mut r = rule("CheckoutErrors");
+        r["for"] = json!("0s");
+        let created = send_json(&app, "POST", "/api/v1/alert-rules", &r).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+        scrape(
+            &app,
+            target,
+            t0,
+            &[write("/checkout", interval(100.0, 30.0))],
+        )
+        .await;
+        evaluate_once(store, &app.state.hub, t0 + 1_000)
+            .await
+            .unwrap();
+        let ctx = ctx(vec![quick("ops", &url)]);
+        let sent = dispatch(store, &notify_client(), &ctx, t0 + 1_000)
+            .await
+            .unwrap()
+            .sent;
+        assert_eq!(sent, 1);
+        let kept = store.installation_key("a-later-candidate").await.unwrap();
+        assert_ne!(kept, "a-later-candidate", "the first key is kept");
+        assert_eq!(
+            kept,
+            store.installation_key("another").await.unwrap(),
+            "asked again, the same key"
+        );
+    }
+    let msgs = got.lock().unwrap().clone();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(
+        msgs[0]["alerts"][0]["fingerprint"], msgs[1]["alerts"][0]["fingerprint"],
+        "the same alert"
+    );
+    let keys = sent_keys.lock().unwrap().clone();
+    assert!(keys.iter().all(|k| k.is_some()), "{keys:?}");
+    assert_ne!(keys[0], keys[1], "two databases, two keys");
+}

@@ -308,10 +308,13 @@ pub fn fingerprint(labels: &Labels) -> String {
 /// recorded notification), a resolved notice (other alerts resolved), and the first notice
 /// of a later episode of the same alerts (each alert is named with the time its episode
 /// began, so a group that resolved, was removed and fires again gets a new key). Derived
-/// from the channel, the group, the group's last recorded notification (`notified_at_ms`)
+/// from the database's installation key (a random value kept in the database: two
+/// databases whose alerts fire alike still send different keys, the replicas of one send the
+/// same), the channel, the group, the group's last recorded notification (`notified_at_ms`)
 /// and the `(fingerprint, starts_at_ms)` of the firing and resolved alerts sent: FNV-1a 64
 /// as hex, like [`fingerprint`].
 pub fn notification_key(
+    installation: &str,
     channel: &str,
     group_key: &str,
     notified_at_ms: Option<i64>,
@@ -325,6 +328,7 @@ pub fn notification_key(
             h = h.wrapping_mul(0x100000001b3);
         }
     };
+    add(installation.as_bytes());
     add(channel.as_bytes());
     add(group_key.as_bytes());
     add(&notified_at_ms.unwrap_or(-1).to_le_bytes());
@@ -640,7 +644,14 @@ mod tests {
     #[test]
     fn notification_keys_name_one_message_of_one_episode() {
         let key = |notified, firing: &[(&str, i64)], resolved: &[(&str, i64)]| {
-            notification_key("ops", "{}:{rule=\"errors\"}", notified, firing, resolved)
+            notification_key(
+                "db1",
+                "ops",
+                "{}:{rule=\"errors\"}",
+                notified,
+                firing,
+                resolved,
+            )
         };
         let first = key(None, &[("a1", 1_000)], &[]);
         // A resend of the very message (after a crash) has the same key.
@@ -653,6 +664,18 @@ mod tests {
         assert_ne!(first, renotify);
         assert_ne!(renotify, resolved);
         assert_ne!(first, resolved);
+        // The same message from another database: another key.
+        assert_ne!(
+            first,
+            notification_key(
+                "db2",
+                "ops",
+                "{}:{rule=\"errors\"}",
+                None,
+                &[("a1", 1_000)],
+                &[]
+            )
+        );
         // The order of the alerts does not matter.
         assert_eq!(
             key(None, &[("a1", 1), ("b2", 2)], &[]),

@@ -494,7 +494,20 @@ async fn flush_group<'a>(
             .map(|a| (a.fingerprint.as_str(), a.starts_at_ms))
             .collect()
     };
+    // This database's key (made on the first notification, kept): keys differ between
+    // databases, and agree between the replicas of one and across a crash.
+    let installation = match store
+        .installation_key(&crate::services::auth::random_secret())
+        .await
+    {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::error!(error = %e, "reading the installation key failed; not sending");
+            return None;
+        }
+    };
     let key = notification_key(
+        &installation,
         &ch.name,
         &g.group_key,
         g.notified_at_ms,

@@ -137,6 +137,24 @@ impl Backend {
         Ok(())
     }
 
+    /// This database's installation key: `candidate` (a random value the caller made) if
+    /// none is stored yet, else the stored one — the same for every process using the
+    /// database, for its whole life.
+    pub async fn installation_key(&self, candidate: &str) -> Result<String> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO installation (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(candidate)
+        .execute(&mut *tx)
+        .await?;
+        let (key,): (String,) = sqlx::query_as("SELECT key FROM installation WHERE id = 1")
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(key)
+    }
+
     /// Settles one flush of group (`channel`, `group_key`) in one transaction: logs the
     /// attempt (when a message was tried), records the notification log entry, drops the
     /// flushed resolved alerts (and the group once it is empty), and sets the next flush.
