@@ -130,8 +130,6 @@ async fn scrape_errors_never_carry_the_credentials() {
 #[tokio::test]
 async fn a_canary_secret_appears_nowhere_outside_the_database() {
     use futures_util::StreamExt;
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
 
     const CANARY: &str = "CaNaRy7731";
     let dir = tempfile::tempdir().unwrap();
@@ -161,27 +159,7 @@ url = "http://am:{CANARY}@127.0.0.1:9"
     )
     .unwrap();
     let log = dir.path().join("stderr.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_harrier"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&toml)
-        .arg("--db")
-        .arg(dir.path().join("h.db"))
-        .env("HARRIER_LOG", "debug")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start harrier");
-    let mut child = crate::browser::Proc(child);
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches("/console")
-        .to_string();
+    let (child, base) = serve_logging(&toml, &dir.path().join("h.db"), "debug", &log);
     let (mut ws, _) =
         tokio_tungstenite::connect_async(format!("{}/api/v1/live", base.replace("http", "ws")))
             .await
@@ -302,11 +280,7 @@ url = "http://am:{CANARY}@127.0.0.1:9"
     }
     assert!(frames > 0, "the websocket said something");
     drop(ws);
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status();
-    let _ = child.0.wait();
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = stop_and_read_log(child, &log);
     assert!(logged.contains("DEBUG"), "debug logging was on");
     assert_no_canary("the log", &logged, CANARY);
     // The database holds them whole (they are used).
@@ -314,6 +288,39 @@ url = "http://am:{CANARY}@127.0.0.1:9"
     let wal = std::fs::read(dir.path().join("h.db-wal")).unwrap_or_default();
     let stored = String::from_utf8_lossy(&db).to_string() + &String::from_utf8_lossy(&wal);
     assert!(stored.contains(CANARY), "stored whole in the database");
+}
+
+/// Starts `harrier serve` on a free port of 127.0.0.1 with `toml` and the SQLite file
+/// `db`, its log at `level` written to `log`; returns the process and its base URL.
+fn serve_logging(
+    toml: &std::path::Path,
+    db: &std::path::Path,
+    level: &str,
+    log: &std::path::Path,
+) -> (crate::browser::Proc, String) {
+    use std::process::{Command, Stdio};
+    let child = Command::new(env!("CARGO_BIN_EXE_harrier"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(toml)
+        .arg("--db")
+        .arg(db)
+        .env("HARRIER_LOG", level)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("start harrier");
+    let mut child = crate::browser::Proc(child);
+    let base = crate::server::printed_url(&mut child.0);
+    (child, base)
+}
+
+/// Stops a server with SIGTERM, waits for it, and returns its log.
+fn stop_and_read_log(mut child: crate::browser::Proc, log: &std::path::Path) -> String {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status();
+    let _ = child.0.wait();
+    std::fs::read_to_string(log).unwrap()
 }
 
 fn assert_no_canary(what: &str, text: &str, canary: &str) {
@@ -328,8 +335,6 @@ async fn a_load_tests_secrets_are_masked_everywhere_and_the_log_names_who_starte
     use axum::extract::State;
     use axum::http::HeaderMap;
     use futures_util::StreamExt;
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
     use std::sync::{Arc, Mutex};
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -358,27 +363,12 @@ async fn a_load_tests_secrets_are_masked_everywhere_and_the_log_names_who_starte
 
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
+    let dbs = db.to_str().unwrap();
     let run_cli = |args: &[&str], stdin: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_harrier"))
-            .args(args)
-            .arg("--db")
-            .arg(&db)
-            .env_remove("HARRIER_TOKEN")
-            .env_remove("HARRIER_DATABASE_URL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
+        let args: Vec<&str> = args.iter().copied().chain(["--db", dbs]).collect();
+        let (code, out, err) = crate::signin::harrier(&args, stdin);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out
     };
     run_cli(
         &["user", "add", "ada", "--role", "admin"],
@@ -394,27 +384,7 @@ async fn a_load_tests_secrets_are_masked_everywhere_and_the_log_names_who_starte
     )
     .unwrap();
     let log = dir.path().join("stderr.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_harrier"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&toml)
-        .arg("--db")
-        .arg(&db)
-        .env("HARRIER_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start harrier");
-    let mut child = crate::browser::Proc(child);
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches("/console")
-        .to_string();
+    let (child, base) = serve_logging(&toml, &db, "info", &log);
     let mut ws_req = format!("{}/api/v1/live", base.replace("http", "ws"))
         .into_client_request()
         .unwrap();
@@ -523,11 +493,7 @@ async fn a_load_tests_secrets_are_masked_everywhere_and_the_log_names_who_starte
     }
     assert!(frames > 0, "the websocket said something");
     drop(ws);
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status();
-    let _ = child.0.wait();
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = stop_and_read_log(child, &log);
     assert!(
         logged.contains("console load test started") && logged.contains("token:ci-bot"),
         "the log names the token that started the test: {logged}"

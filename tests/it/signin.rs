@@ -695,7 +695,7 @@ async fn an_auth_proxy_signs_people_in_only_from_its_address() {
 }
 
 /// Runs `harrier ARGS` with `stdin`; exit code, stdout, stderr.
-fn harrier(args: &[&str], stdin: &str) -> (i32, String, String) {
+pub(crate) fn harrier(args: &[&str], stdin: &str) -> (i32, String, String) {
     let mut child = Command::new(HARRIER)
         .args(args)
         .env_remove("HARRIER_TOKEN")
