@@ -1025,7 +1025,7 @@ impl Config {
             return Ok(url);
         }
         if let Some(db) = db {
-            return Ok(DatabaseUrl::Sqlite(db));
+            return Ok(DatabaseUrl::from_db_arg(&db));
         }
         Ok(Config::client()?.database())
     }
@@ -1121,7 +1121,11 @@ impl Config {
             // Flags and environment over the file; within each, the URL over the path.
             database_url: match (&args.database_url, &args.db) {
                 (Some(url), _) => Some(url.clone()),
-                (None, Some(_)) => None,
+                // `--db postgres://…` is taken as the URL it is, not as a file name.
+                (None, Some(db)) => match DatabaseUrl::from_db_arg(db) {
+                    DatabaseUrl::Sqlite(_) => None,
+                    url => Some(url),
+                },
                 (None, None) => file.database_url,
             },
             db: args.db.clone().or(file.db).unwrap_or(defaults.db),
@@ -1302,6 +1306,19 @@ mod database_tests {
         let err = DatabaseUrl::parse("mysql://root:pw@db/h").unwrap_err();
         assert!(err.contains("sqlite:PATH or postgres://"), "{err}");
         assert!(!err.contains("pw"), "the password is never shown: {err}");
+        // `--db` takes a URL too, and a file name otherwise.
+        assert_eq!(
+            DatabaseUrl::from_db_arg(std::path::Path::new(pg)),
+            DatabaseUrl::Postgres(pg.into())
+        );
+        assert_eq!(
+            Config::client_database(Some(PathBuf::from(pg)), None).unwrap(),
+            DatabaseUrl::Postgres(pg.into())
+        );
+        assert_eq!(
+            DatabaseUrl::from_db_arg(std::path::Path::new("data/h.db")),
+            DatabaseUrl::Sqlite(PathBuf::from("data/h.db"))
+        );
         // In harrier.toml, a bad URL is an error naming the key's value.
         assert!(toml::from_str::<FileConfig>("database_url = \"oracle:x\"").is_err());
     }

@@ -176,6 +176,16 @@ impl DatabaseUrl {
         ))
     }
 
+    /// The database a `--db` value names: a `postgres://…`, `postgresql://…` or `sqlite:…`
+    /// URL when it is one (people pass URLs to `--db` too), else the SQLite file at that
+    /// path.
+    pub fn from_db_arg(db: &Path) -> DatabaseUrl {
+        match db.to_str().map(DatabaseUrl::parse) {
+            Some(Ok(url)) => url,
+            _ => DatabaseUrl::Sqlite(db.to_path_buf()),
+        }
+    }
+
     /// The database as shown to people and in logs: the file path, or the URL with its
     /// password masked.
     pub fn shown(&self) -> String {
