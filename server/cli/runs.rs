@@ -27,8 +27,7 @@ pub async fn list_runs(args: TargetArgs) -> anyhow::Result<ExitCode> {
             let store = Store::connect_existing(&db)
                 .await
                 .with_context(|| database_hint(&db))?;
-            store
-                .list_runs()
+            crate::views::runs::list_runs(&store)
                 .await?
                 .into_iter()
                 .map(|r| serde_json::to_value(r).unwrap_or_default())

@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::domain::alerts::AlertView;
 use crate::domain::routes::RouteRow;
-use crate::store::{RunListItem, TargetRow};
+use crate::store::TargetRow;
+use crate::views::runs::RunListItem;
 
 /// Events buffered per client before it counts as lagging.
 const HUB_CAPACITY: usize = 1024;

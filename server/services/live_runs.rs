@@ -380,7 +380,9 @@ impl LiveRuns {
                 .add_live_delta(id, delta, &self.limits, now)
                 .await?
             {
-                if created && let Ok(Some(item)) = self.store.run_list_item(id).await {
+                if created
+                    && let Ok(Some(item)) = crate::views::runs::run_list_item(&self.store, id).await
+                {
                     self.hub.publish(&Event::RunImported { run: item });
                 }
                 return Ok(id);
@@ -420,7 +422,7 @@ impl LiveRuns {
 
     /// Announces a run that was just closed.
     async fn closed(&self, id: i64) {
-        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+        if let Ok(Some(item)) = crate::views::runs::run_list_item(&self.store, id).await {
             tracing::info!(run = id, samples = item.count, "live run complete");
             self.hub.publish(&Event::RunUpdated { run: item });
         }
@@ -459,7 +461,7 @@ impl LiveRuns {
             (announce, ended)
         };
         for id in announce {
-            if let Ok(Some(item)) = self.store.run_list_item(id).await {
+            if let Ok(Some(item)) = crate::views::runs::run_list_item(&self.store, id).await {
                 self.hub.publish(&Event::RunUpdated { run: item });
             }
         }

@@ -225,7 +225,7 @@ impl LoadRuns {
                 stop: false,
             }))),
         );
-        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+        if let Ok(Some(item)) = crate::views::runs::run_list_item(&self.store, id).await {
             self.hub.publish(&Event::RunImported { run: item });
         }
         metrics::gauge!("harrier_load_streams_open").increment(1.0);
@@ -292,7 +292,7 @@ impl LoadRuns {
             stop: stream.stop,
         };
         drop(guard);
-        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+        if let Ok(Some(item)) = crate::views::runs::run_list_item(&self.store, id).await {
             self.hub.publish(&Event::RunUpdated { run: item });
         }
         Ok(taken)
@@ -432,7 +432,7 @@ impl LoadRuns {
             .await;
         drop(guard);
         stored?;
-        if let Ok(Some(item)) = self.store.run_list_item(id).await {
+        if let Ok(Some(item)) = crate::views::runs::run_list_item(&self.store, id).await {
             self.hub.publish(&Event::RunUpdated { run: item });
         }
         tracing::info!(run = id, samples = summary.completed, "load run complete");

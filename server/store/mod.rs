@@ -37,7 +37,7 @@ pub use routes::{
     TargetSpec, WindowNeed, url_instance,
 };
 pub use runs::{
-    BucketRow, ErrorRow, FailedBy, LiveRunWindow, RejectedRowRow, RunDetail, RunListItem, RunPatch,
+    BucketRow, ErrorRow, FailedBy, LiveRunWindow, RejectedRowRow, RunDetail, RunListRow, RunPatch,
 };
 pub use silences::SILENCE_RETENTION_MS;
 
@@ -524,7 +524,7 @@ forward! {
     pub async fn put_run_capacity(&self, id: i64, key: &str, json: &str) -> Result<()>;
 
     /// The runs of a scenario, oldest first (by start, else import time).
-    pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>>;
+    pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListRow>>;
 
     /// Every scenario with its run count, newest activity first.
     pub async fn list_scenarios(&self) -> Result<Vec<ScenarioItem>>;
@@ -731,10 +731,10 @@ forward! {
     pub async fn insert_run(&self, run: &NewRun, data: &RunData) -> Result<i64>;
 
     /// Every run, newest first.
-    pub async fn list_runs(&self) -> Result<Vec<RunListItem>>;
+    pub async fn list_runs(&self) -> Result<Vec<RunListRow>>;
 
     /// One run's list row, or `None` if there is no such run.
-    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListItem>>;
+    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListRow>>;
 
     /// One run with its statistics, or `None` if there is no such run.
     pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>>;

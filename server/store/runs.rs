@@ -32,16 +32,18 @@ mod double_option {
     }
 }
 
-/// One row of the runs list (`GET /api/v1/runs`, `/console/runs`).
-#[derive(Debug, Clone, Serialize, FromRow)]
-pub struct RunListItem {
+/// One run as stored, for the runs list: the run's row and its total's figures. What is
+/// derived from them (successful throughput, the stated capacity, its page) is added by
+/// `views::runs::RunListItem`.
+#[derive(Debug, Clone, FromRow)]
+pub struct RunListRow {
     pub id: i64,
     pub name: String,
     pub scenario: Option<String>,
     pub tool: String,
     pub status: String,
     pub summary_only: bool,
-    /// First sample start, unix epoch ms (`null` for summary-only runs without times).
+    /// First sample start, unix epoch ms (`None` for summary-only runs without times).
     pub started_at_ms: Option<i64>,
     /// Run window (last end − first start), ms.
     pub duration_ms: Option<i64>,
@@ -49,35 +51,19 @@ pub struct RunListItem {
     /// Requests in the run total.
     pub count: i64,
     pub errors: i64,
-    /// errors / count × 100; `null` without samples.
+    /// errors / count × 100; `None` without samples.
     pub error_pct: Option<f64>,
     pub p95_ms: Option<f64>,
     pub throughput_rps: Option<f64>,
-    /// Successful requests per second (throughput × (count − errors) / count).
-    #[sqlx(skip)]
-    pub successful_rps: Option<f64>,
     pub rejected_rows: i64,
     /// True when the run has a time series (per-second buckets): a summary-only run with
     /// one (Locust's stats history) is no mere summary.
     pub has_series: bool,
-    /// The run's stated capacity, successful req/s: its ramp's (as kept once computed, under
-    /// the present rule) or its search's answer; `null` when none is known yet.
-    #[sqlx(skip)]
-    pub capacity_rps: Option<f64>,
-    /// Active users at a ramp's capacity.
-    #[sqlx(skip)]
-    pub capacity_users: Option<u32>,
-    /// The kept capacity's key and JSON (read with the row, not sent).
-    #[serde(skip)]
+    /// The kept capacity's key (`v{rule} …`) and JSON, if one was kept.
     pub capacity_key: Option<String>,
-    #[serde(skip)]
     pub capacity_json: Option<String>,
     /// A search's answer (`reported.search.throughput_rps` of a `harrier load find` run).
-    #[serde(skip)]
     pub search_rps: Option<f64>,
-    /// Console page of the run.
-    #[sqlx(skip)]
-    pub url: String,
 }
 
 /// One run with its statistics (`GET /api/v1/runs/{id}`).
@@ -233,35 +219,6 @@ impl StatsRow {
             bytes_sent: self.bytes_sent.max(0) as u64,
         }
     }
-}
-
-pub(crate) fn with_urls(mut rows: Vec<RunListItem>) -> Vec<RunListItem> {
-    let rule = format!("v{} ", crate::domain::runs::capacity::RULE_VERSION);
-    for row in &mut rows {
-        let kept = match (&row.capacity_key, &row.capacity_json) {
-            (Some(key), Some(json)) if key.starts_with(&rule) => {
-                serde_json::from_str::<serde_json::Value>(json).ok()
-            }
-            _ => None,
-        };
-        row.capacity_rps = row
-            .search_rps
-            .or_else(|| kept.as_ref().and_then(|c| c["throughput_rps"].as_f64()));
-        row.capacity_users = kept
-            .as_ref()
-            .filter(|_| row.search_rps.is_none())
-            .and_then(|c| c["users"].as_u64())
-            .and_then(|u| u32::try_from(u).ok());
-        row.capacity_key = None;
-        row.capacity_json = None;
-        row.successful_rps = crate::domain::runs::successful_rps(
-            row.count.max(0) as u64,
-            row.errors.max(0) as u64,
-            row.throughput_rps,
-        );
-        row.url = format!("/console/runs/{}", row.id);
-    }
-    rows
 }
 
 /// A run's start or end as a clock time: some tools (hey and oha CSV) write only offsets

@@ -7,7 +7,126 @@ use crate::domain::runs::capacity::{self, Capacity};
 use crate::domain::runs::distribution::{Apdex, Distribution};
 use crate::domain::runs::timeseries::{self, BucketIn};
 use crate::error::{Error, Result};
-use crate::store::{BucketRow, RunDetail, Store};
+use crate::store::{BucketRow, RunDetail, RunListRow, Store};
+
+/// A run's console page: `/console/runs/{id}`.
+pub fn run_url(id: i64) -> String {
+    format!("/console/runs/{id}")
+}
+
+/// One row of the runs list (`GET /api/v1/runs` items, the live `run_imported` /
+/// `run_updated` events, `/console/runs`): the stored row with what is derived from it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunListItem {
+    pub id: i64,
+    pub name: String,
+    pub scenario: Option<String>,
+    pub tool: String,
+    pub status: String,
+    pub summary_only: bool,
+    /// First sample start, unix epoch ms (`null` for summary-only runs without times).
+    pub started_at_ms: Option<i64>,
+    /// Run window (last end − first start), ms.
+    pub duration_ms: Option<i64>,
+    pub imported_at_ms: i64,
+    /// Requests in the run total.
+    pub count: i64,
+    pub errors: i64,
+    /// errors / count × 100; `null` without samples.
+    pub error_pct: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub throughput_rps: Option<f64>,
+    /// Successful requests per second (throughput × (count − errors) / count).
+    pub successful_rps: Option<f64>,
+    pub rejected_rows: i64,
+    /// True when the run has a time series (per-second buckets): a summary-only run with
+    /// one (Locust's stats history) is no mere summary.
+    pub has_series: bool,
+    /// The run's stated capacity, successful req/s: its ramp's (as kept once computed, under
+    /// the present rule) or its search's answer; `null` when none is known yet.
+    pub capacity_rps: Option<f64>,
+    /// Active users at a ramp's capacity.
+    pub capacity_users: Option<u32>,
+    /// Console page of the run.
+    pub url: String,
+}
+
+impl From<RunListRow> for RunListItem {
+    fn from(row: RunListRow) -> RunListItem {
+        // A kept capacity counts only under the present rule (older ones are recomputed
+        // when the run is next shown).
+        let rule = format!("v{} ", capacity::RULE_VERSION);
+        let kept = match (&row.capacity_key, &row.capacity_json) {
+            (Some(key), Some(json)) if key.starts_with(&rule) => {
+                serde_json::from_str::<serde_json::Value>(json).ok()
+            }
+            _ => None,
+        };
+        let capacity_rps = row
+            .search_rps
+            .or_else(|| kept.as_ref().and_then(|c| c["throughput_rps"].as_f64()));
+        let capacity_users = kept
+            .as_ref()
+            .filter(|_| row.search_rps.is_none())
+            .and_then(|c| c["users"].as_u64())
+            .and_then(|u| u32::try_from(u).ok());
+        RunListItem {
+            successful_rps: crate::domain::runs::successful_rps(
+                row.count.max(0) as u64,
+                row.errors.max(0) as u64,
+                row.throughput_rps,
+            ),
+            capacity_rps,
+            capacity_users,
+            url: run_url(row.id),
+            id: row.id,
+            name: row.name,
+            scenario: row.scenario,
+            tool: row.tool,
+            status: row.status,
+            summary_only: row.summary_only,
+            started_at_ms: row.started_at_ms,
+            duration_ms: row.duration_ms,
+            imported_at_ms: row.imported_at_ms,
+            count: row.count,
+            errors: row.errors,
+            error_pct: row.error_pct,
+            p95_ms: row.p95_ms,
+            throughput_rps: row.throughput_rps,
+            rejected_rows: row.rejected_rows,
+            has_series: row.has_series,
+        }
+    }
+}
+
+/// The runs list, newest first (as [`Store::list_runs`]), each row with what is derived
+/// from it.
+pub async fn list_runs(store: &Store) -> crate::store::Result<Vec<RunListItem>> {
+    Ok(store
+        .list_runs()
+        .await?
+        .into_iter()
+        .map(RunListItem::from)
+        .collect())
+}
+
+/// One row of the runs list (see [`list_runs`]); `None` for an unknown id.
+pub async fn run_list_item(store: &Store, id: i64) -> crate::store::Result<Option<RunListItem>> {
+    Ok(store.run_list_item(id).await?.map(RunListItem::from))
+}
+
+/// The runs of a scenario, oldest first (as [`Store::scenario_runs`]).
+pub async fn scenario_runs(
+    store: &Store,
+    scenario: &str,
+) -> crate::store::Result<Vec<RunListItem>> {
+    Ok(store
+        .scenario_runs(scenario)
+        .await?
+        .into_iter()
+        .map(RunListItem::from)
+        .collect())
+}
 
 /// The error for a label a run does not have.
 pub fn no_label(id: i64, label: Option<&str>) -> Error {

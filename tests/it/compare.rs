@@ -1296,7 +1296,7 @@ async fn a_searchs_answer_is_gated_compared_and_listed() {
         assert!(c["capacity"][i]["capacity_rps"].as_f64().unwrap() > 10.0);
     }
     let store = Store::open(&db).await.unwrap();
-    let rows = store.list_runs().await.unwrap();
+    let rows = harrier::views::runs::list_runs(&store).await.unwrap();
     assert_eq!(rows.len(), 2);
     for (row, listed) in rows
         .iter()

@@ -87,7 +87,7 @@ async fn trend_handler(
 }
 
 async fn get_baseline(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response> {
-    let runs = state.store.scenario_runs(&name).await?;
+    let runs = crate::views::runs::scenario_runs(&state.store, &name).await?;
     let Some(newest) = runs.last() else {
         return Err(Error::NotFound(format!("scenario {name:?}")));
     };

@@ -77,14 +77,14 @@ pub fn routes() -> Routes {
 
 /// `Err(NotFound)` unless run `id` exists.
 async fn require_run(state: &AppState, id: i64) -> Result<()> {
-    match state.store.run_list_item(id).await? {
+    match crate::views::runs::run_list_item(&state.store, id).await? {
         Some(_) => Ok(()),
         None => Err(Error::NotFound(format!("run {id}"))),
     }
 }
 
 async fn list_runs(State(state): State<AppState>) -> Result<Json<serde_json::Value>> {
-    let runs = state.store.list_runs().await?;
+    let runs = crate::views::runs::list_runs(&state.store).await?;
     Ok(Json(serde_json::json!({ "runs": runs })))
 }
 
@@ -147,7 +147,7 @@ async fn patch_run(
     if !state.store.update_run(id, &patch).await? {
         return Err(Error::NotFound(format!("run {id}")));
     }
-    if let Some(item) = state.store.run_list_item(id).await? {
+    if let Some(item) = crate::views::runs::run_list_item(&state.store, id).await? {
         state.hub.publish(&Event::RunUpdated { run: item });
     }
     Ok(Json(

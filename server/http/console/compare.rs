@@ -376,8 +376,8 @@ async fn reference_first(
     if !asked || q.ids.is_empty() {
         return Ok(None);
     }
-    let runs = state.store.list_runs().await?;
-    let mut picked: Vec<&crate::store::RunListItem> =
+    let runs = crate::views::runs::list_runs(&state.store).await?;
+    let mut picked: Vec<&crate::views::runs::RunListItem> =
         runs.iter().filter(|r| q.ids.contains(&r.id)).collect();
     picked.sort_by_key(|r| (r.started_at_ms.unwrap_or(r.imported_at_ms), r.id));
     let mut pinned = None;

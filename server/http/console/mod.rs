@@ -67,7 +67,8 @@ use crate::domain::runs::capacity::Capacity;
 use crate::domain::runs::distribution::Apdex;
 use crate::error::Error;
 use crate::state::AppState;
-use crate::store::{ErrorRow, RejectedRowRow, RunDetail, RunListItem};
+use crate::store::{ErrorRow, RejectedRowRow, RunDetail};
+use crate::views::runs::RunListItem;
 
 /// Console routes.
 pub fn routes() -> Routes {
@@ -246,7 +247,7 @@ const OVERVIEW_RUNS: usize = 10;
 const OVERVIEW_ALERTS: usize = 5;
 
 async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageError> {
-    let all = state.store.list_runs().await?;
+    let all = crate::views::runs::list_runs(&state.store).await?;
     let now = crate::now_ms();
     let rules = state.store.list_alert_rules().await?;
     let active = state.store.list_alerts().await?;
@@ -291,7 +292,7 @@ struct LoadFormView {
 }
 
 async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
-    let runs = state.store.list_runs().await?;
+    let runs = crate::views::runs::list_runs(&state.store).await?;
     let mut scenarios: Vec<String> = runs.iter().filter_map(|r| r.scenario.clone()).collect();
     scenarios.sort();
     scenarios.dedup();

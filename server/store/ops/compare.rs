@@ -5,7 +5,7 @@
 use super::Backend;
 use crate::store::Result;
 use crate::store::compare::*;
-use crate::store::runs::RunListItem;
+use crate::store::runs::RunListRow;
 
 impl Backend {
     /// Every bucket of every scope of a run, one row per scope (by scope, buckets by
@@ -74,8 +74,8 @@ impl Backend {
     }
 
     /// The runs of a scenario, oldest first (by start, else import time).
-    pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListItem>> {
-        let rows: Vec<RunListItem> = sqlx::query_as(concat!(
+    pub async fn scenario_runs(&self, scenario: &str) -> Result<Vec<RunListRow>> {
+        let rows: Vec<RunListRow> = sqlx::query_as(concat!(
             "SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
                     s.window_ms AS duration_ms, r.imported_at_ms, s.count, s.errors,
                     CASE WHEN s.count > 0 THEN s.errors * CAST(100.0 AS DOUBLE PRECISION) / s.count END AS error_pct,
@@ -94,7 +94,7 @@ impl Backend {
         .bind(scenario)
         .fetch_all(&self.pool)
         .await?;
-        Ok(crate::store::runs::with_urls(rows))
+        Ok(rows)
     }
 
     /// Every scenario with its run count, newest activity first.

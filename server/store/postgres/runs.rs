@@ -66,23 +66,23 @@ impl PostgresStore {
     }
 
     /// Every run, newest first.
-    pub async fn list_runs(&self) -> Result<Vec<RunListItem>> {
+    pub async fn list_runs(&self) -> Result<Vec<RunListRow>> {
         let rows = sqlx::query_as(concat!(
             list_sql!(),
             " ORDER BY COALESCE(r.started_at_ms, r.imported_at_ms) DESC, r.id DESC"
         ))
         .fetch_all(&self.pool)
         .await?;
-        Ok(with_urls(rows))
+        Ok(rows)
     }
 
     /// One run's list row, or `None` if there is no such run.
-    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListItem>> {
-        let rows = sqlx::query_as(concat!(list_sql!(), " WHERE r.id = $1"))
+    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListRow>> {
+        let mut rows: Vec<RunListRow> = sqlx::query_as(concat!(list_sql!(), " WHERE r.id = $1"))
             .bind(id)
             .fetch_all(&self.pool)
             .await?;
-        Ok(with_urls(rows).pop())
+        Ok(rows.pop())
     }
 
     /// One run with its statistics, or `None` if there is no such run.
