@@ -452,7 +452,7 @@ pub async fn auto_baseline(store: &Store, run_id: i64) -> Result<Option<(i64, Ba
     {
         return Ok(Some((pinned, BaselineSource::Pinned)));
     }
-    let runs = crate::views::runs::scenario_runs(&store, &scenario).await?;
+    let runs = crate::views::runs::scenario_runs(store, &scenario).await?;
     let checks: HashMap<i64, bool> = store
         .scenario_checks(&scenario)
         .await?
@@ -481,7 +481,7 @@ pub async fn previous_run(store: &Store, run_id: i64) -> Result<Option<i64>> {
     let Some(scenario) = run.scenario else {
         return Ok(None);
     };
-    let runs = crate::views::runs::scenario_runs(&store, &scenario).await?;
+    let runs = crate::views::runs::scenario_runs(store, &scenario).await?;
     let pos = runs.iter().position(|r| r.id == run_id).unwrap_or(0);
     Ok(pos.checked_sub(1).map(|p| runs[p].id))
 }
@@ -644,7 +644,7 @@ pub struct Trend {
 
 /// Builds a scenario's trend. `NotFound` when no run has that scenario.
 pub async fn trend(store: &Store, scenario: &str, opts: &Options) -> Result<Trend> {
-    let runs = crate::views::runs::scenario_runs(&store, scenario).await?;
+    let runs = crate::views::runs::scenario_runs(store, scenario).await?;
     let Some(newest) = runs.last() else {
         return Err(Error::NotFound(format!("scenario {scenario:?}")));
     };

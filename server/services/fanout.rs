@@ -278,7 +278,7 @@ async fn receive(
     metrics::counter!("harrier_replica_wakes_total", "direction" => "received").increment(1);
     match w {
         Wake::RunImported { id } | Wake::RunUpdated { id } => {
-            match crate::views::runs::run_list_item(&store, id).await {
+            match crate::views::runs::run_list_item(store, id).await {
                 Ok(Some(run)) => hub.publish_local(&if matches!(w, Wake::RunImported { .. }) {
                     Event::RunImported { run }
                 } else {

@@ -234,7 +234,7 @@ pub async fn import_reader<R: Read + Send + 'static>(
     if let Some(hub) = &progress.hub {
         if let Ok(runs) = &outcome {
             for run in runs {
-                if let Ok(Some(item)) = crate::views::runs::run_list_item(&store, run.id).await {
+                if let Ok(Some(item)) = crate::views::runs::run_list_item(store, run.id).await {
                     hub.publish(&Event::RunImported { run: item });
                 }
             }
@@ -688,7 +688,7 @@ pub async fn import_locust_set(
         && let Ok(runs) = &outcome
     {
         for run in runs {
-            if let Ok(Some(item)) = crate::views::runs::run_list_item(&store, run.id).await {
+            if let Ok(Some(item)) = crate::views::runs::run_list_item(store, run.id).await {
                 hub.publish(&Event::RunImported { run: item });
             }
         }

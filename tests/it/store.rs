@@ -147,7 +147,10 @@ async fn a_run_round_trips_with_every_figure() {
     // The store keeps no console links: the list's view adds the run's page.
     let shown = harrier::views::runs::list_runs(&store).await.unwrap();
     assert_eq!(shown[0].url, format!("/console/runs/{id}"));
-    assert_eq!(shown[0].successful_rps.is_some(), list[0].throughput_rps.is_some());
+    assert_eq!(
+        shown[0].successful_rps.is_some(),
+        list[0].throughput_rps.is_some()
+    );
     assert_eq!(store.run_list_item(id).await.unwrap().unwrap().name, "r1");
 }
 

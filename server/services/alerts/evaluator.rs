@@ -349,7 +349,7 @@ pub async fn evaluate_fenced(
         };
         if scenario_rule && store.fail_run(run, &t.rule, t.at_ms, t.value).await? {
             tracing::info!(run, rule = %t.rule, "live run failed by an alert rule");
-            if let Some(item) = crate::views::runs::run_list_item(&store, run).await? {
+            if let Some(item) = crate::views::runs::run_list_item(store, run).await? {
                 hub.publish(&Event::RunUpdated { run: item });
             }
         }
