@@ -90,3 +90,66 @@ pub struct Delivery {
 pub(crate) fn json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
+
+// This group's operations on [`Store`], each answered by the backend the store was
+// opened on (`forward!`).
+forward! {
+    /// Takes notices into groups in one transaction: every entry is added to (or updates)
+    /// its group, a new group waiting until its `first_flush_ms`, and the notices
+    /// `notice_ids` are marked taken at `now_ms`.
+    pub async fn ingest_notices(
+        &self,
+        notice_ids: &[i64],
+        entries: &[GroupEntry],
+        now_ms: i64,
+    ) -> Result<()>;
+
+    /// Groups whose flush is due at `now_ms`, oldest flush first.
+    pub async fn due_groups(&self, now_ms: i64) -> Result<Vec<Group>>;
+
+    /// This database's installation key: `candidate` (a random value the caller made) if
+    /// none is stored yet, else the stored one — the same for every process using the
+    /// database, for its whole life.
+    pub async fn installation_key(&self, candidate: &str) -> Result<String>;
+
+    /// The alerts of one group, by labels.
+    pub async fn group_alerts(&self, channel: &str, group_key: &str) -> Result<Vec<GroupAlert>>;
+
+    /// Marks the alerts `fingerprints` of `channel` as told while firing, right before a
+    /// message that tells of them is sent: should the sender die before the message is
+    /// settled, whoever flushes the group next knows the receiver may have heard of them,
+    /// and tells it when they resolve.
+    pub async fn mark_told(&self, channel: &str, fingerprints: &[String]) -> Result<()>;
+
+    /// Settles one flush of group (`channel`, `group_key`) in one transaction: logs the
+    /// attempt (when a message was tried), records the notification log entry, drops the
+    /// flushed resolved alerts (and the group once it is empty), and sets the next flush.
+    pub async fn settle_group(
+        &self,
+        channel: &str,
+        group_key: &str,
+        result: &FlushResult,
+        delivery: Option<&Delivery>,
+        now_ms: i64,
+    ) -> Result<()>;
+
+    /// Drops the groups (and their alerts) of channels that exist no more: neither in
+    /// `config` (the names of `harrier.toml`'s channels) nor stored (`alert_channels`). One
+    /// transaction, reading the stored names in it, so a channel renamed or added through
+    /// the API meanwhile keeps its groups.
+    pub async fn drop_groups_of_unknown_channels(&self, config: &[String]) -> Result<()>;
+
+    /// Adds one attempt to the delivery log (a test notification; group flushes are
+    /// logged by [`Store::settle_group`]).
+    pub async fn log_delivery(&self, d: &Delivery) -> Result<()>;
+
+    /// The newest delivery-log entry of each of `channels` that has one, by channel name
+    /// (one index seek per channel: `alert_group_deliveries_channel`).
+    pub async fn last_deliveries(
+        &self,
+        channels: &[String],
+    ) -> Result<std::collections::HashMap<String, Delivery>>;
+
+    /// The delivery log, newest first.
+    pub async fn alert_deliveries(&self, limit: i64) -> Result<Vec<Delivery>>;
+}

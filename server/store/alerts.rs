@@ -141,3 +141,92 @@ pub(crate) fn labels_of(s: &str) -> Labels {
 pub(crate) fn rule_json(r: &Rule) -> String {
     serde_json::to_string(r).unwrap_or_default()
 }
+
+// This group's operations on [`Store`], each answered by the backend the store was
+// opened on (`forward!`).
+forward! {
+    /// The rules in force (deleted built-ins left out), by name.
+    pub async fn list_alert_rules(&self) -> Result<Vec<StoredRule>>;
+
+    /// One rule in force, by name.
+    pub async fn get_alert_rule(&self, name: &str) -> Result<Option<StoredRule>>;
+
+    /// Adds a rule; `false` when a rule of that name is in force. A deleted built-in of
+    /// the same name is replaced.
+    pub async fn insert_alert_rule(&self, rule: &Rule, origin: &str, now_ms: i64) -> Result<bool>;
+
+    /// Replaces rule `name` (which may be renamed to `rule.name`); its active alerts are
+    /// dropped (they belong to the old condition). `false` when no such rule is in force.
+    pub async fn update_alert_rule(&self, name: &str, rule: &Rule, now_ms: i64) -> Result<bool>;
+
+    /// Deletes rule `name` and its active alerts (a built-in rule is marked deleted so it
+    /// is not seeded again). `false` when no such rule is in force.
+    pub async fn delete_alert_rule(&self, name: &str, now_ms: i64) -> Result<bool>;
+
+    /// At start-up: adds the built-in rules that were never stored (a deleted one stays
+    /// deleted) and writes the configuration file's rules over any stored rule of the
+    /// same name (`origin = config`). Rules the configuration file no longer has, and
+    /// built-ins not in `builtin` (`builtin_rules = false`), are removed with their
+    /// active alerts, as Prometheus drops the rules of a reloaded file; built-ins
+    /// removed that way come back when turned on again.
+    pub async fn seed_alert_rules(
+        &self,
+        builtin: &[Rule],
+        config: &[Rule],
+        now_ms: i64,
+    ) -> Result<()>;
+
+    /// The active alerts (pending and firing), by rule and labels.
+    pub async fn list_alerts(&self) -> Result<Vec<Alert>>;
+
+    /// Firing alerts per rule: `(rule, count)`, by rule (the console's nav badge).
+    pub async fn firing_counts(&self) -> Result<Vec<(String, i64)>>;
+
+    /// Saves one evaluation round in one transaction: the active alerts of the `rules`
+    /// evaluated are replaced by `alerts` (alerts of rules no longer in force are dropped); `transitions` go to the history, and those that
+    /// notify (firing, resolved) to the outbox. Returns the outbox ids added.
+    pub async fn save_evaluation(
+        &self,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Vec<i64>>;
+
+    /// As [`Store::save_evaluation`], only while `fence` is held in its term at `now_ms`
+    /// (checked in the same transaction); `None`, nothing saved, when it is not.
+    pub async fn save_evaluation_fenced(
+        &self,
+        fence: Option<&LeaseTerm<'_>>,
+        rules: &[String],
+        alerts: &[Alert],
+        transitions: &[Transition],
+        now_ms: i64,
+    ) -> Result<Option<Vec<i64>>>;
+
+    /// The history, newest first: at most `limit` rows, of one rule when given.
+    pub async fn alert_history(&self, rule: Option<&str>, limit: i64) -> Result<Vec<HistoryRow>>;
+
+    /// The history rows that `filter` selects, newest first, at most `limit`.
+    ///
+    /// With `from_ms`, each alert identity that was pending or firing at `from_ms` also
+    /// gets its last transition before `from_ms` (so a period that began earlier is
+    /// known to be open at the start of the range); those rows count towards `limit`.
+    pub async fn alert_history_filtered(
+        &self,
+        filter: &HistoryFilter,
+        limit: i64,
+    ) -> Result<Vec<HistoryRow>>;
+
+    /// Notifications not yet delivered whose next attempt is due at `now_ms` and that
+    /// have had fewer than `max_attempts` attempts, oldest first.
+    pub async fn due_notifications(
+        &self,
+        now_ms: i64,
+        max_attempts: i64,
+        limit: i64,
+    ) -> Result<Vec<Notification>>;
+
+    /// Notifications not yet delivered, oldest first (whatever their retry time).
+    pub async fn undelivered_notifications(&self, limit: i64) -> Result<Vec<Notification>>;
+}

@@ -45,3 +45,32 @@ pub(crate) fn body(c: &ChannelSpec) -> String {
     v["url"] = c.url.expose().into();
     v.to_string()
 }
+
+// This group's operations on [`Store`], each answered by the backend the store was
+// opened on (`forward!`).
+forward! {
+    /// The stored channels, by name (rows whose JSON no longer reads are logged and left
+    /// out).
+    pub async fn list_channels(&self) -> Result<Vec<StoredChannel>>;
+
+    /// One stored channel, by name.
+    pub async fn get_channel(&self, name: &str) -> Result<Option<StoredChannel>>;
+
+    /// Stores a new channel at `now_ms`; `false` when one of that name is stored.
+    pub async fn insert_channel(&self, c: &ChannelSpec, now_ms: i64) -> Result<bool>;
+
+    /// Replaces channel `name` with `c` at `now_ms`, in one transaction. When `c.name`
+    /// differs the channel is renamed, and its notification groups and delivery log go
+    /// with it (so a rename neither re-sends nor forgets what was sent). `false` when no
+    /// channel `name` is stored, or when another stored channel is called `c.name`.
+    pub async fn update_channel(&self, name: &str, c: &ChannelSpec, now_ms: i64) -> Result<bool>;
+
+    /// Deletes stored channel `name`; `false` when there is none. Its groups are dropped
+    /// by the dispatcher's next pass ([`Store::drop_groups_of_unknown_channels`]); its
+    /// delivery log stays.
+    pub async fn delete_channel(&self, name: &str) -> Result<bool>;
+
+    /// Deletes the stored channels named in `names` (at start-up: the names
+    /// `harrier.toml` now uses, which win); returns the names deleted.
+    pub async fn delete_channels_named(&self, names: &[String]) -> Result<Vec<String>>;
+}

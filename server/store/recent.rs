@@ -74,3 +74,19 @@ pub struct RouteWindows {
     /// Whether the intervals held in memory answered (else the database did).
     pub from_memory: bool,
 }
+
+// This group's operations on [`Store`], each answered by the backend the store was
+// opened on (`forward!`).
+forward! {
+    /// The figures of every route over several windows ending at `now_ms`, as
+    /// [`Store::route_figures`] computes them, for the alert evaluator. On SQLite: from the
+    /// recent intervals held in memory when they cover the windows (loading them first if
+    /// needed), else from the database ([`Store::route_window_figures_sql`]); no windows: no
+    /// routes, and the memory is dropped (the evaluator has no route rule). On PostgreSQL
+    /// always from the database (another process may write it), `from_memory` false.
+    pub async fn route_window_figures(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<RouteWindows>;
+}

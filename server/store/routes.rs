@@ -534,3 +534,150 @@ impl RollupDb {
         }
     }
 }
+
+// This group's operations on [`Store`], each answered by the backend the store was
+// opened on (`forward!`).
+forward! {
+    /// Adds a target; `None` when a target of that name exists.
+    pub async fn insert_target(
+        &self,
+        spec: &TargetSpec,
+        origin: &str,
+        now_ms: i64,
+    ) -> Result<Option<TargetRow>>;
+
+    /// Adds or replaces (by name) a target from the configuration or the built-in one; its
+    /// id, status and routes stay when it exists.
+    pub async fn upsert_target(
+        &self,
+        spec: &TargetSpec,
+        origin: &str,
+        now_ms: i64,
+    ) -> Result<TargetRow>;
+
+    /// Every target, by name.
+    pub async fn list_targets(&self) -> Result<Vec<TargetRow>>;
+
+    pub async fn get_target(&self, id: i64) -> Result<Option<TargetRow>>;
+
+    /// Deletes a target with its routes and their figures; false when there was none.
+    pub async fn delete_target(&self, id: i64) -> Result<bool>;
+
+    /// Deletes targets of `origin` whose names are not in `keep` (a config file's targets
+    /// that were removed from it). Returns the ids deleted.
+    pub async fn delete_targets_not_in(&self, origin: &str, keep: &[String]) -> Result<Vec<i64>>;
+
+    /// Writes one scrape: the target's status, the routes found and their intervals, and
+    /// the 1 min / 1 h rollups, in one transaction. Returns the route ids, in `routes` order.
+    pub async fn record_scrape(
+        &self,
+        target_id: i64,
+        status: &ScrapeStatus,
+        routes: &[RouteWrite],
+    ) -> Result<Vec<i64>>;
+
+    /// Deletes figures past their retention. Returns the rows deleted.
+    pub async fn prune_routes(&self, now_ms: i64, retention: &Retention) -> Result<u64>;
+
+    /// Routes with their targets; all of them, or those of `target_id`, or the one `route_id`.
+    pub async fn route_infos(
+        &self,
+        target_id: Option<i64>,
+        route_id: Option<i64>,
+    ) -> Result<Vec<RouteInfo>>;
+
+    /// Raw intervals with `from_ms < at_ms ≤ to_ms`, by route then time; one route or all.
+    pub async fn route_intervals(
+        &self,
+        route_id: Option<i64>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>>;
+
+    /// The start of route `route_id`'s first rollup bucket at `resolution_ms`, if any.
+    pub async fn first_rollup_ms(&self, route_id: i64, resolution_ms: i64) -> Result<Option<i64>>;
+
+    /// Rollup rows of one route at `resolution_ms` whose buckets overlap `from_ms…to_ms`;
+    /// `at_ms` is the bucket start, inflight the mean of the readings.
+    pub async fn route_rollups(
+        &self,
+        route_id: i64,
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>>;
+
+    /// Figures per route over the window ending at `now_ms`: all routes, or those of
+    /// `target_id`. See [`Store::figures_of`].
+    pub async fn route_figures(
+        &self,
+        target_id: Option<i64>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>>;
+
+    /// Figures of `infos` over the window ending at `now_ms`: the raw intervals whose
+    /// scrape falls in the window. A route with none there (its scrapes are further apart
+    /// than the window) is given its last interval when that ended less than twice the
+    /// longer of the window and the interval ago, so a 1 min window over 2 min scrapes is
+    /// not empty. `scope` must cover `infos` (it bounds the window read).
+    ///
+    /// Reads only the window (one indexed range of `route_samples`), then the last
+    /// interval of the routes the window lacked: the cost follows the routes and the
+    /// window, never the stored history.
+    pub async fn figures_of(
+        &self,
+        infos: Vec<RouteInfo>,
+        scope: IntervalScope<'_>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>>;
+
+    /// Raw intervals with `from_ms < at_ms ≤ to_ms` of the routes in `scope`, by route then
+    /// time.
+    pub async fn intervals_in(
+        &self,
+        scope: IntervalScope<'_>,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<StoredInterval>>;
+
+    /// Writes one scrape's process figures `(instance, metric, value)` of target
+    /// `target_id` at `at_ms`: the scrape row and the 1 min / 10 min / 1 h buckets (sum,
+    /// count, max), in one transaction with multi-row upserts.
+    pub async fn record_process(
+        &self,
+        target_id: i64,
+        at_ms: i64,
+        figures: &[(String, String, f64)],
+    ) -> Result<()>;
+
+    /// The latest process figures of targets `target_ids`: `(target_id, instance, metric,
+    /// value, at_ms)`, one per instance and metric (the last scrape that had it).
+    pub async fn process_latest(&self, target_ids: &[i64]) -> Result<Vec<ProcessPoint>>;
+
+    /// Process figures of targets `target_ids` at `resolution_ms` (0: per scrape) with
+    /// `from_ms ≤ bucket_ms ≤ to_ms`, by instance, metric and time; `mean` = sum / n. With
+    /// `metric_prefix`, only the metrics whose name starts with it (`pool_`: the pools).
+    pub async fn process_series(
+        &self,
+        target_ids: &[i64],
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+        metric_prefix: Option<&str>,
+    ) -> Result<Vec<ProcessPoint>>;
+
+    /// [`Store::route_window_figures`] from the database: the sums come from one aggregate query
+    /// over the longest window (no per-route query, no bucket parsing unless
+    /// `need.buckets`), the latest inflight reading and the histogram buckets only for the
+    /// windows that ask for them.
+    pub async fn route_window_figures_sql(
+        &self,
+        needs: &[WindowNeed],
+        now_ms: i64,
+    ) -> Result<RouteWindows>;
+
+    /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
+    pub async fn runs_overlapping(&self, from_ms: i64, to_ms: i64) -> Result<Vec<RunBand>>;
+}

@@ -381,3 +381,150 @@ pub(crate) fn sum_added_buckets(
     }
     Ok(sums.into_iter().map(|((ord, _), b)| (ord, b)).collect())
 }
+
+// This group's operations on [`Store`], each answered by the backend the store was
+// opened on (`forward!`).
+forward! {
+    /// Stores runs read from one file in ONE transaction: either every run lands or none.
+    /// Returns the new ids in order.
+    ///
+    /// Each run's bootstrap draws are computed here, before the transaction
+    /// (see [`crate::domain::compare::stored`]), and stored with it.
+    pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>>;
+
+    /// Stores one run in one transaction; returns its id.
+    pub async fn insert_run(&self, run: &NewRun, data: &RunData) -> Result<i64>;
+
+    /// Every run, newest first.
+    pub async fn list_runs(&self) -> Result<Vec<RunListRow>>;
+
+    /// One run's list row, or `None` if there is no such run.
+    pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListRow>>;
+
+    /// One run with its statistics, or `None` if there is no such run.
+    pub async fn get_run(&self, id: i64) -> Result<Option<RunDetail>>;
+
+    /// The per-second buckets of a run's label (`None`: the run total), by start time.
+    /// Returns `None` when the run has no such label.
+    pub async fn run_buckets(&self, id: i64, label: Option<&str>) -> Result<Option<Vec<BucketRow>>>;
+
+    /// The exact response-time distribution of a run's label (`None`: the run total);
+    /// `Ok(None)` when the run has no such label, an empty distribution when none was
+    /// stored (summary-only runs).
+    pub async fn run_distribution(
+        &self,
+        id: i64,
+        label: Option<&str>,
+    ) -> Result<Option<Distribution>>;
+
+    /// Every scope's distribution of a run, in scope order (0 = run total), with the
+    /// distribution of its failed samples (`None`: not stored — a summary-only run or one
+    /// imported before harrier kept it).
+    pub async fn run_distributions(
+        &self,
+        id: i64,
+    ) -> Result<Vec<(Distribution, Option<Distribution>)>>;
+
+    /// A run's error groups, most frequent first.
+    pub async fn run_errors(&self, id: i64) -> Result<Vec<ErrorRow>>;
+
+    /// The rows a run's import rejected (details of the first ones), by line.
+    pub async fn run_rejected(&self, id: i64) -> Result<Vec<RejectedRowRow>>;
+
+    /// Creates a run that is still receiving data (`status = 'live'`), with no aggregates
+    /// yet; returns its id.
+    /// Marks run `id` failed by alert `rule` at `at_ms` with `value`; `false` when it was
+    /// already failed (the first failure stands) or does not exist.
+    pub async fn fail_run(
+        &self,
+        id: i64,
+        rule: &str,
+        at_ms: i64,
+        value: Option<f64>,
+    ) -> Result<bool>;
+
+    /// The live runs (status `live`) with their run-total buckets starting in
+    /// [`now_ms` − `window_ms`, `now_ms`), summed; one query for all runs.
+    pub async fn live_run_windows(&self, window_ms: i64, now_ms: i64) -> Result<Vec<LiveRunWindow>>;
+
+    pub async fn create_live_run(&self, run: &NewRun) -> Result<i64>;
+
+    /// Replaces a run's aggregates (a live run's newest snapshot, or exact figures from
+    /// its result file) in one transaction, and sets its status (`live` or `complete`)
+    /// and, when given, its tool and source. `false` if there is no such run.
+    ///
+    /// A `complete` run gets its bootstrap draws (see [`Store::insert_runs`]); a `live`
+    /// one has none until it completes.
+    pub async fn replace_run_data(
+        &self,
+        id: i64,
+        data: &RunData,
+        status: &str,
+        tool_source: Option<(&str, &str)>,
+    ) -> Result<bool>;
+
+    /// Stores a live run's changes since the previous call, in one transaction: the run's
+    /// statistics, error groups and rejected rows replace the stored ones, the changed
+    /// buckets replace theirs (by label and second), and the `added` buckets are added to
+    /// the stored bucket of their label and second (see [`RunChanges`]). Sets the run's
+    /// status (`live` or `complete`). `false` if there is no such run.
+    ///
+    /// Cost follows the run's labels and the changed seconds, never its length. A run
+    /// completed this way has no bootstrap draws: the first comparison that needs them
+    /// draws them from the stored buckets and keeps them.
+    pub async fn store_live_changes(
+        &self,
+        id: i64,
+        changes: &RunChanges,
+        status: &str,
+    ) -> Result<bool>;
+
+    /// The open live run streamed under `key` (its sender and run key), or a new one
+    /// described by `run` when none is open; `true` when it was created. Whichever
+    /// process (replica) receives a stream's points finds the same run: at most one run
+    /// per key is `live` at a time (a unique index), and a process that loses the race to
+    /// create it uses the other's.
+    pub async fn open_live_run(&self, key: &str, run: &NewRun, now_ms: i64) -> Result<(i64, bool)>;
+
+    /// Adds `delta` — a live run's points taken by this process since its previous store,
+    /// as a run of their own (statistics, distributions, error groups, rejected rows; its
+    /// buckets, all in `delta.added` or `delta.data.buckets`, are added to the stored
+    /// ones) — to stored run `id` in one transaction that holds the run's row, and notes
+    /// `now_ms` as when the run last received data. See
+    /// [`crate::domain::runs::merge::add_delta`] for how figures add up. `false` (nothing
+    /// stored) when `id` is not an open live run any more: it was ended or went idle.
+    ///
+    /// Cost follows the run's labels and the delta's seconds, never the run's length.
+    pub async fn add_live_delta(
+        &self,
+        id: i64,
+        delta: &RunChanges,
+        limits: &RunLimits,
+        now_ms: i64,
+    ) -> Result<bool>;
+
+    /// Marks open live runs that received no data since `seen_before_ms` complete and
+    /// returns their ids. Any process may call it: a run left open by a replica that
+    /// stopped is closed by the others.
+    pub async fn close_idle_live_runs(&self, seen_before_ms: i64) -> Result<Vec<i64>>;
+
+    /// Marks the open live run `id` complete; `false` if it is not an open live run.
+    pub async fn end_live_run(&self, id: i64) -> Result<bool>;
+
+    /// Marks runs left `live` by a process that stopped before they ended as complete:
+    /// those whose last data (a line-protocol run: when it last received points; else its
+    /// end time, else its import time) is before `quiet_since_ms`
+    /// (`i64::MAX`: every live run, for the only process of a SQLite file); returns how
+    /// many.
+    pub async fn close_stale_live_runs(&self, quiet_since_ms: i64) -> Result<u64>;
+
+    /// Changes a run's name, scenario, notes and/or tags (each only when given; `tags`
+    /// replaces the whole set). `false` if there is no such run.
+    pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool>;
+
+    /// Deletes a run and everything stored for it; `false` if there was no such run.
+    pub async fn delete_run(&self, id: i64) -> Result<bool>;
+
+    /// Number of stored runs.
+    pub async fn count_runs(&self) -> Result<i64>;
+}

@@ -35,3 +35,21 @@ impl SilenceRow {
         }
     }
 }
+
+// This group's operations on [`Store`], each answered by the backend the store was
+// opened on (`forward!`).
+forward! {
+    /// Stores a checked silence; returns it as listed at `now_ms`.
+    pub async fn insert_silence(&self, s: &SilenceSpec, now_ms: i64) -> Result<Silence>;
+
+    /// The silences, newest first, with their state at `now_ms`; silences expired for
+    /// longer than [`SILENCE_RETENTION_MS`] are deleted first.
+    pub async fn list_silences(&self, now_ms: i64) -> Result<Vec<Silence>>;
+
+    /// The silences active at `now_ms` (started, not ended).
+    pub async fn active_silences(&self, now_ms: i64) -> Result<Vec<Silence>>;
+
+    /// Expires silence `id` at `now_ms` (a pending one ends before it starts); `false`
+    /// when there is no such silence. An already expired silence is left as it is.
+    pub async fn expire_silence(&self, id: i64, now_ms: i64) -> Result<bool>;
+}

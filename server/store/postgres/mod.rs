@@ -78,26 +78,9 @@ fn list(names: &[String]) -> &[String] {
     names
 }
 
-// The operations written once for both backends: each file is compiled here, on `Backend`,
-// with the dialect above.
-#[path = "../ops/alert_groups.rs"]
-#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
-pub(super) mod alert_groups;
-#[path = "../ops/alerts.rs"]
-#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
-pub(super) mod alerts;
-#[path = "../ops/auth.rs"]
-#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
-pub(super) mod auth;
-#[path = "../ops/channels.rs"]
-#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
-pub(super) mod channels;
-#[path = "../ops/compare.rs"]
-#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
-pub(super) mod compare;
-#[path = "../ops/silences.rs"]
-#[allow(clippy::duplicate_mod)] // one file, compiled once per backend
-pub(super) mod silences;
+// The operations written once for both backends (the list is in `store/mod.rs`): each file
+// is compiled here, on `Backend`, with the dialect above.
+shared_operations!();
 
 /// This backend's database and connection, as the shared operation files name them.
 type Db = sqlx::Postgres;
