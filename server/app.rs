@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -18,17 +18,13 @@ use axum::{Json, Router, middleware};
 use crate::domain::auth::Permission::*;
 use crate::http::table::Routes;
 use crate::http::table::methods::*;
-use rust_embed::RustEmbed;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 use tower_http::trace::TraceLayer;
 
 pub use crate::state::AppState;
-
-/// Static files (CSS, JS, vendored libraries), compiled into the binary.
-#[derive(RustEmbed)]
-#[folder = "static/"]
-struct Assets;
 
 /// Every route with the permission it requires (the table the router is built from).
 pub fn routes() -> Routes {
@@ -37,7 +33,12 @@ pub fn routes() -> Routes {
         .route("/healthz", GET, Public, get(healthz))
         // Prometheus' convention, and harrier's own scrape of itself: no credentials.
         .route("/metrics", GET, Public, get(metrics))
-        .route("/static/{*path}", GET, Public, get(static_file))
+        .route(
+            "/static/{*path}",
+            GET,
+            Public,
+            get(crate::http::assets::serve),
+        )
         .merge(crate::http::api::runs::routes())
         .merge(crate::http::api::write::routes())
         .merge(crate::http::api::load::routes())
@@ -71,9 +72,27 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             crate::http::auth::audit,
         ))
+        .layer(CompressionLayer::new().compress_when(compressible()))
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)
+}
+
+/// Which answers are compressed (gzip or br, as the client accepts): text of 32 bytes and
+/// more (tower-http's default: not images, not event streams), never an answer without a
+/// body (`101 Switching Protocols` of a websocket, `204`, `304`).
+fn compressible() -> impl Predicate {
+    DefaultPredicate::new().and(
+        |status: StatusCode,
+         _: axum::http::Version,
+         _: &axum::http::HeaderMap,
+         _: &axum::http::Extensions| {
+            !matches!(
+                status,
+                StatusCode::SWITCHING_PROTOCOLS | StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED
+            )
+        },
+    )
 }
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
@@ -116,23 +135,6 @@ async fn metrics(State(state): State<AppState>) -> Response {
         state.metrics.render(),
     )
         .into_response()
-}
-
-async fn static_file(Path(path): Path<String>) -> Response {
-    match Assets::get(&path) {
-        Some(file) => {
-            let mime = mime_guess::from_path(&path).first_or_octet_stream();
-            (
-                [
-                    (header::CONTENT_TYPE, mime.as_ref().to_string()),
-                    (header::CACHE_CONTROL, "public, max-age=3600".to_string()),
-                ],
-                file.data,
-            )
-                .into_response()
-        }
-        None => (StatusCode::NOT_FOUND, "no such static file").into_response(),
-    }
 }
 
 /// Serves `router(state)` on `listener` (and scrapes the targets, harrier's own `/metrics`

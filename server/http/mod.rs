@@ -5,6 +5,7 @@
 //! [`crate::views`].
 
 pub mod api;
+pub mod assets;
 pub mod auth;
 pub mod conn;
 pub mod console;

@@ -205,6 +205,7 @@ pub struct Reply {
     pub content_type: String,
     /// The `Location` header, when there is one.
     pub location: Option<String>,
+    pub headers: axum::http::HeaderMap,
     pub body: Vec<u8>,
 }
 
@@ -239,6 +240,7 @@ impl TestApp {
             .get("location")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let headers = res.headers().clone();
         let body = res
             .into_body()
             .collect()
@@ -250,6 +252,7 @@ impl TestApp {
             status,
             content_type,
             location,
+            headers,
             body,
         }
     }

@@ -576,3 +576,115 @@ async fn unknown_runs_and_wrong_methods_answer_in_json() {
     assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
     assert!(reply.json()["error"].as_str().unwrap().contains("PUT"));
 }
+
+fn get_with(uri: &str, headers: &[(&str, &str)]) -> Request<Body> {
+    let mut req = Request::get(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.body(Body::empty()).unwrap()
+}
+
+fn header(reply: &crate::helpers::Reply, name: &str) -> Option<String> {
+    reply
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+#[tokio::test]
+async fn text_answers_are_compressed_when_asked_and_only_then() {
+    use std::io::Read;
+    let app = spawn_app().await;
+    app.import("", fixture("edge-cases/EC11/input.jtl")).await;
+    for uri in ["/console", "/console/runs", "/api/v1/runs"] {
+        let plain = app.send(get_with(uri, &[])).await;
+        assert_eq!(plain.status, StatusCode::OK, "{uri}");
+        assert_eq!(header(&plain, "content-encoding"), None, "{uri}: not asked");
+
+        let gz = app
+            .send(get_with(uri, &[("accept-encoding", "gzip")]))
+            .await;
+        assert_eq!(
+            header(&gz, "content-encoding").as_deref(),
+            Some("gzip"),
+            "{uri}"
+        );
+        assert!(gz.body.len() < plain.body.len(), "{uri}: gzip is smaller");
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(&gz.body[..])
+            .read_to_end(&mut text)
+            .unwrap();
+        // Pages carry a per-request nonce or times; the JSON list is the same whole.
+        if uri.starts_with("/api") {
+            assert_eq!(text, plain.body, "{uri}: the same answer once decompressed");
+        } else {
+            assert!(String::from_utf8_lossy(&text).contains("</html>"), "{uri}");
+        }
+
+        let br = app
+            .send(get_with(uri, &[("accept-encoding", "br;q=1, gzip;q=0.5")]))
+            .await;
+        assert_eq!(
+            header(&br, "content-encoding").as_deref(),
+            Some("br"),
+            "{uri}"
+        );
+        let mut text = Vec::new();
+        brotli::Decompressor::new(&br.body[..], 4096)
+            .read_to_end(&mut text)
+            .unwrap();
+        assert!(!text.is_empty(), "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn pages_link_static_files_by_hashed_names_cached_for_good() {
+    let app = spawn_app().await;
+    let page = app.get("/console").await;
+    let html = page.html();
+    let sel = scraper::Selector::parse("link[rel=stylesheet], script[src]").unwrap();
+    let urls: Vec<String> = html
+        .select(&sel)
+        .filter_map(|e| e.value().attr("href").or(e.value().attr("src")))
+        .map(str::to_string)
+        .collect();
+    let css = urls
+        .iter()
+        .find(|u| u.starts_with("/static/harrier.") && u.ends_with(".css"))
+        .unwrap_or_else(|| panic!("no hashed harrier.css in {urls:?}"));
+    assert_ne!(css, "/static/harrier.css", "the page links the hashed name");
+
+    let hashed = app.get(css).await;
+    assert_eq!(hashed.status, StatusCode::OK);
+    assert!(hashed.content_type.starts_with("text/css"));
+    assert_eq!(
+        header(&hashed, "cache-control").as_deref(),
+        Some("public, max-age=31536000, immutable")
+    );
+
+    // The plain name still answers, revalidated by its ETag.
+    let plain = app.get("/static/harrier.css").await;
+    assert_eq!(plain.status, StatusCode::OK);
+    assert_eq!(plain.body, hashed.body);
+    assert_eq!(header(&plain, "cache-control").as_deref(), Some("no-cache"));
+    let etag = header(&plain, "etag").expect("an ETag");
+    let again = app
+        .send(get_with("/static/harrier.css", &[("if-none-match", &etag)]))
+        .await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert!(again.body.is_empty());
+    let changed = app
+        .send(get_with(
+            "/static/harrier.css",
+            &[("if-none-match", "\"other\"")],
+        ))
+        .await;
+    assert_eq!(changed.status, StatusCode::OK);
+
+    // Every file a page links exists under its hashed name.
+    for u in &urls {
+        assert_eq!(app.get(u).await.status, StatusCode::OK, "{u}");
+    }
+}

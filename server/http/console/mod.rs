@@ -11,6 +11,13 @@ mod sign_in;
 
 /// Template filters.
 mod filters {
+    /// The URL of a static file by its hashed name: `{{ "harrier.css"|asset }}` →
+    /// `/static/harrier.3f9a0c1d2e.css` (see [`crate::http::assets::url`]).
+    #[askama::filter_fn]
+    pub fn asset(file: &str, _: &dyn askama::Values) -> askama::Result<String> {
+        Ok(crate::http::assets::url(file))
+    }
+
     /// Shows "–" (undefined) as a muted dash; anything else as escaped text.
     #[askama::filter_fn]
     pub fn nullable(

@@ -11,6 +11,7 @@
 //! the `state` it is given, so a sign-on started in one browser cannot be finished in
 //! another (login CSRF). Callbacks are written to the audit log like password sign-ins.
 
+use super::filters;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Form, Path, Query, Request, State};
