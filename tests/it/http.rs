@@ -683,6 +683,35 @@ async fn pages_link_static_files_by_hashed_names_cached_for_good() {
         .await;
     assert_eq!(changed.status, StatusCode::OK);
 
+    // Compressed once, at its best, and only once (the layer leaves it alone).
+    for (coding, unpack) in [
+        (
+            "br",
+            Box::new(|b: &[u8]| {
+                let mut out = Vec::new();
+                std::io::Read::read_to_end(&mut brotli::Decompressor::new(b, 4096), &mut out)
+                    .unwrap();
+                out
+            }) as Box<dyn Fn(&[u8]) -> Vec<u8>>,
+        ),
+        (
+            "gzip",
+            Box::new(|b: &[u8]| {
+                let mut out = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(b), &mut out).unwrap();
+                out
+            }),
+        ),
+    ] {
+        let packed = app
+            .send(get_with(css, &[("accept-encoding", coding)]))
+            .await;
+        assert_eq!(header(&packed, "content-encoding").as_deref(), Some(coding));
+        assert_eq!(header(&packed, "vary").as_deref(), Some("accept-encoding"));
+        assert!(packed.body.len() * 3 < hashed.body.len(), "{coding}");
+        assert_eq!(unpack(&packed.body), hashed.body, "{coding}");
+    }
+
     // Every file a page links exists under its hashed name.
     for u in &urls {
         assert_eq!(app.get(u).await.status, StatusCode::OK, "{u}");
