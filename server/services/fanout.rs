@@ -295,6 +295,8 @@ async fn receive(
         Wake::Target { id } => {
             targets.insert(id);
         }
+        // Read only for this replica's clients, if it has any.
+        Wake::Routes { .. } if !hub.has_clients() => {}
         Wake::Routes { target_id } => {
             match crate::views::routes::route_rows(
                 store,

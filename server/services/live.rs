@@ -130,6 +130,20 @@ impl Hub {
         Hub::default()
     }
 
+    /// Whether a client of this process listens to the live feed now (a browser's
+    /// websocket): what only clients read need not be computed without one.
+    pub fn has_clients(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+
+    /// Hands `event` to the other replicas only (nothing on SQLite, where there are none):
+    /// for an event whose data each replica reads for its own clients.
+    pub fn relay_only(&self, event: &Event) {
+        if let Some(relay) = self.relay.get() {
+            relay(event, &serde_json::to_string(event).unwrap_or_default());
+        }
+    }
+
     /// Sends an event to every connected client, and to the other replicas' clients when
     /// there are replicas; never blocks, and a hub without clients drops it.
     pub fn publish(&self, event: &Event) {

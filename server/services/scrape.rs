@@ -625,10 +625,21 @@ async fn target_loop(
     }
 }
 
-/// Sends the target's status and the route rows that changed since the last send.
+/// Sends the target's status and the route rows that changed since the last send. The
+/// rows (a window of every route of the target) are read only while a client of this
+/// process listens; other replicas are woken either way and read them for their own.
 async fn publish(running: &Running, target_id: i64, sent: &mut HashMap<i64, RouteRow>) {
     if let Ok(Some(target)) = running.store.get_target(target_id).await {
         running.hub.publish(&Event::TargetStatus { target });
+    }
+    if !running.hub.has_clients() {
+        running.hub.relay_only(&Event::RoutesUpdated {
+            target_id,
+            routes: Vec::new(),
+        });
+        // What was sent is forgotten: a client that comes sends its rows afresh.
+        sent.clear();
+        return;
     }
     let rows = match crate::views::routes::route_rows(
         &running.store,
