@@ -111,6 +111,7 @@ macro_rules! shared_operations {
             auth "../ops/auth.rs",
             channels "../ops/channels.rs",
             compare "../ops/compare.rs",
+            routes "../ops/routes.rs",
             silences "../ops/silences.rs",
         }
     };

@@ -301,6 +301,7 @@ pub struct RunBand {
     pub name: String,
     pub started_at_ms: i64,
     pub ended_at_ms: i64,
+    /// Its console page; set by the reader that shows it.
     #[sqlx(skip)]
     pub url: String,
     /// Whether it hit the route's service (see [`crate::domain::routes::run_hits`]); set

@@ -538,6 +538,7 @@ pub async fn series_for(
     runs.retain_mut(|r| {
         let hit = r.aim().hits(&info.service, &info.target_url);
         r.hit = Some(hit);
+        r.url = crate::views::runs::run_url(r.id);
         hit != Hit::Other && !(own && hit == Hit::Unknown)
     });
     Ok(SeriesWithRuns {

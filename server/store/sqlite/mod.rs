@@ -7,8 +7,8 @@
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
 pub(super) mod recent;
-pub(super) mod routes;
 pub(super) mod runs;
+pub(super) mod upkeep;
 
 // This backend's SQL where the two databases differ, spliced into the shared operations'
 // statements with `concat!` (so each statement stays one literal).
@@ -17,6 +17,21 @@ pub(super) mod runs;
 macro_rules! least {
     ($a:literal, $b:literal) => {
         concat!("MIN(", $a, ", ", $b, ")")
+    };
+}
+
+/// The larger of two SQL expressions: `greatest!("a", "b")`.
+macro_rules! greatest {
+    ($a:literal, $b:literal) => {
+        concat!("MAX(", $a, ", ", $b, ")")
+    };
+}
+
+/// Locks the rows a `SELECT` inside a write transaction read, until the commit:
+/// `concat!("SELECT …", for_update!())`. Empty: the writer holds the whole database.
+macro_rules! for_update {
+    () => {
+        ""
     };
 }
 

@@ -1,13 +1,23 @@
-//! The SQLite side of [`crate::store::routes`]: its operations on `SqliteStore`.
+//! Scrape targets, routes and their figures ([`crate::store::routes`]), written once and
+//! compiled into each backend, whose module names its store `Backend`, its SQL dialect
+//! (`greatest!`, `for_update!`) and its upkeep around route writes (`targets_changed`,
+//! `scraped`, `pruned`, `reclaim_route_space`).
 
-use super::SqliteStore;
+use super::{Backend, Db};
 use crate::domain::routes::{Figures, Interval, merge_buckets};
 use crate::store::Result;
 use crate::store::recent::RouteWindows;
 use crate::store::routes::*;
-use sqlx::{QueryBuilder, Sqlite};
+use sqlx::QueryBuilder;
 use std::collections::HashMap;
-impl SqliteStore {
+
+/// NaN as NULL, as SQLite stores it (PostgreSQL would keep the NaN), so both backends read
+/// back the same figures.
+fn no_nan(v: Option<f64>) -> Option<f64> {
+    v.filter(|x| !x.is_nan())
+}
+
+impl Backend {
     /// Adds a target; `None` when a target of that name exists.
     pub async fn insert_target(
         &self,
@@ -18,7 +28,7 @@ impl SqliteStore {
         let labels = serde_json::to_string(&spec.labels).unwrap_or_else(|_| "{}".into());
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO targets (name, url, kind, interval_s, timeout_s, labels, origin, created_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING RETURNING id",
         )
         .bind(&spec.name)
         .bind(spec.url.expose())
@@ -47,7 +57,7 @@ impl SqliteStore {
         let labels = serde_json::to_string(&spec.labels).unwrap_or_else(|_| "{}".into());
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO targets (name, url, kind, interval_s, timeout_s, labels, origin, created_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (name) DO UPDATE SET url = excluded.url, kind = excluded.kind,
                interval_s = excluded.interval_s, timeout_s = excluded.timeout_s,
                labels = excluded.labels, origin = excluded.origin
@@ -63,7 +73,7 @@ impl SqliteStore {
         .bind(now_ms)
         .fetch_one(&self.pool)
         .await?;
-        self.recent.invalidate();
+        self.targets_changed();
         Ok(self
             .get_target(id)
             .await?
@@ -72,14 +82,14 @@ impl SqliteStore {
 
     /// Every target, by name.
     pub async fn list_targets(&self) -> Result<Vec<TargetRow>> {
-        let mut q = QueryBuilder::<Sqlite>::new("SELECT ");
+        let mut q = QueryBuilder::<Db>::new("SELECT ");
         q.push(TARGET_COLUMNS).push(" FROM targets ORDER BY name");
         let rows: Vec<TargetDb> = q.build_query_as().fetch_all(&self.pool).await?;
         Ok(rows.into_iter().map(TargetRow::from).collect())
     }
 
     pub async fn get_target(&self, id: i64) -> Result<Option<TargetRow>> {
-        let mut q = QueryBuilder::<Sqlite>::new("SELECT ");
+        let mut q = QueryBuilder::<Db>::new("SELECT ");
         q.push(TARGET_COLUMNS)
             .push(" FROM targets WHERE id = ")
             .push_bind(id);
@@ -89,18 +99,18 @@ impl SqliteStore {
 
     /// Deletes a target with its routes and their figures; false when there was none.
     pub async fn delete_target(&self, id: i64) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM targets WHERE id = ?")
+        let done = sqlx::query("DELETE FROM targets WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
             .await?;
-        self.recent.invalidate();
+        self.targets_changed();
         Ok(done.rows_affected() > 0)
     }
 
     /// Deletes targets of `origin` whose names are not in `keep` (a config file's targets
     /// that were removed from it). Returns the ids deleted.
     pub async fn delete_targets_not_in(&self, origin: &str, keep: &[String]) -> Result<Vec<i64>> {
-        let mut q = QueryBuilder::<Sqlite>::new("DELETE FROM targets WHERE origin = ");
+        let mut q = QueryBuilder::<Db>::new("DELETE FROM targets WHERE origin = ");
         q.push_bind(origin);
         if !keep.is_empty() {
             q.push(" AND name NOT IN (");
@@ -113,7 +123,7 @@ impl SqliteStore {
         q.push(" RETURNING id");
         let ids: Vec<i64> = q.build_query_scalar().fetch_all(&self.pool).await?;
         if !ids.is_empty() {
-            self.recent.invalidate();
+            self.targets_changed();
         }
         Ok(ids)
     }
@@ -128,8 +138,8 @@ impl SqliteStore {
     ) -> Result<Vec<i64>> {
         let mut tx = self.begin_write().await?;
         sqlx::query(
-            "UPDATE targets SET up = ?, last_scrape_ms = ?, last_duration_ms = ?,
-               last_samples = ?, last_error = ? WHERE id = ?",
+            "UPDATE targets SET up = $1, last_scrape_ms = $2, last_duration_ms = $3,
+               last_samples = $4, last_error = $5 WHERE id = $6",
         )
         .bind(status.up)
         .bind(status.at_ms)
@@ -142,8 +152,28 @@ impl SqliteStore {
         let at = status.at_ms;
         let mut ids: HashMap<(String, String, String, String, String), i64> = HashMap::new();
         let labels: Vec<String> = routes.iter().map(RouteWrite::labels_json).collect();
-        for chunk in routes.chunks(BATCH_ROWS) {
-            let mut q = QueryBuilder::<Sqlite>::new(
+        // One row per route identity, the last one's figures: PostgreSQL refuses a statement
+        // that upserts the same row twice.
+        let mut seen: HashMap<(&str, &str, &str, &str, &str), usize> = HashMap::new();
+        let mut unique: Vec<&RouteWrite> = Vec::with_capacity(routes.len());
+        for (r, l) in routes.iter().zip(&labels) {
+            let key = (
+                r.service.as_str(),
+                r.route.as_str(),
+                r.source.as_str(),
+                r.instance.as_str(),
+                l.as_str(),
+            );
+            match seen.get(&key) {
+                Some(&i) => unique[i] = r,
+                None => {
+                    seen.insert(key, unique.len());
+                    unique.push(r);
+                }
+            }
+        }
+        for chunk in unique.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Db>::new(
                 "INSERT INTO routes (target_id, service, route, source, first_seen_ms, \
                  last_seen_ms, last_exchange_ms, state, instance, labels) ",
             );
@@ -200,29 +230,47 @@ impl SqliteStore {
             .zip(&route_ids)
             .filter_map(|(r, id)| r.interval.as_ref().map(|iv| (*id, iv)))
             .collect();
-        for chunk in intervals.chunks(BATCH_ROWS) {
-            let mut q = QueryBuilder::<Sqlite>::new(
-                "INSERT OR REPLACE INTO route_samples (route_id, at_ms, interval_ms, exchanges, \
+        // The raw row of a route written twice in one scrape: the last.
+        let mut last_of: HashMap<i64, usize> = HashMap::new();
+        for (i, (id, _)) in intervals.iter().enumerate() {
+            last_of.insert(*id, i);
+        }
+        let samples: Vec<(i64, &Interval)> = intervals
+            .iter()
+            .enumerate()
+            .filter(|(i, (id, _))| last_of.get(id) == Some(i))
+            .map(|(_, row)| *row)
+            .collect();
+        for chunk in samples.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Db>::new(
+                "INSERT INTO route_samples (route_id, at_ms, interval_ms, exchanges, \
                  failed, duration_sum_s, duration_count, max_s, inflight, buckets) ",
             );
             q.push_values(chunk, |mut b, (id, iv)| {
                 b.push_bind(*id)
                     .push_bind(at)
                     .push_bind(iv.interval_ms)
-                    .push_bind(iv.exchanges)
-                    .push_bind(iv.failed)
-                    .push_bind(iv.duration_sum_s)
-                    .push_bind(iv.duration_count)
+                    .push_bind(no_nan(iv.exchanges))
+                    .push_bind(no_nan(iv.failed))
+                    .push_bind(no_nan(iv.duration_sum_s))
+                    .push_bind(no_nan(iv.duration_count))
                     .push_bind(iv.max_s.filter(|m| m.is_finite()))
                     .push_bind(iv.inflight.filter(|m| m.is_finite()))
                     .push_bind(buckets_json(&iv.buckets));
             });
+            q.push(
+                " ON CONFLICT (route_id, at_ms) DO UPDATE SET interval_ms = excluded.interval_ms, \
+                 exchanges = excluded.exchanges, failed = excluded.failed, \
+                 duration_sum_s = excluded.duration_sum_s, \
+                 duration_count = excluded.duration_count, max_s = excluded.max_s, \
+                 inflight = excluded.inflight, buckets = excluded.buckets",
+            );
             q.build().execute(&mut *tx).await?;
         }
         for resolution in ROLLUPS_MS {
             let bucket = at - at.rem_euclid(resolution);
             for chunk in intervals.chunks(BATCH_ROWS) {
-                let mut q = QueryBuilder::<Sqlite>::new(
+                let mut q = QueryBuilder::<Db>::new(
                     "SELECT route_id, bucket_ms, interval_ms, intervals, exchanges, failed, \
                      duration_sum_s, duration_count, max_s, inflight_sum, inflight_n, buckets \
                      FROM route_rollups WHERE resolution_ms = ",
@@ -235,7 +283,9 @@ impl SqliteStore {
                 for (id, _) in chunk {
                     sep.push_bind(*id);
                 }
-                q.push(")");
+                // Locked until the commit where rows can be: a concurrent writer of the same
+                // buckets waits (SQLite's writer holds the whole database already).
+                q.push(concat!(")", for_update!()));
                 let existing: Vec<RollupDb> = q.build_query_as().fetch_all(&mut *tx).await?;
                 let mut by_id: HashMap<i64, RollupDb> =
                     existing.into_iter().map(|r| (r.route_id, r)).collect();
@@ -259,8 +309,8 @@ impl SqliteStore {
                         .add(iv);
                 }
                 let rows: Vec<RollupDb> = by_id.into_values().collect();
-                let mut q = QueryBuilder::<Sqlite>::new(
-                    "INSERT OR REPLACE INTO route_rollups (route_id, resolution_ms, bucket_ms, \
+                let mut q = QueryBuilder::<Db>::new(
+                    "INSERT INTO route_rollups (route_id, resolution_ms, bucket_ms, \
                      interval_ms, intervals, exchanges, failed, duration_sum_s, duration_count, \
                      max_s, inflight_sum, inflight_n, buckets) ",
                 );
@@ -270,44 +320,54 @@ impl SqliteStore {
                         .push_bind(r.bucket_ms)
                         .push_bind(r.interval_ms)
                         .push_bind(r.intervals)
-                        .push_bind(r.exchanges)
-                        .push_bind(r.failed)
-                        .push_bind(r.duration_sum_s)
-                        .push_bind(r.duration_count)
-                        .push_bind(r.max_s)
-                        .push_bind(r.inflight_sum)
+                        .push_bind(no_nan(r.exchanges))
+                        .push_bind(no_nan(r.failed))
+                        .push_bind(no_nan(r.duration_sum_s))
+                        .push_bind(no_nan(r.duration_count))
+                        .push_bind(no_nan(r.max_s))
+                        .push_bind(no_nan(r.inflight_sum))
                         .push_bind(r.inflight_n)
                         .push_bind(&r.buckets);
                 });
+                q.push(
+                    " ON CONFLICT (route_id, resolution_ms, bucket_ms) DO UPDATE SET \
+                     interval_ms = excluded.interval_ms, intervals = excluded.intervals, \
+                     exchanges = excluded.exchanges, failed = excluded.failed, \
+                     duration_sum_s = excluded.duration_sum_s, \
+                     duration_count = excluded.duration_count, max_s = excluded.max_s, \
+                     inflight_sum = excluded.inflight_sum, inflight_n = excluded.inflight_n, \
+                     buckets = excluded.buckets",
+                );
                 q.build().execute(&mut *tx).await?;
             }
         }
         tx.commit().await?;
-        self.recent
-            .record(target_id, status.up, at, routes, &route_ids);
+        self.scraped(target_id, status.up, at, routes, &route_ids);
         Ok(route_ids)
     }
 
-    /// Deletes figures past their retention and gives their pages back to the file system.
-    /// Returns the rows deleted.
+    /// Deletes figures past their retention and gives their space back (see the backend's
+    /// `reclaim_route_space`). Returns the rows deleted.
     pub async fn prune_routes(&self, now_ms: i64, retention: &Retention) -> Result<u64> {
-        let mut n = sqlx::query("DELETE FROM route_samples WHERE at_ms < ?")
+        let mut n = sqlx::query("DELETE FROM route_samples WHERE at_ms < $1")
             .bind(now_ms - retention.raw_ms())
             .execute(&self.pool)
             .await?
             .rows_affected();
-        self.recent.forget_before(now_ms - retention.raw_ms());
+        self.pruned(now_ms - retention.raw_ms());
         for (res, keep) in [
             (MINUTE_MS, retention.minute_ms()),
             (TEN_MINUTES_MS, retention.ten_minute_ms()),
             (HOUR_MS, retention.hour_ms()),
         ] {
-            n += sqlx::query("DELETE FROM route_rollups WHERE resolution_ms = ? AND bucket_ms < ?")
-                .bind(res)
-                .bind(now_ms - keep)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
+            n += sqlx::query(
+                "DELETE FROM route_rollups WHERE resolution_ms = $1 AND bucket_ms < $2",
+            )
+            .bind(res)
+            .bind(now_ms - keep)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
         }
         for (res, keep) in [
             (0, retention.raw_ms()),
@@ -315,26 +375,17 @@ impl SqliteStore {
             (TEN_MINUTES_MS, retention.ten_minute_ms()),
             (HOUR_MS, retention.hour_ms()),
         ] {
-            n +=
-                sqlx::query("DELETE FROM process_series WHERE resolution_ms = ? AND bucket_ms < ?")
-                    .bind(res)
-                    .bind(now_ms - keep)
-                    .execute(&self.pool)
-                    .await?
-                    .rows_affected();
+            n += sqlx::query(
+                "DELETE FROM process_series WHERE resolution_ms = $1 AND bucket_ms < $2",
+            )
+            .bind(res)
+            .bind(now_ms - keep)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
         }
         if n > 0 {
-            // The freed pages go back to the file system, as after a run's deletion (see
-            // `delete_run`): moved out of the file's end, then the WAL checkpointed and cut.
-            // A failure is logged: the figures are deleted either way.
-            for pragma in [
-                "PRAGMA incremental_vacuum",
-                "PRAGMA wal_checkpoint(TRUNCATE)",
-            ] {
-                if let Err(e) = sqlx::query(pragma).execute(&self.pool).await {
-                    tracing::warn!(error = %e, "{pragma} after pruning route figures failed");
-                }
-            }
+            self.reclaim_route_space().await;
         }
         Ok(n)
     }
@@ -345,7 +396,7 @@ impl SqliteStore {
         target_id: Option<i64>,
         route_id: Option<i64>,
     ) -> Result<Vec<RouteInfo>> {
-        let mut q = QueryBuilder::<Sqlite>::new(
+        let mut q = QueryBuilder::<Db>::new(
             "SELECT r.id, r.target_id, r.service, r.route, r.source, r.first_seen_ms, \
              r.last_seen_ms, r.last_exchange_ms, r.state, t.name AS target_name, \
              t.url AS target_url, t.labels AS target_labels, t.up AS target_up, \
@@ -370,7 +421,7 @@ impl SqliteStore {
         from_ms: i64,
         to_ms: i64,
     ) -> Result<Vec<StoredInterval>> {
-        let mut q = QueryBuilder::<Sqlite>::new(
+        let mut q = QueryBuilder::<Db>::new(
             "SELECT route_id, at_ms, interval_ms, exchanges, failed, duration_sum_s, \
              duration_count, max_s, inflight, buckets FROM route_samples WHERE at_ms > ",
         );
@@ -386,7 +437,7 @@ impl SqliteStore {
     /// The start of route `route_id`'s first rollup bucket at `resolution_ms`, if any.
     pub async fn first_rollup_ms(&self, route_id: i64, resolution_ms: i64) -> Result<Option<i64>> {
         Ok(sqlx::query_scalar(
-            "SELECT MIN(bucket_ms) FROM route_rollups WHERE route_id = ? AND resolution_ms = ?",
+            "SELECT MIN(bucket_ms) FROM route_rollups WHERE route_id = $1 AND resolution_ms = $2",
         )
         .bind(route_id)
         .bind(resolution_ms)
@@ -406,8 +457,8 @@ impl SqliteStore {
         let rows: Vec<RollupDb> = sqlx::query_as(
             "SELECT route_id, bucket_ms, interval_ms, intervals, exchanges, failed, duration_sum_s,
                duration_count, max_s, inflight_sum, inflight_n, buckets
-             FROM route_rollups WHERE route_id = ? AND resolution_ms = ?
-               AND bucket_ms > ? AND bucket_ms <= ? ORDER BY bucket_ms",
+             FROM route_rollups WHERE route_id = $1 AND resolution_ms = $2
+               AND bucket_ms > $3 AND bucket_ms <= $4 ORDER BY bucket_ms",
         )
         .bind(route_id)
         .bind(resolution_ms)
@@ -439,7 +490,7 @@ impl SqliteStore {
     }
 
     /// Figures per route over the window ending at `now_ms`: all routes, or those of
-    /// `target_id`. See [`SqliteStore::figures_of`].
+    /// `target_id`. See [`Backend::figures_of`].
     pub async fn route_figures(
         &self,
         target_id: Option<i64>,
@@ -532,7 +583,7 @@ impl SqliteStore {
         };
         let mut out = Vec::new();
         for chunk in chunks {
-            let mut q = QueryBuilder::<Sqlite>::new(
+            let mut q = QueryBuilder::<Db>::new(
                 "SELECT s.route_id, s.at_ms, s.interval_ms, s.exchanges, s.failed, \
                  s.duration_sum_s, s.duration_count, s.max_s, s.inflight, s.buckets \
                  FROM route_samples s WHERE s.at_ms > ",
@@ -574,39 +625,58 @@ impl SqliteStore {
         }
         let mut tx = self.begin_write().await?;
         let levels = [0, MINUTE_MS, TEN_MINUTES_MS, HOUR_MS];
-        let rows: Vec<(i64, i64, &(String, String, f64))> = figures
-            .iter()
-            .flat_map(|f| {
-                levels.iter().map(move |res| {
-                    let bucket = if *res == 0 {
-                        at_ms
-                    } else {
-                        at_ms - at_ms.rem_euclid(*res)
-                    };
-                    (*res, bucket, f)
-                })
-            })
-            .collect();
-        for chunk in rows.chunks(BATCH_ROWS) {
-            let mut q = QueryBuilder::<Sqlite>::new(
+        // One row per key and level, figures named twice merged first (sum, count, max):
+        // PostgreSQL refuses a statement that upserts the same row twice.
+        // (resolution, bucket, instance, metric) → (sum, n, max).
+        type Key<'a> = (i64, i64, &'a str, &'a str);
+        let mut merged: Vec<(Key<'_>, (f64, i64, f64))> = Vec::new();
+        let mut index: HashMap<Key<'_>, usize> = HashMap::new();
+        for (instance, metric, v) in figures {
+            for res in levels {
+                let bucket = if res == 0 {
+                    at_ms
+                } else {
+                    at_ms - at_ms.rem_euclid(res)
+                };
+                let key = (res, bucket, instance.as_str(), metric.as_str());
+                match index.get(&key) {
+                    Some(&i) => {
+                        let m = &mut merged[i].1;
+                        m.0 += v;
+                        m.1 += 1;
+                        m.2 = m.2.max(*v);
+                    }
+                    None => {
+                        index.insert(key, merged.len());
+                        merged.push((key, (*v, 1, *v)));
+                    }
+                }
+            }
+        }
+        for chunk in merged.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Db>::new(
                 "INSERT INTO process_series (target_id, instance, metric, resolution_ms, \
                  bucket_ms, sum, n, max) ",
             );
-            q.push_values(chunk, |mut b, (res, bucket, (instance, metric, v))| {
-                b.push_bind(target_id)
-                    .push_bind(instance)
-                    .push_bind(metric)
-                    .push_bind(*res)
-                    .push_bind(*bucket)
-                    .push_bind(*v)
-                    .push_bind(1_i64)
-                    .push_bind(*v);
-            });
-            q.push(
+            q.push_values(
+                chunk,
+                |mut b, ((res, bucket, instance, metric), (sum, n, max))| {
+                    b.push_bind(target_id)
+                        .push_bind(*instance)
+                        .push_bind(*metric)
+                        .push_bind(*res)
+                        .push_bind(*bucket)
+                        .push_bind(*sum)
+                        .push_bind(*n)
+                        .push_bind(*max);
+                },
+            );
+            q.push(concat!(
                 " ON CONFLICT (target_id, instance, metric, resolution_ms, bucket_ms) DO UPDATE \
                  SET sum = process_series.sum + excluded.sum, n = process_series.n + excluded.n, \
-                 max = MAX(process_series.max, excluded.max)",
-            );
+                 max = ",
+                greatest!("process_series.max", "excluded.max")
+            ));
             q.build().execute(&mut *tx).await?;
         }
         tx.commit().await?;
@@ -619,7 +689,7 @@ impl SqliteStore {
         if target_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut q = QueryBuilder::<Sqlite>::new(
+        let mut q = QueryBuilder::<Db>::new(
             "SELECT p.target_id, p.instance, p.metric, p.bucket_ms AS at_ms, p.sum AS mean, \
              p.max FROM process_series p JOIN (SELECT target_id, instance, metric, \
              MAX(bucket_ms) AS last FROM process_series WHERE resolution_ms = 0 AND target_id IN (",
@@ -650,7 +720,7 @@ impl SqliteStore {
         if target_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut q = QueryBuilder::<Sqlite>::new(
+        let mut q = QueryBuilder::<Db>::new(
             "SELECT target_id, instance, metric, bucket_ms AS at_ms, sum / n AS mean, max \
              FROM process_series WHERE resolution_ms = ",
         );
@@ -675,7 +745,7 @@ impl SqliteStore {
         Ok(q.build_query_as().fetch_all(&self.pool).await?)
     }
 
-    /// [`SqliteStore::route_window_figures`] from SQLite: the sums come from one aggregate query
+    /// The figures of [`crate::store::Store::route_window_figures`] read from the database: the sums come from one aggregate query
     /// over the longest window (no per-route query, no bucket parsing unless
     /// `need.buckets`), the latest inflight reading and the histogram buckets only for the
     /// windows that ask for them.
@@ -698,16 +768,16 @@ impl SqliteStore {
         let mut windows: Vec<i64> = needs.iter().map(|n| n.window_ms).collect();
         windows.sort_unstable();
         windows.dedup();
-        let mut q = QueryBuilder::<Sqlite>::new("SELECT route_id, CASE");
+        let mut q = QueryBuilder::<Db>::new("SELECT route_id, CASE");
         for (j, w) in windows.iter().enumerate() {
             q.push(" WHEN at_ms > ")
                 .push_bind(now_ms - w)
                 .push(" THEN ")
-                .push(j.to_string());
+                .push(format!("CAST({j} AS BIGINT)"));
         }
         q.push(
-            " END AS seg, SUM(interval_ms), SUM(exchanges), SUM(failed), SUM(duration_sum_s), \
-             SUM(duration_count), MAX(max_s), COUNT(*)",
+            " END AS seg, CAST(SUM(interval_ms) AS BIGINT), SUM(exchanges), SUM(failed), \
+             SUM(duration_sum_s), SUM(duration_count), MAX(max_s), COUNT(*)",
         );
         q.push(" FROM route_samples WHERE at_ms > ")
             .push_bind(now_ms - longest)
@@ -758,9 +828,12 @@ impl SqliteStore {
             .any(|figs| figs.iter().any(|f| f.intervals == 0))
         {
             let last: Vec<IntervalDb> = sqlx::query_as(
-                "SELECT route_id, MAX(at_ms) AS at_ms, interval_ms, exchanges, failed,
-                        duration_sum_s, duration_count, max_s, inflight, buckets
-                 FROM route_samples WHERE at_ms > ? AND at_ms <= ? GROUP BY route_id",
+                "SELECT s.route_id, s.at_ms, s.interval_ms, s.exchanges, s.failed,
+                        s.duration_sum_s, s.duration_count, s.max_s, s.inflight, s.buckets
+                 FROM route_samples s
+                 JOIN (SELECT route_id, MAX(at_ms) AS at_ms FROM route_samples
+                       WHERE at_ms > $1 AND at_ms <= $2 GROUP BY route_id) latest
+                   ON s.route_id = latest.route_id AND s.at_ms = latest.at_ms",
             )
             .bind(now_ms - lookback)
             .bind(now_ms)
@@ -785,8 +858,8 @@ impl SqliteStore {
         }
         for n in needs.iter().filter(|n| n.buckets || n.inflight) {
             let rows: Vec<(i64, i64, Option<f64>, Option<String>)> = sqlx::query_as(
-                "SELECT route_id, at_ms, inflight, CASE WHEN ? THEN buckets END
-                 FROM route_samples WHERE at_ms > ? AND at_ms <= ? ORDER BY route_id, at_ms",
+                "SELECT route_id, at_ms, inflight, CASE WHEN CAST($1 AS BOOLEAN) THEN buckets END
+                 FROM route_samples WHERE at_ms > $2 AND at_ms <= $3 ORDER BY route_id, at_ms",
             )
             .bind(n.buckets)
             .bind(now_ms - n.window_ms)
@@ -811,22 +884,18 @@ impl SqliteStore {
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
     pub async fn runs_overlapping(&self, from_ms: i64, to_ms: i64) -> Result<Vec<RunBand>> {
-        let mut rows: Vec<RunBand> = sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT r.id, r.name, r.started_at_ms, r.ended_at_ms, r.source, r.reported,
                     (SELECT t.value FROM run_tags t WHERE t.run_id = r.id AND t.key = 'service')
                       AS service_tag
              FROM runs r
              WHERE r.started_at_ms IS NOT NULL AND r.ended_at_ms IS NOT NULL
-               AND r.started_at_ms <= ? AND r.ended_at_ms >= ?
+               AND r.started_at_ms <= $1 AND r.ended_at_ms >= $2
              ORDER BY r.started_at_ms LIMIT 200",
         )
         .bind(to_ms)
         .bind(from_ms)
         .fetch_all(&self.pool)
-        .await?;
-        for r in &mut rows {
-            r.url = format!("/console/runs/{}", r.id);
-        }
-        Ok(rows)
+        .await?)
     }
 }
