@@ -377,7 +377,7 @@ pub async fn seed(args: SeedArgs) -> anyhow::Result<ExitCode> {
         let runs = crate::sources::seed::parse(&text, &name, crate::now_ms())
             .map_err(|e| InputError(e.to_string()))?;
         let batch: Vec<_> = runs.iter().map(|r| (r.run.clone(), &r.data)).collect();
-        let ids = store.insert_runs(&batch).await?;
+        let ids = crate::services::import::insert_runs(&store, &batch).await?;
         for (id, r) in ids.iter().zip(&runs) {
             if let Some(notes) = &r.notes {
                 let patch = crate::store::RunPatch {

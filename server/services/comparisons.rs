@@ -926,7 +926,9 @@ mod tests {
             imported_at_ms,
             ..NewRun::default()
         };
-        store.insert_run(&run, &b.finish()).await.unwrap()
+        crate::services::import::insert_run(store, &run, &b.finish())
+            .await
+            .unwrap()
     }
 
     async fn draw_rows(store: &Store) -> Vec<(i64, i64, Vec<u8>)> {

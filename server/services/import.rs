@@ -14,8 +14,9 @@ use serde::Serialize;
 use tokio::io::AsyncRead;
 use tokio_util::io::SyncIoBridge;
 
-use crate::domain::runs::RunLimits;
+use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
 use crate::domain::runs::limits::{MAX_NAME_CHARS, check_length, truncate_chars};
+use crate::domain::runs::{RunData, RunLimits};
 use crate::error::{Error, Result};
 use crate::services::live::{Event, Hub};
 use crate::sources::ingest::{self, Format};
@@ -317,12 +318,12 @@ async fn store_runs(
             }
         })
         .collect();
-    let pairs: Vec<(NewRun, &crate::domain::runs::RunData)> = new_runs
+    let pairs: Vec<(NewRun, &RunData)> = new_runs
         .iter()
         .cloned()
         .zip(runs.iter().map(|r| &r.data))
         .collect();
-    let ids = store.insert_runs(&pairs).await?;
+    let ids = insert_runs(store, &pairs).await?;
     keep_capacities(store, &ids).await;
 
     let mut out = Vec::with_capacity(ids.len());
@@ -334,7 +335,7 @@ async fn store_runs(
             id,
             name: new.name,
             tool: run.tool.clone(),
-            url: format!("/console/runs/{id}"),
+            url: crate::views::runs::run_url(id),
             samples: run.data.overall.count,
             rejected_rows: run.data.rejected_rows,
             summary_only: run.data.summary_only,
@@ -344,6 +345,30 @@ async fn store_runs(
 }
 
 /// Refuses a run name, scenario or tag longer than [`MAX_NAME_CHARS`] given by the caller.
+/// Stores runs in one transaction, each with its bootstrap draws (computed here, before
+/// the transaction: [`stored::precompute`]); the new ids in order.
+pub async fn insert_runs(
+    store: &Store,
+    runs: &[(NewRun, &RunData)],
+) -> crate::store::Result<Vec<i64>> {
+    let with_draws: Vec<(NewRun, &RunData, stored::RunBlobs)> = runs
+        .iter()
+        .map(|(run, data)| {
+            (
+                run.clone(),
+                *data,
+                stored::precompute(data, DEFAULT_RESAMPLES),
+            )
+        })
+        .collect();
+    store.insert_runs(&with_draws).await
+}
+
+/// Stores one run with its bootstrap draws (see [`insert_runs`]); its id.
+pub async fn insert_run(store: &Store, run: &NewRun, data: &RunData) -> crate::store::Result<i64> {
+    Ok(insert_runs(store, &[(run.clone(), data)]).await?[0])
+}
+
 fn check_names(req: &ImportRequest) -> Result<()> {
     let given = [
         ("name", req.name.as_deref()),
@@ -402,8 +427,15 @@ async fn replace_run(
             "run {id} is still live; end it first (POST /api/v1/runs/{id}/end)"
         )));
     }
+    let draws = stored::precompute(&run.data, DEFAULT_RESAMPLES);
     store
-        .replace_run_data(id, &run.data, "complete", Some((&run.tool, &req.source)))
+        .replace_run_data(
+            id,
+            &run.data,
+            &draws,
+            "complete",
+            Some((&run.tool, &req.source)),
+        )
         .await?;
     metrics::counter!("harrier_samples_imported_total").increment(run.data.overall.count);
     metrics::counter!("harrier_rejected_rows_total").increment(run.data.rejected_rows);
@@ -411,7 +443,7 @@ async fn replace_run(
         id,
         name: existing.name,
         tool: run.tool,
-        url: format!("/console/runs/{id}"),
+        url: crate::views::runs::run_url(id),
         samples: run.data.overall.count,
         rejected_rows: run.data.rejected_rows,
         summary_only: run.data.summary_only,

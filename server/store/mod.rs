@@ -112,6 +112,7 @@ macro_rules! shared_operations {
             channels "../ops/channels.rs",
             compare "../ops/compare.rs",
             routes "../ops/routes.rs",
+            runs "../ops/runs.rs",
             silences "../ops/silences.rs",
         }
     };

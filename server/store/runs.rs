@@ -385,15 +385,13 @@ pub(crate) fn sum_added_buckets(
 // This group's operations on [`Store`], each answered by the backend the store was
 // opened on (`forward!`).
 forward! {
-    /// Stores runs read from one file in ONE transaction: either every run lands or none.
-    /// Returns the new ids in order.
-    ///
-    /// Each run's bootstrap draws are computed here, before the transaction
-    /// (see [`crate::domain::compare::stored`]), and stored with it.
-    pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>>;
-
-    /// Stores one run in one transaction; returns its id.
-    pub async fn insert_run(&self, run: &NewRun, data: &RunData) -> Result<i64>;
+    /// Stores runs read from one file in ONE transaction, each with its bootstrap draws
+    /// (computed by the caller: [`crate::domain::compare::stored::precompute`]): either
+    /// every run lands or none. Returns the new ids in order.
+    pub async fn insert_runs(
+        &self,
+        runs: &[(NewRun, &RunData, crate::domain::compare::stored::RunBlobs)],
+    ) -> Result<Vec<i64>>;
 
     /// Every run, newest first.
     pub async fn list_runs(&self) -> Result<Vec<RunListRow>>;
@@ -453,12 +451,13 @@ forward! {
     /// its result file) in one transaction, and sets its status (`live` or `complete`)
     /// and, when given, its tool and source. `false` if there is no such run.
     ///
-    /// A `complete` run gets its bootstrap draws (see [`Store::insert_runs`]); a `live`
-    /// one has none until it completes.
+    /// `draws` are its bootstrap draws (see [`Store::insert_runs`]): a `live` run has
+    /// none until it completes.
     pub async fn replace_run_data(
         &self,
         id: i64,
         data: &RunData,
+        draws: &crate::domain::compare::stored::RunBlobs,
         status: &str,
         tool_source: Option<(&str, &str)>,
     ) -> Result<bool>;

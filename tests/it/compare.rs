@@ -12,6 +12,7 @@ use fantoccini::Locator;
 use harrier::domain::runs::{RunBuilder, Sample};
 use harrier::store::{NewRun, Store};
 
+use crate::helpers::InsertRuns;
 use crate::helpers::{TestApp, select_texts, spawn_app};
 
 const HARRIER: &str = env!("CARGO_BIN_EXE_harrier");
@@ -608,7 +609,7 @@ async fn published_seeds_compare_and_trend() {
         let text = std::fs::read_to_string(seeds_dir().join(file)).unwrap();
         let runs = harrier::sources::seed::parse(&text, file, 1_000_000 * (i as i64 + 1)).unwrap();
         let batch: Vec<_> = runs.iter().map(|r| (r.run.clone(), &r.data)).collect();
-        ids.extend(app.state.store.insert_runs(&batch).await.unwrap());
+        ids.extend(app.state.store.import_runs(&batch).await.unwrap());
     }
     let (soa_old, soa_new) = (ids[3], ids[4]);
     let c = app

@@ -435,3 +435,34 @@ pub fn postgres_server(test: &str) -> Option<(String, Option<ThrowawayPostgres>)
         }
     }
 }
+
+/// Runs stored as an import stores them (bootstrap draws computed first, by the service).
+pub trait InsertRuns {
+    /// One run; its id.
+    async fn insert_run(
+        &self,
+        run: &harrier::store::NewRun,
+        data: &harrier::domain::runs::RunData,
+    ) -> harrier::store::Result<i64>;
+    /// Runs in one transaction; their ids.
+    async fn import_runs(
+        &self,
+        runs: &[(harrier::store::NewRun, &harrier::domain::runs::RunData)],
+    ) -> harrier::store::Result<Vec<i64>>;
+}
+
+impl InsertRuns for harrier::store::Store {
+    async fn insert_run(
+        &self,
+        run: &harrier::store::NewRun,
+        data: &harrier::domain::runs::RunData,
+    ) -> harrier::store::Result<i64> {
+        harrier::services::import::insert_run(self, run, data).await
+    }
+    async fn import_runs(
+        &self,
+        runs: &[(harrier::store::NewRun, &harrier::domain::runs::RunData)],
+    ) -> harrier::store::Result<Vec<i64>> {
+        harrier::services::import::insert_runs(self, runs).await
+    }
+}

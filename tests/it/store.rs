@@ -1,6 +1,7 @@
 //! Store functions on a real database: a fresh SQLite file per test, or a fresh PostgreSQL
 //! database with `HARRIER_TEST_BACKEND=postgres` (see `helpers::fresh_store`).
 
+use crate::helpers::InsertRuns;
 use crate::helpers::{fresh_store, on_postgres, scalar_raw, sqlite_only};
 use harrier::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData, Stats};
 use harrier::store::{NewRun, Store};
@@ -260,7 +261,7 @@ async fn a_failed_import_leaves_nothing_behind() {
     // Two buckets with the same (label, start) violate the primary key mid-transaction.
     bad.buckets.push(bad.buckets[0].clone());
     let result = store
-        .insert_runs(&[(new_run("a"), &good), (new_run("b"), &bad)])
+        .import_runs(&[(new_run("a"), &good), (new_run("b"), &bad)])
         .await;
     assert!(result.is_err());
     assert_eq!(

@@ -3,6 +3,7 @@
 //! a server started for the test from Debian's binaries; skipped with a notice without
 //! either).
 
+use crate::helpers::InsertRuns;
 use crate::helpers::{exec_raw, fresh_store_on, postgres_server};
 use harrier::domain::alerts::channel::ChannelSpec;
 use harrier::domain::alerts::eval::{Alert, Change, Phase, Transition};
@@ -440,16 +441,22 @@ backend_tests! {
             .unwrap();
         // A live snapshot: no draws yet (the data still changes).
         store
-            .replace_run_data(id, &data, "live", None)
+            .replace_run_data(id, &data, &Vec::new(), "live", None)
             .await
             .unwrap();
         assert!(store.run_draws(id, false).await.unwrap().is_empty());
-        // Complete: one blob per scope (total, A, B), readable with the default resamples.
+        // Complete: the caller's draws are kept as given, one blob per scope (total, A, B),
+        // readable with the default resamples.
+        let draws = harrier::domain::compare::stored::precompute(
+            &data,
+            harrier::domain::compare::DEFAULT_RESAMPLES,
+        );
         store
-            .replace_run_data(id, &data, "complete", None)
+            .replace_run_data(id, &data, &draws, "complete", None)
             .await
             .unwrap();
         let rows = store.run_draws(id, false).await.unwrap();
+        assert_eq!(rows, draws);
         assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2]);
         for (_, blob) in &rows {
             let r = harrier::domain::compare::stored::resampled(

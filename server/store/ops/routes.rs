@@ -152,10 +152,21 @@ impl Backend {
         let at = status.at_ms;
         let mut ids: HashMap<(String, String, String, String, String), i64> = HashMap::new();
         let labels: Vec<String> = routes.iter().map(RouteWrite::labels_json).collect();
-        // One row per route identity, the last one's figures: PostgreSQL refuses a statement
-        // that upserts the same row twice.
+        // One row per route identity, the last one's figures (PostgreSQL refuses a statement
+        // that upserts the same row twice), and the latest exchange any of them saw.
+        let exchange_ms = |r: &RouteWrite| {
+            let rose = r
+                .interval
+                .as_ref()
+                .and_then(|iv| iv.exchanges)
+                .is_some_and(|n| n > 0.0);
+            match (rose.then_some(at), r.last_exchange_ms) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            }
+        };
         let mut seen: HashMap<(&str, &str, &str, &str, &str), usize> = HashMap::new();
-        let mut unique: Vec<&RouteWrite> = Vec::with_capacity(routes.len());
+        let mut unique: Vec<(&RouteWrite, Option<i64>)> = Vec::with_capacity(routes.len());
         for (r, l) in routes.iter().zip(&labels) {
             let key = (
                 r.service.as_str(),
@@ -165,10 +176,10 @@ impl Backend {
                 l.as_str(),
             );
             match seen.get(&key) {
-                Some(&i) => unique[i] = r,
+                Some(&i) => unique[i] = (r, exchange_ms(r).or(unique[i].1)),
                 None => {
                     seen.insert(key, unique.len());
-                    unique.push(r);
+                    unique.push((r, exchange_ms(r)));
                 }
             }
         }
@@ -177,23 +188,14 @@ impl Backend {
                 "INSERT INTO routes (target_id, service, route, source, first_seen_ms, \
                  last_seen_ms, last_exchange_ms, state, instance, labels) ",
             );
-            q.push_values(chunk, |mut b, r| {
-                let rose = r
-                    .interval
-                    .as_ref()
-                    .and_then(|iv| iv.exchanges)
-                    .is_some_and(|n| n > 0.0);
-                let exchange_ms = match (rose.then_some(at), r.last_exchange_ms) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
+            q.push_values(chunk, |mut b, (r, exchange_ms)| {
                 b.push_bind(target_id)
                     .push_bind(&r.service)
                     .push_bind(&r.route)
                     .push_bind(&r.source)
                     .push_bind(at)
                     .push_bind(at)
-                    .push_bind(exchange_ms)
+                    .push_bind(*exchange_ms)
                     .push_bind(&r.state)
                     .push_bind(&r.instance)
                     .push_bind(r.labels_json());

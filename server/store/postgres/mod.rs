@@ -1,21 +1,19 @@
 //! The PostgreSQL backend of the store: the connection pool, the migrations
 //! (`migrations/postgres/`, applied at open), its SQL dialect, the shared operation files
-//! of `store/ops/` compiled on it, and its own files for runs and routes, with the same
-//! operations as the SQLite backend. Row types and pure helpers are shared with it
-//! (`store/*.rs`).
+//! of `store/ops/` compiled on it, and what only it does: an import's bulk rows
+//! (statistics, per-second buckets, error groups, rejected rows) by `COPY … FROM STDIN`
+//! (`bulk.rs`, `copy.rs`), `VACUUM` after deletions (`upkeep.rs`), `LISTEN`/`NOTIFY`.
 //!
 //! Differences from SQLite: every write transaction is a plain `BEGIN` (PostgreSQL takes row
-//! locks, so there is no process-wide writer turn); upserts are `ON CONFLICT`; a multi-row
-//! upsert never names the same key twice (PostgreSQL refuses that), so rows are merged
-//! before they are sent; an import's bulk rows (statistics, per-second buckets, error groups,
-//! rejected rows) go by `COPY … FROM STDIN` (`copy.rs`) instead of multi-row INSERTs; the
-//! alert evaluator reads its windows from the database every round (no in-memory copy of
-//! recent intervals, which another process writing the same database would make stale).
+//! locks, so there is no process-wide writer turn; rows read to be rewritten are locked
+//! with `for_update!`); the alert evaluator reads its windows from the database every round
+//! (no in-memory copy of recent intervals, which another process writing the same database
+//! would make stale).
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
+pub(super) mod bulk;
 mod copy;
-pub(super) mod runs;
 pub(super) mod upkeep;
 
 // This backend's SQL where the two databases differ, spliced into the shared operations'

@@ -1,13 +1,15 @@
-//! The SQLite backend of the store: the connection pool, the migrations (`migrations/sqlite/`,
-//! applied at open), its SQL dialect, the shared operation files of `store/ops/` compiled
-//! on it, and its own files for runs, routes and the recent intervals held in memory.
-//! Writes of many rows go in multi-row statements inside one transaction per import, so an
-//! import that fails leaves nothing behind.
+//! The SQLite backend of the store: the connection pool and the writer turn, the
+//! migrations (`migrations/sqlite/`, applied at open), its SQL dialect, the shared
+//! operation files of `store/ops/` compiled on it, and what only it does: a run's rows in
+//! multi-row statements (`bulk.rs`), the recent route intervals held in memory
+//! (`recent.rs`) and kept in step with every write (`upkeep.rs`), pages given back to the
+//! file system after deletions. Every import is one transaction, so an import that fails
+//! leaves nothing behind.
 //!
 //! Only [`crate::store`] uses this module; the rest of the code calls [`crate::store::Store`].
 
+pub(super) mod bulk;
 pub(super) mod recent;
-pub(super) mod runs;
 pub(super) mod upkeep;
 
 // This backend's SQL where the two databases differ, spliced into the shared operations'

@@ -1,57 +1,61 @@
-//! The SQLite side of [`crate::store::runs`]: its operations on `SqliteStore`.
+//! Runs ([`crate::store::runs`]): import, list, read, live runs, edit and delete, written
+//! once and compiled into each backend, whose module names its store `Backend`, its SQL
+//! dialect (`json_f64!`, `for_update!`) and its bulk writers (`bulk.rs`: multi-row INSERTs
+//! on SQLite, COPY on PostgreSQL) and space upkeep.
 
-use super::{SqliteStore, WriteTx};
-use crate::domain::compare::{DEFAULT_RESAMPLES, stored};
+use super::bulk::{insert_aggregates, stored_buckets, upsert_buckets};
+use super::{Backend, Db, WriteTx};
+use crate::domain::compare::stored;
 use crate::domain::runs::distribution::Distribution;
 use crate::domain::runs::merge;
 use crate::domain::runs::{
-    Bucket, ErrorGroup, LabelStats, NewRun, RejectedRow, RunChanges, RunData, RunLimits,
+    Bucket, LabelStats, NewRun, RunChanges, RunData, RunLimits,
 };
 use crate::store::Result;
 use crate::store::runs::*;
-use sqlx::{FromRow, QueryBuilder, Row, Sqlite, Transaction};
+use sqlx::{FromRow, QueryBuilder, Row, Transaction};
 
 /// The runs-list SELECT (run row joined with its total), without WHERE/ORDER.
 macro_rules! list_sql {
     () => {
-        "SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
+        concat!("SELECT r.id, r.name, r.scenario, r.tool, r.status, r.summary_only, r.started_at_ms,
                 s.window_ms AS duration_ms, r.imported_at_ms, s.count, s.errors,
-                CASE WHEN s.count > 0 THEN s.errors * 100.0 / s.count END AS error_pct,
+                CASE WHEN s.count > 0 THEN s.errors * CAST(100.0 AS DOUBLE PRECISION) / s.count END AS error_pct,
                 s.p95_ms, s.throughput_rps, r.rejected_rows,
                 EXISTS (SELECT 1 FROM run_buckets b WHERE b.run_id = r.id AND b.label_ord = 0)
                     AS has_series,
                 k.key AS capacity_key, k.capacity AS capacity_json,
-                CASE WHEN r.tool = 'harrier' THEN json_extract(r.reported, '$.search.throughput_rps') END AS search_rps
+                CASE WHEN r.tool = 'harrier' THEN ", json_f64!("r.reported", "search", "throughput_rps"), " END AS search_rps
          FROM runs r JOIN run_stats s ON s.run_id = r.id AND s.label_ord = 0
-              LEFT JOIN run_capacities k ON k.run_id = r.id"
+              LEFT JOIN run_capacities k ON k.run_id = r.id")
     };
 }
 
-impl SqliteStore {
-    /// Stores runs read from one file in ONE transaction: either every run lands or none.
-    /// Returns the new ids in order.
-    ///
-    /// Each run's bootstrap draws are computed here, before the transaction
-    /// (see [`crate::domain::compare::stored`]), and stored with it.
-    pub async fn insert_runs(&self, runs: &[(NewRun, &RunData)]) -> Result<Vec<i64>> {
-        let draws: Vec<stored::RunBlobs> = runs
-            .iter()
-            .map(|(_, data)| stored::precompute(data, DEFAULT_RESAMPLES))
-            .collect();
+impl Backend {
+    /// Stores runs read from one file in ONE transaction, each with its bootstrap draws
+    /// (see [`crate::domain::compare::stored`]): either every run lands or none. Returns
+    /// the new ids in order.
+    pub async fn insert_runs(
+        &self,
+        runs: &[(NewRun, &RunData, stored::RunBlobs)],
+    ) -> Result<Vec<i64>> {
+        let started = std::time::Instant::now();
         let mut tx = self.begin_write().await?;
         let mut ids = Vec::with_capacity(runs.len());
-        for ((run, data), draws) in runs.iter().zip(&draws) {
+        for (run, data, draws) in runs {
             let id = insert_run_tx(&mut tx.tx, run, data).await?;
             insert_draws(&mut tx.tx, id, draws).await?;
             ids.push(id);
         }
         tx.commit().await?;
+        // What an import's store step costs, apart from parsing (bench/pg_copy.sh reads it).
+        tracing::debug!(
+            runs = runs.len(),
+            buckets = runs.iter().map(|(_, d, _)| d.buckets.len()).sum::<usize>(),
+            write_ms = started.elapsed().as_secs_f64() * 1e3,
+            "runs stored"
+        );
         Ok(ids)
-    }
-
-    /// Stores one run in one transaction; returns its id.
-    pub async fn insert_run(&self, run: &NewRun, data: &RunData) -> Result<i64> {
-        Ok(self.insert_runs(&[(run.clone(), data)]).await?[0])
     }
 
     /// Every run, newest first.
@@ -67,7 +71,7 @@ impl SqliteStore {
 
     /// One run's list row, or `None` if there is no such run.
     pub async fn run_list_item(&self, id: i64) -> Result<Option<RunListRow>> {
-        let mut rows: Vec<RunListRow> = sqlx::query_as(concat!(list_sql!(), " WHERE r.id = ?"))
+        let mut rows: Vec<RunListRow> = sqlx::query_as(concat!(list_sql!(), " WHERE r.id = $1"))
             .bind(id)
             .fetch_all(&self.pool)
             .await?;
@@ -80,7 +84,7 @@ impl SqliteStore {
             "SELECT id, name, scenario, tool, source, status, summary_only, started_at_ms,
                     ended_at_ms, imported_at_ms, rejected_rows, folded_labels, notes, reported,
                     failed_rule, failed_at_ms, failed_value
-             FROM runs WHERE id = ?",
+             FROM runs WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -92,13 +96,13 @@ impl SqliteStore {
             "SELECT label_ord, label, is_transaction, count, errors, min_ms, mean_ms, max_ms,
                         p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms, window_ms,
                         throughput_rps, bytes_received, bytes_sent
-                 FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+                 FROM run_stats WHERE run_id = $1 ORDER BY label_ord",
         )
         .bind(id)
         .fetch_all(&self.pool)
         .await?;
         let tags: Vec<(String, String)> =
-            sqlx::query_as("SELECT key, value FROM run_tags WHERE run_id = ? ORDER BY key")
+            sqlx::query_as("SELECT key, value FROM run_tags WHERE run_id = $1 ORDER BY key")
                 .bind(id)
                 .fetch_all(&self.pool)
                 .await?;
@@ -160,11 +164,13 @@ impl SqliteStore {
         let label_ord: Option<i64> = match label {
             None => Some(0),
             Some(label) => {
-                sqlx::query_scalar("SELECT label_ord FROM run_stats WHERE run_id = ? AND label = ?")
-                    .bind(id)
-                    .bind(label)
-                    .fetch_optional(&self.pool)
-                    .await?
+                sqlx::query_scalar(
+                    "SELECT label_ord FROM run_stats WHERE run_id = $1 AND label = $2",
+                )
+                .bind(id)
+                .bind(label)
+                .fetch_optional(&self.pool)
+                .await?
             }
         };
         let Some(label_ord) = label_ord else {
@@ -172,7 +178,7 @@ impl SqliteStore {
         };
         let rows = sqlx::query_as(
             "SELECT start_ms, count, errors, sum_ms, min_ms, max_ms, active_users, histogram
-             FROM run_buckets WHERE run_id = ? AND label_ord = ? ORDER BY start_ms",
+             FROM run_buckets WHERE run_id = $1 AND label_ord = $2 ORDER BY start_ms",
         )
         .bind(id)
         .bind(label_ord)
@@ -191,13 +197,13 @@ impl SqliteStore {
     ) -> Result<Option<Distribution>> {
         let row: Option<(Option<Vec<u8>>,)> = match label {
             None => {
-                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = ? AND label_ord = 0")
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = $1 AND label_ord = 0")
                     .bind(id)
                     .fetch_optional(&self.pool)
                     .await?
             }
             Some(label) => {
-                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = ? AND label_ord > 0 AND label = ?")
+                sqlx::query_as("SELECT distribution FROM run_stats WHERE run_id = $1 AND label_ord > 0 AND label = $2")
                     .bind(id)
                     .bind(label)
                     .fetch_optional(&self.pool)
@@ -220,7 +226,7 @@ impl SqliteStore {
         // (distribution, failed_distribution), each possibly NULL.
         type Blobs = (Option<Vec<u8>>, Option<Vec<u8>>);
         let rows: Vec<Blobs> = sqlx::query_as(
-            "SELECT distribution, failed_distribution FROM run_stats WHERE run_id = ? ORDER BY label_ord",
+            "SELECT distribution, failed_distribution FROM run_stats WHERE run_id = $1 ORDER BY label_ord",
         )
         .bind(id)
         .fetch_all(&self.pool)
@@ -240,7 +246,7 @@ impl SqliteStore {
     pub async fn run_errors(&self, id: i64) -> Result<Vec<ErrorRow>> {
         Ok(sqlx::query_as(
             "SELECT label, response_code, message, count, first_seen_ms, last_seen_ms
-             FROM run_errors WHERE run_id = ? ORDER BY count DESC, label",
+             FROM run_errors WHERE run_id = $1 ORDER BY count DESC, label",
         )
         .bind(id)
         .fetch_all(&self.pool)
@@ -250,7 +256,7 @@ impl SqliteStore {
     /// The rows a run's import rejected (details of the first ones), by line.
     pub async fn run_rejected(&self, id: i64) -> Result<Vec<RejectedRowRow>> {
         Ok(
-            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = ? ORDER BY line")
+            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = $1 ORDER BY line")
                 .bind(id)
                 .fetch_all(&self.pool)
                 .await?,
@@ -269,8 +275,8 @@ impl SqliteStore {
         value: Option<f64>,
     ) -> Result<bool> {
         let done = sqlx::query(
-            "UPDATE runs SET failed_rule = ?, failed_at_ms = ?, failed_value = ?
-             WHERE id = ? AND failed_rule IS NULL",
+            "UPDATE runs SET failed_rule = $1, failed_at_ms = $2, failed_value = $3
+             WHERE id = $4 AND failed_rule IS NULL",
         )
         .bind(rule)
         .bind(at_ms)
@@ -304,7 +310,7 @@ impl SqliteStore {
                     b.histogram
              FROM runs r
              LEFT JOIN run_buckets b ON b.run_id = r.id AND b.label_ord = 0
-               AND b.start_ms >= ? AND b.start_ms < ?
+               AND b.start_ms >= $1 AND b.start_ms < $2
              WHERE r.status = 'live'
              ORDER BY r.id, b.start_ms",
         )
@@ -341,7 +347,7 @@ impl SqliteStore {
     pub async fn create_live_run(&self, run: &NewRun) -> Result<i64> {
         let mut tx = self.begin_write().await?;
         let id = insert_run_tx(&mut tx.tx, run, &RunData::default()).await?;
-        sqlx::query("UPDATE runs SET status = 'live', started_at_ms = NULL WHERE id = ?")
+        sqlx::query("UPDATE runs SET status = 'live', started_at_ms = NULL WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -353,26 +359,22 @@ impl SqliteStore {
     /// its result file) in one transaction, and sets its status (`live` or `complete`)
     /// and, when given, its tool and source. `false` if there is no such run.
     ///
-    /// A `complete` run gets its bootstrap draws (see [`SqliteStore::insert_runs`]); a `live`
-    /// one has none until it completes.
+    /// `draws` are its bootstrap draws (see [`Backend::insert_runs`]): a `live` run has
+    /// none until it completes.
     pub async fn replace_run_data(
         &self,
         id: i64,
         data: &RunData,
+        draws: &stored::RunBlobs,
         status: &str,
         tool_source: Option<(&str, &str)>,
     ) -> Result<bool> {
-        let draws = if status == "complete" {
-            stored::precompute(data, DEFAULT_RESAMPLES)
-        } else {
-            Vec::new()
-        };
         let mut tx = self.begin_write().await?;
         let found = sqlx::query(
-            "UPDATE runs SET status = ?, summary_only = ?, started_at_ms = ?, ended_at_ms = ?,
-                             rejected_rows = ?, folded_labels = ?, reported = ?,
-                             tool = COALESCE(?, tool), source = COALESCE(?, source)
-             WHERE id = ?",
+            "UPDATE runs SET status = $1, summary_only = $2, started_at_ms = $3, ended_at_ms = $4,
+                             rejected_rows = $5, folded_labels = $6, reported = $7,
+                             tool = COALESCE($8, tool), source = COALESCE($9, source)
+             WHERE id = $10",
         )
         .bind(status)
         .bind(data.summary_only)
@@ -392,22 +394,24 @@ impl SqliteStore {
             return Ok(false);
         }
         for sql in [
-            "DELETE FROM run_stats WHERE run_id = ?",
-            "DELETE FROM run_buckets WHERE run_id = ?",
-            "DELETE FROM run_errors WHERE run_id = ?",
-            "DELETE FROM run_rejected WHERE run_id = ?",
-            "DELETE FROM run_resamples WHERE run_id = ?",
-            "DELETE FROM run_capacities WHERE run_id = ?",
+            "DELETE FROM run_stats WHERE run_id = $1",
+            "DELETE FROM run_buckets WHERE run_id = $1",
+            "DELETE FROM run_errors WHERE run_id = $1",
+            "DELETE FROM run_rejected WHERE run_id = $1",
+            "DELETE FROM run_resamples WHERE run_id = $1",
+            "DELETE FROM run_capacities WHERE run_id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
-        insert_aggregates(&mut tx.tx, id, data).await?;
-        insert_draws(&mut tx.tx, id, &draws).await?;
+        insert_aggregates(&mut tx.tx, id, data, true).await?;
+        insert_draws(&mut tx.tx, id, draws).await?;
         tx.commit().await?;
         Ok(true)
     }
 
-    /// Stores a live run's newest changes (see [`crate::store::Store::store_live_changes`]).
+    /// Stores a live run's newest changes (see [`crate::store::Store::store_live_changes`]):
+    /// statistics, error groups and rejected rows rewritten whole, the changed buckets
+    /// upserted, the `added` ones summed into the stored bucket of their second.
     pub async fn store_live_changes(
         &self,
         id: i64,
@@ -427,7 +431,7 @@ impl SqliteStore {
         for _ in 0..3 {
             let mut tx = self.begin_write().await?;
             let found: Option<(i64,)> =
-                sqlx::query_as("SELECT id FROM runs WHERE live_key = ? AND status = 'live'")
+                sqlx::query_as("SELECT id FROM runs WHERE live_key = $1 AND status = 'live'")
                     .bind(key)
                     .fetch_optional(&mut *tx)
                     .await?;
@@ -436,9 +440,9 @@ impl SqliteStore {
             }
             let id = insert_run_tx(&mut tx.tx, run, &RunData::default()).await?;
             let set = sqlx::query(
-                "UPDATE runs SET status = 'live', started_at_ms = NULL, live_key = ?,
-                                 live_seen_ms = ?
-                 WHERE id = ?",
+                "UPDATE runs SET status = 'live', started_at_ms = NULL, live_key = $1,
+                                 live_seen_ms = $2
+                 WHERE id = $3",
             )
             .bind(key)
             .bind(now_ms)
@@ -470,9 +474,11 @@ impl SqliteStore {
         now_ms: i64,
     ) -> Result<bool> {
         let mut tx = self.begin_write().await?;
-        let run: Option<(String, i64, i64, String)> = sqlx::query_as(
+        let run: Option<(String, i64, i64, String)> = sqlx::query_as(concat!(
             "SELECT status, rejected_rows, folded_labels, reported FROM runs
-             WHERE id = ? AND live_key IS NOT NULL",
+             WHERE id = $1 AND live_key IS NOT NULL",
+            for_update!()
+        ),
         )
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -483,19 +489,19 @@ impl SqliteStore {
         if status != "live" {
             return Ok(false);
         }
-        let scopes: Vec<StoredScopeRow> = sqlx::query_as(stored_scopes_sql!("?"))
+        let scopes: Vec<StoredScopeRow> = sqlx::query_as(stored_scopes_sql!("$1"))
             .bind(id)
             .fetch_all(&mut *tx)
             .await?;
         let errors: Vec<ErrorRow> = sqlx::query_as(
             "SELECT label, response_code, message, count, first_seen_ms, last_seen_ms
-             FROM run_errors WHERE run_id = ?",
+             FROM run_errors WHERE run_id = $1",
         )
         .bind(id)
         .fetch_all(&mut *tx)
         .await?;
         let rejected: Vec<RejectedRowRow> =
-            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = ? ORDER BY line")
+            sqlx::query_as("SELECT line, reason FROM run_rejected WHERE run_id = $1 ORDER BY line")
                 .bind(id)
                 .fetch_all(&mut *tx)
                 .await?;
@@ -520,7 +526,7 @@ impl SqliteStore {
             added,
         };
         write_live_changes(&mut tx, id, &changes, "live").await?;
-        sqlx::query("UPDATE runs SET live_seen_ms = ? WHERE id = ?")
+        sqlx::query("UPDATE runs SET live_seen_ms = $1 WHERE id = $2")
             .bind(now_ms)
             .bind(id)
             .execute(&mut *tx)
@@ -533,7 +539,7 @@ impl SqliteStore {
     pub async fn close_idle_live_runs(&self, seen_before_ms: i64) -> Result<Vec<i64>> {
         let idle: Option<(i64,)> = sqlx::query_as(
             "SELECT id FROM runs
-             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < ? LIMIT 1",
+             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < $1 LIMIT 1",
         )
         .bind(seen_before_ms)
         .fetch_optional(&self.pool)
@@ -544,7 +550,7 @@ impl SqliteStore {
         let mut tx = self.begin_write().await?;
         let ids: Vec<(i64,)> = sqlx::query_as(
             "UPDATE runs SET status = 'complete'
-             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < ?
+             WHERE status = 'live' AND live_key IS NOT NULL AND live_seen_ms < $1
              RETURNING id",
         )
         .bind(seen_before_ms)
@@ -559,7 +565,7 @@ impl SqliteStore {
         let mut tx = self.begin_write().await?;
         let ended = sqlx::query(
             "UPDATE runs SET status = 'complete'
-             WHERE id = ? AND status = 'live' AND live_key IS NOT NULL",
+             WHERE id = $1 AND status = 'live' AND live_key IS NOT NULL",
         )
         .bind(id)
         .execute(&mut *tx)
@@ -575,7 +581,7 @@ impl SqliteStore {
             "UPDATE runs SET status = 'complete'
              WHERE status = 'live'
                AND CASE WHEN live_key IS NULL THEN COALESCE(ended_at_ms, imported_at_ms)
-                        ELSE live_seen_ms END < ?",
+                        ELSE live_seen_ms END < $1",
         )
         .bind(quiet_since_ms)
         .execute(&self.pool)
@@ -588,10 +594,10 @@ impl SqliteStore {
     pub async fn update_run(&self, id: i64, patch: &RunPatch) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let found = sqlx::query(
-            "UPDATE runs SET name = COALESCE(?, name),
-                             scenario = CASE WHEN ? THEN ? ELSE scenario END,
-                             notes = CASE WHEN ? THEN ? ELSE notes END
-             WHERE id = ?",
+            "UPDATE runs SET name = COALESCE($1, name),
+                             scenario = CASE WHEN CAST($2 AS BOOLEAN) THEN $3 ELSE scenario END,
+                             notes = CASE WHEN CAST($4 AS BOOLEAN) THEN $5 ELSE notes END
+             WHERE id = $6",
         )
         .bind(&patch.name)
         .bind(patch.scenario.is_some())
@@ -604,12 +610,12 @@ impl SqliteStore {
         .rows_affected()
             > 0;
         if found && let Some(tags) = &patch.tags {
-            sqlx::query("DELETE FROM run_tags WHERE run_id = ?")
+            sqlx::query("DELETE FROM run_tags WHERE run_id = $1")
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
             if !tags.is_empty() {
-                let mut qb: QueryBuilder<Sqlite> =
+                let mut qb: QueryBuilder<Db> =
                     QueryBuilder::new("INSERT INTO run_tags (run_id, key, value) ");
                 qb.push_values(tags, |mut b, (k, v)| {
                     b.push_bind(id).push_bind(k).push_bind(v);
@@ -621,39 +627,25 @@ impl SqliteStore {
         Ok(found)
     }
 
-    /// Deletes a run and everything stored for it; `false` if there was no such run.
-    ///
-    /// The pages it held are returned to the file system: `PRAGMA incremental_vacuum` in the
-    /// same transaction (the database is in incremental auto-vacuum mode, see migration
-    /// 0016) moves the file's last pages into the freed ones, instead of keeping those on
-    /// the free list; then a checkpoint writes the change into the database file, which
-    /// SQLite truncates, and empties the WAL (`wal_checkpoint(TRUNCATE)`: it waits for
-    /// readers still on older pages, at most the busy time-out; if they outlast it the files
-    /// shrink at a later checkpoint).
+    /// Deletes a run and everything stored for it; `false` if there was no such run. The
+    /// space it held is given back (see the backend's `free_deleted_pages` and
+    /// `reclaim_run_space`).
     pub async fn delete_run(&self, id: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query("DELETE FROM runs WHERE id = ?")
+        let deleted = sqlx::query("DELETE FROM runs WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() > 0 {
-            // Each result row of the pragma is one page given back: all are read.
-            sqlx::query("PRAGMA incremental_vacuum")
-                .execute(&mut *tx)
-                .await?;
+            .await?
+            .rows_affected()
+            > 0;
+        if deleted {
+            self.free_deleted_pages(&mut tx).await?;
         }
         tx.commit().await?;
-        if done.rows_affected() > 0 {
-            // Returns (busy, WAL frames, frames checkpointed); busy = 1 is not an error. A
-            // checkpoint that fails is logged: the deletion is committed and stands.
-            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                .execute(&self.pool)
-                .await
-            {
-                tracing::warn!(run = id, error = %e, "checkpoint after a run's deletion failed");
-            }
+        if deleted {
+            self.reclaim_run_space(id).await;
         }
-        Ok(done.rows_affected() > 0)
+        Ok(deleted)
     }
 
     /// Number of stored runs.
@@ -666,14 +658,14 @@ impl SqliteStore {
 }
 
 async fn insert_run_tx(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Db>,
     run: &NewRun,
     data: &RunData,
 ) -> Result<i64> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO runs (name, scenario, tool, source, summary_only, started_at_ms, ended_at_ms,
                            imported_at_ms, rejected_rows, folded_labels, reported)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
     )
     .bind(&run.name)
     .bind(&run.scenario)
@@ -690,200 +682,44 @@ async fn insert_run_tx(
     .await?;
 
     if !run.tags.is_empty() {
-        let mut qb: QueryBuilder<Sqlite> =
-            QueryBuilder::new("INSERT OR REPLACE INTO run_tags (run_id, key, value) ");
-        qb.push_values(&run.tags, |mut b, (k, v)| {
-            b.push_bind(id).push_bind(k).push_bind(v);
+        // The last value of a key wins, as SQLite's INSERT OR REPLACE gives it (one
+        // statement may not upsert the same key twice on PostgreSQL).
+        let tags: std::collections::BTreeMap<&str, &str> = run
+            .tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut qb: QueryBuilder<Db> =
+            QueryBuilder::new("INSERT INTO run_tags (run_id, key, value) ");
+        qb.push_values(&tags, |mut b, (k, v)| {
+            b.push_bind(id).push_bind(*k).push_bind(*v);
         });
+        qb.push(" ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value");
         qb.build().execute(&mut **tx).await?;
     }
-    insert_aggregates(tx, id, data).await?;
+    insert_aggregates(tx, id, data, true).await?;
     Ok(id)
 }
 
 /// Writes a run's bootstrap draws, one `(label_ord, blob)` per scope (replacing any).
 pub(super) async fn insert_draws(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Db>,
     id: i64,
     draws: &[(i64, Vec<u8>)],
 ) -> Result<()> {
     for chunk in draws.chunks(chunk_rows(3)) {
-        let mut qb: QueryBuilder<Sqlite> =
-            QueryBuilder::new("INSERT OR REPLACE INTO run_resamples (run_id, label_ord, draws) ");
+        let mut qb: QueryBuilder<Db> =
+            QueryBuilder::new("INSERT INTO run_resamples (run_id, label_ord, draws) ");
         qb.push_values(chunk, |mut b, (ord, blob)| {
             b.push_bind(id).push_bind(*ord).push_bind(blob);
         });
+        qb.push(" ON CONFLICT (run_id, label_ord) DO UPDATE SET draws = excluded.draws");
         qb.build().execute(&mut **tx).await?;
     }
     Ok(())
 }
 
-/// Writes a run's statistics, buckets, error groups and rejected rows.
-async fn insert_aggregates(
-    tx: &mut Transaction<'_, Sqlite>,
-    id: i64,
-    data: &RunData,
-) -> Result<()> {
-    write_aggregates(tx, id, data, "INSERT").await
-}
-
-/// [`insert_aggregates`] with buckets written by `bucket_verb` (`INSERT`, or
-/// `INSERT OR REPLACE` to upsert a live run's changed seconds).
-async fn write_aggregates(
-    tx: &mut Transaction<'_, Sqlite>,
-    id: i64,
-    data: &RunData,
-    bucket_verb: &str,
-) -> Result<()> {
-    // Scopes: 0 = run total, then labels in order.
-    let overall = LabelStats {
-        label: String::new(),
-        is_transaction: false,
-        stats: data.overall.clone(),
-    };
-    let scopes: Vec<(i64, Option<&str>, &LabelStats)> = std::iter::once((0, None, &overall))
-        .chain(
-            data.labels
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (i as i64 + 1, Some(l.label.as_str()), l)),
-        )
-        .collect();
-    let blob = |ord: i64| {
-        data.distributions
-            .get(ord as usize)
-            .filter(|d| !d.is_empty())
-            .map(|d| d.encode())
-    };
-    // An empty blob (not NULL) when the scope had no failure: "none", not "unknown".
-    let failed_blob = |ord: i64| {
-        data.failed_distributions
-            .get(ord as usize)
-            .map(|d| d.encode())
-    };
-    for chunk in scopes.chunks(chunk_rows(20)) {
-        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-            "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
-             mean_ms, max_ms, p50_ms, p90_ms, p95_ms, p99_ms, first_start_ms, last_end_ms,
-             window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
-             failed_distribution) ",
-        );
-        qb.push_values(chunk, |mut b, (ord, label, l)| {
-            let s = &l.stats;
-            b.push_bind(id)
-                .push_bind(*ord)
-                .push_bind(*label)
-                .push_bind(l.is_transaction)
-                .push_bind(to_i64(s.count))
-                .push_bind(to_i64(s.errors))
-                .push_bind(s.min_ms)
-                .push_bind(s.mean_ms)
-                .push_bind(s.max_ms)
-                .push_bind(s.p50_ms)
-                .push_bind(s.p90_ms)
-                .push_bind(s.p95_ms)
-                .push_bind(s.p99_ms)
-                .push_bind(s.first_start_ms)
-                .push_bind(s.last_end_ms)
-                .push_bind(s.window_ms)
-                .push_bind(s.throughput_rps)
-                .push_bind(to_i64(s.bytes_received))
-                .push_bind(to_i64(s.bytes_sent))
-                .push_bind(blob(*ord))
-                .push_bind(failed_blob(*ord));
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
-
-    write_buckets(tx, id, data, bucket_verb).await?;
-
-    for chunk in data.errors.chunks(chunk_rows(7)) {
-        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-            "INSERT INTO run_errors (run_id, label, response_code, message, count, first_seen_ms,
-             last_seen_ms) ",
-        );
-        qb.push_values(chunk, |mut b, e: &ErrorGroup| {
-            b.push_bind(id)
-                .push_bind(&e.label)
-                .push_bind(&e.response_code)
-                .push_bind(&e.message)
-                .push_bind(to_i64(e.count))
-                .push_bind(e.first_seen_ms)
-                .push_bind(e.last_seen_ms);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
-
-    for chunk in data.rejected.chunks(chunk_rows(3)) {
-        let mut qb: QueryBuilder<Sqlite> =
-            QueryBuilder::new("INSERT INTO run_rejected (run_id, line, reason) ");
-        qb.push_values(chunk, |mut b, r: &RejectedRow| {
-            b.push_bind(id)
-                .push_bind(to_i64(r.line))
-                .push_bind(&r.reason);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
-    Ok(())
-}
-
-/// Writes `data.buckets` (label order from `data.labels`) with `verb` (`INSERT` or
-/// `INSERT OR REPLACE`).
-async fn write_buckets(
-    tx: &mut Transaction<'_, Sqlite>,
-    id: i64,
-    data: &RunData,
-    bucket_verb: &str,
-) -> Result<()> {
-    let ord_of: std::collections::HashMap<&str, i64> = data
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-        .collect();
-    let buckets: Vec<(i64, &Bucket)> = data
-        .buckets
-        .iter()
-        .filter_map(|b| match &b.label {
-            None => Some((0, b)),
-            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
-        })
-        .collect();
-    write_bucket_rows(tx, id, &buckets, bucket_verb).await
-}
-
-/// Writes buckets, each with its scope's ord, with `verb` (`INSERT` or `INSERT OR
-/// REPLACE`), a few hundred rows per statement.
-async fn write_bucket_rows(
-    tx: &mut Transaction<'_, Sqlite>,
-    id: i64,
-    buckets: &[(i64, &Bucket)],
-    bucket_verb: &str,
-) -> Result<()> {
-    for chunk in buckets.chunks(chunk_rows(10)) {
-        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(format!(
-            "{bucket_verb} INTO run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms,
-             min_ms, max_ms, active_users, histogram) "
-        ));
-        qb.push_values(chunk, |mut b, (ord, bucket)| {
-            b.push_bind(id)
-                .push_bind(*ord)
-                .push_bind(bucket.start_ms)
-                .push_bind(to_i64(bucket.count))
-                .push_bind(to_i64(bucket.errors))
-                .push_bind(to_i64(bucket.sum_ms))
-                .push_bind(to_i64(bucket.min_ms))
-                .push_bind(to_i64(bucket.max_ms))
-                .push_bind(bucket.active_users.map(i64::from))
-                .push_bind(&bucket.histogram);
-        });
-        qb.build().execute(&mut **tx).await?;
-    }
-
-    Ok(())
-}
-
-/// The writing half of [`store_live_changes`](super::runs) on an open write transaction:
+/// The writing half of [`Backend::store_live_changes`] on an open write transaction:
 /// `false` (nothing written) if there is no run `id`.
 async fn write_live_changes(
     tx: &mut WriteTx,
@@ -893,9 +729,9 @@ async fn write_live_changes(
 ) -> Result<bool> {
     let data = &changes.data;
     let found = sqlx::query(
-        "UPDATE runs SET status = ?, started_at_ms = ?, ended_at_ms = ?, rejected_rows = ?,
-                         folded_labels = ?, reported = ?
-         WHERE id = ?",
+        "UPDATE runs SET status = $1, started_at_ms = $2, ended_at_ms = $3, rejected_rows = $4,
+                         folded_labels = $5, reported = $6
+         WHERE id = $7",
     )
     .bind(status)
     .bind(clock_time(data.overall.first_start_ms))
@@ -911,32 +747,38 @@ async fn write_live_changes(
     if !found {
         return Ok(false);
     }
-    // Statistics, error groups and rejected rows are bounded by the run's limits
-    // (labels, error groups, details kept): rewritten whole. Buckets are upserted.
     for sql in [
-        "DELETE FROM run_stats WHERE run_id = ?",
-        "DELETE FROM run_errors WHERE run_id = ?",
-        "DELETE FROM run_rejected WHERE run_id = ?",
-        "DELETE FROM run_capacities WHERE run_id = ?",
+        "DELETE FROM run_stats WHERE run_id = $1",
+        "DELETE FROM run_errors WHERE run_id = $1",
+        "DELETE FROM run_rejected WHERE run_id = $1",
+        "DELETE FROM run_capacities WHERE run_id = $1",
     ] {
         sqlx::query(sql).bind(id).execute(&mut **tx).await?;
     }
-    write_aggregates(&mut tx.tx, id, data, "INSERT OR REPLACE").await?;
-    // Added buckets (late samples, a live delta's): summed with the stored bucket of their
-    // label and second, read and written back in a few statements whatever their number.
+    insert_aggregates(&mut tx.tx, id, data, false).await?;
     let ord_of: std::collections::HashMap<&str, i64> = data
         .labels
         .iter()
         .enumerate()
         .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
         .collect();
+    let ord = |b: &Bucket| match &b.label {
+        None => Some(0),
+        Some(l) => ord_of.get(l.as_str()).copied(),
+    };
+    let changed: Vec<(i64, &Bucket)> = data
+        .buckets
+        .iter()
+        .filter_map(|b| ord(b).map(|o| (o, b)))
+        .collect();
+    upsert_buckets(&mut tx.tx, id, &changed).await?;
+    // Added buckets (late samples, a live delta's): summed with the stored bucket of their
+    // label and second, read and written back in a few statements whatever their number.
+    // A live delta's writer holds the run's row, so no other writer touches them meanwhile.
     let added: Vec<(i64, &Bucket)> = changes
         .added
         .iter()
-        .filter_map(|b| match &b.label {
-            None => Some((0, b)),
-            Some(l) => ord_of.get(l.as_str()).map(|o| (*o, b)),
-        })
+        .filter_map(|b| ord(b).map(|o| (o, b)))
         .collect();
     if !added.is_empty() {
         let seconds: Vec<i64> = added
@@ -947,39 +789,16 @@ async fn write_live_changes(
             .collect();
         // The scopes too, so the key (run, scope, second) finds each stored bucket: with
         // the seconds alone every bucket of the run is read, and a long run slows down.
-        // Written as literals: they are numbers of this function's own.
-        let ords = added
+        let ords: Vec<i64> = added
             .iter()
             .map(|(o, _)| *o)
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
-            .map(|o| o.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut stored = Vec::new();
-        for chunk in seconds.chunks(chunk_rows(1)) {
-            let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
-                "SELECT label_ord, start_ms, count, errors, sum_ms, min_ms, max_ms, active_users,
-                        histogram
-                 FROM run_buckets WHERE run_id = ",
-            );
-            qb.push_bind(id)
-                .push(format!(" AND label_ord IN ({ords})"))
-                .push(" AND start_ms IN (");
-            let mut list = qb.separated(", ");
-            for s in chunk {
-                list.push_bind(*s);
-            }
-            list.push_unseparated(")");
-            stored.extend(
-                qb.build_query_as::<ScopedBucketRow>()
-                    .fetch_all(&mut **tx)
-                    .await?,
-            );
-        }
+            .collect();
+        let stored = stored_buckets(&mut tx.tx, id, &ords, &seconds).await?;
         let sums = sum_added_buckets(id, &added, stored)?;
         let rows: Vec<(i64, &Bucket)> = sums.iter().map(|(o, b)| (*o, b)).collect();
-        write_bucket_rows(&mut tx.tx, id, &rows, "INSERT OR REPLACE").await?;
+        upsert_buckets(&mut tx.tx, id, &rows).await?;
     }
     Ok(true)
 }
