@@ -382,6 +382,68 @@ pub(crate) fn sum_added_buckets(
     Ok(sums.into_iter().map(|((ord, _), b)| (ord, b)).collect())
 }
 
+/// One scope of a run as the bulk writers store it in `run_stats`: `ord` 0 is the run
+/// total (no label), then the labels in order; with its encoded response-time
+/// distributions (`failed` is an empty blob, not NULL, when the scope had no failure:
+/// "none", not "unknown").
+pub(crate) struct ScopeRow<'a> {
+    pub ord: i64,
+    pub label: Option<&'a str>,
+    pub is_transaction: bool,
+    pub stats: &'a crate::domain::runs::Stats,
+    pub distribution: Option<Vec<u8>>,
+    pub failed_distribution: Option<Vec<u8>>,
+}
+
+/// The `run_stats` rows of `data`, total first.
+pub(crate) fn scope_rows(data: &crate::domain::runs::RunData) -> Vec<ScopeRow<'_>> {
+    let blob = |ord: usize| {
+        data.distributions
+            .get(ord)
+            .filter(|d| !d.is_empty())
+            .map(|d| d.encode())
+    };
+    let failed_blob = |ord: usize| data.failed_distributions.get(ord).map(|d| d.encode());
+    std::iter::once(ScopeRow {
+        ord: 0,
+        label: None,
+        is_transaction: false,
+        stats: &data.overall,
+        distribution: blob(0),
+        failed_distribution: failed_blob(0),
+    })
+    .chain(data.labels.iter().enumerate().map(|(i, l)| ScopeRow {
+        ord: i as i64 + 1,
+        label: Some(l.label.as_str()),
+        is_transaction: l.is_transaction,
+        stats: &l.stats,
+        distribution: blob(i + 1),
+        failed_distribution: failed_blob(i + 1),
+    }))
+    .collect()
+}
+
+/// `buckets` of a run whose labels are `data`'s, each with its scope's ord (0: the run
+/// total, then the labels in order); a bucket of a label the run does not have is left out.
+pub(crate) fn scoped_buckets<'a>(
+    data: &crate::domain::runs::RunData,
+    buckets: &'a [crate::domain::runs::Bucket],
+) -> Vec<(i64, &'a crate::domain::runs::Bucket)> {
+    let ord_of: std::collections::HashMap<&str, i64> = data
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
+        .collect();
+    buckets
+        .iter()
+        .filter_map(|b| match &b.label {
+            None => Some((0, b)),
+            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
+        })
+        .collect()
+}
+
 // This group's operations on [`Store`], each answered by the backend the store was
 // opened on (`forward!`).
 forward! {

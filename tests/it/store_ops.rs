@@ -9,9 +9,11 @@ use harrier::domain::alerts::channel::ChannelSpec;
 use harrier::domain::alerts::eval::{Alert, Change, Phase, Transition};
 use harrier::domain::alerts::rule::{Duration, Labels, Rule};
 use harrier::domain::alerts::silence::{Matcher, SilenceSpec};
+use harrier::domain::routes::Interval;
 use harrier::domain::runs::{RunBuilder, RunData, Sample};
 use harrier::store::{
-    Delivery, GroupEntry, HistoryFilter, NewRun, SILENCE_RETENTION_MS, Store, StoredChannel,
+    Delivery, GroupEntry, HistoryFilter, NewRun, Retention, RouteWrite, RunPatch,
+    SILENCE_RETENTION_MS, ScrapeStatus, Store, StoredChannel, TargetSpec,
 };
 
 /// Instantiates each `async fn NAME(store: Store) { … }` once per backend, as the tests
@@ -525,5 +527,113 @@ backend_tests! {
         assert_eq!(at(store.alert_history_filtered(&filter("/search"), 10).await.unwrap()), [20]);
         assert!(store.alert_history_filtered(&filter("/nope"), 10).await.unwrap().is_empty());
         assert_eq!(at(store.alert_history(None, 10).await.unwrap()), [30, 20, 10]);
+    }
+}
+
+fn route_write(route: &str, exchanges: Option<f64>, last_exchange_ms: Option<i64>) -> RouteWrite {
+    RouteWrite {
+        service: "orders".into(),
+        route: route.into(),
+        labels: Default::default(),
+        source: "camel".into(),
+        state: Some("Started".into()),
+        last_exchange_ms,
+        interval: exchanges.map(|n| Interval {
+            interval_ms: 15_000,
+            exchanges: Some(n),
+            failed: Some(0.0),
+            duration_sum_s: Some(n * 0.01),
+            duration_count: Some(n),
+            buckets: Vec::new(),
+            max_s: None,
+            inflight: None,
+            resets: 0,
+        }),
+        instance: String::new(),
+    }
+}
+
+backend_tests! {
+    async fn runs_list_edit_and_delete(store: Store) {
+        let older = run(&store, "older", "checkout", 1_000).await;
+        let newer = run(&store, "newer", "checkout", 2_000).await;
+        let names: Vec<String> = store.list_runs().await.unwrap().into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["newer", "older"], "newest first");
+        assert_eq!(store.run_list_item(older).await.unwrap().unwrap().name, "older");
+        assert!(store.run_list_item(999).await.unwrap().is_none());
+
+        // Tags replace the set; scenario and notes only when given.
+        let patch = RunPatch {
+            name: Some("renamed".into()),
+            notes: Some(Some("after the pool change".into())),
+            tags: Some(
+                [("env".into(), "staging".into()), ("pool".into(), "50".into())]
+                    .into_iter()
+                    .collect(),
+            ),
+            ..RunPatch::default()
+        };
+        assert!(store.update_run(newer, &patch).await.unwrap());
+        let detail = store.get_run(newer).await.unwrap().unwrap();
+        assert_eq!(detail.name, "renamed");
+        assert_eq!(detail.scenario.as_deref(), Some("checkout"));
+        assert_eq!(detail.notes.as_deref(), Some("after the pool change"));
+        assert_eq!(detail.tags.len(), 2);
+        assert!(!store.update_run(999, &patch).await.unwrap());
+
+        assert_eq!(store.count_runs().await.unwrap(), 2);
+        assert!(store.delete_run(older).await.unwrap());
+        assert!(!store.delete_run(older).await.unwrap());
+        assert_eq!(store.count_runs().await.unwrap(), 1);
+        assert!(store.get_run(older).await.unwrap().is_none());
+    }
+
+    async fn a_route_written_twice_in_one_scrape_keeps_the_last_figures(store: Store) {
+        let target = store
+            .insert_target(
+                &TargetSpec {
+                    name: "orders".into(),
+                    url: "http://127.0.0.1:9/metrics".into(),
+                    kind: "prometheus".into(),
+                    interval_s: 15.0,
+                    timeout_s: 5.0,
+                    labels: Default::default(),
+                },
+                "api",
+                0,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        let status = ScrapeStatus { at_ms: 60_000, up: true, duration_ms: 3.0, samples: 9, error: None };
+        // The same route twice (a duplicated series): the last one's figures are kept, and
+        // the latest exchange either of them saw.
+        let ids = store
+            .record_scrape(
+                target.id,
+                &status,
+                &[
+                    route_write("checkout", Some(5.0), Some(50_000)),
+                    route_write("checkout", Some(0.0), None),
+                    route_write("refund", None, None),
+                ],
+            )
+            .await
+            .unwrap();
+        assert_eq!(ids[0], ids[1]);
+        assert_ne!(ids[0], ids[2]);
+        let infos = store.route_infos(Some(target.id), None).await.unwrap();
+        let checkout = infos.iter().find(|r| r.route == "checkout").unwrap();
+        assert_eq!(checkout.last_exchange_ms, Some(60_000));
+        let raw = store.route_intervals(Some(ids[0]), 0, 120_000).await.unwrap();
+        assert_eq!(raw.len(), 1);
+        assert_eq!(raw[0].interval.exchanges, Some(0.0));
+
+        // Past retention, raw rows go; deleting the target takes its routes.
+        let pruned = store.prune_routes(10_000_000_000, &Retention::default()).await.unwrap();
+        assert!(pruned >= 1, "{pruned}");
+        assert!(store.route_intervals(Some(ids[0]), 0, 120_000).await.unwrap().is_empty());
+        assert!(store.delete_target(target.id).await.unwrap());
+        assert!(store.route_infos(None, None).await.unwrap().is_empty());
     }
 }

@@ -756,30 +756,12 @@ async fn write_live_changes(
         sqlx::query(sql).bind(id).execute(&mut **tx).await?;
     }
     insert_aggregates(&mut tx.tx, id, data, false).await?;
-    let ord_of: std::collections::HashMap<&str, i64> = data
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-        .collect();
-    let ord = |b: &Bucket| match &b.label {
-        None => Some(0),
-        Some(l) => ord_of.get(l.as_str()).copied(),
-    };
-    let changed: Vec<(i64, &Bucket)> = data
-        .buckets
-        .iter()
-        .filter_map(|b| ord(b).map(|o| (o, b)))
-        .collect();
+    let changed = scoped_buckets(data, &data.buckets);
     upsert_buckets(&mut tx.tx, id, &changed).await?;
     // Added buckets (late samples, a live delta's): summed with the stored bucket of their
     // label and second, read and written back in a few statements whatever their number.
     // A live delta's writer holds the run's row, so no other writer touches them meanwhile.
-    let added: Vec<(i64, &Bucket)> = changes
-        .added
-        .iter()
-        .filter_map(|b| ord(b).map(|o| (o, b)))
-        .collect();
+    let added = scoped_buckets(data, &changes.added);
     if !added.is_empty() {
         let seconds: Vec<i64> = added
             .iter()

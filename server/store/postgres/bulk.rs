@@ -4,7 +4,7 @@
 
 use super::PostgresStore;
 use super::copy::copy_in;
-use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData};
+use crate::domain::runs::{Bucket, ErrorGroup, RejectedRow, RunData};
 use crate::store::Result;
 use crate::store::runs::*;
 use sqlx::{Postgres, QueryBuilder, Transaction};
@@ -17,32 +17,7 @@ pub(super) async fn insert_aggregates(
     data: &RunData,
     with_buckets: bool,
 ) -> Result<()> {
-    // Scopes: 0 = run total, then labels in order.
-    let overall = LabelStats {
-        label: String::new(),
-        is_transaction: false,
-        stats: data.overall.clone(),
-    };
-    let scopes: Vec<(i64, Option<&str>, &LabelStats)> = std::iter::once((0, None, &overall))
-        .chain(
-            data.labels
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (i as i64 + 1, Some(l.label.as_str()), l)),
-        )
-        .collect();
-    let blob = |ord: i64| {
-        data.distributions
-            .get(ord as usize)
-            .filter(|d| !d.is_empty())
-            .map(|d| d.encode())
-    };
-    // An empty blob (not NULL) when the scope had no failure: "none", not "unknown".
-    let failed_blob = |ord: i64| {
-        data.failed_distributions
-            .get(ord as usize)
-            .map(|d| d.encode())
-    };
+    let scopes = scope_rows(data);
     // The bulk rows go by COPY (see `super::copy`): one statement per table, whatever the
     // row count, instead of a multi-row INSERT per few thousand rows.
     copy_in(
@@ -52,12 +27,12 @@ pub(super) async fn insert_aggregates(
          window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
          failed_distribution) FROM STDIN WITH (FORMAT text)",
         &scopes,
-        |r, (ord, label, l)| {
-            let s = &l.stats;
+        |r, sc| {
+            let s = sc.stats;
             r.int(id)
-                .int(*ord)
-                .text(*label)
-                .bool(l.is_transaction)
+                .int(sc.ord)
+                .text(sc.label)
+                .bool(sc.is_transaction)
                 .int(to_i64(s.count))
                 .int(to_i64(s.errors))
                 .float(s.min_ms)
@@ -73,27 +48,14 @@ pub(super) async fn insert_aggregates(
                 .float(s.throughput_rps)
                 .int(to_i64(s.bytes_received))
                 .int(to_i64(s.bytes_sent))
-                .bytea(blob(*ord).as_deref())
-                .bytea(failed_blob(*ord).as_deref());
+                .bytea(sc.distribution.as_deref())
+                .bytea(sc.failed_distribution.as_deref());
         },
     )
     .await?;
 
     if with_buckets {
-        let ord_of: std::collections::HashMap<&str, i64> = data
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-            .collect();
-        let buckets: Vec<(i64, &Bucket)> = data
-            .buckets
-            .iter()
-            .filter_map(|b| match &b.label {
-                None => Some((0, b)),
-                Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
-            })
-            .collect();
+        let buckets = scoped_buckets(data, &data.buckets);
         copy_in(
             tx,
             "COPY run_buckets (run_id, label_ord, start_ms, count, errors, sum_ms, min_ms,

@@ -3,7 +3,7 @@
 //! and the space upkeep after a run's deletion.
 
 use super::SqliteStore;
-use crate::domain::runs::{Bucket, ErrorGroup, LabelStats, RejectedRow, RunData};
+use crate::domain::runs::{Bucket, ErrorGroup, RejectedRow, RunData};
 use crate::store::Result;
 use crate::store::runs::*;
 use sqlx::{QueryBuilder, Sqlite, Transaction};
@@ -16,32 +16,7 @@ pub(super) async fn insert_aggregates(
     data: &RunData,
     with_buckets: bool,
 ) -> Result<()> {
-    // Scopes: 0 = run total, then labels in order.
-    let overall = LabelStats {
-        label: String::new(),
-        is_transaction: false,
-        stats: data.overall.clone(),
-    };
-    let scopes: Vec<(i64, Option<&str>, &LabelStats)> = std::iter::once((0, None, &overall))
-        .chain(
-            data.labels
-                .iter()
-                .enumerate()
-                .map(|(i, l)| (i as i64 + 1, Some(l.label.as_str()), l)),
-        )
-        .collect();
-    let blob = |ord: i64| {
-        data.distributions
-            .get(ord as usize)
-            .filter(|d| !d.is_empty())
-            .map(|d| d.encode())
-    };
-    // An empty blob (not NULL) when the scope had no failure: "none", not "unknown".
-    let failed_blob = |ord: i64| {
-        data.failed_distributions
-            .get(ord as usize)
-            .map(|d| d.encode())
-    };
+    let scopes = scope_rows(data);
     for chunk in scopes.chunks(chunk_rows(20)) {
         let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(
             "INSERT INTO run_stats (run_id, label_ord, label, is_transaction, count, errors, min_ms,
@@ -49,12 +24,12 @@ pub(super) async fn insert_aggregates(
              window_ms, throughput_rps, bytes_received, bytes_sent, distribution,
              failed_distribution) ",
         );
-        qb.push_values(chunk, |mut b, (ord, label, l)| {
-            let s = &l.stats;
+        qb.push_values(chunk, |mut b, sc| {
+            let s = sc.stats;
             b.push_bind(id)
-                .push_bind(*ord)
-                .push_bind(*label)
-                .push_bind(l.is_transaction)
+                .push_bind(sc.ord)
+                .push_bind(sc.label)
+                .push_bind(sc.is_transaction)
                 .push_bind(to_i64(s.count))
                 .push_bind(to_i64(s.errors))
                 .push_bind(s.min_ms)
@@ -70,8 +45,8 @@ pub(super) async fn insert_aggregates(
                 .push_bind(s.throughput_rps)
                 .push_bind(to_i64(s.bytes_received))
                 .push_bind(to_i64(s.bytes_sent))
-                .push_bind(blob(*ord))
-                .push_bind(failed_blob(*ord));
+                .push_bind(&sc.distribution)
+                .push_bind(&sc.failed_distribution);
         });
         qb.build().execute(&mut **tx).await?;
     }
@@ -112,20 +87,7 @@ pub(super) async fn insert_aggregates(
 
 /// Inserts `data.buckets` (label order from `data.labels`).
 async fn write_buckets(tx: &mut Transaction<'_, Sqlite>, id: i64, data: &RunData) -> Result<()> {
-    let ord_of: std::collections::HashMap<&str, i64> = data
-        .labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.label.as_str(), i as i64 + 1))
-        .collect();
-    let buckets: Vec<(i64, &Bucket)> = data
-        .buckets
-        .iter()
-        .filter_map(|b| match &b.label {
-            None => Some((0, b)),
-            Some(l) => ord_of.get(l.as_str()).map(|ord| (*ord, b)),
-        })
-        .collect();
+    let buckets = scoped_buckets(data, &data.buckets);
     write_bucket_rows(tx, id, &buckets, "INSERT").await
 }
 
