@@ -101,12 +101,19 @@ for r in $(seq 1 "$rounds"); do
 done
 
 echo
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); median of $rounds rounds, alternating"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $rounds rounds, alternating"
+echo "(best: the shortest time or the most writes/s of the rounds, the figure least moved by"
+echo "other work on the machine)"
 echo
-echo "| figure | before | after | after / before |"
-echo "| --- | ---: | ---: | ---: |"
+echo "| figure | before median | after median | after / before | before best | after best | after / before |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for fig in "sqlite import s" "postgres import s" "live writes/s"; do
-  b=$(awk -F'\t' -v f="$fig" '$1=="before" && $2==f {print $3}' "$results" | median)
-  a=$(awk -F'\t' -v f="$fig" '$1=="after" && $2==f {print $3}' "$results" | median)
-  echo "| $fig | $b | $a | $(ratio "$a" "$b") |"
+  values() { awk -F'\t' -v f="$fig" -v w="$1" '$1==w && $2==f {print $3}' "$results"; }
+  b=$(values before | median); a=$(values after | median)
+  if [ "$fig" = "live writes/s" ]; then
+    bb=$(values before | sort -g | tail -1); ab=$(values after | sort -g | tail -1)
+  else
+    bb=$(values before | sort -g | head -1); ab=$(values after | sort -g | head -1)
+  fi
+  echo "| $fig | $b | $a | $(ratio "$a" "$b") | $bb | $ab | $(ratio "$ab" "$bb") |"
 done
