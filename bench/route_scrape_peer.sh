@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # Scrape cost of harrier beside a named peer, in one run: harrier and Prometheus (Debian
-# `prometheus`) scrape the same generated exporter of N Camel routes every 10 s, side by
+# `prometheus`) scrape the same generated exporter of N Camel routes every 10 s (--interval), side by
 # side; after a warm-up, the CPU time each process used over the measured span is read from
 # /proc (utime + stime) and given as % of one core, with the ratio harrier ÷ Prometheus.
 # Prometheus stores the samples in its TSDB; harrier parses, maps to routes, stores
 # intervals and rollups, and publishes live updates (what a user of each gets).
 #
-#   bench/route_scrape_peer.sh [--routes 1000] [--warm 60] [--measure 300]
+#   bench/route_scrape_peer.sh [--routes 1000] [--warm 60] [--measure 300] [--interval 10]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-routes=1000 warm=60 measure=300
+routes=1000 warm=60 measure=300 interval=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --routes) routes="$2"; shift 2;; --warm) warm="$2"; shift 2;;
-    --measure) measure="$2"; shift 2;; *) echo "unknown $1" >&2; exit 2;;
+    --measure) measure="$2"; shift 2;; --interval) interval="$2"; shift 2;;
+    *) echo "unknown $1" >&2; exit 2;;
   esac
 done
 harrier="${HARRIER:-$root/target/release/harrier}"
+timeout=$(( interval < 5 ? interval : 5 ))  # Prometheus wants it within the interval
 prom="${PROMETHEUS:-/usr/bin/prometheus}"
 mport="${METRICS_PORT:-9129}" hport="${PORT:-7183}" pport="${PROM_PORT:-9139}"
 tck="$(getconf CLK_TCK)"
@@ -35,13 +37,13 @@ self_scrape = false
 name = "camel-bench"
 url = "http://127.0.0.1:$mport/metrics"
 kind = "prometheus"
-interval_s = 10
-timeout_s = 5
+interval_s = $interval
+timeout_s = $timeout
 TOML
 cat > "$work/p.yml" <<YML
 global:
-  scrape_interval: 10s
-  scrape_timeout: 5s
+  scrape_interval: ${interval}s
+  scrape_timeout: ${timeout}s
 scrape_configs:
   - job_name: camel-bench
     static_configs:
@@ -60,14 +62,14 @@ h1="$(cpu_ticks $hpid)"; p1="$(cpu_ticks $ppid_)"; t1="$(date +%s%N)"
 load1="$(cut -d' ' -f1 /proc/loadavg)"
 up="$(curl -sf "http://127.0.0.1:$pport/api/v1/query?query=up" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])' || echo '?')"
 hup="$(curl -sf "http://127.0.0.1:$hport/api/v1/targets" | python3 -c 'import json,sys; t=json.load(sys.stdin)[0]; print(t["up"], t["samples"])' || echo '?')"
-python3 - "$h0" "$h1" "$p0" "$p1" "$t0" "$t1" "$tck" "$routes" "$warm" "$measure" "$load0" "$load1" "$up" "$hup" <<'PY'
+python3 - "$h0" "$h1" "$p0" "$p1" "$t0" "$t1" "$tck" "$routes" "$warm" "$measure" "$load0" "$load1" "$up" "$hup" "$interval" <<'PY'
 import sys
 h0, h1, p0, p1, t0, t1, tck = map(int, sys.argv[1:8])
-routes, warm, measure, l0, l1, up, hup = sys.argv[8:]
+routes, warm, measure, l0, l1, up, hup, interval = sys.argv[8:]
 wall = (t1 - t0) / 1e9
 h = 100 * (h1 - h0) / tck / wall
 p = 100 * (p1 - p0) / tck / wall
-print(f"{routes} Camel routes scraped every 10 s by both; CPU over {measure} s after {warm} s; load {l0} → {l1}")
+print(f"{routes} Camel routes scraped every {interval} s by both; CPU over {measure} s after {warm} s; load {l0} → {l1}")
 print(f"| process | CPU % of one core |\n| --- | ---: |\n| harrier | {h:.2f} |\n| Prometheus | {p:.2f} |")
 print(f"harrier ÷ Prometheus: {h / p:.2f}×  (Prometheus up={up}; harrier up, samples = {hup})")
 PY
