@@ -682,8 +682,8 @@ async fn insert_run_tx(
     .await?;
 
     if !run.tags.is_empty() {
-        // The last value of a key wins, as SQLite's INSERT OR REPLACE gives it (one
-        // statement may not upsert the same key twice on PostgreSQL).
+        // The last value of a key wins (one statement may not upsert the same key twice on
+        // PostgreSQL).
         let tags: std::collections::BTreeMap<&str, &str> = run
             .tags
             .iter()
