@@ -284,6 +284,13 @@ pub struct ProcessPoint {
     pub max: f64,
 }
 
+/// How far back `figures_of` looks for the last interval of a route with none in a window
+/// of `window_ms`, when the longest target interval of such routes is `interval_ms`: twice
+/// the longer of the two, at least 10 minutes (as the alert evaluator reads).
+pub(crate) fn rows_lookback(window_ms: i64, interval_ms: i64) -> i64 {
+    (2 * window_ms.max(interval_ms)).max(super::recent::LAST_LOOKBACK_MS)
+}
+
 /// Which routes' raw intervals [`Store::intervals_in`](super::Store::intervals_in) reads.
 #[derive(Debug, Clone, Copy)]
 pub enum IntervalScope<'a> {
@@ -623,10 +630,22 @@ forward! {
     /// longer of the window and the interval ago, so a 1 min window over 2 min scrapes is
     /// not empty. `scope` must cover `infos` (it bounds the window read).
     ///
-    /// Reads only the window (one indexed range of `route_samples`), then the last
-    /// interval of the routes the window lacked: the cost follows the routes and the
-    /// window, never the stored history.
+    /// On SQLite, answered from the recent intervals held in memory when they cover the
+    /// window (the store is written, not re-read, after each scrape). Otherwise — and always
+    /// on PostgreSQL, which other replicas write — it reads only the window (one indexed
+    /// range of `route_samples`), then the last interval of the routes the window lacked:
+    /// the cost follows the routes and the window, never the stored history.
     pub async fn figures_of(
+        &self,
+        infos: Vec<RouteInfo>,
+        scope: IntervalScope<'_>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>>;
+
+    /// [`Store::figures_of`] read from the database, whatever the memory of a SQLite store
+    /// holds (the two are tested against each other).
+    pub async fn figures_of_sql(
         &self,
         infos: Vec<RouteInfo>,
         scope: IntervalScope<'_>,

@@ -523,6 +523,20 @@ impl Backend {
         window_ms: i64,
         now_ms: i64,
     ) -> Result<Vec<(RouteInfo, Figures)>> {
+        if let Some(figures) = self.held_figures(&infos, window_ms, now_ms).await? {
+            return Ok(infos.into_iter().zip(figures).collect());
+        }
+        self.figures_of_sql(infos, scope, window_ms, now_ms).await
+    }
+
+    /// [`Backend::figures_of`] read from the database whatever memory holds.
+    pub async fn figures_of_sql(
+        &self,
+        infos: Vec<RouteInfo>,
+        scope: IntervalScope<'_>,
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(RouteInfo, Figures)>> {
         let rows = self.intervals_in(scope, now_ms - window_ms, now_ms).await?;
         let mut by_route: HashMap<i64, Figures> = HashMap::new();
         for r in &rows {
@@ -543,7 +557,7 @@ impl Backend {
             // At least 10 minutes back, as the alert evaluator reads: a route whose own
             // interval is longer than its target's (pushed, or absent from some scrapes)
             // still finds its last interval.
-            let lookback = (2 * window_ms.max(longest)).max(10 * MINUTE_MS);
+            let lookback = crate::store::routes::rows_lookback(window_ms, longest);
             let older = self
                 .intervals_in(
                     IntervalScope::Routes(&missing),

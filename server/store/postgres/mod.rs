@@ -181,6 +181,17 @@ impl PostgresStore {
         self.route_window_figures_sql(needs, now_ms).await
     }
 
+    /// Route figures are never answered from memory here (other replicas write the same
+    /// tables): always `None`, so `figures_of` reads the database.
+    pub(super) async fn held_figures(
+        &self,
+        _infos: &[crate::store::RouteInfo],
+        _window_ms: i64,
+        _now_ms: i64,
+    ) -> Result<Option<Vec<crate::domain::routes::Figures>>> {
+        Ok(None)
+    }
+
     /// The underlying pool.
     pub fn pool(&self) -> &PgPool {
         &self.pool

@@ -1,16 +1,23 @@
-//! The last minutes of every route's raw intervals, held in memory for the alert
-//! evaluator, as Prometheus holds its head block: a round sums each route's windows from
-//! memory instead of scanning `route_samples` (at 10,000 routes that scan was most of a
-//! round, `bench/alerts_eval.sh`).
+//! The last minutes of every route's raw intervals, held in memory, as Prometheus holds its
+//! head block: the alert evaluator's rounds and the route rows (the live feed, the routes
+//! table and its API, Overview) sum each route's window from memory instead of reading
+//! `route_samples` back (at 10,000 routes that scan was most of an evaluator round,
+//! `bench/alerts_eval.sh`; at 1,000 routes scraped every second, re-reading the last
+//! minute for the route rows cost more than the scrapes themselves).
 //!
-//! [`SqliteStore::record_scrape`] feeds it after each commit. It is loaded from SQLite on first
-//! use and again whenever it cannot answer a round exactly: a window longer than it holds,
-//! a percentile rule while it keeps no histogram buckets, a target added, changed or
-//! deleted. It answers only when its answer equals the SQL one
-//! ([`SqliteStore::route_window_figures_sql`], tested against each other); otherwise the round
-//! reads SQLite. Windows longer than [`MAX_WINDOW_MS`] are always read from SQLite, to
-//! bound memory (10,000 routes scraped every 15 s under 5-minute windows: ~22 intervals
-//! each, ~20 MB; ~60 MB with histogram buckets for a percentile rule).
+//! [`SqliteStore::record_scrape`] feeds it after each commit: the store is written, not
+//! re-read, on the hot path. It is loaded from SQLite on first use (after a restart: once)
+//! and again whenever it cannot answer exactly: a window longer than it holds, buckets asked
+//! while it keeps none, a target added, changed or deleted. It answers only when its answer
+//! equals the SQL one ([`SqliteStore::route_window_figures_sql`] and the SQL path of
+//! `figures_of`, tested against each other); otherwise SQLite answers. What it keeps
+//! follows what was asked in the last [`KEEP_ASKED_MS`]: the longest window asked plus
+//! [`SLACK_MS`], histogram buckets only when a percentile was asked; nothing once nobody
+//! asked for that long. Windows longer than [`MAX_WINDOW_MS`] are always read from
+//! SQLite, to bound memory (10,000 routes scraped every 15 s under 5-minute windows: ~22
+//! intervals each, ~20 MB; ~60 MB with histogram buckets; 1,000 routes scraped every
+//! second under the 1-minute window of the route rows: ~90 intervals each, ~30 MB with 15
+//! buckets a route).
 //!
 //! Route data must be written through this process's [`SqliteStore`] (as `harrier serve` does):
 //! another process writing the same file is not seen until the next reload.
@@ -22,13 +29,16 @@ use sqlx::{FromRow, QueryBuilder, Sqlite};
 
 use super::SqliteStore;
 use crate::domain::routes::{Figures, Interval, merge_buckets};
-use crate::store::Result;
 use crate::store::recent::*;
-use crate::store::routes::{RouteWrite, WindowNeed, parse_buckets, url_instance};
+use crate::store::routes::{RouteWrite, WindowNeed, parse_buckets, rows_lookback, url_instance};
+use crate::store::{MINUTE_MS, Result};
 
 /// Intervals are held this long past the longest window. A later round's windows start
 /// later, so none is needed for them; this covers a round whose time steps back a little.
 const SLACK_MS: i64 = 30_000;
+
+/// What was asked in this long decides what is held; when nothing was, nothing is.
+pub const KEEP_ASKED_MS: i64 = 15 * MINUTE_MS;
 
 /// One held interval, as SQLite would give it back (NaN = NULL).
 #[derive(Debug, Clone)]
@@ -249,19 +259,20 @@ impl Data {
         }
     }
 
-    /// The answer, when this memory gives exactly what SQLite would.
-    fn answer(&mut self, needs: &[WindowNeed], now_ms: i64) -> Plan {
+    /// The alert evaluator's answer, when this memory gives exactly what SQLite would.
+    /// `keep`: what to go on holding.
+    fn answer(&mut self, needs: &[WindowNeed], now_ms: i64, keep: Keep) -> Plan<RouteWindows> {
         let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
         let lookback = longest.max(LAST_LOOKBACK_MS);
         let buckets = needs.iter().any(|n| n.buckets);
-        if longest > MAX_WINDOW_MS {
-            return Plan::Release;
-        }
         if now_ms < self.newest_seen_ms {
             // An evaluation time before the newest data (a clock step back): the memory
             // cannot tell what SQLite would (later intervals are not in its windows), but
             // it is still trimmed.
-            self.trim(now_ms - longest - SLACK_MS, buckets || self.buckets);
+            self.trim(
+                now_ms - keep.longest_ms - SLACK_MS,
+                keep.buckets || self.buckets,
+            );
             return Plan::Sql;
         }
         if (buckets && !self.buckets)
@@ -270,7 +281,7 @@ impl Data {
         {
             return Plan::Load;
         }
-        self.trim(now_ms - longest - SLACK_MS, buckets);
+        self.trim(now_ms - keep.longest_ms - SLACK_MS, keep.buckets);
         let routes = self.order();
         let target_up = routes
             .iter()
@@ -312,6 +323,65 @@ impl Data {
             from_memory: true,
         })
     }
+
+    /// The figures of `routes` (`(route id, its target's interval in ms)`) over the window
+    /// ending at `now_ms`, with buckets and the latest inflight reading, when this memory
+    /// gives exactly what the SQL path of `figures_of` would (the same rule for a route
+    /// with no interval in the window: its last one, looked back as far as that path
+    /// does). `keep`: what to go on holding.
+    fn rows(
+        &mut self,
+        routes: &[(i64, i64)],
+        window_ms: i64,
+        now_ms: i64,
+        keep: Keep,
+    ) -> Plan<Vec<Figures>> {
+        if now_ms < self.newest_seen_ms {
+            self.trim(
+                now_ms - keep.longest_ms - SLACK_MS,
+                keep.buckets || self.buckets,
+            );
+            return Plan::Sql;
+        }
+        if !self.buckets || self.complete_after_ms > now_ms - window_ms {
+            return Plan::Load;
+        }
+        self.trim(now_ms - keep.longest_ms - SLACK_MS, keep.buckets);
+        let mut figures = Vec::with_capacity(routes.len());
+        let mut missing = Vec::new();
+        for (i, (id, _)) in routes.iter().enumerate() {
+            let Some(held) = self.routes.get(id) else {
+                // A route this memory has not seen (written elsewhere): read again.
+                return Plan::Load;
+            };
+            let ivs = &held.intervals;
+            let mut f = Figures::default();
+            let start = ivs.partition_point(|h| h.at_ms <= now_ms - window_ms);
+            for h in ivs.range(start..) {
+                h.add_to(&mut f, true);
+            }
+            if f.intervals == 0 {
+                missing.push(i);
+            }
+            figures.push(f);
+        }
+        if !missing.is_empty() {
+            let longest = missing.iter().map(|&i| routes[i].1).max().unwrap_or(0);
+            let lookback = rows_lookback(window_ms, longest);
+            if self.newest_after_ms > now_ms - lookback {
+                return Plan::Load;
+            }
+            for i in missing {
+                if let Some(h) = self.routes[&routes[i].0].intervals.back()
+                    && h.at_ms > now_ms - lookback
+                    && h.at_ms > now_ms - h.interval_ms.max(window_ms) * 2
+                {
+                    h.add_to(&mut figures[i], true);
+                }
+            }
+        }
+        Plan::Answer(figures)
+    }
 }
 
 #[derive(Default)]
@@ -326,18 +396,84 @@ enum State {
     Ready(Box<Data>),
 }
 
-enum Plan {
-    Answer(RouteWindows),
+enum Plan<T> {
+    Answer(T),
     Load,
     Sql,
-    /// SQLite, and the memory is dropped (nothing it can answer is asked).
-    Release,
+}
+
+/// Who asked for figures: what each asks is kept apart, so the evaluator saying it has no
+/// route rule does not drop what the route rows still read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Asker {
+    Evaluator,
+    Rows,
+}
+
+/// One window asked for, and when (the asker's "now").
+#[derive(Debug, Clone, Copy)]
+struct Ask {
+    by: Asker,
+    window_ms: i64,
+    buckets: bool,
+    at_ms: i64,
+}
+
+/// What the memory holds: the longest window asked lately, and whether with buckets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Keep {
+    longest_ms: i64,
+    buckets: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    state: State,
+    asks: Vec<Ask>,
+}
+
+impl Inner {
+    /// Notes what `by` asks at `now_ms` and forgets asks older than [`KEEP_ASKED_MS`];
+    /// what is to be held now (`None`: nothing was asked lately).
+    fn ask(&mut self, by: Asker, windows: &[(i64, bool)], now_ms: i64) -> Option<Keep> {
+        for &(window_ms, buckets) in windows {
+            match self
+                .asks
+                .iter_mut()
+                .find(|a| a.by == by && a.window_ms == window_ms && a.buckets == buckets)
+            {
+                Some(a) => a.at_ms = a.at_ms.max(now_ms),
+                None => self.asks.push(Ask {
+                    by,
+                    window_ms,
+                    buckets,
+                    at_ms: now_ms,
+                }),
+            }
+        }
+        self.keep(now_ms)
+    }
+
+    fn keep(&mut self, now_ms: i64) -> Option<Keep> {
+        self.asks.retain(|a| a.at_ms > now_ms - KEEP_ASKED_MS);
+        let first = self.asks.first()?;
+        Some(self.asks.iter().fold(
+            Keep {
+                longest_ms: first.window_ms,
+                buckets: first.buckets,
+            },
+            |k, a| Keep {
+                longest_ms: k.longest_ms.max(a.window_ms),
+                buckets: k.buckets || a.buckets,
+            },
+        ))
+    }
 }
 
 /// The in-memory recent intervals (see the module docs). Shared by every clone of a
 /// [`SqliteStore`].
 #[derive(Default)]
-pub(crate) struct Recent(Mutex<State>);
+pub(crate) struct Recent(Mutex<Inner>);
 
 impl std::fmt::Debug for Recent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -346,11 +482,12 @@ impl std::fmt::Debug for Recent {
 }
 
 impl Recent {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A scrape was committed.
+    /// A scrape was committed. When nothing was asked for [`KEEP_ASKED_MS`], what was held
+    /// is dropped instead.
     pub(crate) fn record(
         &self,
         target_id: i64,
@@ -359,8 +496,11 @@ impl Recent {
         writes: &[RouteWrite],
         ids: &[i64],
     ) {
-        let mut state = self.state();
-        match &mut *state {
+        let mut inner = self.inner();
+        if matches!(inner.state, State::Ready(_)) && inner.keep(at_ms).is_none() {
+            inner.state = State::Cold;
+        }
+        match &mut inner.state {
             State::Cold => {}
             State::Loading { pushes, .. } => pushes.push(Push {
                 target_id,
@@ -385,7 +525,7 @@ impl Recent {
                     })
                     .collect();
                 if !data.apply(target_id, up, at_ms, &routes) {
-                    *state = State::Cold;
+                    inner.state = State::Cold;
                 }
             }
         }
@@ -393,17 +533,30 @@ impl Recent {
 
     /// Targets or routes changed other than by a scrape: reload before the next answer.
     pub(crate) fn invalidate(&self) {
-        let mut state = self.state();
-        match &mut *state {
+        let mut inner = self.inner();
+        match &mut inner.state {
             State::Loading { stale, .. } => *stale = true,
             s => *s = State::Cold,
         }
     }
 
+    /// The evaluator has no route rule: its asks are forgotten, and what was held is
+    /// dropped unless the route rows asked lately.
+    fn evaluator_done(&self, now_ms: i64) {
+        let mut inner = self.inner();
+        inner.asks.retain(|a| a.by != Asker::Evaluator);
+        if inner.keep(now_ms).is_none() {
+            match &mut inner.state {
+                State::Loading { stale, .. } => *stale = true,
+                s => *s = State::Cold,
+            }
+        }
+    }
+
     /// Intervals before `before_ms` were deleted.
     pub(crate) fn forget_before(&self, before_ms: i64) {
-        let mut state = self.state();
-        match &mut *state {
+        let mut inner = self.inner();
+        match &mut inner.state {
             State::Cold => {}
             State::Loading { stale, .. } => *stale = true,
             State::Ready(data) => {
@@ -419,8 +572,8 @@ impl Recent {
     /// What is held: routes, intervals, and their approximate size in bytes (`None`: not
     /// loaded).
     pub(crate) fn held(&self) -> Option<(usize, usize, usize)> {
-        let state = self.state();
-        let State::Ready(data) = &*state else {
+        let inner = self.inner();
+        let State::Ready(data) = &inner.state else {
             return None;
         };
         let intervals: usize = data.routes.values().map(|r| r.intervals.len()).sum();
@@ -436,31 +589,41 @@ impl Recent {
         Some((data.routes.len(), intervals, bytes))
     }
 
-    fn plan(&self, needs: &[WindowNeed], now_ms: i64) -> Plan {
-        let mut state = self.state();
-        let plan = match &mut *state {
+    /// Notes the ask, then answers from memory with `answer` when it can; `Load` puts the
+    /// memory into loading (the caller loads with the returned [`Keep`]).
+    fn plan<T>(
+        &self,
+        by: Asker,
+        windows: &[(i64, bool)],
+        now_ms: i64,
+        answer: impl FnOnce(&mut Data, Keep) -> Plan<T>,
+    ) -> (Plan<T>, Keep) {
+        let mut inner = self.inner();
+        let keep = inner.ask(by, windows, now_ms).expect("just asked");
+        let plan = match &mut inner.state {
             State::Cold => Plan::Load,
             State::Loading { .. } => Plan::Sql,
-            State::Ready(data) => data.answer(needs, now_ms),
+            State::Ready(data) => answer(data, keep),
         };
-        match plan {
-            Plan::Load => {
-                *state = State::Loading {
-                    pushes: Vec::new(),
-                    stale: false,
-                }
+        if let Plan::Load = plan {
+            inner.state = State::Loading {
+                pushes: Vec::new(),
+                stale: false,
             }
-            Plan::Release => *state = State::Cold,
-            _ => {}
         }
-        plan
+        (plan, keep)
     }
 
-    /// Installs a load and answers from it (`None`: the load went stale meanwhile or
-    /// cannot answer; read SQLite).
-    fn install(&self, mut data: Data, needs: &[WindowNeed], now_ms: i64) -> Option<RouteWindows> {
-        let mut state = self.state();
-        let State::Loading { pushes, stale } = std::mem::take(&mut *state) else {
+    /// Installs a load and answers from it with `answer` (`None`: the load went stale
+    /// meanwhile or cannot answer; read SQLite).
+    fn install<T>(
+        &self,
+        mut data: Data,
+        keep: Keep,
+        answer: impl FnOnce(&mut Data, Keep) -> Plan<T>,
+    ) -> Option<T> {
+        let mut inner = self.inner();
+        let State::Loading { pushes, stale } = std::mem::take(&mut inner.state) else {
             return None;
         };
         if stale
@@ -470,23 +633,23 @@ impl Recent {
         {
             return None;
         }
-        match data.answer(needs, now_ms) {
+        match answer(&mut data, keep) {
             Plan::Answer(w) => {
-                *state = State::Ready(Box::new(data));
+                inner.state = State::Ready(Box::new(data));
                 Some(w)
             }
             Plan::Sql => {
-                *state = State::Ready(Box::new(data));
+                inner.state = State::Ready(Box::new(data));
                 None
             }
-            Plan::Load | Plan::Release => None,
+            Plan::Load => None,
         }
     }
 
     fn abandon(&self) {
-        let mut state = self.state();
-        if let State::Loading { .. } = *state {
-            *state = State::Cold;
+        let mut inner = self.inner();
+        if let State::Loading { .. } = inner.state {
+            inner.state = State::Cold;
         }
     }
 }
@@ -552,25 +715,30 @@ impl SqliteStore {
     /// [`SqliteStore::route_figures`] computes them, for the alert evaluator: from the recent
     /// intervals held in memory when they cover the windows (loading them first if
     /// needed), else from SQLite ([`SqliteStore::route_window_figures_sql`]). No windows: no
-    /// routes, and the memory is dropped (the evaluator has no route rule).
+    /// routes (the evaluator has no route rule), and what it asked is no longer held for it.
     pub async fn route_window_figures(
         &self,
         needs: &[WindowNeed],
         now_ms: i64,
     ) -> Result<RouteWindows> {
         if needs.is_empty() {
-            // No route rule: nothing to hold.
-            self.recent.invalidate();
+            self.recent.evaluator_done(now_ms);
             return Ok(RouteWindows::default());
         }
-        match self.recent.plan(needs, now_ms) {
+        if needs.iter().any(|n| n.window_ms > MAX_WINDOW_MS) {
+            return self.route_window_figures_sql(needs, now_ms).await;
+        }
+        let windows: Vec<(i64, bool)> = needs.iter().map(|n| (n.window_ms, n.buckets)).collect();
+        let answer = |d: &mut Data, keep: Keep| d.answer(needs, now_ms, keep);
+        let (plan, keep) = self.recent.plan(Asker::Evaluator, &windows, now_ms, answer);
+        match plan {
             Plan::Answer(w) => return Ok(w),
-            Plan::Sql | Plan::Release => {}
+            Plan::Sql => {}
             Plan::Load => {
                 let mut guard = LoadGuard(&self.recent, false);
-                let data = self.load_recent(needs, now_ms).await?;
+                let data = self.load_recent(keep, now_ms).await?;
                 guard.1 = true;
-                if let Some(w) = self.recent.install(data, needs, now_ms) {
+                if let Some(w) = self.recent.install(data, keep, answer) {
                     return Ok(w);
                 }
             }
@@ -578,25 +746,67 @@ impl SqliteStore {
         self.route_window_figures_sql(needs, now_ms).await
     }
 
-    /// The route intervals held in memory for the alert evaluator: routes, intervals and
-    /// their approximate size in bytes; `None` until the first round loads them.
+    /// The figures of `infos` over the window ending at `now_ms` from the intervals held in
+    /// memory (loading them first if needed), exactly as the SQL path of `figures_of`
+    /// gives them; `None` when memory cannot answer (a window over [`MAX_WINDOW_MS`], a
+    /// time before the newest data, a load that went stale): read SQLite.
+    pub(super) async fn held_figures(
+        &self,
+        infos: &[crate::store::RouteInfo],
+        window_ms: i64,
+        now_ms: i64,
+    ) -> Result<Option<Vec<Figures>>> {
+        if window_ms > MAX_WINDOW_MS || infos.is_empty() {
+            return Ok(None);
+        }
+        let routes: Vec<(i64, i64)> = infos
+            .iter()
+            .map(|i| (i.id, (i.target_interval_s * 1000.0) as i64))
+            .collect();
+        let answer = |d: &mut Data, keep: Keep| d.rows(&routes, window_ms, now_ms, keep);
+        let (plan, keep) = self
+            .recent
+            .plan(Asker::Rows, &[(window_ms, true)], now_ms, answer);
+        Ok(match plan {
+            Plan::Answer(f) => Some(f),
+            Plan::Sql => None,
+            Plan::Load => {
+                let mut guard = LoadGuard(&self.recent, false);
+                let data = self.load_recent(keep, now_ms).await?;
+                guard.1 = true;
+                self.recent.install(data, keep, answer)
+            }
+        })
+    }
+
+    /// The route intervals held in memory: routes, intervals and their approximate size in
+    /// bytes; `None` until the first ask loads them, and after nothing asked for
+    /// [`KEEP_ASKED_MS`].
     pub fn recent_intervals_held(&self) -> Option<(usize, usize, usize)> {
         self.recent.held()
     }
 
     /// Reads what the memory holds from SQLite, in one read transaction: every route and
     /// target, the intervals after `now − longest window − slack`, and each route's newest
-    /// interval before that within the lookback.
-    async fn load_recent(&self, needs: &[WindowNeed], now_ms: i64) -> Result<Data> {
-        let longest = needs.iter().map(|n| n.window_ms).max().unwrap_or(0);
-        let lookback = longest.max(LAST_LOOKBACK_MS);
+    /// interval before that within the lookback (the longer of the evaluator's and the one
+    /// `figures_of` uses for the longest target interval).
+    async fn load_recent(&self, keep: Keep, now_ms: i64) -> Result<Data> {
+        let longest = keep.longest_ms;
         let keep_from = now_ms - longest - SLACK_MS;
-        let buckets = needs.iter().any(|n| n.buckets);
+        let buckets = keep.buckets;
         let mut tx = self.begin_write().await?;
         let targets: Vec<(i64, String, String, String, Option<bool>)> =
             sqlx::query_as("SELECT id, name, url, labels, up FROM targets")
                 .fetch_all(&mut *tx)
                 .await?;
+        let longest_interval: Option<f64> =
+            sqlx::query_scalar("SELECT MAX(interval_s) FROM targets")
+                .fetch_one(&mut *tx)
+                .await?;
+        let lookback = longest.max(LAST_LOOKBACK_MS).max(rows_lookback(
+            longest,
+            (longest_interval.unwrap_or(0.0) * 1000.0) as i64,
+        ));
         let targets: HashMap<i64, TargetMeta> = targets
             .into_iter()
             .map(|(id, name, url, labels, up)| {
