@@ -605,6 +605,17 @@ forward! {
     /// The start of route `route_id`'s first rollup bucket at `resolution_ms`, if any.
     pub async fn first_rollup_ms(&self, route_id: i64, resolution_ms: i64) -> Result<Option<i64>>;
 
+    /// Exchanges and summed interval length (ms) of the rollups of `ids` at `resolution_ms`
+    /// with `from_ms < bucket_ms ≤ to_ms`: `(route_id, bucket_ms, interval_ms, exchanges)`,
+    /// by route then time; no histogram buckets read (the routes page's sparklines).
+    pub async fn rollup_counts(
+        &self,
+        ids: &[i64],
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<(i64, i64, i64, Option<f64>)>>;
+
     /// Rollup rows of one route at `resolution_ms` whose buckets overlap `from_ms…to_ms`;
     /// `at_ms` is the bucket start, inflight the mean of the readings.
     pub async fn route_rollups(

@@ -398,43 +398,30 @@ pub async fn list_page(
 
 /// Sparkline span and step, ms.
 pub const SPARK_MS: i64 = 15 * MINUTE_MS;
-pub const SPARK_STEP_MS: i64 = 30_000;
+pub const SPARK_STEP_MS: i64 = MINUTE_MS;
 
 /// Throughput per route over the last [`SPARK_MS`] in [`SPARK_STEP_MS`] steps: `(step
-/// start, exchanges/s)` for steps with figures, oldest first.
+/// start, exchanges/s)` for steps with figures, oldest first; the current minute so far
+/// last. Read from the 1 min rollups each scrape keeps up to date (15 rows a route, however
+/// often it is scraped), not from the raw intervals.
 pub async fn sparklines(
     store: &Store,
     ids: &[i64],
     now_ms: i64,
 ) -> crate::store::Result<std::collections::HashMap<i64, Vec<(i64, f64)>>> {
     let rows = store
-        .intervals_in(IntervalScope::Routes(ids), now_ms - SPARK_MS, now_ms)
+        .rollup_counts(ids, SPARK_STEP_MS, now_ms - SPARK_MS, now_ms)
         .await?;
     let mut out: std::collections::HashMap<i64, Vec<(i64, f64)>> = Default::default();
-    let mut cur: Option<(i64, i64, Figures)> = None;
-    let flush = |c: Option<(i64, i64, Figures)>,
-                 out: &mut std::collections::HashMap<i64, Vec<(i64, f64)>>| {
-        if let Some((id, t, f)) = c {
-            let v = f.throughput_per_s();
-            let e = out.entry(id).or_default();
-            if let Some(v) = v {
-                e.push((t, (v * 1000.0).round() / 1000.0));
-            }
-        }
-    };
-    for r in rows {
-        let t = r.at_ms - r.at_ms.rem_euclid(SPARK_STEP_MS);
-        match &mut cur {
-            Some((id, bt, f)) if *id == r.route_id && *bt == t => f.add(&r.interval),
-            _ => {
-                flush(cur.take(), &mut out);
-                let mut f = Figures::default();
-                f.add(&r.interval);
-                cur = Some((r.route_id, t, f));
-            }
+    for (id, t, span_ms, exchanges) in rows {
+        let line = out.entry(id).or_default();
+        if let Some(n) = exchanges
+            && span_ms > 0
+        {
+            let v = n / (span_ms as f64 / 1000.0);
+            line.push((t, (v * 1000.0).round() / 1000.0));
         }
     }
-    flush(cur, &mut out);
     Ok(out)
 }
 

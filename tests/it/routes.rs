@@ -2659,3 +2659,67 @@ async fn pruning_route_figures_shrinks_the_sqlite_file() {
         "{after} pages after pruning, {before} before"
     );
 }
+
+/// The routes table's sparklines: each route's throughput per minute over the last 15 min,
+/// from the minute rollups the scrapes keep (a minute with twice the exchanges shows twice
+/// the rate; the minute so far is the last point; minutes older than 15 min are left out).
+#[tokio::test]
+async fn sparklines_give_each_minutes_throughput_from_the_scrapes() {
+    use crate::alerts::{interval, write};
+    use harrier::store::{ScrapeStatus, TargetSpec};
+    let (store, _, _dir) = crate::helpers::fresh_store().await;
+    let target = store
+        .upsert_target(
+            &TargetSpec {
+                name: "orders".into(),
+                url: "http://orders:9100/metrics".into(),
+                kind: "prometheus".into(),
+                interval_s: 15.0,
+                timeout_s: 5.0,
+                labels: Default::default(),
+            },
+            "api",
+            0,
+        )
+        .await
+        .unwrap()
+        .id;
+    // Minute-aligned start; scrapes every 15 s for 20 min, 30 exchanges each (2/s), 60 in
+    // the scrapes of minute 17 (4/s). A scrape counts in the minute its time falls in.
+    let t0 = 1_900_000_020_000 - 1_900_000_020_000 % 60_000;
+    let mut ids = Vec::new();
+    for k in 1..=80 {
+        let at = t0 + k * 15_000;
+        let n = if (at - t0) / 60_000 == 17 { 60.0 } else { 30.0 };
+        let status = ScrapeStatus {
+            at_ms: at,
+            up: true,
+            duration_ms: 1.0,
+            samples: 1,
+            error: None,
+        };
+        ids = store
+            .record_scrape(target, &status, &[write("/a", interval(n, 0.0))])
+            .await
+            .unwrap();
+    }
+    let id = ids[0];
+    // 30 s into minute 20 (its one scrape so far, at 20:00): minutes 6 to 20, minute 5
+    // having started more than 15 min ago.
+    let now = t0 + 20 * 60_000 + 30_000;
+    let lines = harrier::views::routes::sparklines(&store, &[id], now)
+        .await
+        .unwrap();
+    let line = &lines[&id];
+    let minutes: Vec<i64> = line.iter().map(|(t, _)| (t - t0) / 60_000).collect();
+    assert_eq!(minutes.first(), Some(&6), "{line:?}");
+    assert_eq!(minutes.last(), Some(&20), "{line:?}");
+    for (t, v) in line {
+        let m = (t - t0) / 60_000;
+        let want = if m == 17 { 4.0 } else { 2.0 };
+        assert!(
+            (v - want).abs() < 1e-9,
+            "minute {m}: {v}/s, want {want}: {line:?}"
+        );
+    }
+}

@@ -14,8 +14,8 @@
 //!   "limit", "routes": [RouteRow…]}`; without them, every matching row as an array;
 //! - `GET /api/v1/routes/sparklines?ids=1,2,…` (up to 1000 ids) → `{"from_ms", "to_ms",
 //!   "step_ms", "routes": {"<id>": [[t_ms, exchanges_per_s], …]}}`: each route's throughput
-//!   over the last 15 min in 30 s steps (only steps with figures), for the sparklines of a
-//!   page of the routes table in one request;
+//!   over the last 15 min in 1 min steps, the minute so far last (only steps with
+//!   figures), for the sparklines of a page of the routes table in one request;
 //! - `GET /api/v1/routes/{id}?window=` → one `RouteRow`;
 //! - `GET /api/v1/routes/{id}/timeseries?from=&to=&step=` → [`RouteSeries`] plus `runs`
 //!   (load-test runs overlapping the range that hit the route's service, or do not say what

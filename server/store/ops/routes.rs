@@ -447,6 +447,38 @@ impl Backend {
         .await?)
     }
 
+    /// Exchanges and summed interval length (ms) of the rollups of `ids` at `resolution_ms`
+    /// with `from_ms < bucket_ms ≤ to_ms`: `(route_id, bucket_ms, interval_ms, exchanges)`,
+    /// by route then time; no buckets read.
+    pub async fn rollup_counts(
+        &self,
+        ids: &[i64],
+        resolution_ms: i64,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<(i64, i64, i64, Option<f64>)>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Db>::new(
+                "SELECT route_id, bucket_ms, interval_ms, exchanges FROM route_rollups \
+                 WHERE resolution_ms = ",
+            );
+            q.push_bind(resolution_ms)
+                .push(" AND bucket_ms > ")
+                .push_bind(from_ms)
+                .push(" AND bucket_ms <= ")
+                .push_bind(to_ms)
+                .push(" AND route_id IN (");
+            let mut sep = q.separated(", ");
+            for id in chunk {
+                sep.push_bind(*id);
+            }
+            q.push(") ORDER BY route_id, bucket_ms");
+            out.extend(q.build_query_as::<(i64, i64, i64, Option<f64>)>().fetch_all(&self.pool).await?);
+        }
+        Ok(out)
+    }
+
     /// Rollup rows of one route at `resolution_ms` whose buckets overlap `from_ms…to_ms`;
     /// `at_ms` is the bucket start, inflight the mean of the readings.
     pub async fn route_rollups(
