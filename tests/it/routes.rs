@@ -2686,7 +2686,8 @@ async fn sparklines_give_each_minutes_throughput_from_the_scrapes() {
         .id;
     // Minute-aligned start; scrapes every 15 s for 20 min, 30 exchanges each (2/s), 60 in
     // the scrapes of minute 17 (4/s). A scrape counts in the minute its time falls in.
-    let t0 = 1_900_000_020_000 - 1_900_000_020_000 % 60_000;
+    let t0: i64 = 1_900_000_020_000;
+    assert_eq!(t0 % 60_000, 0, "a whole minute");
     let mut ids = Vec::new();
     for k in 1..=80 {
         let at = t0 + k * 15_000;
