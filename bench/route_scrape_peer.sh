@@ -2,7 +2,8 @@
 # Scrape cost of harrier beside a named peer, in one run: harrier and Prometheus (Debian
 # `prometheus`) scrape the same generated exporter of N Camel routes every 10 s (--interval), side by
 # side; after a warm-up, the CPU time each process used over the measured span is read from
-# /proc (utime + stime) and given as % of one core, with the ratio harrier ÷ Prometheus.
+# /proc (utime + stime) and given as % of one core, with the ratio harrier ÷ Prometheus, and
+# each process's resident memory at the end (VmRSS, peak VmHWM).
 # Prometheus stores the samples in its TSDB; harrier parses, maps to routes, stores
 # intervals and rollups, and publishes live updates (what a user of each gets).
 #
@@ -60,16 +61,18 @@ h0="$(cpu_ticks $hpid)"; p0="$(cpu_ticks $ppid_)"; t0="$(date +%s%N)"
 sleep "$measure"
 h1="$(cpu_ticks $hpid)"; p1="$(cpu_ticks $ppid_)"; t1="$(date +%s%N)"
 load1="$(cut -d' ' -f1 /proc/loadavg)"
+rss() { awk '/^VmRSS/{r=$2} /^VmHWM/{h=$2} END{printf "%.0f MB (peak %.0f MB)", r/1024, h/1024}' "/proc/$1/status"; }
+hrss="$(rss $hpid)"; prss="$(rss $ppid_)"
 up="$(curl -sf "http://127.0.0.1:$pport/api/v1/query?query=up" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])' || echo '?')"
 hup="$(curl -sf "http://127.0.0.1:$hport/api/v1/targets" | python3 -c 'import json,sys; t=json.load(sys.stdin)[0]; print(t["up"], t["samples"])' || echo '?')"
-python3 - "$h0" "$h1" "$p0" "$p1" "$t0" "$t1" "$tck" "$routes" "$warm" "$measure" "$load0" "$load1" "$up" "$hup" "$interval" <<'PY'
+python3 - "$h0" "$h1" "$p0" "$p1" "$t0" "$t1" "$tck" "$routes" "$warm" "$measure" "$load0" "$load1" "$up" "$hup" "$interval" "$hrss" "$prss" <<'PY'
 import sys
 h0, h1, p0, p1, t0, t1, tck = map(int, sys.argv[1:8])
-routes, warm, measure, l0, l1, up, hup, interval = sys.argv[8:]
+routes, warm, measure, l0, l1, up, hup, interval, hrss, prss = sys.argv[8:]
 wall = (t1 - t0) / 1e9
 h = 100 * (h1 - h0) / tck / wall
 p = 100 * (p1 - p0) / tck / wall
 print(f"{routes} Camel routes scraped every {interval} s by both; CPU over {measure} s after {warm} s; load {l0} → {l1}")
-print(f"| process | CPU % of one core |\n| --- | ---: |\n| harrier | {h:.2f} |\n| Prometheus | {p:.2f} |")
+print(f"| process | CPU % of one core | RSS at the end |\n| --- | ---: | ---: |\n| harrier | {h:.2f} | {hrss} |\n| Prometheus | {p:.2f} | {prss} |")
 print(f"harrier ÷ Prometheus: {h / p:.2f}×  (Prometheus up={up}; harrier up, samples = {hup})")
 PY
