@@ -380,6 +380,23 @@ async fn console_pages_render_runs_with_units() {
         select_texts(&empty.html(), "#runs-empty .empty-title"),
         ["No runs yet"]
     );
+    // The command it suggests names the server as the browser reached it.
+    for page in ["/console/runs", "/console"] {
+        let reply = app
+            .send(
+                Request::get(page)
+                    .header("host", "localhost:7195")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{page}");
+        assert_eq!(
+            select_texts(&reply.html(), "#runs-empty code"),
+            ["harrier import results.jtl --scenario checkout --server http://localhost:7195"],
+            "{page}"
+        );
+    }
 
     let id = app
         .import(

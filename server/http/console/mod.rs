@@ -235,6 +235,8 @@ impl From<&RunListItem> for RunRowView {
 #[template(path = "overview.html")]
 struct OverviewPage {
     nav: &'static str,
+    /// This server's URL, for the `harrier import --server` hint.
+    server_url: String,
     run_count: usize,
     runs: Vec<RunRowView>,
     /// Rows the live table keeps.
@@ -253,7 +255,27 @@ const OVERVIEW_RUNS: usize = 10;
 /// Active alerts listed on the overview (the alerts page lists them all).
 const OVERVIEW_ALERTS: usize = 5;
 
-async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageError> {
+/// This server's URL as its users reach it, for the commands the console suggests:
+/// `public_url` when set, else the request's `Host` (the address the browser used), else
+/// the listen address.
+fn server_url(state: &AppState, headers: &axum::http::HeaderMap) -> String {
+    if let Some(url) = &state.config.public_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    match headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        Some(host) => format!("http://{host}"),
+        None => format!("http://{}", state.config.listen),
+    }
+}
+
+async fn overview(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<OverviewPage, PageError> {
     let all = crate::views::runs::list_runs(&state.store).await?;
     let now = crate::now_ms();
     let rules = state.store.list_alert_rules().await?;
@@ -263,6 +285,7 @@ async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageErr
     let index = alerts::route_index(&state).await?;
     Ok(OverviewPage {
         nav: "overview",
+        server_url: server_url(&state, &headers),
         run_count: all.len(),
         runs: RunRowView::with_verdicts(&state, all.iter().take(OVERVIEW_RUNS)).await?,
         limit: Some(OVERVIEW_RUNS),
@@ -277,6 +300,8 @@ async fn overview(State(state): State<AppState>) -> Result<OverviewPage, PageErr
 #[template(path = "runs.html")]
 struct RunsPage {
     nav: &'static str,
+    /// This server's URL, for the `harrier import --server` hint.
+    server_url: String,
     runs: Vec<RunRowView>,
     limit: Option<usize>,
     /// Known scenarios, offered in the upload form.
@@ -298,7 +323,10 @@ struct LoadFormView {
     agents_waiting: usize,
 }
 
-async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
+async fn runs(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<RunsPage, PageError> {
     let runs = crate::views::runs::list_runs(&state.store).await?;
     let mut scenarios: Vec<String> = runs.iter().filter_map(|r| r.scenario.clone()).collect();
     scenarios.sort();
@@ -322,6 +350,7 @@ async fn runs(State(state): State<AppState>) -> Result<RunsPage, PageError> {
     };
     Ok(RunsPage {
         nav: "runs",
+        server_url: server_url(&state, &headers),
         runs: RunRowView::with_verdicts(&state, runs.iter()).await?,
         limit: None,
         scenarios,
