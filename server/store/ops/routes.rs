@@ -545,9 +545,9 @@ impl Backend {
     /// longer of the window and the interval ago, so a 1 min window over 2 min scrapes is
     /// not empty. `scope` must cover `infos` (it bounds the window read).
     ///
-    /// Reads only the window (one indexed range of `route_samples`), then the last
-    /// interval of the routes the window lacked: the cost follows the routes and the
-    /// window, never the stored history.
+    /// Answered from the intervals the backend holds in memory when it can
+    /// (`held_figures`: SQLite's recent intervals; never on PostgreSQL), else by
+    /// [`Backend::figures_of_sql`].
     pub async fn figures_of(
         &self,
         infos: Vec<RouteInfo>,
@@ -561,7 +561,10 @@ impl Backend {
         self.figures_of_sql(infos, scope, window_ms, now_ms).await
     }
 
-    /// [`Backend::figures_of`] read from the database whatever memory holds.
+    /// [`Backend::figures_of`] read from the database whatever memory holds: only the
+    /// window (one indexed range of `route_samples`), then the last interval of the routes
+    /// the window lacked; the cost follows the routes and the window, never the stored
+    /// history.
     pub async fn figures_of_sql(
         &self,
         infos: Vec<RouteInfo>,
