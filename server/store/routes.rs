@@ -214,6 +214,20 @@ impl RouteWrite {
     pub fn labels_json(&self) -> String {
         serde_json::to_string(&self.labels).unwrap_or_else(|_| "{}".into())
     }
+
+    /// The last exchange a scrape at `at_ms` records for this route: the scrape's time when
+    /// the interval saw exchanges, else (or when later) the source's own last-exchange time.
+    pub fn exchange_ms(&self, at_ms: i64) -> Option<i64> {
+        let rose = self
+            .interval
+            .as_ref()
+            .and_then(|iv| iv.exchanges)
+            .is_some_and(|n| n > 0.0);
+        match (rose.then_some(at_ms), self.last_exchange_ms) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// A stored route with what its target says (`routes` ⋈ `targets`).
@@ -587,8 +601,19 @@ forward! {
     /// Deletes figures past their retention. Returns the rows deleted.
     pub async fn prune_routes(&self, now_ms: i64, retention: &Retention) -> Result<u64>;
 
-    /// Routes with their targets; all of them, or those of `target_id`, or the one `route_id`.
+    /// Routes with their targets, by service, route, target, instance,
+    /// source and id; all of them, or those of `target_id`, or the one `route_id`.
+    /// On SQLite answered from memory while the recent intervals are held (see
+    /// [`Store::figures_of`]), else read.
     pub async fn route_infos(
+        &self,
+        target_id: Option<i64>,
+        route_id: Option<i64>,
+    ) -> Result<Vec<RouteInfo>>;
+
+    /// [`Store::route_infos`] read from the database, whatever memory holds (the two are
+    /// tested against each other).
+    pub async fn route_infos_sql(
         &self,
         target_id: Option<i64>,
         route_id: Option<i64>,

@@ -1630,6 +1630,27 @@ async fn route_rows_from_memory_equal_the_stored_samples_over_resets_gaps_and_a_
     let compare = |now: i64, what: String| {
         let store = store.clone();
         async move {
+            // The routes with their targets: from memory once held, as SQLite reads them.
+            let infos = store.route_infos(None, None).await.unwrap();
+            let sql = store.route_infos_sql(None, None).await.unwrap();
+            assert_eq!(infos, sql, "{what}: route infos");
+            for target in [fast, slow] {
+                let of = store.route_infos(Some(target), None).await.unwrap();
+                let sql = store.route_infos_sql(Some(target), None).await.unwrap();
+                assert_eq!(of, sql, "{what}: route infos of target {target}");
+            }
+            for i in &infos {
+                let one = store.route_infos(None, Some(i.id)).await.unwrap();
+                assert_eq!(one, [i.clone()], "{what}: route {}", i.id);
+                let other = if i.target_id == fast { slow } else { fast };
+                assert!(
+                    store
+                        .route_infos(Some(other), Some(i.id))
+                        .await
+                        .unwrap()
+                        .is_empty()
+                );
+            }
             for window in [10_000, 60_000, 300_000] {
                 let got = store.route_figures(None, window, now).await.unwrap();
                 let infos = store.route_infos(None, None).await.unwrap();
@@ -1673,7 +1694,24 @@ async fn route_rows_from_memory_equal_the_stored_samples_over_resets_gaps_and_a_
             routes[0].interval = None;
         }
         if s >= 160 {
-            routes.push(write("/c", varied(k + 2, 1_000)));
+            // A route with an instance of its own and labels.
+            let mut c = write("/c", varied(k + 2, 1_000));
+            c.instance = "pod-1:8080".into();
+            c.labels.insert("camel_context".into(), "ctx-1".into());
+            routes.push(c);
+        }
+        // The route's state as its source says, and its own last-exchange time.
+        routes[0].state = Some(if s % 4 < 2 { "Started" } else { "Suspended" }.into());
+        if s % 7 == 0 {
+            routes[0].last_exchange_ms = Some(at - 300);
+        }
+        if s % 45 == 0 {
+            // The same route twice in one scrape: the last one's state, the latest exchange.
+            let mut twice = routes[0].clone();
+            twice.state = Some("Stopped".into());
+            twice.interval = None;
+            twice.last_exchange_ms = None;
+            routes.push(twice);
         }
         scrape(fast, at, true, routes).await;
         if s % 90 == 0 {
@@ -1691,9 +1729,35 @@ async fn route_rows_from_memory_equal_the_stored_samples_over_resets_gaps_and_a_
         if s % 37 == 0 && s > 100 {
             compare(at + 200, format!("after scrape {s}")).await;
         }
+        if s == 150 {
+            // A target changed other than by a scrape: what is held is loaded again.
+            let mut changed = spec("slow", 120.0);
+            changed
+                .labels
+                .insert("instance".into(), "slow-host:9100".into());
+            store.upsert_target(&changed, "api", 0).await.unwrap();
+            compare(at + 300, "after a target changed".into()).await;
+        }
     }
     let end = t0 + 200_000;
     compare(end, "the end".into()).await;
+    if !pg {
+        // The routes were answered from memory: a change made behind the store's back is
+        // not seen until memory is loaded again.
+        crate::helpers::exec_raw(&store, "UPDATE routes SET state = 'Behind'").await;
+        let held = store.route_infos(None, None).await.unwrap();
+        assert!(held.iter().all(|i| i.state.as_deref() != Some("Behind")));
+        let sql = store.route_infos_sql(None, None).await.unwrap();
+        assert!(sql.iter().all(|i| i.state.as_deref() == Some("Behind")));
+        crate::helpers::exec_raw(&store, "UPDATE routes SET state = NULL").await;
+        let mut fixed = spec("slow", 120.0);
+        fixed
+            .labels
+            .insert("instance".into(), "slow-host:9100".into());
+        fixed.timeout_s = 2.0;
+        store.upsert_target(&fixed, "api", 0).await.unwrap();
+        compare(end, "after reloading".into()).await;
+    }
     // A route rows ask keeps memory held although the evaluator has no route rule.
     let none = store.route_window_figures(&[], end).await.unwrap();
     assert!(none.routes.is_empty());

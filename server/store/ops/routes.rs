@@ -154,17 +154,7 @@ impl Backend {
         let labels: Vec<String> = routes.iter().map(RouteWrite::labels_json).collect();
         // One row per route identity, the last one's figures (PostgreSQL refuses a statement
         // that upserts the same row twice), and the latest exchange any of them saw.
-        let exchange_ms = |r: &RouteWrite| {
-            let rose = r
-                .interval
-                .as_ref()
-                .and_then(|iv| iv.exchanges)
-                .is_some_and(|n| n > 0.0);
-            match (rose.then_some(at), r.last_exchange_ms) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            }
-        };
+        let exchange_ms = |r: &RouteWrite| r.exchange_ms(at);
         let mut seen: HashMap<(&str, &str, &str, &str, &str), usize> = HashMap::new();
         let mut unique: Vec<(&RouteWrite, Option<i64>)> = Vec::with_capacity(routes.len());
         for (r, l) in routes.iter().zip(&labels) {
@@ -394,6 +384,18 @@ impl Backend {
 
     /// Routes with their targets; all of them, or those of `target_id`, or the one `route_id`.
     pub async fn route_infos(
+        &self,
+        target_id: Option<i64>,
+        route_id: Option<i64>,
+    ) -> Result<Vec<RouteInfo>> {
+        if let Some(infos) = self.held_infos(target_id, route_id) {
+            return Ok(infos);
+        }
+        self.route_infos_sql(target_id, route_id).await
+    }
+
+    /// [`Backend::route_infos`] read from the database whatever memory holds.
+    pub async fn route_infos_sql(
         &self,
         target_id: Option<i64>,
         route_id: Option<i64>,

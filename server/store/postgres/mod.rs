@@ -192,6 +192,16 @@ impl PostgresStore {
         Ok(None)
     }
 
+    /// Routes are never answered from memory here either: always `None`, so
+    /// `route_infos` reads the database.
+    pub(super) fn held_infos(
+        &self,
+        _target_id: Option<i64>,
+        _route_id: Option<i64>,
+    ) -> Option<Vec<crate::store::RouteInfo>> {
+        None
+    }
+
     /// The underlying pool.
     pub fn pool(&self) -> &PgPool {
         &self.pool

@@ -30,7 +30,9 @@ use sqlx::{FromRow, QueryBuilder, Sqlite};
 use super::SqliteStore;
 use crate::domain::routes::{Figures, Interval, merge_buckets};
 use crate::store::recent::*;
-use crate::store::routes::{RouteWrite, WindowNeed, parse_buckets, rows_lookback, url_instance};
+use crate::store::routes::{
+    RouteInfo, RouteWrite, WindowNeed, parse_buckets, rows_lookback, url_instance,
+};
 use crate::store::{MINUTE_MS, Result};
 
 /// Intervals are held this long past the longest window. A later round's windows start
@@ -109,9 +111,14 @@ impl Held {
 #[derive(Debug)]
 struct TargetMeta {
     name: String,
+    url: String,
+    /// Its labels, a JSON object as stored.
+    labels: String,
     /// Its `instance` label, else its URL's host:port.
     instance: String,
     up: Option<bool>,
+    last_scrape_ms: Option<i64>,
+    interval_s: f64,
 }
 
 #[derive(Debug)]
@@ -119,6 +126,13 @@ struct RouteHeld {
     subject: RouteSubject,
     /// The `instance` column (`""`: the target's), for the order.
     own_instance: String,
+    /// The `routes` columns a scrape writes, as stored.
+    first_seen_ms: i64,
+    last_seen_ms: i64,
+    last_exchange_ms: Option<i64>,
+    state: Option<String>,
+    /// The `labels` column.
+    labels_json: String,
     /// By time; no two at the same time (a rewrite replaces, as `INSERT OR REPLACE`).
     intervals: VecDeque<Held>,
 }
@@ -177,6 +191,7 @@ impl Data {
             return false;
         };
         target.up = Some(up);
+        target.last_scrape_ms = Some(at_ms);
         for r in routes.iter().filter(|r| r.id != 0) {
             let w = &*r.write;
             let held = self.routes.entry(r.id).or_insert_with(|| {
@@ -205,15 +220,72 @@ impl Data {
                         target_name: target.name.clone(),
                     },
                     own_instance: w.instance.clone(),
+                    first_seen_ms: at_ms,
+                    last_seen_ms: at_ms,
+                    last_exchange_ms: None,
+                    state: None,
+                    labels_json: w.labels_json(),
                     intervals: VecDeque::new(),
                 }
             });
+            // As `record_scrape`'s upsert leaves the row (a route twice in one scrape: the
+            // last one's state, the latest exchange either saw).
+            held.last_seen_ms = at_ms;
+            held.state = w.state.clone();
+            held.last_exchange_ms = w.exchange_ms(at_ms).or(held.last_exchange_ms);
             if let Some(iv) = &w.interval {
                 held.insert(Held::written(at_ms, iv, self.buckets));
                 self.newest_seen_ms = self.newest_seen_ms.max(at_ms);
             }
         }
         true
+    }
+
+    /// The routes with their targets as `route_infos` reads them from SQLite: all, those of
+    /// `target_id`, or the one `route_id` (`None` when this memory does not know it).
+    fn infos(&mut self, target_id: Option<i64>, route_id: Option<i64>) -> Option<Vec<RouteInfo>> {
+        fn info(
+            routes: &HashMap<i64, RouteHeld>,
+            targets: &HashMap<i64, TargetMeta>,
+            id: i64,
+        ) -> Option<RouteInfo> {
+            let h = routes.get(&id)?;
+            let t = targets.get(&h.subject.target_id)?;
+            Some(RouteInfo {
+                id,
+                target_id: h.subject.target_id,
+                service: h.subject.service.clone(),
+                route: h.subject.route.clone(),
+                source: h.subject.source.clone(),
+                first_seen_ms: h.first_seen_ms,
+                last_seen_ms: h.last_seen_ms,
+                last_exchange_ms: h.last_exchange_ms,
+                state: h.state.clone(),
+                target_name: t.name.clone(),
+                target_url: t.url.clone(),
+                target_labels: t.labels.clone(),
+                target_up: t.up,
+                target_last_scrape_ms: t.last_scrape_ms,
+                target_interval_s: t.interval_s,
+                route_instance: h.own_instance.clone(),
+                route_labels: h.labels_json.clone(),
+            })
+        }
+        if let Some(id) = route_id {
+            return match info(&self.routes, &self.targets, id) {
+                Some(i) if target_id.is_none_or(|t| t == i.target_id) => Some(vec![i]),
+                Some(_) => Some(Vec::new()),
+                None => None,
+            };
+        }
+        let order = self.order();
+        Some(
+            order
+                .iter()
+                .filter(|s| target_id.is_none_or(|t| t == s.target_id))
+                .filter_map(|s| info(&self.routes, &self.targets, s.id))
+                .collect(),
+        )
     }
 
     fn order(&mut self) -> Arc<Vec<RouteSubject>> {
@@ -569,6 +641,14 @@ impl Recent {
         }
     }
 
+    /// The routes with their targets, from memory when it is loaded (see [`Data::infos`]).
+    fn infos(&self, target_id: Option<i64>, route_id: Option<i64>) -> Option<Vec<RouteInfo>> {
+        match &mut self.inner().state {
+            State::Ready(data) => data.infos(target_id, route_id),
+            _ => None,
+        }
+    }
+
     /// What is held: routes, intervals, and their approximate size in bytes (`None`: not
     /// loaded).
     pub(crate) fn held(&self) -> Option<(usize, usize, usize)> {
@@ -674,6 +754,21 @@ struct SubjectDb {
     source: String,
     instance: String,
     labels: String,
+    first_seen_ms: i64,
+    last_seen_ms: i64,
+    last_exchange_ms: Option<i64>,
+    state: Option<String>,
+}
+
+#[derive(FromRow)]
+struct TargetDb {
+    id: i64,
+    name: String,
+    url: String,
+    labels: String,
+    up: Option<bool>,
+    last_scrape_ms: Option<i64>,
+    interval_s: f64,
 }
 
 #[derive(FromRow)]
@@ -779,6 +874,17 @@ impl SqliteStore {
         })
     }
 
+    /// The routes with their targets from memory, exactly as `route_infos_sql` reads them;
+    /// `None` when the recent intervals are not held (nobody asked for route figures
+    /// lately) or memory does not know `route_id`: read SQLite.
+    pub(super) fn held_infos(
+        &self,
+        target_id: Option<i64>,
+        route_id: Option<i64>,
+    ) -> Option<Vec<crate::store::RouteInfo>> {
+        self.recent.infos(target_id, route_id)
+    }
+
     /// The route intervals held in memory: routes, intervals and their approximate size in
     /// bytes; `None` until the first ask loads them, and after nothing asked for
     /// [`KEEP_ASKED_MS`].
@@ -795,10 +901,11 @@ impl SqliteStore {
         let keep_from = now_ms - longest - SLACK_MS;
         let buckets = keep.buckets;
         let mut tx = self.begin_write().await?;
-        let targets: Vec<(i64, String, String, String, Option<bool>)> =
-            sqlx::query_as("SELECT id, name, url, labels, up FROM targets")
-                .fetch_all(&mut *tx)
-                .await?;
+        let targets: Vec<TargetDb> = sqlx::query_as(
+            "SELECT id, name, url, labels, up, last_scrape_ms, interval_s FROM targets",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
         let longest_interval: Option<f64> =
             sqlx::query_scalar("SELECT MAX(interval_s) FROM targets")
                 .fetch_one(&mut *tx)
@@ -809,16 +916,26 @@ impl SqliteStore {
         ));
         let targets: HashMap<i64, TargetMeta> = targets
             .into_iter()
-            .map(|(id, name, url, labels, up)| {
-                let instance = serde_json::from_str::<BTreeMap<String, String>>(&labels)
+            .map(|t| {
+                let instance = serde_json::from_str::<BTreeMap<String, String>>(&t.labels)
                     .ok()
                     .and_then(|l| l.get("instance").cloned())
-                    .unwrap_or_else(|| url_instance(&url));
-                (id, TargetMeta { name, instance, up })
+                    .unwrap_or_else(|| url_instance(&t.url));
+                let meta = TargetMeta {
+                    name: t.name,
+                    url: t.url,
+                    labels: t.labels,
+                    instance,
+                    up: t.up,
+                    last_scrape_ms: t.last_scrape_ms,
+                    interval_s: t.interval_s,
+                };
+                (t.id, meta)
             })
             .collect();
         let subjects: Vec<SubjectDb> = sqlx::query_as(
-            "SELECT id, target_id, service, route, source, instance, labels FROM routes",
+            "SELECT id, target_id, service, route, source, instance, labels, first_seen_ms, \
+             last_seen_ms, last_exchange_ms, state FROM routes",
         )
         .fetch_all(&mut *tx)
         .await?;
@@ -848,6 +965,11 @@ impl SqliteStore {
                         target_name: t.name.clone(),
                     },
                     own_instance: s.instance,
+                    first_seen_ms: s.first_seen_ms,
+                    last_seen_ms: s.last_seen_ms,
+                    last_exchange_ms: s.last_exchange_ms,
+                    state: s.state,
+                    labels_json: s.labels,
                     intervals: VecDeque::new(),
                 },
             );
