@@ -20,8 +20,8 @@ use crate::http::table::Routes;
 use crate::http::table::methods::*;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::trace::TraceLayer;
 
 pub use crate::state::AppState;
@@ -72,7 +72,15 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             crate::http::auth::audit,
         ))
-        .layer(CompressionLayer::new().compress_when(compressible()))
+        // Level 1 of gzip and of brotli, as nginx compresses by default: on the 470 kB
+        // JSON of 1,000 routes gzip 6 took ~6.6 ms and 60 kB, gzip 1 ~2.6 ms and 73 kB,
+        // brotli 1 ~1.4 ms and 55 kB (brotli's default here, 4, 3.9 ms). Static files are
+        // compressed once at their best (`http/assets.rs`), so this is only dynamic text.
+        .layer(
+            CompressionLayer::new()
+                .quality(CompressionLevel::Precise(1))
+                .compress_when(compressible()),
+        )
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(state)

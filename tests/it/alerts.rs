@@ -1641,7 +1641,7 @@ async fn route_rows_from_memory_equal_the_stored_samples_over_resets_gaps_and_a_
             }
             for i in &infos {
                 let one = store.route_infos(None, Some(i.id)).await.unwrap();
-                assert_eq!(one, [i.clone()], "{what}: route {}", i.id);
+                assert_eq!(one, std::slice::from_ref(i), "{what}: route {}", i.id);
                 let other = if i.target_id == fast { slow } else { fast };
                 assert!(
                     store
