@@ -104,13 +104,14 @@
 
     /** A routes-table row, the same HTML as web/routes_row.html. */
     function routeRow(r, spark) {
-      const bad = isNum(r.error_pct) && r.error_pct > 0;
+      // red from 5 % errors, amber above 0: error_tone in server/http/console/mod.rs
+      const tone = !isNum(r.error_pct) || r.error_pct <= 0 ? '' : r.error_pct >= 5 ? ' bad' : ' warn';
       return h('tr', { 'data-route-id': r.id, 'data-target-id': r.target_id },
         h('td', { 'data-value': r.service, class: 'service' }, h('a', { href: '/console/services/' + encodeURIComponent(r.service) }, r.service), ' ', h('span', { class: 'hint' }, r.instance)),
         h('td', { class: 'name route', 'data-value': r.route }, h('a', { href: r.url || '/console/routes/' + r.id }, r.route)),
         h('td', { class: 'state', 'data-value': r.state }, h('span', { class: 'badge ' + (STATE_CLASS[r.state] || 'warn') }, r.state)),
         h('td', { class: 'num tput', 'data-value': dv(r.throughput_per_s) }, nullable(fmt.num(r.throughput_per_s, 1))),
-        h('td', { class: bad ? 'num err bad' : 'num err', 'data-value': dv(r.error_pct) }, nullable(fmt.num(r.error_pct, 2))),
+        h('td', { class: 'num err' + tone, 'data-value': dv(r.error_pct) }, nullable(fmt.num(r.error_pct, 2))),
         h('td', { class: 'num mean', 'data-value': dv(r.mean_ms) }, nullable(fmt.ms(r.mean_ms))),
         h('td', { class: 'num p95', 'data-value': dv(r.p95_ms) }, nullable(fmt.ms(r.p95_ms))),
         h('td', { class: 'num max', 'data-value': dv(r.max_ms) }, nullable(fmt.ms(r.max_ms))),

@@ -1321,6 +1321,7 @@ async fn overview_shows_alerts_failing_routes_and_targets_down() {
             write("/checkout", interval(100.0, 30.0)),
             write("/checkin", interval(100.0, 0.0)),
             write("/refund", interval(100.0, 5.0)),
+            write("/rebate", interval(1000.0, 2.0)),
         ],
     )
     .await;
@@ -1369,13 +1370,29 @@ async fn overview_shows_alerts_failing_routes_and_targets_down() {
     let failing = select_texts(&html, "#failing-routes tbody tr td");
     assert_eq!(
         failing.len(),
-        8,
-        "two failing routes, /checkin has none: {failing:?}"
+        12,
+        "three failing routes, /checkin has none: {failing:?}"
     );
     assert!(failing[0].starts_with("/checkout"), "{failing:?}");
     assert_eq!(failing[2], "30.00", "the unit is in the column head");
     assert!(failing[4].starts_with("/refund"), "{failing:?}");
     assert_eq!(failing[6], "5.00");
+    assert!(failing[8].starts_with("/rebate"), "{failing:?}");
+    assert_eq!(failing[10], "0.20");
+    // Red from 5 % errors, amber below (as the error-% cards); the same in the routes table.
+    let red = select_texts(&html, "#failing-routes tbody td.bad");
+    assert_eq!(red, ["30.00", "5.00"]);
+    assert_eq!(
+        select_texts(&html, "#failing-routes tbody td.warn"),
+        ["0.20"]
+    );
+    let table = app.get("/console/routes").await.html();
+    assert_eq!(
+        select_texts(&table, "td.err.bad"),
+        ["30.00", "5.00"],
+        "by route"
+    );
+    assert_eq!(select_texts(&table, "td.err.warn"), ["0.20"]);
     let down = select_texts(&html, "#targets-down li").join(" ");
     assert!(
         down.contains("billing") && down.contains("connection refused"),

@@ -282,7 +282,12 @@ async fn overview(
     let active = state.store.list_alerts().await?;
     let muter =
         crate::domain::alerts::silence::Muter::new(&state.store.active_silences(now).await?, now);
-    let index = alerts::route_index(&state).await?;
+    // The routes the active alerts link to; none to look up when nothing fires.
+    let index = if active.is_empty() {
+        alerts::RouteIndex::default()
+    } else {
+        alerts::route_index(&state).await?
+    };
     Ok(OverviewPage {
         nav: "overview",
         server_url: server_url(&state, &headers),
@@ -565,11 +570,24 @@ fn kpi(label: &'static str, value: String, caption: String, title: &'static str)
     }
 }
 
-/// An error-% card's class: red from 5 %, amber above 0.
+/// Error % from which a figure is shown red; above 0 and below it, amber.
+const ERROR_RED_PCT: f64 = 5.0;
+
+/// An error-% card's class: red from [`ERROR_RED_PCT`], amber above 0.
 fn error_class(error_pct: Option<f64>) -> &'static str {
     match error_pct {
-        Some(p) if p >= 5.0 => " is-err",
+        Some(p) if p >= ERROR_RED_PCT => " is-err",
         Some(p) if p > 0.0 => " is-warn",
+        _ => "",
+    }
+}
+
+/// A route's error-% cell class, by the cards' rule: `" bad"` (red) from
+/// [`ERROR_RED_PCT`], `" warn"` (amber) above 0 (`static/routes.js` applies the same).
+pub fn error_tone(error_pct: Option<f64>) -> &'static str {
+    match error_pct {
+        Some(p) if p >= ERROR_RED_PCT => " bad",
+        Some(p) if p > 0.0 => " warn",
         _ => "",
     }
 }

@@ -41,7 +41,9 @@ pub struct RouteRowView {
     pub tput_raw: String,
     pub error_pct: String,
     pub error_raw: String,
-    pub error_bad: bool,
+    /// `" bad"` (red) from 5 % errors, `" warn"` (amber) above 0, else `""`: the rule of
+    /// the error-% cards.
+    pub error_tone: &'static str,
     pub mean: String,
     pub mean_raw: String,
     pub p95: String,
@@ -105,7 +107,7 @@ impl RouteRowView {
                 .error_pct
                 .map_or(format::NONE.to_string(), |v| format::float(v, 2)),
             error_raw: raw(row.error_pct),
-            error_bad: row.error_pct.is_some_and(|p| p > 0.0),
+            error_tone: super::error_tone(row.error_pct),
             mean: format::ms(row.mean_ms),
             mean_raw: raw(row.mean_ms),
             p95: format::ms(row.p95_ms),
