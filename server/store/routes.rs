@@ -510,6 +510,29 @@ impl From<IntervalDb> for StoredInterval {
     }
 }
 
+/// A rollup bucket as an interval: `at_ms` is the bucket's start, inflight the mean of
+/// its readings.
+impl From<RollupDb> for StoredInterval {
+    fn from(r: RollupDb) -> Self {
+        IntervalDb {
+            route_id: r.route_id,
+            at_ms: r.bucket_ms,
+            interval_ms: r.interval_ms,
+            exchanges: r.exchanges,
+            failed: r.failed,
+            duration_sum_s: r.duration_sum_s,
+            duration_count: r.duration_count,
+            max_s: r.max_s,
+            inflight: r
+                .inflight_sum
+                .filter(|_| r.inflight_n > 0)
+                .map(|s| s / r.inflight_n as f64),
+            buckets: r.buckets,
+        }
+        .into()
+    }
+}
+
 #[derive(FromRow)]
 pub(crate) struct RollupDb {
     pub(crate) route_id: i64,

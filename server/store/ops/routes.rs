@@ -502,27 +502,7 @@ impl Backend {
         .bind(to_ms)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| StoredInterval {
-                route_id: r.route_id,
-                at_ms: r.bucket_ms,
-                interval: Interval {
-                    interval_ms: r.interval_ms,
-                    exchanges: r.exchanges,
-                    failed: r.failed,
-                    duration_sum_s: r.duration_sum_s,
-                    duration_count: r.duration_count,
-                    buckets: parse_buckets(r.buckets.as_deref()),
-                    max_s: r.max_s,
-                    inflight: r
-                        .inflight_sum
-                        .filter(|_| r.inflight_n > 0)
-                        .map(|s| s / r.inflight_n as f64),
-                    resets: 0,
-                },
-            })
-            .collect())
+        Ok(rows.into_iter().map(StoredInterval::from).collect())
     }
 
     /// Figures per route over the window ending at `now_ms`: all routes, or those of
