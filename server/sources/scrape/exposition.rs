@@ -212,7 +212,8 @@ pub fn parse(text: &str) -> Result<Exposition, ParseError> {
         by_name: HashMap::new(),
         current: None,
         typed: HashMap::new(),
-        series_lines: HashMap::new(),
+        series_at: HashMap::new(),
+        series_clashes: Vec::new(),
     };
     let mut seen_eof = false;
     for (i, raw) in text.split('\n').enumerate() {
@@ -267,9 +268,30 @@ struct Parser {
     current: Option<usize>,
     /// Families that had a `# TYPE` line.
     typed: HashMap<String, ()>,
-    /// Each series (name and sorted labels) → the line it was first written on: a series
-    /// written twice makes the document ambiguous, as Prometheus itself rejects it.
-    series_lines: HashMap<(String, Vec<(String, String)>), usize>,
+    /// Each series written so far, by the hash of its name and labels (in any order) →
+    /// where it is `(family, sample, line)`: a series written twice makes the document
+    /// ambiguous, as Prometheus itself rejects it. Only the hash is kept, not a copy of the
+    /// series (copying every name and label was a fifth of a scrape's parsing); a hash met
+    /// again is checked against the series itself, and a different series under the same
+    /// hash goes to `series_clashes`.
+    series_at: HashMap<u64, (usize, usize, usize)>,
+    series_clashes: Vec<(u64, (usize, usize, usize))>,
+}
+
+/// The hash of a series: its name and its labels, whatever their order.
+fn series_hash(name: &str, labels: &[(String, String)]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    let hasher = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+    let labels = labels
+        .iter()
+        .fold(0u64, |acc, l| acc.wrapping_add(hasher.hash_one(l)));
+    hasher.hash_one((name, labels))
+}
+
+/// Whether two samples are the same series (labels in any order; a sample's label names
+/// are distinct).
+fn same_series(a: &Sample, name: &str, labels: &[(String, String)]) -> bool {
+    a.name == name && a.labels.len() == labels.len() && labels.iter().all(|l| a.labels.contains(l))
 }
 
 fn is_name_start(c: u8) -> bool {
@@ -632,19 +654,34 @@ impl Parser {
         if c.pos < line.len() {
             return Err(c.error("unexpected text after the sample"));
         }
-        let mut key_labels = labels.clone();
-        key_labels.sort();
-        if let Some(first) = self
-            .series_lines
-            .insert((name.to_string(), key_labels), line_no)
-        {
-            return Err(err(
-                line_no,
-                1,
-                format!("duplicate series {name} (first written on line {first})"),
-            ));
-        }
+        let hash = series_hash(name, &labels);
         let idx = self.family_for_sample(name);
+        let here = (idx, self.families[idx].samples.len(), line_no);
+        let earlier = match self.series_at.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(here);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(o) => Some(*o.get()),
+        };
+        if let Some(first) = earlier {
+            let same = std::iter::once(first)
+                .chain(
+                    self.series_clashes
+                        .iter()
+                        .filter(|(h, _)| *h == hash)
+                        .map(|(_, at)| *at),
+                )
+                .find(|&(f, i, _)| same_series(&self.families[f].samples[i], name, &labels));
+            if let Some((_, _, first_line)) = same {
+                return Err(err(
+                    line_no,
+                    1,
+                    format!("duplicate series {name} (first written on line {first_line})"),
+                ));
+            }
+            self.series_clashes.push((hash, here));
+        }
         self.families[idx].samples.push(Sample {
             name: name.to_string(),
             labels,
@@ -885,6 +922,24 @@ mod tests {
         }
         let e = parse_bytes(b"a 1\nb\xff 2\n").unwrap_err();
         assert_eq!((e.line, e.column), (2, 2));
+    }
+
+    #[test]
+    fn a_series_written_twice_is_rejected_whatever_its_label_order() {
+        let e = parse("a_total 1\nm{x=\"1\",y=\"2\"} 1\nb 3\nm{y=\"2\",x=\"1\"} 2\n").unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(
+            e.message
+                .contains("duplicate series m (first written on line 2)"),
+            "{e}"
+        );
+        // Near misses are other series: values swapped between labels, a label less,
+        // another name with the same labels.
+        let ok = "m{x=\"1\",y=\"2\"} 1\nm{x=\"2\",y=\"1\"} 1\nm{x=\"1\"} 1\nm 1\n\
+                  n{x=\"1\",y=\"2\"} 1\nm{y=\"1\"} 1\nm{x=\"12\"} 1\n";
+        let doc = parse(ok).unwrap();
+        let samples: usize = doc.families.iter().map(|f| f.samples.len()).sum();
+        assert_eq!(samples, 7);
     }
 
     #[test]
