@@ -59,7 +59,7 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
         } else if let Some(part) = s.name.strip_prefix("http_server_requests_seconds_") {
             spring(&mut routes, service, part, s);
         } else if s.name.ends_with("http_requests_total") {
-            let mut o = route_of(
+            let o = route_of(
                 &mut routes,
                 http_key(s, service),
                 route_labels(s),
@@ -72,9 +72,8 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
                 failed.add(&key, s.value);
             }
             http_totals.insert(o.key(), true);
-            o.commit(&mut routes);
         } else if let Some(part) = duration_part(&s.name) {
-            let mut o = route_of(
+            let o = route_of(
                 &mut routes,
                 http_key(s, service),
                 route_labels(s),
@@ -101,7 +100,6 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
                 }
                 _ => {}
             }
-            o.commit(&mut routes);
         }
     }
     // HTTP routes with a requests counter: its series are the exchanges, not the duration
@@ -189,24 +187,20 @@ fn route_labels(s: &Sample) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The route entry for `(service, route)` with `labels`, taken out of the map (put back
-/// with `commit`).
+/// The route entry for `(service, route)` with `labels`, made on first use. The key is
+/// built once a sample and moved into the map (not cloned to take the entry out and put
+/// it back): with a thousand routes a scrape holds tens of thousands of samples.
 fn route_of(
     routes: &mut BTreeMap<RouteKey, Observation>,
     (service, route): (String, String),
     labels: BTreeMap<String, String>,
     source: Source,
-) -> Observation {
+) -> &mut Observation {
     routes
-        .remove(&(
-            service.clone(),
-            route.clone(),
-            source.as_str(),
-            labels.clone(),
-        ))
-        .unwrap_or_else(|| {
-            let mut o = Observation::new(&service, &route, source);
-            o.labels = labels;
+        .entry((service, route, source.as_str(), labels))
+        .or_insert_with_key(|(service, route, _, labels)| {
+            let mut o = Observation::new(service, route, source);
+            o.labels = labels.clone();
             o
         })
 }
@@ -219,10 +213,6 @@ impl Observation {
             self.source.as_str(),
             self.labels.clone(),
         )
-    }
-
-    fn commit(self, routes: &mut BTreeMap<RouteKey, Observation>) {
-        routes.insert(self.key(), self);
     }
 }
 
@@ -277,7 +267,7 @@ fn spring(routes: &mut BTreeMap<RouteKey, Observation>, service: &str, part: &st
         Some(m) => format!("{m} {uri}"),
         None => uri.to_string(),
     };
-    let mut o = route_of(
+    let o = route_of(
         routes,
         (service.to_string(), route),
         route_labels(s),
@@ -304,7 +294,6 @@ fn spring(routes: &mut BTreeMap<RouteKey, Observation>, service: &str, part: &st
         }
         _ => {}
     }
-    o.commit(routes);
 }
 
 fn camel(
@@ -330,7 +319,7 @@ fn camel(
             "eventType",
         ],
     );
-    let mut o = route_of(
+    let o = route_of(
         routes,
         (service.to_string(), route.to_string()),
         route_labels(s),
@@ -359,7 +348,6 @@ fn camel(
         // RED figures.
         _ => {}
     }
-    o.commit(routes);
 }
 
 #[cfg(test)]
