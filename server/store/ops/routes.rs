@@ -150,13 +150,14 @@ impl Backend {
         .execute(&mut *tx)
         .await?;
         let at = status.at_ms;
-        let mut ids: HashMap<(String, String, String, String, String), i64> = HashMap::new();
         let labels: Vec<String> = routes.iter().map(RouteWrite::labels_json).collect();
         // One row per route identity, the last one's figures (PostgreSQL refuses a statement
-        // that upserts the same row twice), and the latest exchange any of them saw.
+        // that upserts the same row twice), and the latest exchange any of them saw. Each
+        // route's row is found again by its index in `unique` (no copy of its key strings).
         let exchange_ms = |r: &RouteWrite| r.exchange_ms(at);
         let mut seen: HashMap<(&str, &str, &str, &str, &str), usize> = HashMap::new();
-        let mut unique: Vec<(&RouteWrite, Option<i64>)> = Vec::with_capacity(routes.len());
+        let mut unique: Vec<(&RouteWrite, &str, Option<i64>)> = Vec::with_capacity(routes.len());
+        let mut unique_of: Vec<usize> = Vec::with_capacity(routes.len());
         for (r, l) in routes.iter().zip(&labels) {
             let key = (
                 r.service.as_str(),
@@ -166,19 +167,24 @@ impl Backend {
                 l.as_str(),
             );
             match seen.get(&key) {
-                Some(&i) => unique[i] = (r, exchange_ms(r).or(unique[i].1)),
+                Some(&i) => {
+                    unique[i] = (r, l, exchange_ms(r).or(unique[i].2));
+                    unique_of.push(i);
+                }
                 None => {
                     seen.insert(key, unique.len());
-                    unique.push((r, exchange_ms(r)));
+                    unique_of.push(unique.len());
+                    unique.push((r, l, exchange_ms(r)));
                 }
             }
         }
+        let mut unique_ids: Vec<i64> = vec![0; unique.len()];
         for chunk in unique.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Db>::new(
                 "INSERT INTO routes (target_id, service, route, source, first_seen_ms, \
                  last_seen_ms, last_exchange_ms, state, instance, labels) ",
             );
-            q.push_values(chunk, |mut b, (r, exchange_ms)| {
+            q.push_values(chunk, |mut b, (r, labels, exchange_ms)| {
                 b.push_bind(target_id)
                     .push_bind(&r.service)
                     .push_bind(&r.route)
@@ -188,7 +194,7 @@ impl Backend {
                     .push_bind(*exchange_ms)
                     .push_bind(&r.state)
                     .push_bind(&r.instance)
-                    .push_bind(r.labels_json());
+                    .push_bind(*labels);
             });
             q.push(
                 " ON CONFLICT (target_id, service, route, source, instance, labels) DO UPDATE SET \
@@ -199,24 +205,19 @@ impl Backend {
             let rows: Vec<(i64, String, String, String, String, String)> =
                 q.build_query_as().fetch_all(&mut *tx).await?;
             for (id, service, route, source, instance, labels) in rows {
-                ids.insert((service, route, source, instance, labels), id);
+                let key = (
+                    service.as_str(),
+                    route.as_str(),
+                    source.as_str(),
+                    instance.as_str(),
+                    labels.as_str(),
+                );
+                if let Some(&i) = seen.get(&key) {
+                    unique_ids[i] = id;
+                }
             }
         }
-        let route_ids: Vec<i64> = routes
-            .iter()
-            .zip(&labels)
-            .map(|(r, l)| {
-                ids.get(&(
-                    r.service.clone(),
-                    r.route.clone(),
-                    r.source.clone(),
-                    r.instance.clone(),
-                    l.clone(),
-                ))
-                .copied()
-                .unwrap_or_default()
-            })
-            .collect();
+        let route_ids: Vec<i64> = unique_of.iter().map(|&i| unique_ids[i]).collect();
         let intervals: Vec<(i64, &Interval)> = routes
             .iter()
             .zip(&route_ids)
