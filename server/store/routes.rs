@@ -533,7 +533,7 @@ impl From<RollupDb> for StoredInterval {
     }
 }
 
-#[derive(FromRow)]
+#[derive(FromRow, Debug, Clone)]
 pub(crate) struct RollupDb {
     pub(crate) route_id: i64,
     pub(crate) bucket_ms: i64,

@@ -117,6 +117,126 @@ async fn targets_round_trip_and_names_are_unique() {
     assert!(!store.delete_target(t.id).await.unwrap());
 }
 
+/// Each rollup (1 min, 10 min, 1 h) is the sum of the intervals written in its bucket,
+/// whatever happened between the writes: scrapes across minute, ten-minute and hour
+/// boundaries, a route idle between its intervals, a route written twice in one scrape (in
+/// two batches of its rows), a prune, and a restart (a second store on the same database) in the middle of a minute.
+#[tokio::test]
+async fn rollups_are_the_sums_of_the_intervals_across_buckets_a_prune_and_a_restart() {
+    use harrier::store::{ROLLUPS_MS, Store};
+    let (mut store, config, _db) = crate::helpers::fresh_store().await;
+    let t = store
+        .insert_target(&spec("orders", "http://h:1/metrics"), "api", 0)
+        .await
+        .unwrap()
+        .unwrap();
+    let hour = 1_700_000_000_000 - 1_700_000_000_000 % HOUR_MS;
+    let t0 = hour - 3 * MINUTE_MS - 10_000;
+    let iv = |n: f64| Interval {
+        interval_ms: 20_000,
+        exchanges: Some(n),
+        failed: Some((n / 10.0).floor()),
+        duration_sum_s: Some(n / 50.0),
+        duration_count: Some(n),
+        buckets: vec![(0.01, (n / 2.0).floor()), (f64::INFINITY, n)],
+        max_s: Some(0.1),
+        inflight: Some(1.0),
+        resets: 0,
+    };
+    let ids = store
+        .record_scrape(
+            t.id,
+            &status(t0),
+            &[write("GET /a", None), write("GET /b", None)],
+        )
+        .await
+        .unwrap();
+    // (scrape time, route index, interval) of every interval written
+    let mut written: Vec<(i64, usize, Interval)> = Vec::new();
+    for k in 1..=30_i64 {
+        let at = t0 + k * 20_000;
+        let a = iv(10.0 + k as f64);
+        let mut rows = vec![write("GET /a", Some(a.clone()))];
+        written.push((at, 0, a));
+        if k % 3 == 0 {
+            let b = iv(100.0 + k as f64);
+            rows.push(write("GET /b", Some(b.clone())));
+            written.push((at, 1, b));
+        } else {
+            rows.push(write("GET /b", None));
+        }
+        if k == 6 || k == 7 {
+            // 500 other routes (held after k = 6), then at k = 7 route a again: in a later
+            // batch of the write
+            for f in 0..500 {
+                rows.push(write(&format!("GET /f{f}"), Some(iv(1.0))));
+            }
+        }
+        if k == 7 {
+            let again = iv(1000.0);
+            rows.push(write("GET /a", Some(again.clone())));
+            written.push((at, 0, again));
+        }
+        let got = store.record_scrape(t.id, &status(at), &rows).await.unwrap();
+        assert_eq!(got[..2], ids[..], "route ids are stable");
+        if k == 13 {
+            let retention = Retention {
+                raw_hours: 24.0,
+                minute_days: 1.0,
+                ten_minute_days: 1.0,
+                hour_days: 365.0,
+            };
+            store.prune_routes(at, &retention).await.unwrap();
+        }
+        if k == 19 {
+            drop(store);
+            store = Store::connect(&config.database()).await.expect("reopen");
+        }
+    }
+    for (route, id) in ids.iter().enumerate() {
+        for res in ROLLUPS_MS {
+            let rollups = store
+                .route_rollups(*id, res, t0 - HOUR_MS, t0 + 2 * HOUR_MS)
+                .await
+                .unwrap();
+            let mut starts: Vec<i64> = written
+                .iter()
+                .filter(|(_, r, _)| *r == route)
+                .map(|(at, _, _)| at - at.rem_euclid(res))
+                .collect();
+            starts.dedup();
+            let got: Vec<i64> = rollups.iter().map(|r| r.at_ms).collect();
+            assert_eq!(got, starts, "route {route}, resolution {res} ms: buckets");
+            for r in &rollups {
+                let of: Vec<&Interval> = written
+                    .iter()
+                    .filter(|(at, i, _)| *i == route && at - at.rem_euclid(res) == r.at_ms)
+                    .map(|(_, _, iv)| iv)
+                    .collect();
+                let sum =
+                    |f: fn(&Interval) -> Option<f64>| of.iter().filter_map(|iv| f(iv)).sum::<f64>();
+                let what = format!("route {route}, resolution {res} ms, bucket {}", r.at_ms);
+                assert_eq!(r.interval.interval_ms, 20_000 * of.len() as i64, "{what}");
+                assert_eq!(r.interval.exchanges, Some(sum(|iv| iv.exchanges)), "{what}");
+                assert_eq!(r.interval.failed, Some(sum(|iv| iv.failed)), "{what}");
+                assert_eq!(
+                    r.interval.duration_count,
+                    Some(sum(|iv| iv.duration_count)),
+                    "{what}"
+                );
+                assert_eq!(
+                    r.interval.buckets,
+                    vec![
+                        (0.01, sum(|iv| Some(iv.buckets[0].1))),
+                        (f64::INFINITY, sum(|iv| Some(iv.buckets[1].1)))
+                    ],
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_scrape_writes_routes_intervals_and_rollups() {
     let (store, _, _db) = crate::helpers::fresh_store().await;

@@ -260,28 +260,43 @@ impl Backend {
             );
             q.build().execute(&mut *tx).await?;
         }
+        // Each rollup row this scrape writes, by (resolution, route): the rows a later chunk
+        // adds to (a route written twice in one scrape), and what the backend holds after.
+        let mut written: HashMap<(i64, i64), RollupDb> = HashMap::new();
         for resolution in ROLLUPS_MS {
             let bucket = at - at.rem_euclid(resolution);
             for chunk in intervals.chunks(BATCH_ROWS) {
-                let mut q = QueryBuilder::<Db>::new(
-                    "SELECT route_id, bucket_ms, interval_ms, intervals, exchanges, failed, \
-                     duration_sum_s, duration_count, max_s, inflight_sum, inflight_n, buckets \
-                     FROM route_rollups WHERE resolution_ms = ",
-                );
-                q.push_bind(resolution)
-                    .push(" AND bucket_ms = ")
-                    .push_bind(bucket)
-                    .push(" AND route_id IN (");
-                let mut sep = q.separated(", ");
-                for (id, _) in chunk {
-                    sep.push_bind(*id);
-                }
-                // Locked until the commit where rows can be: a concurrent writer of the same
-                // buckets waits (SQLite's writer holds the whole database already).
-                q.push(concat!(")", for_update!()));
-                let existing: Vec<RollupDb> = q.build_query_as().fetch_all(&mut *tx).await?;
+                let ids: Vec<i64> = chunk.iter().map(|(id, _)| *id).collect();
+                // The rows to add to: as the backend holds them (SQLite, the only writer of
+                // its file), else read back, locked until the commit where rows can be (a
+                // concurrent writer of the same buckets waits).
+                let existing = match self.held_rollups(resolution, bucket, &ids) {
+                    Some(rows) => rows,
+                    None => {
+                        let mut q = QueryBuilder::<Db>::new(
+                            "SELECT route_id, bucket_ms, interval_ms, intervals, exchanges, \
+                             failed, duration_sum_s, duration_count, max_s, inflight_sum, \
+                             inflight_n, buckets FROM route_rollups WHERE resolution_ms = ",
+                        );
+                        q.push_bind(resolution)
+                            .push(" AND bucket_ms = ")
+                            .push_bind(bucket)
+                            .push(" AND route_id IN (");
+                        let mut sep = q.separated(", ");
+                        for id in &ids {
+                            sep.push_bind(*id);
+                        }
+                        q.push(concat!(")", for_update!()));
+                        q.build_query_as().fetch_all(&mut *tx).await?
+                    }
+                };
                 let mut by_id: HashMap<i64, RollupDb> =
                     existing.into_iter().map(|r| (r.route_id, r)).collect();
+                for id in &ids {
+                    if let Some(r) = written.get(&(resolution, *id)) {
+                        by_id.insert(*id, r.clone());
+                    }
+                }
                 for (id, iv) in chunk {
                     by_id
                         .entry(*id)
@@ -332,9 +347,14 @@ impl Backend {
                      buckets = excluded.buckets",
                 );
                 q.build().execute(&mut *tx).await?;
+                for r in rows {
+                    written.insert((resolution, r.route_id), r);
+                }
             }
         }
+        let token = self.rollups_staged(written.into_iter().map(|((res, _), r)| (res, r)));
         tx.commit().await?;
+        self.rollups_committed(token);
         self.scraped(target_id, status.up, at, routes, &route_ids);
         Ok(route_ids)
     }

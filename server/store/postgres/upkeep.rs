@@ -3,7 +3,7 @@
 //! database), so the other hooks do nothing.
 
 use super::PostgresStore;
-use crate::store::routes::RouteWrite;
+use crate::store::routes::{RollupDb, RouteWrite};
 
 impl PostgresStore {
     /// Targets were added, changed or deleted: nothing is held to refresh.
@@ -14,6 +14,19 @@ impl PostgresStore {
 
     /// Raw intervals were deleted: nothing is held.
     pub(super) fn pruned(&self, _: i64) {}
+
+    /// Rollup rows are never held here (other replicas write them): always read.
+    pub(super) fn held_rollups(&self, _: i64, _: i64, _: &[i64]) -> Option<Vec<RollupDb>> {
+        None
+    }
+
+    /// Nothing is held.
+    pub(super) fn rollups_staged(&self, _: impl IntoIterator<Item = (i64, RollupDb)>) -> u64 {
+        0
+    }
+
+    /// Nothing is held.
+    pub(super) fn rollups_committed(&self, _: u64) {}
 
     /// After pruning route figures, a plain VACUUM makes the deleted rows' space reusable
     /// at once (as after a run's deletion; never VACUUM FULL, which locks the tables while

@@ -112,6 +112,8 @@ pub struct SqliteStore {
     pool: SqlitePool,
     /// Recent route intervals held for the alert evaluator.
     recent: std::sync::Arc<recent::Recent>,
+    /// Each route's current rollup rows as this process last wrote them (`upkeep.rs`).
+    rollups: std::sync::Arc<std::sync::Mutex<upkeep::HeldRollups>>,
     /// Held by every write transaction of this process: SQLite lets one writer in at a
     /// time, and writers that meet in SQLite wait at most the busy time-out (then fail
     /// with "database is locked"); queued here they wait their turn however long the
@@ -236,6 +238,7 @@ impl SqliteStore {
         SqliteStore {
             pool,
             recent: Default::default(),
+            rollups: Default::default(),
             writer: Default::default(),
         }
     }
