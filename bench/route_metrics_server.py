@@ -3,9 +3,10 @@
 (camel-micrometer names, Prometheus text 0.0.4), each with exchanges counters (total,
 failed, succeeded), an inflight gauge, and camel_route_policy_seconds as a 10-bucket
 histogram (+Inf, _count, _sum) plus _max. Every request advances every counter, so each
-scrape sees new values.
+scrape sees new values; with --idle F the first F of the routes (0…1) never move (idle
+routes: their counters stay put, inflight 0).
 
-    python3 bench/route_metrics_server.py --port 9109 --routes 1000
+    python3 bench/route_metrics_server.py --port 9109 --routes 1000 [--idle 0.5]
 """
 import argparse
 import random
@@ -15,8 +16,9 @@ LE = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0
 
 
 class State:
-    def __init__(self, n):
+    def __init__(self, n, idle=0.0):
         self.n = n
+        self.idle = int(n * idle)
         self.rng = random.Random(1)
         self.total = [0] * n
         self.failed = [0] * n
@@ -26,7 +28,7 @@ class State:
 
     def advance(self):
         r = self.rng
-        for i in range(self.n):
+        for i in range(self.idle, self.n):
             ex = r.randint(50, 150)
             fl = 1 if r.random() < 0.3 else 0
             self.total[i] += ex
@@ -54,7 +56,7 @@ class State:
             a('camel_exchanges_succeeded_total{%s} %d.0\n' % (labels[i], self.total[i] - self.failed[i]))
         a("# HELP camel_exchanges_inflight inflight\n# TYPE camel_exchanges_inflight gauge\n")
         for i in range(self.n):
-            a('camel_exchanges_inflight{%s} %d.0\n' % (labels[i], self.rng.randint(0, 8)))
+            a('camel_exchanges_inflight{%s} %d.0\n' % (labels[i], 0 if i < self.idle else self.rng.randint(0, 8)))
         a("# HELP camel_route_policy_seconds route\n# TYPE camel_route_policy_seconds histogram\n")
         for i in range(self.n):
             b = self.buckets[i]
@@ -72,8 +74,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, default=9109)
     p.add_argument("--routes", type=int, default=1000)
+    p.add_argument("--idle", type=float, default=0.0, help="share of routes that never move (0-1)")
     args = p.parse_args()
-    state = State(args.routes)
+    state = State(args.routes, args.idle)
 
     class H(BaseHTTPRequestHandler):
         def do_GET(self):

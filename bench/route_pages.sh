@@ -6,16 +6,18 @@
 # asked as browsers do); prints p50, p95 and max per URL, the load average, and the
 # recent intervals harrier holds (from its own /metrics, when it says).
 #
-#   bench/route_pages.sh [--routes 1000] [--interval 1] [--warm 75] [--requests 100]
+#   bench/route_pages.sh [--routes 1000] [--interval 1] [--warm 75] [--requests 100] [--idle 0]
+# --idle F: that share of the routes never moves (bench/route_metrics_server.py).
 # HARRIER=path/to/harrier picks the binary (default target/release/harrier).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-routes=1000 interval=1 warm=75 requests=100
+routes=1000 interval=1 warm=75 requests=100 idle=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --routes) routes="$2"; shift 2;; --interval) interval="$2"; shift 2;;
     --warm) warm="$2"; shift 2;; --requests) requests="$2"; shift 2;;
+    --idle) idle="$2"; shift 2;;
     *) echo "unknown $1" >&2; exit 2;;
   esac
 done
@@ -24,7 +26,7 @@ mport="${METRICS_PORT:-9131}" hport="${PORT:-7185}"
 work="$(mktemp -d)"
 cleanup() { kill "${hpid:-}" "${mpid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-python3 "$here/route_metrics_server.py" --port "$mport" --routes "$routes" &
+python3 "$here/route_metrics_server.py" --port "$mport" --routes "$routes" --idle "$idle" &
 mpid=$!
 cat > "$work/h.toml" <<TOML
 listen = "127.0.0.1:$hport"
@@ -45,7 +47,7 @@ hpid=$!
 sleep "$warm"
 base="http://127.0.0.1:$hport"
 shown="$(curl -sf "$base/api/v1/routes?limit=1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("total", len(d)) if isinstance(d, dict) else len(d))' 2>/dev/null || echo '?')"
-echo "$routes routes scraped every $interval s, measured after $warm s; routes harrier lists: $shown; load $(cut -d' ' -f1 /proc/loadavg)"
+echo "$routes routes ($idle of them idle) scraped every $interval s, measured after $warm s; routes harrier lists: $shown; load $(cut -d' ' -f1 /proc/loadavg)"
 echo
 echo "| URL | p50 ms | p95 ms | max ms | bytes (gzip) |"
 echo "| --- | ---: | ---: | ---: | ---: |"

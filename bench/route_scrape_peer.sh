@@ -7,15 +7,17 @@
 # Prometheus stores the samples in its TSDB; harrier parses, maps to routes, stores
 # intervals and rollups, and publishes live updates (what a user of each gets).
 #
-#   bench/route_scrape_peer.sh [--routes 1000] [--warm 60] [--measure 300] [--interval 10]
+#   bench/route_scrape_peer.sh [--routes 1000] [--warm 60] [--measure 300] [--interval 10] [--idle 0]
+# --idle F: that share of the routes never moves (bench/route_metrics_server.py).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-routes=1000 warm=60 measure=300 interval=10
+routes=1000 warm=60 measure=300 interval=10 idle=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --routes) routes="$2"; shift 2;; --warm) warm="$2"; shift 2;;
     --measure) measure="$2"; shift 2;; --interval) interval="$2"; shift 2;;
+    --idle) idle="$2"; shift 2;;
     *) echo "unknown $1" >&2; exit 2;;
   esac
 done
@@ -28,7 +30,7 @@ work="$(mktemp -d)"
 cleanup() { kill "${hpid:-}" "${ppid_:-}" "${mpid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-python3 "$here/route_metrics_server.py" --port "$mport" --routes "$routes" &
+python3 "$here/route_metrics_server.py" --port "$mport" --routes "$routes" --idle "$idle" &
 mpid=$!
 cat > "$work/h.toml" <<TOML
 listen = "127.0.0.1:$hport"
@@ -65,14 +67,14 @@ rss() { awk '/^VmRSS/{r=$2} /^VmHWM/{h=$2} END{printf "%.0f MB (peak %.0f MB)", 
 hrss="$(rss $hpid)"; prss="$(rss $ppid_)"
 up="$(curl -sf "http://127.0.0.1:$pport/api/v1/query?query=up" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])' || echo '?')"
 hup="$(curl -sf "http://127.0.0.1:$hport/api/v1/targets" | python3 -c 'import json,sys; t=json.load(sys.stdin)[0]; print(t["up"], t["samples"])' || echo '?')"
-python3 - "$h0" "$h1" "$p0" "$p1" "$t0" "$t1" "$tck" "$routes" "$warm" "$measure" "$load0" "$load1" "$up" "$hup" "$interval" "$hrss" "$prss" <<'PY'
+python3 - "$h0" "$h1" "$p0" "$p1" "$t0" "$t1" "$tck" "$routes" "$warm" "$measure" "$load0" "$load1" "$up" "$hup" "$interval" "$hrss" "$prss" "$idle" <<'PY'
 import sys
 h0, h1, p0, p1, t0, t1, tck = map(int, sys.argv[1:8])
-routes, warm, measure, l0, l1, up, hup, interval, hrss, prss = sys.argv[8:]
+routes, warm, measure, l0, l1, up, hup, interval, hrss, prss, idle = sys.argv[8:]
 wall = (t1 - t0) / 1e9
 h = 100 * (h1 - h0) / tck / wall
 p = 100 * (p1 - p0) / tck / wall
-print(f"{routes} Camel routes scraped every {interval} s by both; CPU over {measure} s after {warm} s; load {l0} → {l1}")
+print(f"{routes} Camel routes ({idle} of them idle) scraped every {interval} s by both; CPU over {measure} s after {warm} s; load {l0} → {l1}")
 print(f"| process | CPU % of one core | RSS at the end |\n| --- | ---: | ---: |\n| harrier | {h:.2f} | {hrss} |\n| Prometheus | {p:.2f} | {prss} |")
 print(f"harrier ÷ Prometheus: {h / p:.2f}×  (Prometheus up={up}; harrier up, samples = {hup})")
 PY

@@ -72,6 +72,9 @@ fn push_cell(
         ("double precision" | "real", Cell::Real(v)) => b.push_bind(v),
         ("bytea", Cell::Null) => b.push_bind(None::<Vec<u8>>),
         ("bytea", Cell::Blob(v)) => b.push_bind(v),
+        // Route buckets written as JSON text before their compact form: kept as its bytes,
+        // as PostgreSQL's own migration of that column keeps them.
+        ("bytea", Cell::Text(v)) => b.push_bind(v.into_bytes()),
         ("text", Cell::Null) => b.push_bind(None::<String>),
         ("text", Cell::Text(v)) => b.push_bind(v),
         ("text", Cell::Int(v)) => b.push_bind(v.to_string()),

@@ -113,6 +113,7 @@ include!(concat!(env!("OUT_DIR"), "/store_groups.rs"));
 pub mod migrate;
 mod postgres;
 mod recent;
+mod route_buckets;
 mod sqlite;
 
 /// Wake-ups from the processes sharing this database (see [`Store::listen`]).

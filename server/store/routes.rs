@@ -6,6 +6,7 @@
 //! intervals fall in (read, merged, replaced). Retention is [`SqliteStore::prune_routes`].
 
 use super::recent::{RouteSubject, RouteWindows, subject_labels};
+use super::route_buckets;
 use crate::domain::routes::{Figures, Interval, merge_buckets};
 use crate::domain::secrets::{Credentials, Secret};
 use serde::Serialize;
@@ -403,27 +404,6 @@ impl Retention {
     }
 }
 
-/// Buckets as stored: `[[le, increase], …]` with `null` for `+Inf`.
-pub(crate) fn buckets_json(b: &[(f64, f64)]) -> Option<String> {
-    if b.is_empty() {
-        return None;
-    }
-    let v: Vec<(Option<f64>, f64)> = b
-        .iter()
-        .map(|(le, c)| (le.is_finite().then_some(*le), *c))
-        .collect();
-    serde_json::to_string(&v).ok()
-}
-
-pub(crate) fn parse_buckets(s: Option<&str>) -> Vec<(f64, f64)> {
-    let Some(s) = s else { return Vec::new() };
-    serde_json::from_str::<Vec<(Option<f64>, f64)>>(s)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(le, c)| (le.unwrap_or(f64::INFINITY), c))
-        .collect()
-}
-
 /// What the alert evaluator needs over one window (see [`Store::route_window_figures`](super::Store::route_window_figures)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowNeed {
@@ -487,7 +467,8 @@ pub(crate) struct IntervalDb {
     pub(crate) duration_count: Option<f64>,
     pub(crate) max_s: Option<f64>,
     pub(crate) inflight: Option<f64>,
-    pub(crate) buckets: Option<String>,
+    /// The compact form (`route_buckets`) or, in older rows, JSON text.
+    pub(crate) buckets: Option<Vec<u8>>,
 }
 
 impl From<IntervalDb> for StoredInterval {
@@ -501,7 +482,7 @@ impl From<IntervalDb> for StoredInterval {
                 failed: r.failed,
                 duration_sum_s: r.duration_sum_s,
                 duration_count: r.duration_count,
-                buckets: parse_buckets(r.buckets.as_deref()),
+                buckets: route_buckets::decode(r.buckets.as_deref()),
                 max_s: r.max_s,
                 inflight: r.inflight,
                 resets: 0,
@@ -546,7 +527,8 @@ pub(crate) struct RollupDb {
     pub(crate) max_s: Option<f64>,
     pub(crate) inflight_sum: Option<f64>,
     pub(crate) inflight_n: i64,
-    pub(crate) buckets: Option<String>,
+    /// The compact form (`route_buckets`) or, in older rows, JSON text.
+    pub(crate) buckets: Option<Vec<u8>>,
 }
 
 pub(crate) fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -573,9 +555,9 @@ impl RollupDb {
             self.inflight_n += 1;
         }
         if !iv.buckets.is_empty() {
-            let mut b = parse_buckets(self.buckets.as_deref());
+            let mut b = route_buckets::decode(self.buckets.as_deref());
             merge_buckets(&mut b, &iv.buckets);
-            self.buckets = buckets_json(&b);
+            self.buckets = route_buckets::encode(&b);
         }
     }
 }

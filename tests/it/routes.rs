@@ -2656,8 +2656,10 @@ async fn routes_stored_under_a_camel_context_move_under_the_target_service() {
                 (11, 1, 'inventory', 'GET /health', 'http', 1000, 2000, ''), \
                 (12, 2, 'shop-app', 'GET /cart', 'spring', 1000, 2000, ''), \
                 (13, 1, 'gateway', 'GET /x', 'http', 1000, 2000, '');\n\
-         INSERT INTO route_samples (route_id, at_ms, interval_ms, exchanges, failed) \
-         VALUES (10, 2000, 1000, 7, 1)";
+         INSERT INTO route_samples (route_id, at_ms, interval_ms, exchanges, failed, duration_count, buckets) \
+         VALUES (10, 2000, 1000, 7, 1, 7, '[[0.01,3.0],[0.1,5.0],[null,7.0]]');\n\
+         INSERT INTO route_rollups (route_id, resolution_ms, bucket_ms, interval_ms, intervals, exchanges, duration_count, inflight_n, buckets) \
+         VALUES (10, 60000, 0, 1000, 1, 7, 7, 0, '[[0.01,3.0],[0.1,5.0],[null,7.0]]')";
     let (store, _pg_db) = match &pg {
         Some(server) => {
             let server = server.as_deref().expect("scripts/test.sh sets the server");
@@ -2732,6 +2734,25 @@ async fn routes_stored_under_a_camel_context_move_under_the_target_service() {
         .map(|r| r.interval.exchanges)
         .collect();
     assert_eq!(exchanges, [Some(7.0), Some(100.0)]);
+    // Histogram buckets stored as JSON text before their compact form (on PostgreSQL the
+    // column changed type under them) read as they were; a rollup row of that text still
+    // takes a scrape's buckets added.
+    let stored = store.route_intervals(Some(10), 0, 2_500).await.unwrap();
+    let json = vec![(0.01, 3.0), (0.1, 5.0), (f64::INFINITY, 7.0)];
+    assert_eq!(stored[0].interval.buckets, json);
+    let mut iv = interval();
+    iv.buckets = vec![(0.01, 1.0), (0.1, 1.0), (f64::INFINITY, 2.0)];
+    let mut w = write("callInventory", Some(iv));
+    w.service = "inventory".into();
+    w.source = "camel".into();
+    w.labels = labels("camel_context", "inventory-bridge");
+    store.record_scrape(1, &status(4_000), &[w]).await.unwrap();
+    let minute = store.route_rollups(10, 60_000, 0, 60_000).await.unwrap();
+    assert_eq!(
+        minute[0].interval.buckets,
+        vec![(0.01, 64.0), (0.1, 101.0), (f64::INFINITY, 109.0)],
+        "the JSON rollup plus the intervals of the scrapes at 3 s and 4 s"
+    );
 }
 
 /// On SQLite, pruning route figures past their retention gives their pages back: none left
@@ -2748,7 +2769,7 @@ async fn pruning_route_figures_shrinks_the_sqlite_file() {
         .unwrap()
         .unwrap();
     let t0 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR_MS;
-    let routes: Vec<String> = (0..40).map(|i| format!("GET /r{i}")).collect();
+    let routes: Vec<String> = (0..100).map(|i| format!("GET /r{i}")).collect();
     for k in 0..60i64 {
         let writes: Vec<RouteWrite> = routes
             .iter()

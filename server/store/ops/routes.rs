@@ -4,9 +4,10 @@
 //! `scraped`, `pruned`, `reclaim_route_space`).
 
 use super::{Backend, Db};
-use crate::domain::routes::{Figures, Interval, merge_buckets};
+use crate::domain::routes::{Figures, Interval};
 use crate::store::Result;
 use crate::store::recent::RouteWindows;
+use crate::store::route_buckets;
 use crate::store::routes::*;
 use sqlx::QueryBuilder;
 use std::collections::HashMap;
@@ -249,7 +250,7 @@ impl Backend {
                     .push_bind(no_nan(iv.duration_count))
                     .push_bind(iv.max_s.filter(|m| m.is_finite()))
                     .push_bind(iv.inflight.filter(|m| m.is_finite()))
-                    .push_bind(buckets_json(&iv.buckets));
+                    .push_bind(route_buckets::encode(&iv.buckets));
             });
             q.push(
                 " ON CONFLICT (route_id, at_ms) DO UPDATE SET interval_ms = excluded.interval_ms, \
@@ -911,7 +912,7 @@ impl Backend {
             }
         }
         for n in needs.iter().filter(|n| n.buckets || n.inflight) {
-            let rows: Vec<(i64, i64, Option<f64>, Option<String>)> = sqlx::query_as(
+            let rows: Vec<(i64, i64, Option<f64>, Option<Vec<u8>>)> = sqlx::query_as(
                 "SELECT route_id, at_ms, inflight, CASE WHEN CAST($1 AS BOOLEAN) THEN buckets END
                  FROM route_samples WHERE at_ms > $2 AND at_ms <= $3 ORDER BY route_id, at_ms",
             )
@@ -929,7 +930,9 @@ impl Backend {
                     figs[i].inflight = inflight;
                 }
                 if n.buckets {
-                    merge_buckets(&mut figs[i].buckets, &parse_buckets(buckets.as_deref()));
+                    if let Some(b) = buckets.as_deref() {
+                        route_buckets::merge_into(&mut figs[i].buckets, b);
+                    }
                 }
             }
         }

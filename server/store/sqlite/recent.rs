@@ -28,11 +28,10 @@ use std::sync::{Arc, Mutex};
 use sqlx::{FromRow, QueryBuilder, Sqlite};
 
 use super::SqliteStore;
-use crate::domain::routes::{Figures, Interval, merge_buckets};
+use crate::domain::routes::{Figures, Interval};
 use crate::store::recent::*;
-use crate::store::routes::{
-    RouteInfo, RouteWrite, WindowNeed, parse_buckets, rows_lookback, url_instance,
-};
+use crate::store::route_buckets;
+use crate::store::routes::{RouteInfo, RouteWrite, WindowNeed, rows_lookback, url_instance};
 use crate::store::{MINUTE_MS, Result};
 
 /// Intervals are held this long past the longest window. A later round's windows start
@@ -49,7 +48,8 @@ struct Held {
     interval_ms: i64,
     /// exchanges, failed, duration_sum_s, duration_count, max_s, inflight.
     v: [f64; 6],
-    buckets: Option<Box<[(f64, f64)]>>,
+    /// As stored: the compact form (`route_buckets`).
+    buckets: Option<Box<[u8]>>,
 }
 
 fn opt(v: f64) -> Option<f64> {
@@ -58,19 +58,14 @@ fn opt(v: f64) -> Option<f64> {
 
 impl Held {
     /// `iv` as written: SQLite stores NaN as NULL; `max_s` and `inflight` are written only
-    /// when finite; buckets round-trip through their JSON (see `buckets_json`).
+    /// when finite; buckets in their stored form (`route_buckets::encode`).
     fn written(at_ms: i64, iv: &Interval, keep_buckets: bool) -> Held {
         let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
         let finite = |v: Option<f64>| v.filter(|x| x.is_finite()).unwrap_or(f64::NAN);
-        let buckets = (keep_buckets
-            && !iv.buckets.is_empty()
-            && iv.buckets.iter().all(|(_, c)| c.is_finite()))
-        .then(|| {
-            iv.buckets
-                .iter()
-                .map(|(le, c)| (if le.is_finite() { *le } else { f64::INFINITY }, *c))
-                .collect()
-        });
+        let buckets = keep_buckets
+            .then(|| route_buckets::encode(&iv.buckets))
+            .flatten()
+            .map(Vec::into_boxed_slice);
         Held {
             at_ms,
             interval_ms: iv.interval_ms,
@@ -103,7 +98,7 @@ impl Held {
     fn add_to(&self, f: &mut Figures, buckets: bool) {
         f.add_sums(&self.sums());
         if buckets && let Some(b) = &self.buckets {
-            merge_buckets(&mut f.buckets, b);
+            route_buckets::merge_into(&mut f.buckets, b);
         }
     }
 }
@@ -657,14 +652,15 @@ impl Recent {
             return None;
         };
         let intervals: usize = data.routes.values().map(|r| r.intervals.len()).sum();
+        // Each held bucket set: its compact bytes and the allocator's ~16-byte header.
         let buckets: usize = data
             .routes
             .values()
             .flat_map(|r| r.intervals.iter())
-            .map(|h| h.buckets.as_ref().map_or(0, |b| b.len()))
+            .map(|h| h.buckets.as_ref().map_or(0, |b| b.len() + 16))
             .sum();
         let bytes = intervals * std::mem::size_of::<Held>()
-            + buckets * std::mem::size_of::<(f64, f64)>()
+            + buckets
             + data.routes.len() * (std::mem::size_of::<RouteHeld>() + 128);
         Some((data.routes.len(), intervals, bytes))
     }
@@ -782,13 +778,12 @@ struct HeldDb {
     duration_count: Option<f64>,
     max_s: Option<f64>,
     inflight: Option<f64>,
-    buckets: Option<String>,
+    buckets: Option<Vec<u8>>,
 }
 
 impl HeldDb {
     fn held(self) -> Held {
         let n = |v: Option<f64>| v.unwrap_or(f64::NAN);
-        let b = parse_buckets(self.buckets.as_deref());
         Held {
             at_ms: self.at_ms,
             interval_ms: self.interval_ms,
@@ -800,7 +795,7 @@ impl HeldDb {
                 n(self.max_s),
                 n(self.inflight),
             ],
-            buckets: (!b.is_empty()).then(|| b.into_boxed_slice()),
+            buckets: self.buckets.and_then(route_buckets::compact),
         }
     }
 }
