@@ -152,7 +152,7 @@ pub fn observations_by_instance(doc: &Exposition, service: &str) -> Vec<Observat
             match g.families.last_mut().filter(|last| last.name == f.name) {
                 Some(last) => last.samples.push(s.clone()),
                 None => g.families.push(super::exposition::Family {
-                    name: f.name.clone(),
+                    name: f.name,
                     kind: f.kind,
                     help: None,
                     unit: f.unit.clone(),
@@ -221,9 +221,7 @@ fn series_key(s: &Sample, route_labels: &[&str]) -> String {
     let mut parts: Vec<String> = s
         .labels
         .iter()
-        .filter(|(k, _)| {
-            !route_labels.contains(&k.as_str()) && !IGNORED_LABELS.contains(&k.as_str())
-        })
+        .filter(|(k, _)| !route_labels.contains(k) && !IGNORED_LABELS.contains(k))
         .map(|(k, v)| format!("{k}={v:?}"))
         .collect();
     parts.sort();
@@ -493,7 +491,8 @@ camel_exchanges_total{camelContext=\"c\",eventType=\"context\",kind=\"CamelRoute
         let mut series: Vec<(i64, Observation)> = Vec::new();
         let mut per_code: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for s in scrapes.as_array().unwrap() {
-            let doc = parse(&edge(&format!("EC33/{}", s["file"].as_str().unwrap()))).unwrap();
+            let text = edge(&format!("EC33/{}", s["file"].as_str().unwrap()));
+            let doc = parse(&text).unwrap();
             for (_, sample) in doc.samples() {
                 per_code
                     .entry(format!("code={}", sample.label("code").unwrap()))

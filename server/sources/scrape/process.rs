@@ -40,6 +40,7 @@
 //! Counters are turned into rates between two scrapes of the same instance, with the
 //! same reset rule as routes ([`crate::domain::routes::counter_delta`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::exposition::{Exposition, Sample};
@@ -54,12 +55,12 @@ const UNBOUNDED: f64 = 2_147_483_647.0;
 pub const INSTANCE_LABELS: [&str; 2] = ["instance", "pod"];
 
 /// The instance a series names (`instance`, else `pod`), if any.
-pub fn series_instance(labels: &[(String, String)]) -> Option<&str> {
+pub fn series_instance<'s>(labels: &'s [(&str, Cow<'_, str>)]) -> Option<&'s str> {
     INSTANCE_LABELS.iter().find_map(|l| {
         labels
             .iter()
             .find(|(k, v)| k == l && !v.is_empty())
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     })
 }
 
@@ -120,7 +121,7 @@ pub fn readings(doc: &Exposition, at_ms: i64) -> BTreeMap<Option<String>, Proces
     // jdbc_connections_* per instance, kept apart until we know whether HikariCP is there
     let mut jdbc: BTreeMap<Option<String>, Vec<(String, f64)>> = BTreeMap::new();
     for (_, s) in doc.samples() {
-        let name = s.name.as_str();
+        let name = s.name;
         if let Some((kind, field, v)) = pool_figure(s) {
             let inst = series_instance(&s.labels).map(str::to_string);
             let pool = pool_name(s, kind);
@@ -241,7 +242,7 @@ fn pool_figure(s: &Sample) -> Option<(PoolKind, &'static str, f64)> {
     if !v.is_finite() {
         return None;
     }
-    let (kind, field) = match s.name.as_str() {
+    let (kind, field) = match s.name {
         "hikaricp_connections_active" => (PoolKind::Hikari, "active"),
         "hikaricp_connections_idle" => (PoolKind::Hikari, "idle"),
         "hikaricp_connections_pending" => (PoolKind::Hikari, "pending"),
@@ -271,7 +272,7 @@ fn pool_figure(s: &Sample) -> Option<(PoolKind, &'static str, f64)> {
         "worker_pool_active" | "worker_pool_idle" | "worker_pool_queue_size"
             if s.label("pool_type").is_none_or(|t| t == "worker") =>
         {
-            match s.name.as_str() {
+            match s.name {
                 "worker_pool_active" => (PoolKind::Vertx, "active"),
                 "worker_pool_idle" => (PoolKind::Vertx, "idle"),
                 _ => (PoolKind::Vertx, "pending"),
@@ -283,7 +284,7 @@ fn pool_figure(s: &Sample) -> Option<(PoolKind, &'static str, f64)> {
 }
 
 /// The pool's name: its kind's label, `default` when missing or empty.
-fn pool_name(s: &Sample, kind: PoolKind) -> &str {
+fn pool_name<'s>(s: &'s Sample<'_>, kind: PoolKind) -> &'s str {
     let label = match kind {
         PoolKind::Hikari => "pool",
         PoolKind::HttpClient => "httpclient",
@@ -336,7 +337,8 @@ mod tests {
 
     #[test]
     fn process_pools_of_a_spring_boot_service() {
-        let doc = parse(&fixture("spring-boot-pools.prom")).unwrap();
+        let text = fixture("spring-boot-pools.prom");
+        let doc = parse(&text).unwrap();
         let r = &readings(&doc, 0)[&None];
         let want: BTreeMap<&str, f64> = [
             ("pool_active:hikaricp:HikariPool-1", 10.0),
@@ -358,11 +360,11 @@ mod tests {
         assert_eq!(r.gauges["threads"], 61.0);
         assert_eq!(r.counters["pool_timeouts_per_s:hikaricp:HikariPool-1"], 3.0);
         // the timeouts counter becomes a rate between two scrapes
-        let later = parse(&fixture("spring-boot-pools.prom").replace(
+        let later_text = fixture("spring-boot-pools.prom").replace(
             "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 3.0",
             "hikaricp_connections_timeout_total{pool=\"HikariPool-1\"} 8.0",
-        ))
-        .unwrap();
+        );
+        let later = parse(&later_text).unwrap();
         let f: BTreeMap<String, f64> = readings(&later, 10_000)[&None]
             .figures(Some((r, 10_000)))
             .into_iter()
@@ -398,7 +400,8 @@ mod tests {
 
     #[test]
     fn process_pools_of_a_camel_service() {
-        let doc = parse(&fixture("camel-http-pools.prom")).unwrap();
+        let text = fixture("camel-http-pools.prom");
+        let doc = parse(&text).unwrap();
         let r = &readings(&doc, 0)[&None];
         let want: BTreeMap<&str, f64> = [
             ("pool_active:httpclient:inventory", 20.0),
@@ -426,12 +429,10 @@ mod tests {
             "180 of 200 threads busy"
         );
         // Jetty at 200 of 200 with jobs queued is full
-        let saturated = parse(
-            &fixture("camel-http-pools.prom")
-                .replace("jetty_threads_busy 180.0", "jetty_threads_busy 200.0")
-                .replace("jetty_threads_jobs 0.0", "jetty_threads_jobs 12.0"),
-        )
-        .unwrap();
+        let saturated_text = fixture("camel-http-pools.prom")
+            .replace("jetty_threads_busy 180.0", "jetty_threads_busy 200.0")
+            .replace("jetty_threads_jobs 0.0", "jetty_threads_jobs 12.0");
+        let saturated = parse(&saturated_text).unwrap();
         let r = &readings(&saturated, 0)[&None];
         assert_eq!(
             pools::sentence(PoolKind::Jetty, &figures_of(r, PoolKind::Jetty, "default")),
