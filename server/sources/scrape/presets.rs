@@ -23,7 +23,7 @@
 //!   `harrier_http_request_duration_seconds`. Exchanges come from the requests counter when
 //!   present, else from the duration count.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::exposition::{Exposition, MetricType, Sample, parse_value};
 use crate::domain::routes::{Counters, Observation, ROUTE_LABELS, Source};
@@ -47,9 +47,10 @@ const HTTP_ROUTE_LABELS: &[&str] = &[
 /// Route observations from one scrape; `service` is the target's service name (every
 /// route's service; see the module docs for the labels kept beside it).
 pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
-    let mut routes: BTreeMap<RouteKey, Observation> = BTreeMap::new();
-    let mut http_totals: BTreeMap<RouteKey, bool> = BTreeMap::new();
-    let mut camel_parts: BTreeMap<RouteKey, (Counters, bool)> = BTreeMap::new();
+    let mut routes = Routes::default();
+    // Routes (by index) whose HTTP requests counter was seen.
+    let mut http_totals: HashSet<usize> = HashSet::new();
+    let mut camel_parts: HashMap<usize, Counters> = HashMap::new();
     for (family, s) in doc.samples() {
         if family.kind == MetricType::Summary && s.label("quantile").is_some() {
             continue;
@@ -59,26 +60,16 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
         } else if let Some(part) = s.name.strip_prefix("http_server_requests_seconds_") {
             spring(&mut routes, service, part, s);
         } else if s.name.ends_with("http_requests_total") {
-            let o = route_of(
-                &mut routes,
-                http_key(s, service),
-                route_labels(s),
-                Source::Http,
-            );
+            let (i, o) = http_route(&mut routes, s, service);
             let key = series_key(s, HTTP_ROUTE_LABELS);
             o.total.get_or_insert_default().add(&key, s.value);
             let failed = o.failed.get_or_insert_default();
             if is_5xx(s) {
                 failed.add(&key, s.value);
             }
-            http_totals.insert(o.key(), true);
-        } else if let Some(part) = duration_part(&s.name) {
-            let o = route_of(
-                &mut routes,
-                http_key(s, service),
-                route_labels(s),
-                Source::Http,
-            );
+            http_totals.insert(i);
+        } else if let Some(part) = duration_part(s.name) {
+            let (_, o) = http_route(&mut routes, s, service);
             let key = series_key(s, HTTP_ROUTE_LABELS);
             match part {
                 "bucket" => {
@@ -104,18 +95,18 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
     }
     // HTTP routes with a requests counter: its series are the exchanges, not the duration
     // count's fallback entries.
-    for o in routes.values_mut() {
-        if o.source == Source::Http && http_totals.contains_key(&o.key()) {
+    for i in http_totals {
+        let o = &mut routes.list[i];
+        if o.source == Source::Http {
             for c in [o.total.as_mut(), o.failed.as_mut()].into_iter().flatten() {
                 c.0.retain(|(k, _)| !k.starts_with("d:"));
             }
         }
     }
     // Camel without camel_exchanges_total: succeeded + failed.
-    for (key, (succeeded, _)) in camel_parts {
-        if let Some(o) = routes.get_mut(&key)
-            && o.total.is_none()
-        {
+    for (i, succeeded) in camel_parts {
+        let o = &mut routes.list[i];
+        if o.total.is_none() {
             let mut t = succeeded;
             if let Some(f) = &o.failed {
                 for (k, v) in &f.0 {
@@ -125,7 +116,7 @@ pub fn observations(doc: &Exposition, service: &str) -> Vec<Observation> {
             o.total = Some(t);
         }
     }
-    routes.into_values().collect()
+    routes.into_list()
 }
 
 /// [`observations`] per instance: series that name one (`instance` or `pod` label, see
@@ -175,44 +166,76 @@ pub fn observations_by_instance(doc: &Exposition, service: &str) -> Vec<Observat
 /// A route's identity within one scrape: service, route, source, labels.
 type RouteKey = (String, String, &'static str, BTreeMap<String, String>);
 
-/// The labels of `s` kept beside the service ([`ROUTE_LABELS`]); empty values are none.
-fn route_labels(s: &Sample) -> BTreeMap<String, String> {
-    ROUTE_LABELS
-        .iter()
-        .filter_map(|(series, route)| {
-            s.label(series)
-                .filter(|v| !v.is_empty())
-                .map(|v| (route.to_string(), v.to_string()))
-        })
-        .collect()
+/// A route's identity as one sample names it, borrowed from the document: its source, the
+/// label values its route name is made of, and its [`ROUTE_LABELS`] values (empty = none).
+/// Finding a sample's route by it allocates nothing; with a thousand routes a scrape holds
+/// tens of thousands of samples, and building each one's owned key was most of mapping them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct RouteRef<'s> {
+    source: &'static str,
+    parts: [Option<&'s str>; 2],
+    labels: [Option<&'s str>; ROUTE_LABELS.len()],
 }
 
-/// The route entry for `(service, route)` with `labels`, made on first use. The key is
-/// built once a sample and moved into the map (not cloned to take the entry out and put
-/// it back): with a thousand routes a scrape holds tens of thousands of samples.
-fn route_of(
-    routes: &mut BTreeMap<RouteKey, Observation>,
-    (service, route): (String, String),
-    labels: BTreeMap<String, String>,
-    source: Source,
-) -> &mut Observation {
-    routes
-        .entry((service, route, source.as_str(), labels))
-        .or_insert_with_key(|(service, route, _, labels)| {
-            let mut o = Observation::new(service, route, source);
-            o.labels = labels.clone();
-            o
-        })
+/// The routes of one scrape: each made once, found by the identity a sample names.
+#[derive(Default)]
+struct Routes<'s> {
+    by_ref: HashMap<RouteRef<'s>, usize>,
+    /// Identities that differ as samples name them but make the same route (`method`
+    /// `GET` + `path` `/x`, or a `path` of `GET /x`) meet here; its order is the output's.
+    by_key: BTreeMap<RouteKey, usize>,
+    list: Vec<Observation>,
 }
 
-impl Observation {
-    fn key(&self) -> RouteKey {
-        (
-            self.service.clone(),
-            self.route.clone(),
-            self.source.as_str(),
-            self.labels.clone(),
-        )
+impl<'s> Routes<'s> {
+    /// The route `s` names (index and entry), made on first use: `parts` are the label
+    /// values its route name is made of, `route` makes that name.
+    fn of(
+        &mut self,
+        s: &'s Sample<'_>,
+        source: Source,
+        parts: [Option<&'s str>; 2],
+        service: &str,
+        route: impl FnOnce() -> String,
+    ) -> (usize, &mut Observation) {
+        let id = RouteRef {
+            source: source.as_str(),
+            parts,
+            labels: std::array::from_fn(|i| s.label(ROUTE_LABELS[i].0).filter(|v| !v.is_empty())),
+        };
+        let i =
+            match self.by_ref.get(&id) {
+                Some(&i) => i,
+                None => {
+                    let labels: BTreeMap<String, String> = ROUTE_LABELS
+                        .iter()
+                        .zip(id.labels)
+                        .filter_map(|((_, name), v)| Some((name.to_string(), v?.to_string())))
+                        .collect();
+                    let key = (service.to_string(), route(), source.as_str(), labels);
+                    let next = self.list.len();
+                    let i = *self.by_key.entry(key).or_insert_with_key(
+                        |(service, route, _, labels)| {
+                            let mut o = Observation::new(service, route, source);
+                            o.labels = labels.clone();
+                            self.list.push(o);
+                            next
+                        },
+                    );
+                    self.by_ref.insert(id, i);
+                    i
+                }
+            };
+        (i, &mut self.list[i])
+    }
+
+    /// The routes in the order of their keys.
+    fn into_list(self) -> Vec<Observation> {
+        let mut slots: Vec<Option<Observation>> = self.list.into_iter().map(Some).collect();
+        self.by_key
+            .into_values()
+            .filter_map(|i| slots[i].take())
+            .collect()
     }
 }
 
@@ -246,30 +269,39 @@ fn duration_part(name: &str) -> Option<&str> {
         .then_some(part)
 }
 
-fn http_key(s: &Sample, service: &str) -> (String, String) {
+/// The HTTP route `s` names: `method` + the first of `handler`, `route`, `path`, `uri`,
+/// `endpoint`.
+fn http_route<'r, 's>(
+    routes: &'r mut Routes<'s>,
+    s: &'s Sample<'_>,
+    service: &str,
+) -> (usize, &'r mut Observation) {
     let path = ["handler", "route", "path", "uri", "endpoint"]
         .iter()
         .find_map(|l| s.label(l));
-    let route = match (s.label("method"), path) {
-        (Some(m), Some(p)) => format!("{m} {p}"),
-        (None, Some(p)) => p.to_string(),
-        (Some(m), None) => format!("{m} *"),
-        (None, None) => "*".to_string(),
-    };
-    (service.to_string(), route)
+    let method = s.label("method");
+    routes.of(s, Source::Http, [method, path], service, || {
+        match (method, path) {
+            (Some(m), Some(p)) => format!("{m} {p}"),
+            (None, Some(p)) => p.to_string(),
+            (Some(m), None) => format!("{m} *"),
+            (None, None) => "*".to_string(),
+        }
+    })
 }
 
-fn spring(routes: &mut BTreeMap<RouteKey, Observation>, service: &str, part: &str, s: &Sample) {
+fn spring<'s>(routes: &mut Routes<'s>, service: &str, part: &str, s: &'s Sample<'_>) {
     let Some(uri) = s.label("uri") else { return };
-    let route = match s.label("method") {
-        Some(m) => format!("{m} {uri}"),
-        None => uri.to_string(),
-    };
-    let o = route_of(
-        routes,
-        (service.to_string(), route),
-        route_labels(s),
+    let method = s.label("method");
+    let (_, o) = routes.of(
+        s,
         Source::Spring,
+        [method, Some(uri)],
+        service,
+        || match method {
+            Some(m) => format!("{m} {uri}"),
+            None => uri.to_string(),
+        },
     );
     let key = series_key(s, &["method", "uri", "application"]);
     match part {
@@ -294,12 +326,12 @@ fn spring(routes: &mut BTreeMap<RouteKey, Observation>, service: &str, part: &st
     }
 }
 
-fn camel(
-    routes: &mut BTreeMap<RouteKey, Observation>,
-    parts: &mut BTreeMap<RouteKey, (Counters, bool)>,
+fn camel<'s>(
+    routes: &mut Routes<'s>,
+    parts: &mut HashMap<usize, Counters>,
     service: &str,
     metric: &str,
-    s: &Sample,
+    s: &'s Sample<'_>,
 ) {
     let Some(route) = s.label("routeId").filter(|r| !r.is_empty()) else {
         return;
@@ -317,17 +349,14 @@ fn camel(
             "eventType",
         ],
     );
-    let o = route_of(
-        routes,
-        (service.to_string(), route.to_string()),
-        route_labels(s),
-        Source::Camel,
-    );
+    let (i, o) = routes.of(s, Source::Camel, [Some(route), None], service, || {
+        route.to_string()
+    });
     match metric {
         "exchanges_total" => o.total.get_or_insert_default().add(&key, s.value),
         "exchanges_failed_total" => o.failed.get_or_insert_default().add(&key, s.value),
         "exchanges_succeeded_total" => {
-            parts.entry(o.key()).or_default().0.add(&key, s.value);
+            parts.entry(i).or_default().add(&key, s.value);
         }
         "exchanges_inflight" if !s.value.is_nan() => {
             o.inflight = Some(o.inflight.unwrap_or(0.0) + s.value);
@@ -437,6 +466,42 @@ mod tests {
         assert_eq!(o.failed.as_ref().unwrap().sum(), 0.0);
         assert_eq!(o.duration_sum_s.as_ref().unwrap().sum(), 0.047479458);
         assert_eq!(o.max_s, Some(0.047479458));
+    }
+
+    /// Series that name one route in different ways are one route; routes come out in
+    /// the order of (service, route, source, labels), whatever the order of their series.
+    #[test]
+    fn one_route_named_two_ways_is_one_route_and_routes_come_out_sorted() {
+        let text = "\
+http_requests_total{method=\"GET\",path=\"/x\",code=\"200\"} 3
+http_requests_total{path=\"GET /x\",code=\"500\"} 2
+http_requests_total{method=\"GET\",path=\"/a\",code=\"200\"} 1
+camel_exchanges_total{camelContext=\"b\",routeId=\"r\"} 4
+camel_exchanges_total{camelContext=\"a\",routeId=\"r\"} 5
+camel_exchanges_total{camelContext=\"\",routeId=\"r\"} 6
+";
+        let obs = observations(&parse(text).unwrap(), "shop");
+        let got: Vec<(&str, Option<&str>, f64, f64)> = obs
+            .iter()
+            .map(|o| {
+                (
+                    o.route.as_str(),
+                    o.labels.get("camel_context").map(String::as_str),
+                    o.total.as_ref().map_or(0.0, |c| c.sum()),
+                    o.failed.as_ref().map_or(0.0, |c| c.sum()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("GET /a", None, 1.0, 0.0),
+                ("GET /x", None, 5.0, 2.0),
+                ("r", None, 6.0, 0.0),
+                ("r", Some("a"), 5.0, 0.0),
+                ("r", Some("b"), 4.0, 0.0),
+            ]
+        );
     }
 
     #[test]
