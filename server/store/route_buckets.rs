@@ -1,7 +1,7 @@
 //! Histogram buckets of one route interval as `route_samples.buckets` and
 //! `route_rollups.buckets` keep them, and as the in-memory recent intervals hold them: a
-//! compact binary form of a few bytes a bucket (15 buckets of an idle-ish route: ~40
-//! bytes, where their JSON text took ~200 and their decoded pairs 240 on the heap).
+//! compact binary form of a few bytes a bucket (11 buckets counting hundreds: ~40 bytes,
+//! where their JSON text took ~135 and their decoded pairs 176 on the heap).
 //!
 //! The form, every integer an unsigned LEB128 varint:
 //! - the byte `0x01` (the form's version);

@@ -14,10 +14,12 @@
 //! follows what was asked in the last [`KEEP_ASKED_MS`]: the longest window asked plus
 //! [`SLACK_MS`], histogram buckets only when a percentile was asked; nothing once nobody
 //! asked for that long. Windows longer than [`MAX_WINDOW_MS`] are always read from
-//! SQLite, to bound memory (10,000 routes scraped every 15 s under 5-minute windows: ~22
-//! intervals each, ~20 MB; ~60 MB with histogram buckets; 1,000 routes scraped every
-//! second under the 1-minute window of the route rows: ~90 intervals each, ~30 MB with 15
-//! buckets a route).
+//! SQLite, to bound memory. An interval takes ~80 bytes, ~136 with 11 histogram buckets in
+//! their compact form (`route_buckets`; an idle route's interval holds none): 1,000 routes
+//! scraped every second under the 1-minute window of the route rows hold ~74 intervals
+//! each, ~10 MB (`harrier_alert_recent_bytes`, `bench/route_pages.sh`); 10,000 routes
+//! scraped every 15 s under 5-minute windows, ~22 intervals each, ~18 MB, ~30 MB with
+//! buckets.
 //!
 //! Route data must be written through this process's [`SqliteStore`] (as `harrier serve` does):
 //! another process writing the same file is not seen until the next reload.
