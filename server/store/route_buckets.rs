@@ -110,6 +110,58 @@ pub(crate) fn merge_into(acc: &mut Vec<(f64, f64)>, bytes: &[u8]) {
     merge_buckets(acc, &read(bytes).unwrap_or_default());
 }
 
+/// Adds stored sets one after another into one list, as [`merge_into`] does; a set whose
+/// bounds are written byte for byte as those of the set added before it, which the list
+/// then has in the same order, only adds its counts (no bound is decoded). The common
+/// case: summing a route's intervals over a window, sixty and more sets with one layout.
+#[derive(Debug, Default)]
+pub(crate) struct Adder<'b> {
+    /// The bounds part of the last set added, when the list's bounds are those, in order.
+    bounds: &'b [u8],
+}
+
+impl<'b> Adder<'b> {
+    pub(crate) fn add(&mut self, acc: &mut Vec<(f64, f64)>, bytes: &'b [u8]) {
+        let Some((n, bounds, counts)) = split(bytes) else {
+            // The older JSON text, or unreadable.
+            merge_into(acc, bytes);
+            self.bounds = &[];
+            return;
+        };
+        if !self.bounds.is_empty() && bounds == self.bounds && acc.len() == n {
+            let mut r = Reader::new(counts);
+            for (_, c) in acc.iter_mut() {
+                *c += r.count().unwrap_or(0.0);
+            }
+            return;
+        }
+        merge_into(acc, bytes);
+        let mut r = Reader::new(bounds);
+        let same = acc.len() == n && acc.iter().all(|(le, _)| r.bound() == Some(*le));
+        self.bounds = if same { bounds } else { &[] };
+    }
+}
+
+/// A whole, readable compact set as (number of buckets, its bounds part, its counts part).
+fn split(bytes: &[u8]) -> Option<(usize, &[u8], &[u8])> {
+    let mut r = Reader::new(bytes);
+    let n = r.header()?;
+    let start = r.pos;
+    let mut mid = start;
+    for i in 0..2 * n {
+        if i == n {
+            mid = r.pos;
+        }
+        if r.varint()? == 1 {
+            r.raw()?;
+        }
+    }
+    if n == 0 {
+        mid = r.pos;
+    }
+    r.at_end().then(|| (n, &bytes[start..mid], &bytes[mid..]))
+}
+
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -317,6 +369,41 @@ mod tests {
         assert!(decode(Some(&[VERSION, 0xff, 0xff, 0xff, 0xff, 0x0f])).is_empty());
         assert!(decode(Some(b"[not json")).is_empty());
         assert!(decode(Some(&[9, 1, 0, 2])).is_empty());
+    }
+
+    #[test]
+    fn adding_sets_in_a_row_equals_merging_the_lists() {
+        let a = set(&[
+            1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0,
+        ]);
+        let other: Vec<(f64, f64)> = vec![(0.2, 1.0), (0.01, 4.0), (f64::INFINITY, 5.5)];
+        // The same bounds unsorted: positions differ from the sorted list's.
+        let reversed: Vec<(f64, f64)> = a.iter().rev().copied().collect();
+        let sets: Vec<Vec<u8>> = [&a, &a, &reversed, &reversed, &other, &a, &a]
+            .iter()
+            .map(|b| encode(b).unwrap())
+            .chain([br#"[[0.5,1.0],[null,2.0]]"#.to_vec()])
+            .collect();
+        let mut want = Vec::new();
+        for b in &sets {
+            merge_buckets(&mut want, &decode(Some(b)));
+        }
+        let mut got = Vec::new();
+        let mut adder = Adder::default();
+        for b in &sets {
+            adder.add(&mut got, b);
+        }
+        assert_eq!(got, want);
+        // From the first set on, bounds match: counts only.
+        let mut got = Vec::new();
+        let mut adder = Adder::default();
+        for _ in 0..3 {
+            adder.add(&mut got, &sets[0]);
+        }
+        assert_eq!(
+            got,
+            a.iter().map(|(le, c)| (*le, c * 3.0)).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -97,10 +97,12 @@ impl Held {
         }
     }
 
-    fn add_to(&self, f: &mut Figures, buckets: bool) {
+    /// Adds this interval to `f`; its buckets through `adder`, which adds a window's
+    /// intervals in a row.
+    fn add_to<'h>(&'h self, f: &mut Figures, buckets: bool, adder: &mut route_buckets::Adder<'h>) {
         f.add_sums(&self.sums());
         if buckets && let Some(b) = &self.buckets {
-            route_buckets::merge_into(&mut f.buckets, b);
+            adder.add(&mut f.buckets, b);
         }
     }
 }
@@ -366,8 +368,9 @@ impl Data {
             for (n, figs) in needs.iter().zip(&mut figures) {
                 let mut f = Figures::default();
                 let start = ivs.partition_point(|h| h.at_ms <= now_ms - n.window_ms);
+                let mut adder = route_buckets::Adder::default();
                 for h in ivs.range(start..) {
-                    h.add_to(&mut f, n.buckets);
+                    h.add_to(&mut f, n.buckets, &mut adder);
                 }
                 if !n.inflight {
                     f.inflight = None;
@@ -379,7 +382,7 @@ impl Data {
                     && h.at_ms > now_ms - lookback
                     && h.at_ms > now_ms - h.interval_ms.max(n.window_ms) * 2
                 {
-                    h.add_to(&mut f, n.buckets);
+                    h.add_to(&mut f, n.buckets, &mut adder);
                 }
                 figs.push(f);
             }
@@ -426,8 +429,9 @@ impl Data {
             let ivs = &held.intervals;
             let mut f = Figures::default();
             let start = ivs.partition_point(|h| h.at_ms <= now_ms - window_ms);
+            let mut adder = route_buckets::Adder::default();
             for h in ivs.range(start..) {
-                h.add_to(&mut f, true);
+                h.add_to(&mut f, true, &mut adder);
             }
             if f.intervals == 0 {
                 missing.push(i);
@@ -445,7 +449,7 @@ impl Data {
                     && h.at_ms > now_ms - lookback
                     && h.at_ms > now_ms - h.interval_ms.max(window_ms) * 2
                 {
-                    h.add_to(&mut figures[i], true);
+                    h.add_to(&mut figures[i], true, &mut route_buckets::Adder::default());
                 }
             }
         }
