@@ -1,17 +1,23 @@
 //! Histogram buckets of one route interval as `route_samples.buckets` and
 //! `route_rollups.buckets` keep them, and as the in-memory recent intervals hold them: a
-//! compact binary form of a few bytes a bucket (11 buckets counting hundreds: ~40 bytes,
+//! compact binary form of a few bytes a bucket (11 buckets counting hundreds: ~45 bytes,
 //! where their JSON text took ~135 and their decoded pairs 176 on the heap).
 //!
-//! The form, every integer an unsigned LEB128 varint:
+//! The form:
 //! - the byte `0x01` (the form's version);
-//! - `n`, the number of buckets;
-//! - `n` upper bounds in the order given, each one of: `0` = `+Inf`; `1` then the bound's
+//! - `n`, the number of buckets, and the byte length of the bounds that follow, each an
+//!   unsigned LEB128 varint;
+//! - `n` upper bounds in the order given, each a varint: `0` = `+Inf`; `1` then the bound's
 //!   8 bytes (IEEE 754, little-endian); `2 + (m << 5 | k)` = the decimal `m / 10^k` with
 //!   `k ≤ 22` and `m < 2^53`. Both are exact in an `f64`, so the quotient is the `f64`
 //!   nearest that decimal: the very value a parser gives for `le="0.005"` (`m = 5, k = 3`,
 //!   two bytes);
-//! - `n` increases, each one of: `2c` = the whole number `c < 2^53`; `1` then its 8 bytes.
+//! - the width `w` of the increases (1, 2 or 4: whole numbers below 2^8, 2^16, 2^32; 8:
+//!   IEEE 754 doubles), then `n` increases of `w` bytes each, little-endian.
+//!
+//! Counts of one width let a window's sum add a set with a loop over fixed-size numbers,
+//! and its bounds, compared as bytes with the last set's, are not decoded at all
+//! ([`Adder`]): summing a minute of a thousand routes reads ~74,000 sets.
 //!
 //! Not stored (the column is NULL): a set whose increases are all zero (an idle route's
 //! interval adds nothing to a window's sums or percentiles), and a set with a non-finite
@@ -23,8 +29,9 @@
 //! buckets; nothing here panics on what the database gives back.
 //!
 //! The encoding is written here rather than taken from a serialisation crate because its
-//! one gain, bounds as short decimals, is particular to Prometheus-style `le` labels; a
-//! general format (postcard, bincode) spends 16 bytes a bucket.
+//! gains, bounds as short decimals and counts of one width, are particular to
+//! Prometheus-style histograms; a general format (postcard, bincode) spends 16 bytes a
+//! bucket and decodes each number on its own.
 
 use crate::domain::routes::merge_buckets;
 
@@ -46,18 +53,31 @@ pub(crate) fn encode(buckets: &[(f64, f64)]) -> Option<Vec<u8>> {
     {
         return None;
     }
-    let mut out = Vec::with_capacity(2 + buckets.len() * 3);
+    let mut bounds = Vec::with_capacity(buckets.len() * 2);
+    for (le, _) in buckets {
+        put_bound(&mut bounds, *le);
+    }
+    let whole = buckets.iter().all(|(_, c)| c.fract() == 0.0 && *c >= 0.0);
+    let top = buckets.iter().fold(0.0_f64, |m, (_, c)| m.max(*c));
+    let width: u8 = match top {
+        _ if !whole => 8,
+        t if t <= f64::from(u8::MAX) => 1,
+        t if t <= f64::from(u16::MAX) => 2,
+        t if t <= f64::from(u32::MAX) => 4,
+        _ => 8,
+    };
+    let mut out = Vec::with_capacity(6 + bounds.len() + buckets.len() * usize::from(width));
     out.push(VERSION);
     put_varint(&mut out, buckets.len() as u64);
-    for (le, _) in buckets {
-        put_bound(&mut out, *le);
-    }
+    put_varint(&mut out, bounds.len() as u64);
+    out.extend_from_slice(&bounds);
+    out.push(width);
     for (_, c) in buckets {
-        if c.fract() == 0.0 && *c >= 0.0 && *c < EXACT {
-            put_varint(&mut out, (*c as u64) << 1);
-        } else {
-            out.push(1);
-            out.extend_from_slice(&c.to_le_bytes());
+        match width {
+            1 => out.push(*c as u8),
+            2 => out.extend_from_slice(&(*c as u16).to_le_bytes()),
+            4 => out.extend_from_slice(&(*c as u32).to_le_bytes()),
+            _ => out.extend_from_slice(&c.to_le_bytes()),
         }
     }
     Some(out)
@@ -87,25 +107,18 @@ pub(crate) fn compact(bytes: Vec<u8>) -> Option<Box<[u8]>> {
 }
 
 /// Adds the buckets stored as `bytes` to `acc` as [`merge_buckets`] does. The common case,
-/// a window's intervals with the bounds `acc` already has, adds in place without decoding
-/// into a new list.
+/// a set with the bounds `acc` already has, adds in place without decoding into a new list.
 pub(crate) fn merge_into(acc: &mut Vec<(f64, f64)>, bytes: &[u8]) {
     if bytes.first() == Some(&b'[') {
         merge_buckets(acc, &decode(Some(bytes)));
         return;
     }
-    let Some(n) = check(bytes) else {
+    let Some(set) = Set::split(bytes) else {
         return;
     };
-    if acc.len() == n {
-        let mut r = Reader::new(bytes);
-        let _ = r.header();
-        if acc.iter().all(|(le, _)| r.bound() == Some(*le)) {
-            for (_, c) in acc.iter_mut() {
-                *c += r.count().unwrap_or(0.0);
-            }
-            return;
-        }
+    if acc.len() == set.n && set.bounds_are(acc) {
+        set.add_counts(acc);
+        return;
     }
     merge_buckets(acc, &read(bytes).unwrap_or_default());
 }
@@ -114,6 +127,7 @@ pub(crate) fn merge_into(acc: &mut Vec<(f64, f64)>, bytes: &[u8]) {
 /// bounds are written byte for byte as those of the set added before it, which the list
 /// then has in the same order, only adds its counts (no bound is decoded). The common
 /// case: summing a route's intervals over a window, sixty and more sets with one layout.
+/// One adder serves one list.
 #[derive(Debug, Default)]
 pub(crate) struct Adder<'b> {
     /// The bounds part of the last set added, when the list's bounds are those, in order.
@@ -122,44 +136,98 @@ pub(crate) struct Adder<'b> {
 
 impl<'b> Adder<'b> {
     pub(crate) fn add(&mut self, acc: &mut Vec<(f64, f64)>, bytes: &'b [u8]) {
-        let Some((n, bounds, counts)) = split(bytes) else {
+        let Some(set) = Set::split(bytes) else {
             // The older JSON text, or unreadable.
             merge_into(acc, bytes);
             self.bounds = &[];
             return;
         };
-        if !self.bounds.is_empty() && bounds == self.bounds && acc.len() == n {
-            let mut r = Reader::new(counts);
-            for (_, c) in acc.iter_mut() {
-                *c += r.count().unwrap_or(0.0);
-            }
+        if !self.bounds.is_empty() && set.bounds == self.bounds && acc.len() == set.n {
+            set.add_counts(acc);
             return;
         }
         merge_into(acc, bytes);
-        let mut r = Reader::new(bounds);
-        let same = acc.len() == n && acc.iter().all(|(le, _)| r.bound() == Some(*le));
-        self.bounds = if same { bounds } else { &[] };
+        let same = acc.len() == set.n && set.bounds_are(acc);
+        self.bounds = if same { set.bounds } else { &[] };
     }
 }
 
-/// A whole, readable compact set as (number of buckets, its bounds part, its counts part).
-fn split(bytes: &[u8]) -> Option<(usize, &[u8], &[u8])> {
-    let mut r = Reader::new(bytes);
-    let n = r.header()?;
-    let start = r.pos;
-    let mut mid = start;
-    for i in 0..2 * n {
-        if i == n {
-            mid = r.pos;
+/// A stored set split into its parts: found in constant time, the bounds not yet read.
+struct Set<'a> {
+    n: usize,
+    bounds: &'a [u8],
+    width: usize,
+    counts: &'a [u8],
+}
+
+impl<'a> Set<'a> {
+    /// The parts of `bytes` when their lengths agree (the bounds are checked when read).
+    fn split(bytes: &'a [u8]) -> Option<Set<'a>> {
+        if *bytes.first()? != VERSION {
+            return None;
         }
-        if r.varint()? == 1 {
-            r.raw()?;
+        let mut r = Reader { bytes, pos: 1 };
+        let n = usize::try_from(r.varint()?).ok()?;
+        let len = usize::try_from(r.varint()?).ok()?;
+        let rest = &bytes[r.pos..];
+        // Every bound takes at least a byte; the width byte follows them.
+        if n > len || len >= rest.len() {
+            return None;
+        }
+        let (bounds, rest) = rest.split_at(len);
+        let width = usize::from(rest[0]);
+        let counts = &rest[1..];
+        (matches!(width, 1 | 2 | 4 | 8) && Some(counts.len()) == n.checked_mul(width)).then_some(
+            Set {
+                n,
+                bounds,
+                width,
+                counts,
+            },
+        )
+    }
+
+    /// The bounds, in order; `None` when they do not read as exactly `n` bounds.
+    fn bounds(&self) -> Option<Vec<f64>> {
+        let mut r = Reader {
+            bytes: self.bounds,
+            pos: 0,
+        };
+        let out: Option<Vec<f64>> = (0..self.n).map(|_| r.bound()).collect();
+        out.filter(|_| r.pos == self.bounds.len())
+    }
+
+    /// Whether `acc`'s bounds are this set's, in order.
+    fn bounds_are(&self, acc: &[(f64, f64)]) -> bool {
+        let mut r = Reader {
+            bytes: self.bounds,
+            pos: 0,
+        };
+        acc.iter().all(|(le, _)| r.bound() == Some(*le)) && r.pos == self.bounds.len()
+    }
+
+    /// Adds the counts to `acc` by position (`acc` has `n` buckets).
+    fn add_counts(&self, acc: &mut [(f64, f64)]) {
+        let c = self.counts;
+        match self.width {
+            1 => acc
+                .iter_mut()
+                .zip(c)
+                .for_each(|(a, b)| a.1 += f64::from(*b)),
+            2 => acc
+                .iter_mut()
+                .zip(c.chunks_exact(2))
+                .for_each(|(a, b)| a.1 += f64::from(u16::from_le_bytes([b[0], b[1]]))),
+            4 => acc
+                .iter_mut()
+                .zip(c.chunks_exact(4))
+                .for_each(|(a, b)| a.1 += f64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            _ => acc
+                .iter_mut()
+                .zip(c.chunks_exact(8))
+                .for_each(|(a, b)| a.1 += f64::from_le_bytes(b.try_into().unwrap_or([0; 8]))),
         }
     }
-    if n == 0 {
-        mid = r.pos;
-    }
-    r.at_end().then(|| (n, &bytes[start..mid], &bytes[mid..]))
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -191,30 +259,10 @@ fn put_bound(out: &mut Vec<u8>, le: f64) {
     out.extend_from_slice(&le.to_le_bytes());
 }
 
-/// The number of buckets when `bytes` is a whole, readable compact set.
-fn check(bytes: &[u8]) -> Option<usize> {
-    let mut r = Reader::new(bytes);
-    let n = r.header()?;
-    for _ in 0..2 * n {
-        // Bounds then counts: each item is a varint head, 1 = 8 raw bytes follow.
-        if r.varint()? == 1 {
-            r.raw()?;
-        }
-    }
-    r.at_end().then_some(n)
-}
-
 fn read(bytes: &[u8]) -> Option<Vec<(f64, f64)>> {
-    let n = check(bytes)?;
-    let mut r = Reader::new(bytes);
-    r.header()?;
-    let mut out: Vec<(f64, f64)> = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push((r.bound()?, 0.0));
-    }
-    for b in &mut out {
-        b.1 = r.count()?;
-    }
+    let set = Set::split(bytes)?;
+    let mut out: Vec<(f64, f64)> = set.bounds()?.into_iter().map(|le| (le, 0.0)).collect();
+    set.add_counts(&mut out);
     Some(out)
 }
 
@@ -223,22 +271,7 @@ struct Reader<'a> {
     pos: usize,
 }
 
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Reader { bytes, pos: 0 }
-    }
-
-    /// The version byte and the number of buckets (at most one a byte that follows, so a
-    /// damaged length cannot ask for a large allocation).
-    fn header(&mut self) -> Option<usize> {
-        if *self.bytes.first()? != VERSION {
-            return None;
-        }
-        self.pos = 1;
-        let n = usize::try_from(self.varint()?).ok()?;
-        (n <= self.bytes.len()).then_some(n)
-    }
-
+impl Reader<'_> {
     fn varint(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
@@ -252,33 +285,20 @@ impl<'a> Reader<'a> {
         None
     }
 
-    fn raw(&mut self) -> Option<f64> {
-        let b = self.bytes.get(self.pos..self.pos + 8)?;
-        self.pos += 8;
-        Some(f64::from_le_bytes(b.try_into().ok()?))
-    }
-
     fn bound(&mut self) -> Option<f64> {
         match self.varint()? {
             0 => Some(f64::INFINITY),
-            1 => self.raw(),
+            1 => {
+                let b = self.bytes.get(self.pos..self.pos + 8)?;
+                self.pos += 8;
+                Some(f64::from_le_bytes(b.try_into().ok()?))
+            }
             v => {
                 let v = v - 2;
                 let k = (v & 31) as usize;
                 Some((v >> 5) as f64 / POW10.get(k)?)
             }
         }
-    }
-
-    fn count(&mut self) -> Option<f64> {
-        match self.varint()? {
-            1 => self.raw(),
-            v => Some((v >> 1) as f64),
-        }
-    }
-
-    fn at_end(&self) -> bool {
-        self.pos == self.bytes.len()
     }
 }
 
@@ -314,10 +334,24 @@ mod tests {
             let back = decode(Some(&encode(&[(text, 1.0)]).unwrap()));
             assert_eq!(back[0].0.to_bits(), text.to_bits(), "{le}");
         }
-        // Twelve Prometheus default buckets with small counts: 2 bytes header, ≤ 2 bytes a
-        // bound, 1 byte a count.
+        // Twelve Prometheus default buckets with small counts: 3 bytes header, ≤ 2 bytes a
+        // bound, the width, 1 byte a count; counts past 255 take 2 bytes each.
         let small = encode(&set(&[1.0; 12])).unwrap();
-        assert!(small.len() <= 2 + 12 * 2 + 12, "{} bytes", small.len());
+        assert!(small.len() <= 3 + 12 * 2 + 1 + 12, "{} bytes", small.len());
+        let wider = encode(&set(&[300.0; 12])).unwrap();
+        assert_eq!(wider.len(), small.len() + 12);
+        for (c, width) in [
+            (255.0, 1),
+            (256.0, 2),
+            (65_536.0, 4),
+            (4_294_967_296.0, 8),
+            (0.5, 8),
+        ] {
+            let b = set(&[c; 12]);
+            let bytes = encode(&b).unwrap();
+            assert_eq!(bytes.len(), small.len() + 12 * (width - 1), "{c}");
+            assert_eq!(decode(Some(&bytes)), b, "{c}");
+        }
         let json = serde_json::to_string(&set(&[1.0; 12])).unwrap();
         assert!(
             small.len() * 3 < json.len(),
@@ -369,6 +403,13 @@ mod tests {
         assert!(decode(Some(&[VERSION, 0xff, 0xff, 0xff, 0xff, 0x0f])).is_empty());
         assert!(decode(Some(b"[not json")).is_empty());
         assert!(decode(Some(&[9, 1, 0, 2])).is_empty());
+        // A width that is not 1, 2, 4 or 8; bounds that do not fill their length.
+        let mut bad_width = good.clone();
+        let at = good.len() - 4 * 1 - 1;
+        assert_eq!(bad_width[at], 1, "the width byte");
+        bad_width[at] = 3;
+        assert!(decode(Some(&bad_width)).is_empty());
+        assert!(decode(Some(&[VERSION, 1, 2, 0, 0, 1, 7])).is_empty());
     }
 
     #[test]
