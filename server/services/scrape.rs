@@ -489,6 +489,46 @@ fn key(o: &Observation) -> RouteKey {
     )
 }
 
+/// Whether `a` and `b` are the same route ([`key`] without copying it).
+fn same_route(a: &Observation, b: &Observation) -> bool {
+    a.route == b.route
+        && a.service == b.service
+        && a.source == b.source
+        && a.instance == b.instance
+        && a.labels == b.labels
+}
+
+/// The previous scrape's observations, to take each route's interval from. A scrape lists
+/// its routes in a stable order, so a route is first looked for at its own position (no
+/// key copied); only when the routes changed is an index by key built, once a scrape.
+#[derive(Default)]
+struct Previous {
+    list: Vec<Observation>,
+    index: Option<HashMap<RouteKey, usize>>,
+}
+
+impl Previous {
+    fn of(&mut self, i: usize, o: &Observation) -> Option<&Observation> {
+        if let Some(p) = self.list.get(i).filter(|p| same_route(p, o)) {
+            return Some(p);
+        }
+        let list = &self.list;
+        let index = self
+            .index
+            .get_or_insert_with(|| list.iter().enumerate().map(|(j, p)| (key(p), j)).collect());
+        index.get(&key(o)).map(|&j| &self.list[j])
+    }
+
+    fn replace(&mut self, list: Vec<Observation>) {
+        self.list = list;
+        self.index = None;
+    }
+
+    fn clear(&mut self) {
+        self.replace(Vec::new());
+    }
+}
+
 /// One target's loop: scrape on its interval until cancelled.
 async fn target_loop(
     client: Outbound,
@@ -500,7 +540,7 @@ async fn target_loop(
     let timeout = Duration::from_secs_f64(target.timeout_s.clamp(0.1, target.interval_s.max(1.0)));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut prev: HashMap<RouteKey, Observation> = HashMap::new();
+    let mut prev = Previous::default();
     let mut prev_ms: Option<i64> = None;
     let mut sent: HashMap<i64, RouteRow> = HashMap::new();
     let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
@@ -542,7 +582,8 @@ async fn target_loop(
                 let writes: Vec<RouteWrite> = out
                     .observations
                     .iter()
-                    .map(|o| RouteWrite {
+                    .enumerate()
+                    .map(|(i, o)| RouteWrite {
                         service: o.service.clone(),
                         route: o.route.clone(),
                         labels: o.labels.clone(),
@@ -550,7 +591,7 @@ async fn target_loop(
                         state: o.state.clone(),
                         last_exchange_ms: o.last_exchange_ms,
                         instance: o.instance.clone().unwrap_or_default(),
-                        interval: match (prev.get(&key(o)), prev_ms) {
+                        interval: match (prev.of(i, o), prev_ms) {
                             (Some(p), Some(p_ms)) if at_ms > p_ms => {
                                 Some(Interval::between(p, o, at_ms - p_ms))
                             }
@@ -558,7 +599,7 @@ async fn target_loop(
                         },
                     })
                     .collect();
-                prev = out.observations.into_iter().map(|o| (key(&o), o)).collect();
+                prev.replace(out.observations);
                 prev_ms = Some(at_ms);
                 let mut figures: Vec<(String, String, f64)> = Vec::new();
                 for (inst, reading) in out.process {
@@ -674,6 +715,46 @@ async fn publish(running: &Running, target_id: i64, sent: &mut HashMap<i64, Rout
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each route's previous observation is found whether the routes kept their order,
+    /// moved, came or went, and never another route's at the same position.
+    #[test]
+    fn the_previous_scrape_gives_each_route_its_own_observation() {
+        use crate::domain::routes::Source;
+        let obs = |route: &str, ctx: &str, total: f64| {
+            let mut o = Observation::new("shop", route, Source::Camel);
+            o.labels.insert("camel_context".into(), ctx.into());
+            o.inflight = Some(total);
+            o
+        };
+        let mut prev = Previous::default();
+        prev.replace(vec![
+            obs("a", "x", 1.0),
+            obs("b", "x", 2.0),
+            obs("c", "x", 3.0),
+        ]);
+        let found = |prev: &mut Previous, now: &[Observation]| -> Vec<Option<f64>> {
+            now.iter()
+                .enumerate()
+                .map(|(i, o)| prev.of(i, o).and_then(|p| p.inflight))
+                .collect()
+        };
+        // same order
+        let now = [obs("a", "x", 0.0), obs("b", "x", 0.0), obs("c", "x", 0.0)];
+        assert_eq!(found(&mut prev, &now), [Some(1.0), Some(2.0), Some(3.0)]);
+        // one gone, one new, the rest moved; a route of another context at b's old place
+        let now = [
+            obs("b", "x", 0.0),
+            obs("b", "y", 0.0),
+            obs("c", "x", 0.0),
+            obs("d", "x", 0.0),
+        ];
+        assert_eq!(found(&mut prev, &now), [Some(2.0), None, Some(3.0), None]);
+        prev.replace(now.to_vec());
+        assert_eq!(found(&mut prev, &[obs("a", "x", 0.0)]), [None]);
+        prev.clear();
+        assert_eq!(found(&mut prev, &[obs("b", "x", 0.0)]), [None]);
+    }
 
     #[test]
     fn rendezvous_shares_evenly_and_a_newcomer_only_takes() {
