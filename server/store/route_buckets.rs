@@ -405,7 +405,8 @@ mod tests {
         assert!(decode(Some(&[9, 1, 0, 2])).is_empty());
         // A width that is not 1, 2, 4 or 8; bounds that do not fill their length.
         let mut bad_width = good.clone();
-        let at = good.len() - 4 * 1 - 1;
+        // four counts of one byte, after the width byte
+        let at = good.len() - 4 - 1;
         assert_eq!(bad_width[at], 1, "the width byte");
         bad_width[at] = 3;
         assert!(decode(Some(&bad_width)).is_empty());

@@ -912,7 +912,9 @@ impl Backend {
             }
         }
         for n in needs.iter().filter(|n| n.buckets || n.inflight) {
-            let rows: Vec<(i64, i64, Option<f64>, Option<Vec<u8>>)> = sqlx::query_as(
+            // (route id, scrape time, inflight, buckets as stored)
+            type Row = (i64, i64, Option<f64>, Option<Vec<u8>>);
+            let rows: Vec<Row> = sqlx::query_as(
                 "SELECT route_id, at_ms, inflight, CASE WHEN CAST($1 AS BOOLEAN) THEN buckets END
                  FROM route_samples WHERE at_ms > $2 AND at_ms <= $3 ORDER BY route_id, at_ms",
             )
@@ -929,10 +931,10 @@ impl Backend {
                 if n.inflight && inflight.is_some() {
                     figs[i].inflight = inflight;
                 }
-                if n.buckets {
-                    if let Some(b) = buckets.as_deref() {
-                        route_buckets::merge_into(&mut figs[i].buckets, b);
-                    }
+                if n.buckets
+                    && let Some(b) = buckets.as_deref()
+                {
+                    route_buckets::merge_into(&mut figs[i].buckets, b);
                 }
             }
         }
