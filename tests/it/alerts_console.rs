@@ -526,7 +526,7 @@ async fn an_alert_firing_shows_a_toast_and_the_badge_on_another_page() {
     );
     screenshot(&client, "alerts-route-marks.png").await;
 
-    client.close().await.unwrap();
+    let _ = client.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -670,7 +670,7 @@ async fn rule_editor_shows_the_servers_error_and_saves_a_valid_rule() {
         app.get("/api/v1/alert-rules/SearchSlow").await.status,
         StatusCode::NOT_FOUND
     );
-    client.close().await.unwrap();
+    let _ = client.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -825,7 +825,7 @@ async fn silences_are_created_from_an_alert_and_expired_through_the_form() {
         app.get("/api/v1/alerts").await.json()[0]["silenced_by"],
         json!([])
     );
-    client.close().await.unwrap();
+    let _ = client.close().await;
 }
 
 /// A rule on live runs fires for one run: the history filters by that run, the alerts
@@ -910,7 +910,7 @@ async fn live_run_alerts_are_marked_on_the_run_report() {
         json!([["LiveRunErrors", "pending"], ["LiveRunErrors", "firing"]])
     );
     screenshot(&client, "alerts-run-marks.png").await;
-    client.close().await.unwrap();
+    let _ = client.close().await;
 }
 
 /// With more active alerts than the page lists, the most severe firing ones are listed
@@ -1292,7 +1292,7 @@ async fn channel_form_shows_the_servers_error_saves_and_sends_a_test() {
         app.get("/api/v1/alert-channels/ops").await.status,
         StatusCode::NOT_FOUND
     );
-    client.close().await.unwrap();
+    let _ = client.close().await;
 }
 
 /// The overview shows the real state: the alerts firing and pending (silenced ones
