@@ -421,7 +421,16 @@ async fn an_alert_firing_shows_a_toast_and_the_badge_on_another_page() {
         ))
         .await
         .expect("a toast when the alert fires");
-    let text = toast.text().await.unwrap();
+    // Its text once it has faded in: WebDriver gives no text for an element still at
+    // opacity 0, the first frame of the toast's entrance.
+    let text = until(
+        &client,
+        "the toast shown whole",
+        "const t = document.querySelector('.toast[data-rule=\"CheckoutErrors\"][data-change=\"firing\"]');
+         return t && getComputedStyle(t).opacity === '1' ? t.innerText : null;",
+    )
+    .await;
+    let text = text.as_str().unwrap_or_default();
     assert!(
         text.contains("CheckoutErrors") && text.contains("Route /checkout 30 % errors"),
         "{text}"
