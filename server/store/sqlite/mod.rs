@@ -170,7 +170,7 @@ impl SqliteStore {
         // converts an older file) lets a run's deletion return its pages to the file
         // system (see `runs.rs`, `delete_run`).
         // The WAL is checkpointed every 10,000 pages (~40 MiB) instead of SQLite's 1,000: a
-        // scrape rewrites one page per route, and a checkpoint writes each page changed since
+        // scrape changes a few pages per route, and a checkpoint writes each page changed since
         // the last one back into the file once, so fewer checkpoints write fewer bytes
         // (1,000 routes scraped every second: 16 → 11 MB/s, bench/route_scrape_peer.sh).
         let options = SqliteConnectOptions::new()
