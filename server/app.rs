@@ -41,6 +41,7 @@ pub fn routes() -> Routes {
         )
         .merge(crate::http::api::runs::routes())
         .merge(crate::http::api::write::routes())
+        .merge(crate::http::api::otlp::routes())
         .merge(crate::http::api::load::routes())
         .merge(crate::http::api::routes::routes())
         .merge(crate::http::api::services::routes())

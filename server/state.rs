@@ -22,7 +22,8 @@ use crate::store::Store;
 /// - `load_runs`: runs of `harrier load … --server` streaming in;
 /// - `shutdown`: cancelled when the server stops (websocket loops end on it);
 /// - `scraper`: the per-target scrape loops (`/api/v1/targets` adds and removes them);
-/// - `egress`: where outbound requests may go.
+/// - `egress`: where outbound requests may go;
+/// - `otlp`: the OTLP metrics receiver.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
@@ -46,6 +47,8 @@ pub struct AppState {
     pub auth: crate::services::auth::Auth,
     /// Single sign-on with an OpenID Connect provider (`[oidc]`), when configured.
     pub sso: Option<Arc<crate::services::oidc::Sso>>,
+    /// The OTLP metrics receiver (`POST /v1/metrics`).
+    pub otlp: crate::services::otlp::Receiver,
 }
 
 impl AppState {
@@ -68,6 +71,7 @@ impl AppState {
             .is_some_and(|o| o.starts_with("https://"));
         let load_runs = crate::services::load_runs::LoadRuns::new(store.clone(), hub.clone());
         let load_agents = crate::services::load_agents::LoadAgents::new();
+        let otlp = crate::services::otlp::Receiver::new(store.clone(), hub.clone());
         AppState {
             live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
             load_runs: load_runs.clone(),
@@ -90,6 +94,7 @@ impl AppState {
             ),
             sso,
             egress,
+            otlp,
             store,
         }
     }

@@ -4,6 +4,7 @@
 //! - [`comparisons`]: comparisons of stored runs, baselines, checks and trends;
 //! - [`egress`]: the outbound HTTP clients under the egress policy;
 //! - [`scrape`]: the scrape loops (one task per target) and retention pruning;
+//! - [`otlp`]: the OTLP metrics receiver (pushed routes written like scrapes);
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`load`]: `harrier load run`: the load generator's ticks merged, reported and stored;
 //! - [`live`]: the broadcast hub behind the `/api/v1/live` websocket;
@@ -28,4 +29,5 @@ pub mod load_args;
 pub mod load_runs;
 pub mod load_tests;
 pub mod oidc;
+pub mod otlp;
 pub mod scrape;

@@ -341,8 +341,12 @@ impl Scraper {
         }
     }
 
-    /// Starts the loop of `target` (replacing a running one); a no-op before `start`.
+    /// Starts the loop of `target` (replacing a running one); a no-op before `start` and
+    /// for targets that push (OTLP: nothing to scrape).
     pub fn spawn(&self, target: TargetRow) {
+        if target.kind == crate::services::otlp::OTLP_KIND {
+            return;
+        }
         let Some(running) = self.inner.running.lock().expect("not poisoned").clone() else {
             return;
         };
@@ -662,19 +666,20 @@ async fn target_loop(
         if token.is_cancelled() {
             break;
         }
-        publish(&running, target.id, &mut sent).await;
+        publish(&running.store, &running.hub, target.id, &mut sent).await;
     }
 }
 
-/// Sends the target's status and the route rows that changed since the last send. The
-/// rows (a window of every route of the target) are read only while a client of this
-/// process listens; other replicas are woken either way and read them for their own.
-async fn publish(running: &Running, target_id: i64, sent: &mut HashMap<i64, RouteRow>) {
-    if let Ok(Some(target)) = running.store.get_target(target_id).await {
-        running.hub.publish(&Event::TargetStatus { target });
+/// Sends the target's status and the route rows that changed since the last send (`sent`,
+/// kept by the caller per target). The rows (a window of every route of the target) are
+/// read only while a client of this process listens; other replicas are woken either way
+/// and read them for their own. Also what an OTLP push sends.
+pub async fn publish(store: &Store, hub: &Hub, target_id: i64, sent: &mut HashMap<i64, RouteRow>) {
+    if let Ok(Some(target)) = store.get_target(target_id).await {
+        hub.publish(&Event::TargetStatus { target });
     }
-    if !running.hub.has_clients() {
-        running.hub.relay_only(&Event::RoutesUpdated {
+    if !hub.has_clients() {
+        hub.relay_only(&Event::RoutesUpdated {
             target_id,
             routes: Vec::new(),
         });
@@ -683,7 +688,7 @@ async fn publish(running: &Running, target_id: i64, sent: &mut HashMap<i64, Rout
         return;
     }
     let rows = match crate::views::routes::route_rows(
-        &running.store,
+        store,
         Some(target_id),
         LIVE_WINDOW_MS,
         crate::now_ms(),
@@ -706,7 +711,7 @@ async fn publish(running: &Running, target_id: i64, sent: &mut HashMap<i64, Rout
     for r in &changed {
         sent.insert(r.id, r.clone());
     }
-    running.hub.publish(&Event::RoutesUpdated {
+    hub.publish(&Event::RoutesUpdated {
         target_id,
         routes: changed,
     });

@@ -4,6 +4,7 @@
 //!   the InfluxDB line protocol → runs, with format sniffing;
 //! - [`scrape`]: Prometheus/OpenMetrics exposition text and Jolokia JSON → route
 //!   observations (the parsers and presets; the scrape loops are a service);
+//! - [`otlp`]: OpenTelemetry metrics pushed over OTLP/HTTP → route observations per service;
 //! - [`seed`]: `harrier-seed` JSON (published figures) → summary-only runs;
 //! - [`load`]: the load generator's engine, whose samples are requests it sends itself
 //!   (HTTP/1.1 on an arrival schedule) → per-second ticks.
@@ -12,5 +13,6 @@
 
 pub mod ingest;
 pub mod load;
+pub mod otlp;
 pub mod scrape;
 pub mod seed;

@@ -47,6 +47,8 @@ pub enum Source {
     Http,
     /// Camel `ManagedRoute` MBeans read through Jolokia.
     Jolokia,
+    /// OpenTelemetry metrics pushed over OTLP (`POST /v1/metrics`).
+    Otlp,
 }
 
 impl Source {
@@ -56,6 +58,7 @@ impl Source {
             Source::Spring => "spring",
             Source::Http => "http",
             Source::Jolokia => "jolokia",
+            Source::Otlp => "otlp",
         }
     }
 }
@@ -227,15 +230,16 @@ impl Interval {
         let duration_sum_s = delta(&prev.duration_sum_s, &cur.duration_sum_s, &mut resets);
         let duration_count = delta(&prev.duration_count, &cur.duration_count, &mut resets);
         let empty = Counters::default();
+        // A bound the previous reading lacks (a histogram that changed its bounds) counts
+        // from the previous reading's largest bound below it: the counts are cumulative.
         let buckets = cur
             .buckets
             .iter()
             .map(|(le, c)| {
-                let p = prev
-                    .buckets
-                    .iter()
-                    .find(|(pl, _)| pl == le)
-                    .map_or(&empty, |(_, p)| p);
+                let p = match prev.buckets.partition_point(|(pl, _)| pl <= le) {
+                    0 => &empty,
+                    i => &prev.buckets[i - 1].1,
+                };
                 (*le, c.increase_since(p).0)
             })
             .collect();
@@ -279,7 +283,20 @@ fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// Adds bucket increases `b` into `acc` (matched by upper bound).
+/// The cumulative count of `buckets` (sorted by bound) at upper bound `le`: the count of
+/// the largest bound ≤ `le` (no observation lies between two bounds of a set), 0 below
+/// the first.
+fn count_at(buckets: &[(f64, f64)], le: f64) -> f64 {
+    match buckets.partition_point(|(b, _)| *b <= le) {
+        0 => 0.0,
+        i => buckets[i - 1].1,
+    }
+}
+
+/// Adds cumulative bucket counts `b` into `acc` (both by upper bound). Sets with other
+/// bounds (an exponential histogram that changed scale, a bucket that appeared) are
+/// added on the union of the bounds, each set's count at a bound it lacks being its count
+/// at its largest bound below (see [`count_at`]), so the sum stays cumulative.
 pub fn merge_buckets(acc: &mut Vec<(f64, f64)>, b: &[(f64, f64)]) {
     // The common case, a route's intervals with the same bounds: added in place (a window
     // of a minute at 1 s scrapes merges 60 sets per route per answer).
@@ -289,17 +306,25 @@ pub fn merge_buckets(acc: &mut Vec<(f64, f64)>, b: &[(f64, f64)]) {
         }
         return;
     }
-    if acc.is_empty() && b.is_sorted_by(|x, y| x.0 < y.0) {
-        acc.extend_from_slice(b);
+    if b.is_empty() {
         return;
     }
-    for (le, v) in b {
-        match acc.iter_mut().find(|(l, _)| l == le) {
-            Some((_, x)) => *x += v,
-            None => acc.push((*le, *v)),
-        }
+    let mut other = b.to_vec();
+    if !other.is_sorted_by(|x, y| x.0 < y.0) {
+        other.sort_by(|x, y| x.0.total_cmp(&y.0));
     }
-    acc.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if acc.is_empty() {
+        *acc = other;
+        return;
+    }
+    let mut bounds: Vec<f64> = acc.iter().chain(&other).map(|(le, _)| *le).collect();
+    bounds.sort_by(f64::total_cmp);
+    bounds.dedup();
+    let merged = bounds
+        .iter()
+        .map(|&le| (le, count_at(acc, le) + count_at(&other, le)))
+        .collect();
+    *acc = merged;
 }
 
 impl Figures {
@@ -427,7 +452,7 @@ pub struct RouteRow {
     pub labels: std::collections::BTreeMap<String, String>,
     pub instance: String,
     pub route: String,
-    /// `camel`, `spring`, `http` or `jolokia`.
+    /// `camel`, `spring`, `http`, `jolokia` or `otlp`.
     pub source: String,
     /// `active` (exchanges in the window), `idle` (none), `down` (target not answering),
     /// `stale` (missing from the target's latest good scrape), `gone` (missing for
@@ -464,14 +489,22 @@ mod tests {
         merge_buckets(&mut acc, &a);
         merge_buckets(&mut acc, &a);
         assert_eq!(acc, vec![(0.1, 2.0), (0.5, 4.0), (f64::INFINITY, 6.0)]);
-        merge_buckets(&mut acc, &[(0.25, 1.0), (0.1, 1.0)]);
+        // Other bounds: each set counted at a bound it lacks as at its largest bound below.
+        merge_buckets(&mut acc, &[(0.25, 1.0), (0.1, 1.0), (f64::INFINITY, 2.0)]);
         assert_eq!(
             acc,
-            vec![(0.1, 3.0), (0.25, 1.0), (0.5, 4.0), (f64::INFINITY, 6.0)]
+            vec![(0.1, 3.0), (0.25, 3.0), (0.5, 5.0), (f64::INFINITY, 8.0)]
         );
         let mut unsorted = Vec::new();
         merge_buckets(&mut unsorted, &[(f64::INFINITY, 3.0), (0.1, 1.0)]);
         assert_eq!(unsorted, vec![(0.1, 1.0), (f64::INFINITY, 3.0)]);
+        // Two exponential sets at different scales give the counts of their union.
+        let mut a = vec![(1.0, 2.0), (2.0, 5.0), (f64::INFINITY, 5.0)];
+        merge_buckets(&mut a, &[(1.0, 1.0), (1.5, 4.0), (f64::INFINITY, 4.0)]);
+        assert_eq!(
+            a,
+            vec![(1.0, 3.0), (1.5, 6.0), (2.0, 9.0), (f64::INFINITY, 9.0)]
+        );
     }
     use super::*;
 

@@ -1,0 +1,318 @@
+//! The OTLP metrics receiver: pushes mapped by [`crate::sources::otlp`] become route
+//! intervals written like a scrape's, so pushed routes get the same figures, history,
+//! rollups, alerts and live updates as scraped ones.
+//!
+//! Each pushing service instance (`service.name` + `service.instance.id`) is a target of
+//! kind `otlp` (origin `otlp`, named `otlp: SERVICE` or `otlp: SERVICE @ INSTANCE`),
+//! created at its first push; it is never scraped. Its interval is the time between its
+//! pushes (the SDKs' export interval), so a route missing from its pushes turns `stale`,
+//! then `gone`, as scraped ones do. A push is written at the time it arrives.
+//!
+//! Intervals per route:
+//! - **delta** points are the interval's own counts, over `time − start` of the points
+//!   (else the time since the instance's previous push); a route seen before that a
+//!   delta push leaves out (SDKs send only what changed) had no exchanges in it;
+//! - **cumulative** points are compared with the same route's previous push (per series,
+//!   a series that went down restarted from 0); a new `start_time` means the process
+//!   restarted, so its totals count from zero. The first push of a route is a baseline
+//!   (as a first scrape is), unless its start time lies within [`FRESH_START_MS`] of its
+//!   time: a service that just started counts its first requests.
+//!
+//! What is held here (the previous totals) is per process: after a restart the first push
+//! of each route is a baseline again. With several replicas behind a load balancer, point
+//! an SDK at one replica (or make the balancer sticky per client): the totals of one
+//! service are compared where they arrive.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use crate::domain::routes::{Interval, Observation, RouteRow};
+use crate::domain::secrets::{Credentials, Secret};
+use crate::services::live::Hub;
+use crate::sources::otlp::{Mapped, PushedRoute, ServicePush};
+use crate::store::{RouteWrite, ScrapeStatus, Store, TargetSpec};
+
+/// Origin and kind of the targets pushes create.
+pub const OTLP_ORIGIN: &str = "otlp";
+pub const OTLP_KIND: &str = "otlp";
+/// A cumulative route first seen this soon after its start time counts from zero, ms.
+pub const FRESH_START_MS: i64 = 60_000;
+/// The interval assumed before an instance's second push, s (the SDKs' default export
+/// interval).
+const FIRST_INTERVAL_S: f64 = 60.0;
+/// Pushing service instances kept at once; pushes of further ones are refused.
+pub const MAX_PUSH_TARGETS: usize = 1_000;
+
+/// What one push did: data points taken, and those refused with the first reason.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PushOutcome {
+    /// Data points stored (mapped or counted as unmapped).
+    pub accepted: u64,
+    pub rejected: u64,
+    pub reason: Option<String>,
+}
+
+/// The receiver; cheap to clone.
+#[derive(Clone)]
+pub struct Receiver {
+    store: Store,
+    hub: Hub,
+    instances: Arc<Mutex<HashMap<(String, Option<String>), Instance>>>,
+}
+
+/// What is kept of one pushing instance between its pushes.
+struct Instance {
+    target_id: i64,
+    interval_s: f64,
+    last_push_ms: Option<i64>,
+    /// Cumulative routes: the previous push's readings.
+    cumulative: HashMap<(String, BTreeMap<String, String>), PushedRoute>,
+    /// Delta routes seen: an empty reading of each (to write an idle interval).
+    delta: HashMap<(String, BTreeMap<String, String>), Observation>,
+    /// Metrics not mapped, by name: data points seen since the process started.
+    unmapped: BTreeMap<String, u64>,
+    sent: HashMap<i64, RouteRow>,
+}
+
+/// The metrics a pushing instance sends that harrier does not map.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Unmapped {
+    pub target_id: i64,
+    pub service: String,
+    pub instance: Option<String>,
+    /// Metric name → data points received since this process started.
+    pub metrics: BTreeMap<String, u64>,
+}
+
+impl Receiver {
+    pub fn new(store: Store, hub: Hub) -> Receiver {
+        Receiver {
+            store,
+            hub,
+            instances: Arc::default(),
+        }
+    }
+
+    /// What each pushing instance sends that is not mapped, by service.
+    pub async fn unmapped(&self) -> Vec<Unmapped> {
+        let instances = self.instances.lock().await;
+        let mut out: Vec<Unmapped> = instances
+            .iter()
+            .filter(|(_, i)| !i.unmapped.is_empty())
+            .map(|((service, instance), i)| Unmapped {
+                target_id: i.target_id,
+                service: service.clone(),
+                instance: instance.clone(),
+                metrics: i.unmapped.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.service, &a.instance).cmp(&(&b.service, &b.instance)));
+        out
+    }
+
+    /// Writes one mapped push (every service instance in it), each instance in one
+    /// transaction; `now_ms` is when it arrived.
+    pub async fn push(&self, mapped: Mapped, now_ms: i64) -> crate::store::Result<PushOutcome> {
+        let mut outcome = PushOutcome {
+            rejected: mapped.rejected,
+            reason: mapped.reason,
+            accepted: 0,
+        };
+        let total: u64 = mapped.services.iter().map(|s| s.points).sum();
+        let mut instances = self.instances.lock().await;
+        for push in mapped.services {
+            let key = (push.service.clone(), push.instance.clone());
+            if !instances.contains_key(&key) {
+                if instances.len() >= MAX_PUSH_TARGETS {
+                    outcome.rejected += push.points;
+                    outcome.reason.get_or_insert_with(|| {
+                        format!(
+                            "more than {MAX_PUSH_TARGETS} pushing service instances; service {} was refused",
+                            push.service
+                        )
+                    });
+                    continue;
+                }
+                let target = self
+                    .store
+                    .upsert_target(&spec(&push, FIRST_INTERVAL_S), OTLP_ORIGIN, now_ms)
+                    .await?;
+                instances.insert(
+                    key.clone(),
+                    Instance {
+                        target_id: target.id,
+                        interval_s: target.interval_s,
+                        last_push_ms: None,
+                        cumulative: HashMap::new(),
+                        delta: HashMap::new(),
+                        unmapped: BTreeMap::new(),
+                        sent: HashMap::new(),
+                    },
+                );
+            }
+            let inst = instances.get_mut(&key).expect("inserted above");
+            self.write(inst, push, now_ms).await?;
+        }
+        outcome.accepted = total.saturating_sub(outcome.rejected);
+        Ok(outcome)
+    }
+
+    async fn write(
+        &self,
+        inst: &mut Instance,
+        push: ServicePush,
+        now_ms: i64,
+    ) -> crate::store::Result<()> {
+        // The instance's push interval: what its target's stale/gone states count in.
+        if let Some(last) = inst.last_push_ms {
+            let seen = ((now_ms - last) as f64 / 1000.0).clamp(1.0, 3600.0);
+            if (seen - inst.interval_s).abs() > inst.interval_s * 0.25 {
+                let t = self
+                    .store
+                    .upsert_target(&spec(&push, seen.round()), OTLP_ORIGIN, now_ms)
+                    .await?;
+                inst.interval_s = t.interval_s;
+            }
+        }
+        let since_last_ms = inst.last_push_ms.map(|l| now_ms - l);
+        inst.last_push_ms = Some(now_ms);
+        for (name, n) in &push.unmapped {
+            *inst.unmapped.entry(name.clone()).or_default() += n;
+        }
+        let mut writes = Vec::with_capacity(push.routes.len());
+        let mut seen_delta = Vec::new();
+        for r in push.routes {
+            let key = (r.obs.route.clone(), r.obs.labels.clone());
+            let interval = if r.delta {
+                seen_delta.push(key.clone());
+                inst.delta.entry(key).or_insert_with(|| empty_like(&r.obs));
+                delta_interval(&r, since_last_ms)
+            } else {
+                let iv = cumulative_interval(inst.cumulative.get(&key), &r);
+                inst.cumulative.insert(key, r.clone());
+                iv
+            };
+            writes.push(route_write(&r.obs, interval));
+        }
+        // Delta routes this push left out: nothing happened on them.
+        if let Some(span) = since_last_ms {
+            for (key, obs) in &inst.delta {
+                if !seen_delta.contains(key) {
+                    let iv = Interval {
+                        interval_ms: span,
+                        exchanges: obs.total.as_ref().map(|_| 0.0),
+                        failed: obs.failed.as_ref().map(|_| 0.0),
+                        duration_sum_s: obs.duration_sum_s.as_ref().map(|_| 0.0),
+                        duration_count: obs.duration_count.as_ref().map(|_| 0.0),
+                        ..Interval::default()
+                    };
+                    writes.push(route_write(obs, Some(iv)));
+                }
+            }
+        }
+        let status = ScrapeStatus {
+            at_ms: now_ms,
+            up: true,
+            duration_ms: 0.0,
+            samples: push.points as i64,
+            error: None,
+        };
+        self.store
+            .record_scrape(inst.target_id, &status, &writes)
+            .await?;
+        crate::services::scrape::publish(&self.store, &self.hub, inst.target_id, &mut inst.sent)
+            .await;
+        Ok(())
+    }
+}
+
+/// The target of a pushing instance.
+fn spec(push: &ServicePush, interval_s: f64) -> TargetSpec {
+    let name = match &push.instance {
+        Some(i) => format!("otlp: {} @ {i}", push.service),
+        None => format!("otlp: {}", push.service),
+    };
+    let mut labels = BTreeMap::from([("service".to_string(), push.service.clone())]);
+    labels.insert(
+        "instance".to_string(),
+        push.instance.clone().unwrap_or_else(|| "otlp".to_string()),
+    );
+    TargetSpec {
+        name,
+        url: Secret::<Credentials>::new("otlp://push".to_string()),
+        kind: OTLP_KIND.to_string(),
+        interval_s,
+        timeout_s: interval_s,
+        labels,
+    }
+}
+
+fn route_write(obs: &Observation, interval: Option<Interval>) -> RouteWrite {
+    RouteWrite {
+        service: obs.service.clone(),
+        route: obs.route.clone(),
+        labels: obs.labels.clone(),
+        source: obs.source.as_str().to_string(),
+        state: None,
+        last_exchange_ms: None,
+        instance: String::new(),
+        interval,
+    }
+}
+
+/// A reading of the same route with no figures (what a route counts from).
+fn empty_like(obs: &Observation) -> Observation {
+    let mut o = Observation::new(&obs.service, &obs.route, obs.source);
+    o.labels = obs.labels.clone();
+    o
+}
+
+/// The interval a delta reading is: its own counts over `time − start` (else the time
+/// since the previous push; `None` on a first push without a start time).
+pub fn delta_interval(r: &PushedRoute, since_last_ms: Option<i64>) -> Option<Interval> {
+    let span = match r.start_ms {
+        Some(s) if r.at_ms > s => r.at_ms - s,
+        _ => since_last_ms?,
+    };
+    let mut iv = Interval::between(&empty_like(&r.obs), &r.obs, span);
+    iv.max_s = r.max_s;
+    Some(iv)
+}
+
+/// The interval between a cumulative reading and the route's previous one (see the
+/// module docs): `None` for a baseline.
+pub fn cumulative_interval(prev: Option<&PushedRoute>, cur: &PushedRoute) -> Option<Interval> {
+    let restarted = |p: &PushedRoute| match (p.start_ms, cur.start_ms) {
+        (Some(a), Some(b)) => b > a,
+        _ => false,
+    };
+    match prev {
+        Some(p) if !restarted(p) => {
+            if cur.at_ms <= p.at_ms {
+                return None;
+            }
+            let mut iv = Interval::between(&p.obs, &cur.obs, cur.at_ms - p.at_ms);
+            // The max since start says something of this interval only when it rose.
+            iv.max_s = match (p.max_s, cur.max_s) {
+                (Some(a), Some(b)) if b > a => Some(b),
+                (None, Some(b)) => Some(b),
+                _ => None,
+            };
+            Some(iv)
+        }
+        _ => {
+            let start = cur.start_ms?;
+            let fresh = cur.at_ms > start && cur.at_ms - start <= FRESH_START_MS;
+            let after_restart = prev.is_some();
+            if !(fresh || after_restart) || cur.at_ms <= start {
+                return None;
+            }
+            let mut iv = Interval::between(&empty_like(&cur.obs), &cur.obs, cur.at_ms - start);
+            iv.max_s = cur.max_s;
+            iv.resets += u32::from(after_restart);
+            Some(iv)
+        }
+    }
+}

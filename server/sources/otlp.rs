@@ -1,0 +1,1042 @@
+//! OpenTelemetry metrics pushed over OTLP/HTTP → route observations, one set per service.
+//!
+//! Decoding is the OpenTelemetry proto messages' own (`opentelemetry-proto`: prost for
+//! `application/x-protobuf`, serde for OTLP's JSON mapping, `application/json`); this
+//! module only maps what they carry.
+//!
+//! **Service and instance**: the resource's `service.name` (the SDKs' default
+//! `unknown_service…` when unset) and `service.instance.id` (else `host.name`; else none).
+//! A service that is also scraped under the same name is the same service: its pushed
+//! routes sit beside its scraped ones.
+//!
+//! **Routes** (source `otlp`), from these instruments; every other metric is counted per
+//! name as *unmapped* (never dropped silently):
+//!
+//! | metric | unit | route | failed when |
+//! | --- | --- | --- | --- |
+//! | `http.server.request.duration` (semantic conventions ≥ 1.23) | `s` | `http.request.method` + `http.route` | `http.response.status_code` 5xx, or `error.type` without a status |
+//! | `http.server.duration` (older conventions) | `ms` | `http.method` + `http.route` (else `http.target`) | `http.status_code` 5xx |
+//! | `http.server.requests` (Micrometer's OTLP registry) | its unit | `method` + `uri` | `status` 5xx, or `outcome` `SERVER_ERROR` |
+//! | `camel.route.policy` (Camel's Micrometer names) | its unit | `routeId` (label `camel_context`) | — |
+//! | `camel.exchanges.total`, `camel.exchanges.failed`, `camel.exchanges.inflight` | 1 | `routeId` | the failed counter |
+//!
+//! A route without a method or path gets `*` for it, as scraped HTTP routes do.
+//! Histograms: explicit buckets become cumulative buckets by upper bound (converted to
+//! seconds by the metric's unit: `s`, `ms`, `us`, `ns`); exponential ones (any scale) are
+//! brought down to scale 3 at most (8 buckets per doubling, ~9 % wide: the resolution
+//! Prometheus' native histograms default to) so that the bounds stay put when an SDK
+//! rescales, then made cumulative by upper bound (the zero bucket's bound is its
+//! threshold). Negative buckets (no duration is negative) are counted in the lowest
+//! bucket. `count` is the exchanges, `sum` the time, 5xx points the failures; the
+//! points' `max` is kept where it says something about the interval (see
+//! [`PushedRoute::max_s`]).
+//!
+//! **Temporality**: cumulative points carry running totals (turned into intervals by the
+//! receiver against the previous push, resets and new start times handled there); delta
+//! points carry the interval's own counts. Points flagged "no recorded value" are skipped.
+
+use std::collections::{BTreeMap, HashMap};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, ExponentialHistogramDataPoint, HistogramDataPoint, NumberDataPoint,
+    metric, number_data_point,
+};
+
+use crate::domain::routes::{Observation, Source};
+
+/// How the body of a push is encoded (its `Content-Type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `application/x-protobuf`
+    Protobuf,
+    /// `application/json` (OTLP's JSON mapping of the same messages)
+    Json,
+}
+
+impl Encoding {
+    /// The encoding a `Content-Type` names (parameters ignored); `None`: neither.
+    pub fn from_content_type(value: &str) -> Option<Encoding> {
+        let mime = value.split(';').next().unwrap_or("").trim();
+        if mime.eq_ignore_ascii_case("application/x-protobuf")
+            || mime.eq_ignore_ascii_case("application/protobuf")
+        {
+            Some(Encoding::Protobuf)
+        } else if mime.eq_ignore_ascii_case("application/json") {
+            Some(Encoding::Json)
+        } else {
+            None
+        }
+    }
+
+    /// The `Content-Type` of an answer in this encoding.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Encoding::Protobuf => "application/x-protobuf",
+            Encoding::Json => "application/json",
+        }
+    }
+}
+
+/// Decodes an `ExportMetricsServiceRequest`; the error says what was wrong with the body.
+pub fn decode(body: &[u8], encoding: Encoding) -> Result<ExportMetricsServiceRequest, String> {
+    match encoding {
+        Encoding::Protobuf => <ExportMetricsServiceRequest as prost::Message>::decode(body)
+            .map_err(|e| {
+                format!("body is not an OTLP ExportMetricsServiceRequest in protobuf: {e}")
+            }),
+        Encoding::Json => serde_json::from_slice(body)
+            .map_err(|e| format!("body is not an OTLP ExportMetricsServiceRequest in JSON: {e}")),
+    }
+}
+
+/// What bounds one push (`[limits]`): routes kept per service, series kept per route.
+#[derive(Debug, Clone, Copy)]
+pub struct PushLimits {
+    pub max_routes: usize,
+    pub max_series_per_route: usize,
+}
+
+/// One route's readings in one push.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushedRoute {
+    /// Cumulative readings (totals since `start_ms`) or, when `delta`, the interval's own
+    /// counts, in the same fields.
+    pub obs: Observation,
+    pub delta: bool,
+    /// Start of the points' aggregation, unix ms (`None`: the SDK gave none).
+    pub start_ms: Option<i64>,
+    /// The points' time, unix ms (the latest of them).
+    pub at_ms: i64,
+    /// The largest `max` the duration points carry, seconds: the interval's own for delta
+    /// points, the max since `start_ms` for cumulative ones (the receiver keeps it only
+    /// when it rose, i.e. when it fell in the interval).
+    pub max_s: Option<f64>,
+}
+
+/// One service instance's push: its routes and what was not mapped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServicePush {
+    pub service: String,
+    /// `service.instance.id`, else `host.name`.
+    pub instance: Option<String>,
+    pub routes: Vec<PushedRoute>,
+    /// Metrics harrier does not map, by name: data points seen.
+    pub unmapped: BTreeMap<String, u64>,
+    /// Data points read (mapped or not).
+    pub points: u64,
+}
+
+/// A whole request mapped: per service instance, in the order first seen, and the data
+/// points refused (past a limit, or unreadable), with the first reason.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mapped {
+    pub services: Vec<ServicePush>,
+    pub rejected: u64,
+    pub reason: Option<String>,
+}
+
+impl Mapped {
+    fn reject(&mut self, n: u64, why: impl FnOnce() -> String) {
+        if n == 0 {
+            return;
+        }
+        self.rejected += n;
+        if self.reason.is_none() {
+            self.reason = Some(why());
+        }
+    }
+}
+
+/// Series (attribute sets beside the route's own) kept per route and push; points of
+/// further series are refused.
+pub const MAX_SERIES_PER_ROUTE: usize = 1_000;
+
+/// The highest exponential-histogram scale kept (see the module docs).
+pub const MAX_SCALE: i32 = 3;
+
+/// Flag of a data point that carries no value (OTLP `DataPointFlags`).
+const NO_RECORDED_VALUE: u32 = 1;
+
+/// Which figure of a route a metric gives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Role {
+    /// A duration histogram: exchanges, failures, time, buckets.
+    Durations,
+    /// A counter of exchanges.
+    Total,
+    /// A counter of failed exchanges.
+    Failed,
+    /// Exchanges in flight (a gauge or up-down counter).
+    Inflight,
+}
+
+/// How a mapped metric names its route.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Naming {
+    /// `http.request.method` + `http.route` (current semantic conventions).
+    Http,
+    /// `http.method` + `http.route` / `http.target` (older conventions).
+    HttpOld,
+    /// Micrometer's `method` + `uri`.
+    Micrometer,
+    /// Camel's `routeId` (+ `camelContext`).
+    Camel,
+}
+
+/// The role and naming of metric `name`, when harrier maps it.
+fn mapping(name: &str) -> Option<(Role, Naming)> {
+    Some(match name {
+        "http.server.request.duration" => (Role::Durations, Naming::Http),
+        "http.server.duration" => (Role::Durations, Naming::HttpOld),
+        "http.server.requests" => (Role::Durations, Naming::Micrometer),
+        "camel.route.policy" => (Role::Durations, Naming::Camel),
+        "camel.exchanges.total" => (Role::Total, Naming::Camel),
+        "camel.exchanges.failed" => (Role::Failed, Naming::Camel),
+        "camel.exchanges.inflight" => (Role::Inflight, Naming::Camel),
+        _ => return None,
+    })
+}
+
+/// Seconds per unit of a duration metric (`s` when the unit is unknown or empty).
+fn unit_seconds(unit: &str) -> f64 {
+    match unit {
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "min" => 60.0,
+        _ => 1.0,
+    }
+}
+
+/// An attribute's value as text (what a route or series key holds).
+fn text(v: &AnyValue) -> Option<String> {
+    Some(match v.value.as_ref()? {
+        any_value::Value::StringValue(s) => s.clone(),
+        any_value::Value::IntValue(i) => i.to_string(),
+        any_value::Value::DoubleValue(d) => d.to_string(),
+        any_value::Value::BoolValue(b) => b.to_string(),
+        _ => return None,
+    })
+}
+
+fn attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a AnyValue> {
+    attrs.iter().find(|kv| kv.key == key)?.value.as_ref()
+}
+
+fn attr_text(attrs: &[KeyValue], key: &str) -> Option<String> {
+    attr(attrs, key).and_then(text).filter(|s| !s.is_empty())
+}
+
+fn ns_to_ms(ns: u64) -> Option<i64> {
+    (ns > 0).then(|| (ns / 1_000_000) as i64)
+}
+
+/// A route's identity within a service: name and labels. A route has one temporality,
+/// its first point's.
+type RouteKey = (String, BTreeMap<String, String>);
+
+/// The route a point of a metric named by `naming` belongs to, its series key (the
+/// attributes that do not make the route, sorted), and whether the point counts failures.
+fn route_of(
+    naming: Naming,
+    attrs: &[KeyValue],
+) -> (String, BTreeMap<String, String>, String, bool) {
+    let (method_key, path_keys, route_attrs): (&str, &[&str], &[&str]) = match naming {
+        Naming::Http => (
+            "http.request.method",
+            &["http.route"],
+            &["http.request.method", "http.route"],
+        ),
+        Naming::HttpOld => (
+            "http.method",
+            &["http.route", "http.target"],
+            &["http.method", "http.route", "http.target"],
+        ),
+        Naming::Micrometer => ("method", &["uri"], &["method", "uri"]),
+        Naming::Camel => ("", &["routeId"], &["routeId", "camelContext"]),
+    };
+    let mut labels = BTreeMap::new();
+    let route = if naming == Naming::Camel {
+        if let Some(ctx) = attr_text(attrs, "camelContext") {
+            labels.insert("camel_context".to_string(), ctx);
+        }
+        attr_text(attrs, "routeId").unwrap_or_else(|| "*".to_string())
+    } else {
+        let method = attr_text(attrs, method_key);
+        let path = path_keys.iter().find_map(|k| attr_text(attrs, k));
+        match (method, path) {
+            (Some(m), Some(p)) => format!("{m} {p}"),
+            (None, Some(p)) => p,
+            (Some(m), None) => format!("{m} *"),
+            (None, None) => "*".to_string(),
+        }
+    };
+    let mut rest: Vec<(&str, String)> = attrs
+        .iter()
+        .filter(|kv| !route_attrs.contains(&kv.key.as_str()))
+        .filter_map(|kv| Some((kv.key.as_str(), text(kv.value.as_ref()?)?)))
+        .collect();
+    rest.sort();
+    let key = rest
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let status = match naming {
+        Naming::Http => attr_text(attrs, "http.response.status_code"),
+        Naming::HttpOld => attr_text(attrs, "http.status_code"),
+        Naming::Micrometer => attr_text(attrs, "status"),
+        Naming::Camel => None,
+    };
+    let failed = match status {
+        Some(code) => code.starts_with('5'),
+        None => match naming {
+            Naming::Http => attr_text(attrs, "error.type").is_some(),
+            Naming::Micrometer => attr_text(attrs, "outcome").as_deref() == Some("SERVER_ERROR"),
+            _ => false,
+        },
+    };
+    (route, labels, key, failed)
+}
+
+/// Cumulative buckets `(upper bound s, count)` of an explicit-bucket point; `None` when
+/// the point carries no distribution or an inconsistent one.
+fn explicit_buckets(p: &HistogramDataPoint, to_s: f64) -> Option<Vec<(f64, f64)>> {
+    if p.bucket_counts.is_empty() || p.bucket_counts.len() != p.explicit_bounds.len() + 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(p.bucket_counts.len());
+    let mut cum = 0.0;
+    for (i, c) in p.bucket_counts.iter().enumerate() {
+        cum += *c as f64;
+        let le = p.explicit_bounds.get(i).map_or(f64::INFINITY, |b| b * to_s);
+        out.push((le, cum));
+    }
+    Some(out)
+}
+
+/// Upper bound of bucket `index` at `scale`: base^(index+1), base = 2^(2^−scale).
+fn exp_bound(scale: i32, index: i64) -> f64 {
+    ((index + 1) as f64 * (-scale as f64).exp2()).exp2()
+}
+
+/// Cumulative buckets `(upper bound s, count)` of an exponential point, at scale
+/// ≤ [`MAX_SCALE`] (see the module docs).
+fn exponential_buckets(p: &ExponentialHistogramDataPoint, to_s: f64) -> Vec<(f64, f64)> {
+    let scale = p.scale.min(MAX_SCALE);
+    let shift = (p.scale - scale) as u32;
+    let mut by_index: BTreeMap<i64, u64> = BTreeMap::new();
+    if let Some(pos) = &p.positive {
+        for (i, c) in pos.bucket_counts.iter().enumerate() {
+            if *c > 0 {
+                let index = (pos.offset as i64 + i as i64) >> shift;
+                *by_index.entry(index).or_default() += c;
+            }
+        }
+    }
+    let negative: u64 = p
+        .negative
+        .as_ref()
+        .map_or(0, |n| n.bucket_counts.iter().sum());
+    let mut out = Vec::with_capacity(by_index.len() + 3);
+    let mut cum = (p.zero_count + negative) as f64;
+    let zero_bound = p.zero_threshold.max(0.0);
+    if cum > 0.0 || by_index.is_empty() {
+        out.push((zero_bound * to_s, cum));
+    }
+    // The lower edge of the first bucket, so that a quantile in it interpolates from
+    // there and not from 0.
+    if let Some((&first, _)) = by_index.first_key_value() {
+        let edge = exp_bound(scale, first - 1);
+        if edge > zero_bound {
+            out.push((edge * to_s, cum));
+        }
+    }
+    for (index, c) in by_index {
+        cum += c as f64;
+        out.push((exp_bound(scale, index) * to_s, cum));
+    }
+    out.push((f64::INFINITY, p.count as f64));
+    out
+}
+
+/// The routes and unmapped metrics of `req`, per service instance, within `limits`.
+pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
+    let mut mapped = Mapped::default();
+    let mut service_at: HashMap<(String, Option<String>), usize> = HashMap::new();
+    for rm in &req.resource_metrics {
+        let res = rm.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
+        let service =
+            attr_text(res, "service.name").unwrap_or_else(|| "unknown_service".to_string());
+        let instance =
+            attr_text(res, "service.instance.id").or_else(|| attr_text(res, "host.name"));
+        let at = *service_at
+            .entry((service.clone(), instance.clone()))
+            .or_insert_with(|| {
+                mapped.services.push(ServicePush {
+                    service: service.clone(),
+                    instance: instance.clone(),
+                    ..Default::default()
+                });
+                mapped.services.len() - 1
+            });
+        let mut routes: HashMap<RouteKey, usize> = mapped.services[at]
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.obs.route.clone(), r.obs.labels.clone()), i))
+            .collect();
+        for sm in &rm.scope_metrics {
+            for m in &sm.metrics {
+                let n = points_of(m);
+                let push = &mut mapped.services[at];
+                push.points += n;
+                let (Some((role, naming)), Some(data)) = (mapping(&m.name), m.data.as_ref()) else {
+                    *push.unmapped.entry(m.name.clone()).or_default() += n;
+                    continue;
+                };
+                let to_s = unit_seconds(&m.unit);
+                let mut refused = 0u64;
+                let mut add = |attrs: &[KeyValue],
+                               delta: Option<bool>,
+                               start_ns: u64,
+                               time_ns: u64,
+                               f: &mut dyn FnMut(&mut Observation, &str, bool) -> Option<f64>| {
+                    let push = &mut mapped.services[at];
+                    let (route, labels, key, failed) = route_of(naming, attrs);
+                    let rkey = (route, labels);
+                    let i = match routes.get(&rkey) {
+                        Some(&i) => i,
+                        None => {
+                            if push.routes.len() >= limits.max_routes {
+                                refused += 1;
+                                return;
+                            }
+                            let mut obs = Observation::new(&service, &rkey.0, Source::Otlp);
+                            obs.labels = rkey.1.clone();
+                            obs.instance = None;
+                            push.routes.push(PushedRoute {
+                                obs,
+                                delta: delta.unwrap_or(false),
+                                start_ms: None,
+                                at_ms: 0,
+                                max_s: None,
+                            });
+                            routes.insert(rkey, push.routes.len() - 1);
+                            push.routes.len() - 1
+                        }
+                    };
+                    let r = &mut push.routes[i];
+                    if let Some(d) = delta
+                        && r.obs.duration_count.is_none()
+                        && r.obs.total.is_none()
+                    {
+                        r.delta = d;
+                    }
+                    let series = r
+                        .obs
+                        .duration_count
+                        .as_ref()
+                        .or(r.obs.total.as_ref())
+                        .map_or(0, |c| c.0.len());
+                    let known = [&r.obs.duration_count, &r.obs.total]
+                        .iter()
+                        .any(|c| c.as_ref().is_some_and(|c| c.0.iter().any(|(k, _)| *k == key)));
+                    if !known && series >= limits.max_series_per_route {
+                        refused += 1;
+                        return;
+                    }
+                    if let Some(s) = ns_to_ms(start_ns) {
+                        r.start_ms = Some(r.start_ms.map_or(s, |x: i64| x.min(s)));
+                    }
+                    if let Some(t) = ns_to_ms(time_ns) {
+                        r.at_ms = r.at_ms.max(t);
+                    }
+                    if let Some(max) = f(&mut r.obs, &key, failed) {
+                        r.max_s = Some(r.max_s.map_or(max, |x: f64| x.max(max)));
+                    }
+                };
+                match data {
+                    metric::Data::Histogram(h) if role == Role::Durations => {
+                        let delta =
+                            Some(h.aggregation_temporality == AggregationTemporality::Delta as i32);
+                        for p in h
+                            .data_points
+                            .iter()
+                            .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                        {
+                            add(
+                                &p.attributes,
+                                delta,
+                                p.start_time_unix_nano,
+                                p.time_unix_nano,
+                                &mut |o, key, failed| {
+                                    durations(
+                                        o,
+                                        key,
+                                        (naming != Naming::Camel).then_some(failed),
+                                        p.count as f64,
+                                        p.sum.map(|s| s * to_s),
+                                        explicit_buckets(p, to_s),
+                                    );
+                                    p.max.map(|m| m * to_s)
+                                },
+                            );
+                        }
+                    }
+                    metric::Data::ExponentialHistogram(h) if role == Role::Durations => {
+                        let delta =
+                            Some(h.aggregation_temporality == AggregationTemporality::Delta as i32);
+                        for p in h
+                            .data_points
+                            .iter()
+                            .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                        {
+                            add(
+                                &p.attributes,
+                                delta,
+                                p.start_time_unix_nano,
+                                p.time_unix_nano,
+                                &mut |o, key, failed| {
+                                    durations(
+                                        o,
+                                        key,
+                                        (naming != Naming::Camel).then_some(failed),
+                                        p.count as f64,
+                                        p.sum.map(|s| s * to_s),
+                                        Some(exponential_buckets(p, to_s)),
+                                    );
+                                    p.max.map(|m| m * to_s)
+                                },
+                            );
+                        }
+                    }
+                    metric::Data::Sum(s)
+                        if matches!(role, Role::Total | Role::Failed) && s.is_monotonic =>
+                    {
+                        let delta =
+                            Some(s.aggregation_temporality == AggregationTemporality::Delta as i32);
+                        for p in s
+                            .data_points
+                            .iter()
+                            .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                        {
+                            let v = number(p);
+                            add(
+                                &p.attributes,
+                                delta,
+                                p.start_time_unix_nano,
+                                p.time_unix_nano,
+                                &mut |o, key, _| {
+                                    let c = if role == Role::Total {
+                                        &mut o.total
+                                    } else {
+                                        &mut o.failed
+                                    };
+                                    c.get_or_insert_default().add(key, v);
+                                    None
+                                },
+                            );
+                        }
+                    }
+                    metric::Data::Sum(s) if role == Role::Inflight && !s.is_monotonic => {
+                        for p in s
+                            .data_points
+                            .iter()
+                            .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                        {
+                            let v = number(p);
+                            add(&p.attributes, None, 0, p.time_unix_nano, &mut |o, _, _| {
+                                o.inflight = Some(o.inflight.unwrap_or(0.0) + v);
+                                None
+                            });
+                        }
+                    }
+                    metric::Data::Gauge(g) if role == Role::Inflight => {
+                        for p in g
+                            .data_points
+                            .iter()
+                            .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                        {
+                            let v = number(p);
+                            add(&p.attributes, None, 0, p.time_unix_nano, &mut |o, _, _| {
+                                o.inflight = Some(o.inflight.unwrap_or(0.0) + v);
+                                None
+                            });
+                        }
+                    }
+                    _ => {
+                        // A known name with another shape than harrier reads.
+                        *mapped.services[at]
+                            .unmapped
+                            .entry(m.name.clone())
+                            .or_default() += n;
+                    }
+                }
+                let name = &m.name;
+                mapped.reject(refused, || {
+                    format!(
+                        "{name}: past the limit of {} routes per service or {} series per route; further points were refused",
+                        limits.max_routes, limits.max_series_per_route
+                    )
+                });
+            }
+        }
+    }
+    // A route with a counter of exchanges (or of failures) takes them from it, not from its
+    // duration points' counts (the `d:` series).
+    for push in &mut mapped.services {
+        for r in &mut push.routes {
+            for c in [r.obs.total.as_mut(), r.obs.failed.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                if c.0.iter().any(|(k, _)| !k.starts_with("d:")) {
+                    c.0.retain(|(k, _)| !k.starts_with("d:"));
+                }
+            }
+        }
+    }
+    mapped
+}
+
+/// Adds a duration point of series `key`: its count to the exchanges (and to the
+/// failures when `failed` says so; `None`: the metric tells no failures), its sum, and
+/// its cumulative buckets.
+fn durations(
+    o: &mut Observation,
+    key: &str,
+    failed: Option<bool>,
+    count: f64,
+    sum_s: Option<f64>,
+    buckets: Option<Vec<(f64, f64)>>,
+) {
+    o.duration_count.get_or_insert_default().add(key, count);
+    o.total
+        .get_or_insert_default()
+        .add(&format!("d:{key}"), count);
+    if let Some(failed) = failed {
+        let f = o.failed.get_or_insert_default();
+        f.add(&format!("d:{key}"), if failed { count } else { 0.0 });
+    }
+    if let Some(s) = sum_s {
+        o.duration_sum_s.get_or_insert_default().add(key, s);
+    }
+    for (le, c) in buckets.into_iter().flatten() {
+        o.add_bucket(le, key, c);
+    }
+}
+
+/// A number point's value (NaN without one).
+fn number(p: &NumberDataPoint) -> f64 {
+    match p.value {
+        Some(number_data_point::Value::AsDouble(d)) => d,
+        Some(number_data_point::Value::AsInt(i)) => i as f64,
+        None => f64::NAN,
+    }
+}
+
+/// Data points a metric carries.
+fn points_of(m: &opentelemetry_proto::tonic::metrics::v1::Metric) -> u64 {
+    (match &m.data {
+        Some(metric::Data::Gauge(g)) => g.data_points.len(),
+        Some(metric::Data::Sum(s)) => s.data_points.len(),
+        Some(metric::Data::Histogram(h)) => h.data_points.len(),
+        Some(metric::Data::ExponentialHistogram(h)) => h.data_points.len(),
+        Some(metric::Data::Summary(s)) => s.data_points.len(),
+        None => 0,
+    }) as u64
+}
+
+/// A counter figure's value in `c` for series `key`, for tests.
+#[cfg(test)]
+fn series(c: &Option<crate::domain::routes::Counters>, key: &str) -> Option<f64> {
+    c.as_ref()?
+        .0
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| *v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::common::v1::AnyValue;
+    use opentelemetry_proto::tonic::metrics::v1::{
+        ExponentialHistogram, Histogram, Metric, ResourceMetrics, ScopeMetrics, Sum,
+        exponential_histogram_data_point::Buckets,
+    };
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+
+    fn kv(k: &str, v: &str) -> KeyValue {
+        KeyValue {
+            key: k.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(v.into())),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn kv_int(k: &str, v: i64) -> KeyValue {
+        KeyValue {
+            key: k.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::IntValue(v)),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn request(service: &str, metrics: Vec<Metric>) -> ExportMetricsServiceRequest {
+        ExportMetricsServiceRequest {
+            resource_metrics: vec![ResourceMetrics {
+                resource: Some(Resource {
+                    attributes: vec![
+                        kv("service.name", service),
+                        kv("service.instance.id", "i-1"),
+                    ],
+                    ..Default::default()
+                }),
+                scope_metrics: vec![ScopeMetrics {
+                    metrics,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    fn histogram(
+        name: &str,
+        unit: &str,
+        temporality: AggregationTemporality,
+        points: Vec<HistogramDataPoint>,
+    ) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            data: Some(metric::Data::Histogram(Histogram {
+                data_points: points,
+                aggregation_temporality: temporality as i32,
+            })),
+            ..Default::default()
+        }
+    }
+
+    fn point(
+        attrs: Vec<KeyValue>,
+        counts: Vec<u64>,
+        bounds: Vec<f64>,
+        sum: f64,
+    ) -> HistogramDataPoint {
+        HistogramDataPoint {
+            attributes: attrs,
+            start_time_unix_nano: 1_000_000_000_000,
+            time_unix_nano: 1_000_010_000_000,
+            count: counts.iter().sum(),
+            sum: Some(sum),
+            bucket_counts: counts,
+            explicit_bounds: bounds,
+            max: Some(0.9),
+            ..Default::default()
+        }
+    }
+
+    const LIMITS: PushLimits = PushLimits {
+        max_routes: 100,
+        max_series_per_route: 100,
+    };
+
+    #[test]
+    fn current_http_conventions_make_routes_with_failures_and_buckets() {
+        let attrs = |method: &str, route: &str, status: i64| {
+            vec![
+                kv("http.request.method", method),
+                kv("http.route", route),
+                kv_int("http.response.status_code", status),
+            ]
+        };
+        let mut broken = vec![kv("http.request.method", "GET"), kv("http.route", "/a")];
+        broken.push(kv("error.type", "java.net.SocketTimeoutException"));
+        let req = request(
+            "shop",
+            vec![
+                histogram(
+                    "http.server.request.duration",
+                    "s",
+                    AggregationTemporality::Cumulative,
+                    vec![
+                        point(attrs("GET", "/a", 200), vec![2, 3, 1], vec![0.1, 0.5], 1.5),
+                        point(attrs("GET", "/a", 503), vec![0, 0, 4], vec![0.1, 0.5], 4.0),
+                        point(broken, vec![1, 0, 0], vec![0.1, 0.5], 0.05),
+                        point(
+                            attrs("POST", "/b", 201),
+                            vec![1, 0, 0],
+                            vec![0.1, 0.5],
+                            0.02,
+                        ),
+                    ],
+                ),
+                Metric {
+                    name: "jvm.thread.count".into(),
+                    data: Some(metric::Data::Sum(Sum {
+                        data_points: vec![NumberDataPoint::default(); 3],
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                },
+            ],
+        );
+        let m = map(&req, LIMITS);
+        assert_eq!(m.rejected, 0);
+        assert_eq!(m.services.len(), 1);
+        let s = &m.services[0];
+        assert_eq!(
+            (s.service.as_str(), s.instance.as_deref()),
+            ("shop", Some("i-1"))
+        );
+        assert_eq!(s.points, 7);
+        assert_eq!(
+            s.unmapped,
+            BTreeMap::from([("jvm.thread.count".to_string(), 3)])
+        );
+        let names: Vec<&str> = s.routes.iter().map(|r| r.obs.route.as_str()).collect();
+        assert_eq!(names, ["GET /a", "POST /b"]);
+        let a = &s.routes[0];
+        assert!(!a.delta);
+        assert_eq!(a.obs.source, Source::Otlp);
+        assert_eq!(a.start_ms, Some(1_000_000));
+        assert_eq!(a.at_ms, 1_000_010);
+        assert_eq!(a.obs.total.as_ref().unwrap().sum(), 11.0);
+        // the 503s and the request that ended in an exception failed; the 200s did not
+        assert_eq!(a.obs.failed.as_ref().unwrap().sum(), 5.0);
+        assert!((a.obs.duration_sum_s.as_ref().unwrap().sum() - 5.55).abs() < 1e-12);
+        let cum: Vec<(f64, f64)> = a.obs.buckets.iter().map(|(le, c)| (*le, c.sum())).collect();
+        assert_eq!(cum, [(0.1, 3.0), (0.5, 6.0), (f64::INFINITY, 11.0)]);
+        assert_eq!(a.max_s, Some(0.9));
+        assert_eq!(
+            series(&a.obs.duration_count, "http.response.status_code=503"),
+            Some(4.0)
+        );
+    }
+
+    #[test]
+    fn older_conventions_in_ms_and_micrometer_names_are_read_in_seconds() {
+        let old = histogram(
+            "http.server.duration",
+            "ms",
+            AggregationTemporality::Delta,
+            vec![point(
+                vec![
+                    kv("http.method", "GET"),
+                    kv("http.target", "/x"),
+                    kv_int("http.status_code", 500),
+                ],
+                vec![1, 1],
+                vec![250.0],
+                300.0,
+            )],
+        );
+        let micrometer = histogram(
+            "http.server.requests",
+            "ms",
+            AggregationTemporality::Cumulative,
+            vec![point(
+                vec![
+                    kv("method", "PUT"),
+                    kv("uri", "/y"),
+                    kv("outcome", "SERVER_ERROR"),
+                ],
+                vec![2],
+                vec![],
+                10.0,
+            )],
+        );
+        let m = map(&request("svc", vec![old, micrometer]), LIMITS);
+        let r = &m.services[0].routes;
+        assert_eq!(r[0].obs.route, "GET /x");
+        assert!(r[0].delta);
+        assert!((r[0].obs.duration_sum_s.as_ref().unwrap().sum() - 0.3).abs() < 1e-12);
+        let cum: Vec<(f64, f64)> = r[0]
+            .obs
+            .buckets
+            .iter()
+            .map(|(le, c)| (*le, c.sum()))
+            .collect();
+        assert_eq!(cum, [(0.25, 1.0), (f64::INFINITY, 2.0)]);
+        assert_eq!(r[0].obs.failed.as_ref().unwrap().sum(), 2.0);
+        assert!((r[0].max_s.unwrap() - 0.0009).abs() < 1e-15);
+        assert_eq!(r[1].obs.route, "PUT /y");
+        assert_eq!(r[1].obs.failed.as_ref().unwrap().sum(), 2.0);
+        assert!((r[1].obs.duration_sum_s.as_ref().unwrap().sum() - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn camel_counters_give_exchanges_and_failures_beside_the_policy_timer() {
+        let route = || vec![kv("routeId", "orders"), kv("camelContext", "shop-ctx")];
+        let counter = |name: &str, v: i64| Metric {
+            name: name.into(),
+            data: Some(metric::Data::Sum(Sum {
+                data_points: vec![NumberDataPoint {
+                    attributes: route(),
+                    value: Some(number_data_point::Value::AsInt(v)),
+                    time_unix_nano: 5_000_000,
+                    ..Default::default()
+                }],
+                aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                is_monotonic: true,
+            })),
+            ..Default::default()
+        };
+        let timer = histogram(
+            "camel.route.policy",
+            "s",
+            AggregationTemporality::Cumulative,
+            vec![point(route(), vec![7], vec![], 1.4)],
+        );
+        let m = map(
+            &request(
+                "camel",
+                vec![
+                    timer,
+                    counter("camel.exchanges.total", 9),
+                    counter("camel.exchanges.failed", 2),
+                ],
+            ),
+            LIMITS,
+        );
+        let r = &m.services[0].routes;
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].obs.route, "orders");
+        assert_eq!(r[0].obs.labels["camel_context"], "shop-ctx");
+        // the counters, not the timer's count, are the exchanges and failures
+        assert_eq!(r[0].obs.total.as_ref().unwrap().sum(), 9.0);
+        assert_eq!(r[0].obs.failed.as_ref().unwrap().sum(), 2.0);
+        assert_eq!(r[0].obs.duration_count.as_ref().unwrap().sum(), 7.0);
+    }
+
+    #[test]
+    fn exponential_buckets_keep_their_bounds_across_scales() {
+        let exp = |scale: i32, offset: i32, counts: Vec<u64>| ExponentialHistogramDataPoint {
+            count: counts.iter().sum::<u64>() + 1,
+            zero_count: 1,
+            scale,
+            positive: Some(Buckets {
+                offset,
+                bucket_counts: counts,
+            }),
+            ..Default::default()
+        };
+        let metric = |p: ExponentialHistogramDataPoint| Metric {
+            name: "http.server.request.duration".into(),
+            unit: "s".into(),
+            data: Some(metric::Data::ExponentialHistogram(ExponentialHistogram {
+                data_points: vec![p],
+                aggregation_temporality: AggregationTemporality::Cumulative as i32,
+            })),
+            ..Default::default()
+        };
+        // scale 5, indices 32..35 (values in (2, ~2.17]) → scale 3 index 8 (bound 2^(9/8))
+        let fine = map(
+            &request("s", vec![metric(exp(5, 32, vec![1, 2, 3, 4]))]),
+            LIMITS,
+        );
+        let b: Vec<(f64, f64)> = fine.services[0].routes[0]
+            .obs
+            .buckets
+            .iter()
+            .map(|(le, c)| (*le, c.sum()))
+            .collect();
+        assert_eq!(b[0], (0.0, 1.0), "the zero bucket");
+        assert_eq!(b[1], (2.0, 1.0), "the first bucket's lower edge");
+        assert_eq!(b[2], ((9.0f64 / 8.0).exp2(), 11.0));
+        assert_eq!(b[3], (f64::INFINITY, 11.0));
+        // the same values sent at scale 3 land on the same bounds
+        let coarse = map(&request("s", vec![metric(exp(3, 8, vec![10]))]), LIMITS);
+        let c: Vec<(f64, f64)> = coarse.services[0].routes[0]
+            .obs
+            .buckets
+            .iter()
+            .map(|(le, c)| (*le, c.sum()))
+            .collect();
+        assert_eq!(b, c);
+    }
+
+    #[test]
+    fn routes_and_series_past_the_limits_are_refused_and_counted() {
+        let points = (0..50)
+            .map(|i| {
+                point(
+                    vec![kv("http.route", &format!("/r{i}")), kv_int("n", i)],
+                    vec![1],
+                    vec![],
+                    0.1,
+                )
+            })
+            .chain((0..30).map(|i| {
+                point(
+                    vec![kv("http.route", "/r0"), kv_int("n", 100 + i)],
+                    vec![1],
+                    vec![],
+                    0.1,
+                )
+            }))
+            .collect();
+        let m = map(
+            &request(
+                "s",
+                vec![histogram(
+                    "http.server.request.duration",
+                    "s",
+                    AggregationTemporality::Delta,
+                    points,
+                )],
+            ),
+            PushLimits {
+                max_routes: 10,
+                max_series_per_route: 5,
+            },
+        );
+        assert_eq!(m.services[0].routes.len(), 10);
+        assert_eq!(
+            m.services[0].routes[0]
+                .obs
+                .duration_count
+                .as_ref()
+                .unwrap()
+                .0
+                .len(),
+            5
+        );
+        // 40 routes past the limit, 26 series of /r0 past its 5
+        assert_eq!(m.rejected, 40 + 26);
+        assert!(m.reason.unwrap().contains("10 routes per service"));
+    }
+
+    #[test]
+    fn content_types_and_bodies() {
+        assert_eq!(
+            Encoding::from_content_type("application/x-protobuf"),
+            Some(Encoding::Protobuf)
+        );
+        assert_eq!(
+            Encoding::from_content_type("application/json; charset=utf-8"),
+            Some(Encoding::Json)
+        );
+        assert_eq!(Encoding::from_content_type("text/plain"), None);
+        let req = request("s", vec![]);
+        let bytes = prost::Message::encode_to_vec(&req);
+        assert_eq!(decode(&bytes, Encoding::Protobuf).unwrap(), req);
+        let err = decode(&bytes[..bytes.len() - 3], Encoding::Protobuf).unwrap_err();
+        assert!(err.contains("protobuf"), "{err}");
+        let json = r#"{"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"j"}}]},"scopeMetrics":[{"metrics":[{"name":"http.server.request.duration","unit":"s","histogram":{"aggregationTemporality":1,"dataPoints":[{"attributes":[{"key":"http.route","value":{"stringValue":"/j"}}],"startTimeUnixNano":"1000000000","timeUnixNano":"2000000000","count":"3","sum":0.3,"bucketCounts":["1","2"],"explicitBounds":[0.1]}]}}]}]}]}"#;
+        let m = map(&decode(json.as_bytes(), Encoding::Json).unwrap(), LIMITS);
+        let r = &m.services[0].routes[0];
+        assert_eq!((r.obs.route.as_str(), r.delta), ("/j", true));
+        assert_eq!(r.obs.total.as_ref().unwrap().sum(), 3.0);
+        assert!(decode(b"{\"resourceMetrics\": 5}", Encoding::Json).is_err());
+    }
+}
