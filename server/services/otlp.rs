@@ -316,3 +316,75 @@ pub fn cumulative_interval(prev: Option<&PushedRoute>, cur: &PushedRoute) -> Opt
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::routes::Source;
+
+    fn reading(total: f64, start_ms: Option<i64>, at_ms: i64, max_s: Option<f64>) -> PushedRoute {
+        let mut obs = Observation::new("shop", "GET /a", Source::Otlp);
+        obs.total.get_or_insert_default().add("code=200", total);
+        obs.duration_count
+            .get_or_insert_default()
+            .add("code=200", total);
+        obs.duration_sum_s
+            .get_or_insert_default()
+            .add("code=200", total * 0.01);
+        PushedRoute {
+            obs,
+            delta: false,
+            start_ms,
+            at_ms,
+            max_s,
+        }
+    }
+
+    #[test]
+    fn cumulative_readings_become_intervals_with_baselines_restarts_and_resets() {
+        let start = 1_000_000;
+        // a long-running process seen for the first time: a baseline
+        let old = reading(500.0, Some(start - 3_600_000), start, Some(0.2));
+        assert_eq!(cumulative_interval(None, &old), None);
+        // a process that started 10 s ago counts its first requests
+        let fresh = reading(40.0, Some(start), start + 10_000, Some(0.3));
+        let iv = cumulative_interval(None, &fresh).unwrap();
+        assert_eq!((iv.interval_ms, iv.exchanges), (10_000, Some(40.0)));
+        assert_eq!(iv.max_s, Some(0.3));
+        // the next push: the difference; the max did not rise, so it says nothing
+        let next = reading(100.0, Some(start), start + 20_000, Some(0.3));
+        let iv = cumulative_interval(Some(&fresh), &next).unwrap();
+        assert_eq!(
+            (iv.interval_ms, iv.exchanges, iv.max_s),
+            (10_000, Some(60.0), None)
+        );
+        assert!((iv.duration_sum_s.unwrap() - 0.6).abs() < 1e-12);
+        // a new start time: the process restarted, its totals count from zero
+        let restarted = reading(7.0, Some(start + 25_000), start + 30_000, None);
+        let iv = cumulative_interval(Some(&next), &restarted).unwrap();
+        assert_eq!(
+            (iv.interval_ms, iv.exchanges, iv.resets),
+            (5_000, Some(7.0), 1)
+        );
+        // a total that went down under the same start time: a reset of that series
+        let down = reading(3.0, Some(start), start + 30_000, None);
+        let iv = cumulative_interval(Some(&next), &down).unwrap();
+        assert_eq!((iv.exchanges, iv.resets), (Some(3.0), 3));
+        // a push not later than the previous one gives nothing
+        assert_eq!(cumulative_interval(Some(&next), &next), None);
+    }
+
+    #[test]
+    fn delta_readings_are_their_own_interval() {
+        let mut r = reading(12.0, Some(5_000), 15_000, Some(0.05));
+        r.delta = true;
+        let iv = delta_interval(&r, None).unwrap();
+        assert_eq!(
+            (iv.interval_ms, iv.exchanges, iv.max_s),
+            (10_000, Some(12.0), Some(0.05))
+        );
+        r.start_ms = None;
+        assert_eq!(delta_interval(&r, None), None);
+        assert_eq!(delta_interval(&r, Some(2_000)).unwrap().interval_ms, 2_000);
+    }
+}

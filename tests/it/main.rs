@@ -25,6 +25,7 @@ mod live;
 mod live_runs;
 mod load;
 mod oidc;
+mod otlp;
 mod permissions;
 mod readme;
 mod replicas;

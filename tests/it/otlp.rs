@@ -1,0 +1,371 @@
+//! OTLP/HTTP metrics pushed by the real OpenTelemetry Python SDK (`tests/lab/otel_service.py`:
+//! a small HTTP service that records `http.server.request.duration` for each request it
+//! serves), and what the receiver does with bad input.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use harrier::domain::auth::{Role, Scope};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, Histogram, HistogramDataPoint, Metric, ResourceMetrics, ScopeMetrics,
+    metric,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+
+use crate::helpers::*;
+use crate::permissions::{signed_in, token};
+use crate::skip::{Kind, skip};
+
+/// Whether the OpenTelemetry Python SDK and its OTLP/HTTP exporter import here.
+fn python_sdk() -> bool {
+    std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import opentelemetry.sdk.metrics, opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A server on 127.0.0.1 over `app`'s state; its base URL.
+async fn serve(app: &TestApp) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(harrier::app::serve(
+        listener,
+        app.state.clone(),
+        std::future::pending(),
+    ));
+    base
+}
+
+/// Per route, what the stored intervals add up to: (exchanges, failed, Σ seconds, timed).
+async fn stored_totals(app: &TestApp, service: &str) -> BTreeMap<String, (f64, f64, f64, f64)> {
+    let store = &app.state.store;
+    let infos = store.route_infos_sql(None, None).await.unwrap();
+    let mut out = BTreeMap::new();
+    for info in infos.iter().filter(|i| i.service == service) {
+        assert_eq!(info.source, "otlp");
+        let mut t = (0.0, 0.0, 0.0, 0.0);
+        for iv in store
+            .route_intervals(Some(info.id), 0, i64::MAX)
+            .await
+            .unwrap()
+        {
+            let iv = iv.interval;
+            t.0 += iv.exchanges.unwrap_or(0.0);
+            t.1 += iv.failed.unwrap_or(0.0);
+            t.2 += iv.duration_sum_s.unwrap_or(0.0);
+            t.3 += iv.duration_count.unwrap_or(0.0);
+            if let Some((le, n)) = iv.buckets.last() {
+                assert_eq!(*le, f64::INFINITY, "{}: buckets end at +Inf", info.route);
+                assert_eq!(
+                    Some(*n),
+                    iv.duration_count,
+                    "{}: +Inf is the count",
+                    info.route
+                );
+            }
+        }
+        out.insert(info.route.clone(), t);
+    }
+    out
+}
+
+#[tokio::test]
+async fn python_sdk_pushes_become_routes_with_the_counts_it_recorded() {
+    if !python_sdk() {
+        skip(
+            Kind::Tool,
+            "the OpenTelemetry Python SDK (opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http) is not installed",
+        );
+        return;
+    }
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    // Sign-in on: pushes need the ingest token.
+    let _ = signed_in(&app, "ana", Role::Admin).await;
+    let ingest = token(&app, Scope::Ingest).await;
+    let base = serve(&app).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab/otel_service.py");
+    for (service, temporality, histogram, path) in [
+        ("shop-cumulative", "cumulative", "explicit", "/v1/metrics"),
+        ("shop-delta", "delta", "explicit", "/otlp/v1/metrics"),
+        (
+            "shop-exponential",
+            "cumulative",
+            "exponential",
+            "/v1/metrics",
+        ),
+        ("shop-delta-exp", "delta", "exponential", "/v1/metrics"),
+    ] {
+        // The SDK's process runs beside this test's server (on the blocking pool, so the
+        // server keeps answering).
+        let args: Vec<String> = vec![
+            script.to_string(),
+            format!("{base}{path}"),
+            service.to_string(),
+            temporality.to_string(),
+            histogram.to_string(),
+            "400".to_string(),
+            ingest.clone(),
+        ];
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new("python3").args(&args).output()
+        })
+        .await
+        .unwrap()
+        .expect("python3");
+        assert!(
+            out.status.success(),
+            "{service}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let recorded: BTreeMap<String, serde_json::Value> =
+            serde_json::from_slice(out.stdout.trim_ascii()).expect("the SDK's totals");
+        let stored = stored_totals(&app, service).await;
+        assert_eq!(
+            stored.keys().collect::<Vec<_>>(),
+            recorded.keys().collect::<Vec<_>>(),
+            "{service}: routes"
+        );
+        for (route, r) in &recorded {
+            let (exchanges, failed, sum_s, timed) = stored[route];
+            let count = r["count"].as_f64().unwrap();
+            assert_eq!(exchanges, count, "{service} {route}: exchanges");
+            assert_eq!(timed, count, "{service} {route}: timed exchanges");
+            assert_eq!(
+                failed,
+                r["failed"].as_f64().unwrap(),
+                "{service} {route}: failed"
+            );
+            let want = r["sum_s"].as_f64().unwrap();
+            assert!(
+                (sum_s - want).abs() <= want * 1e-9,
+                "{service} {route}: Σ time {sum_s} s, the SDK recorded {want} s"
+            );
+        }
+        // The route rows: the same service, figures over the window, and (exponential
+        // buckets) a median where the values are: POST /orders sleeps 4 ms.
+        let rows =
+            harrier::views::routes::route_rows(&app.state.store, None, 600_000, harrier::now_ms())
+                .await
+                .unwrap();
+        let post = rows
+            .iter()
+            .find(|r| r.service == service && r.route == "POST /orders")
+            .expect("POST /orders");
+        assert_eq!(post.instance, format!("{service}-1"));
+        assert_eq!(post.error_pct, Some(0.0));
+        let fail = rows
+            .iter()
+            .find(|r| r.service == service && r.route == "GET /fail")
+            .unwrap();
+        assert_eq!(fail.error_pct, Some(100.0));
+        if histogram == "exponential" {
+            let p50 = post.p50_ms.expect("a median");
+            assert!(
+                p50 >= 4.0 && p50 <= post.max_ms.unwrap() * 1.1,
+                "{service}: p50 {p50} ms of requests that each sleep 4 ms (max {:?})",
+                post.max_ms
+            );
+        }
+    }
+    // One target per pushing instance, never scraped.
+    let targets = app.state.store.list_targets().await.unwrap();
+    let pushed: Vec<&str> = targets
+        .iter()
+        .filter(|t| t.kind == "otlp")
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(pushed.len(), 4, "{pushed:?}");
+    assert!(pushed.contains(&"otlp: shop-delta @ shop-delta-1"));
+    // Without the token: refused, nothing stored.
+    let r = reqwest::Client::new()
+        .post(format!("{base}/v1/metrics"))
+        .header(header::CONTENT_TYPE, "application/x-protobuf")
+        .body(request_for("intruder", 1).encode_to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(stored_totals(&app, "intruder").await.is_empty());
+}
+
+fn kv(k: &str, v: &str) -> KeyValue {
+    KeyValue {
+        key: k.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.into())),
+        }),
+        ..Default::default()
+    }
+}
+
+/// A request of `routes` distinct `http.route`s, one cumulative point each.
+fn request_for(service: &str, routes: usize) -> ExportMetricsServiceRequest {
+    let now = harrier::now_ms() as u64 * 1_000_000;
+    let points = (0..routes)
+        .map(|i| HistogramDataPoint {
+            attributes: vec![
+                kv("http.request.method", "GET"),
+                kv("http.route", &format!("/item/{i}")),
+            ],
+            start_time_unix_nano: now - 1_000_000_000,
+            time_unix_nano: now,
+            count: 2,
+            sum: Some(0.02),
+            bucket_counts: vec![1, 1],
+            explicit_bounds: vec![0.01],
+            ..Default::default()
+        })
+        .collect();
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", service)],
+                ..Default::default()
+            }),
+            scope_metrics: vec![ScopeMetrics {
+                metrics: vec![Metric {
+                    name: "http.server.request.duration".into(),
+                    unit: "s".into(),
+                    data: Some(metric::Data::Histogram(Histogram {
+                        data_points: points,
+                        aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                    })),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+fn post(body: Vec<u8>, content_type: &str, gzip: bool) -> Request<Body> {
+    let mut r = Request::post("/v1/metrics").header(header::CONTENT_TYPE, content_type);
+    if gzip {
+        r = r.header(header::CONTENT_ENCODING, "gzip");
+    }
+    r.body(Body::from(body)).unwrap()
+}
+
+#[tokio::test]
+async fn bad_pushes_are_refused_whole_and_say_why() {
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let good = request_for("shop", 3).encode_to_vec();
+
+    // A truncated protobuf body: 400, a google.rpc.Status in protobuf, nothing stored.
+    let r = app
+        .send(post(
+            good[..good.len() - 5].to_vec(),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let text = String::from_utf8_lossy(&r.body).to_string();
+    assert!(
+        text.contains("not an OTLP ExportMetricsServiceRequest in protobuf"),
+        "{text}"
+    );
+    assert!(text.contains("nothing was stored"), "{text}");
+
+    // Another content type: 415 naming the two that are read.
+    let r = app.send(post(good.clone(), "text/plain", false)).await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(
+        r.text()
+            .contains("application/x-protobuf or application/json"),
+        "{}",
+        r.text()
+    );
+
+    // Bad JSON: 400 with a JSON status.
+    let r = app
+        .send(post(
+            b"{\"resourceMetrics\": [{".to_vec(),
+            "application/json",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["code"], 3, "{}", r.text());
+
+    // A gzip bomb: 100 MiB of zeros in ~100 KiB: refused at the limit, never inflated whole.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..100 {
+        gz.write_all(&zeros).unwrap();
+    }
+    let bomb = gz.finish().unwrap();
+    assert!(bomb.len() < 1 << 20);
+    let r = app.send(post(bomb, "application/x-protobuf", true)).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(String::from_utf8_lossy(&r.body).contains("nothing was stored"));
+
+    // Not gzip though it says so.
+    let r = app
+        .send(post(good.clone(), "application/x-protobuf", true))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
+    // Nothing of the refused pushes was stored.
+    assert!(app.state.store.list_targets().await.unwrap().is_empty());
+    assert!(stored_totals(&app, "shop").await.is_empty());
+
+    // The good body, gzip'd: taken whole, an answer without partial success.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&good).unwrap();
+    let r = app
+        .send(post(gz.finish().unwrap(), "application/x-protobuf", true))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let answer = ExportMetricsServiceResponse::decode(&r.body[..]).unwrap();
+    assert_eq!(answer.partial_success, None);
+    assert_eq!(stored_totals(&app, "shop").await.len(), 3);
+}
+
+#[tokio::test]
+async fn a_hundred_thousand_attribute_sets_keep_the_route_limit_and_report_the_rest() {
+    let app = spawn_app_with(|c| {
+        c.self_scrape = false;
+        c.max_routes_per_target = 2_000;
+    })
+    .await;
+    let body = request_for("wide", 100_000).encode_to_vec();
+    let r = app.send(post(body, "application/x-protobuf", false)).await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    let answer = ExportMetricsServiceResponse::decode(&r.body[..]).unwrap();
+    let partial = answer.partial_success.expect("a partial success");
+    assert_eq!(partial.rejected_data_points, 98_000);
+    assert!(
+        partial.error_message.contains("2000 routes per service"),
+        "{}",
+        partial.error_message
+    );
+    let routes = app.state.store.route_infos_sql(None, None).await.unwrap();
+    assert_eq!(routes.len(), 2_000);
+    // The same in JSON: the answer is JSON too.
+    let json = serde_json::to_vec(&request_for("wide-json", 2_001)).unwrap();
+    let r = app.send(post(json, "application/json", false)).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.json()["partialSuccess"]["rejectedDataPoints"],
+        1,
+        "{}",
+        r.text()
+    );
+}
