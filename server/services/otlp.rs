@@ -18,6 +18,10 @@
 //!   (as a first scrape is), unless its start time lies within [`FRESH_START_MS`] of its
 //!   time: a service that just started counts its first requests.
 //!
+//! Runtime, process and pool metrics (OpenTelemetry's `process.*`, `jvm.*`,
+//! `db.client.connection.*`; Micrometer's OTLP names) become the same process figures and
+//! pool panels a scrape gives ([`crate::sources::otlp::process_samples`]).
+//!
 //! What is held here (the previous totals) is per process: after a restart the first push
 //! of each route is a baseline again. With several replicas behind a load balancer, point
 //! an SDK at one replica (or make the balancer sticky per client): the totals of one
@@ -31,7 +35,8 @@ use tokio::sync::Mutex;
 use crate::domain::routes::{Interval, Observation, RouteRow};
 use crate::domain::secrets::{Credentials, Secret};
 use crate::services::live::Hub;
-use crate::sources::otlp::{Mapped, PushedRoute, ServicePush};
+use crate::sources::otlp::{Mapped, PromSample, PushedRoute, ServicePush};
+use crate::sources::scrape::process::{self, ProcessReading};
 use crate::store::{RouteWrite, ScrapeStatus, Store, TargetSpec};
 
 /// Origin and kind of the targets pushes create.
@@ -74,6 +79,8 @@ struct Instance {
     /// Metrics not mapped, by name: data points seen since the process started.
     unmapped: BTreeMap<String, u64>,
     sent: HashMap<i64, RouteRow>,
+    /// The previous push's process readings, per instance, with their time (for rates).
+    process: HashMap<Option<String>, (ProcessReading, i64)>,
 }
 
 /// The metrics a pushing instance sends that harrier does not map.
@@ -149,6 +156,7 @@ impl Receiver {
                         delta: HashMap::new(),
                         unmapped: BTreeMap::new(),
                         sent: HashMap::new(),
+                        process: HashMap::new(),
                     },
                 );
             }
@@ -211,6 +219,25 @@ impl Receiver {
                     writes.push(route_write(obs, Some(iv)));
                 }
             }
+        }
+        // Runtime, process and pool figures, as a scrape's.
+        if !push.process.is_empty() {
+            let doc = PromSample::exposition(&push.process);
+            let mut figures: Vec<(String, String, f64)> = Vec::new();
+            for (key, reading) in process::readings(&doc, now_ms) {
+                let shown = key
+                    .clone()
+                    .or_else(|| push.instance.clone())
+                    .unwrap_or_else(|| "otlp".to_string());
+                let before = inst.process.get(&key).map(|(r, t)| (r, now_ms - *t));
+                for (metric, v) in reading.figures(before) {
+                    figures.push((shown.clone(), metric, v));
+                }
+                inst.process.insert(key, (reading, now_ms));
+            }
+            self.store
+                .record_process(inst.target_id, now_ms, &figures)
+                .await?;
         }
         let status = ScrapeStatus {
             at_ms: now_ms,

@@ -126,6 +126,51 @@ pub struct ServicePush {
     pub unmapped: BTreeMap<String, u64>,
     /// Data points read (mapped or not).
     pub points: u64,
+    /// Runtime, process and pool metrics under the names the scrape path reads (see
+    /// [`process_samples`]), for [`crate::sources::scrape::process::readings`].
+    pub process: Vec<PromSample>,
+}
+
+/// One sample under its Prometheus name, owned (what [`PromSample::exposition`] lends).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromSample {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+impl PromSample {
+    /// `samples` as a parsed exposition (one untyped family per sample), so the scrape
+    /// path's process and pool readings apply to pushed metrics as they are.
+    pub fn exposition(
+        samples: &[PromSample],
+    ) -> crate::sources::scrape::exposition::Exposition<'_> {
+        use crate::sources::scrape::exposition::{
+            Exposition, Family, MetricType, Sample, TextFormat,
+        };
+        Exposition {
+            format: TextFormat::Prometheus,
+            families: samples
+                .iter()
+                .map(|p| Family {
+                    name: &p.name,
+                    kind: MetricType::Untyped,
+                    help: None,
+                    unit: None,
+                    samples: vec![Sample {
+                        name: &p.name,
+                        labels: p
+                            .labels
+                            .iter()
+                            .map(|(k, v)| (k.as_str(), std::borrow::Cow::Borrowed(v.as_str())))
+                            .collect(),
+                        value: p.value,
+                        timestamp_ms: None,
+                    }],
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A whole request mapped: per service instance, in the order first seen, and the data
@@ -202,7 +247,7 @@ fn mapping(name: &str) -> Option<(Role, Naming)> {
 /// Seconds per unit of a duration metric (`s` when the unit is unknown or empty).
 fn unit_seconds(unit: &str) -> f64 {
     match unit {
-        "ms" => 1e-3,
+        "ms" | "milliseconds" => 1e-3,
         "us" | "µs" => 1e-6,
         "ns" => 1e-9,
         "min" => 60.0,
@@ -394,7 +439,11 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                 let push = &mut mapped.services[at];
                 push.points += n;
                 let (Some((role, naming)), Some(data)) = (mapping(&m.name), m.data.as_ref()) else {
-                    *push.unmapped.entry(m.name.clone()).or_default() += n;
+                    let before = push.process.len();
+                    process_samples(m, &mut push.process);
+                    if push.process.len() == before {
+                        *push.unmapped.entry(m.name.clone()).or_default() += n;
+                    }
                     continue;
                 };
                 let to_s = unit_seconds(&m.unit);
@@ -600,6 +649,202 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
         }
     }
     mapped
+}
+
+/// The prefixes of the Prometheus names the scrape path reads as process and pool figures
+/// ([`crate::sources::scrape::process`]).
+const PROCESS_FAMILIES: &[&str] = &[
+    "process_",
+    "jvm_",
+    "system_cpu_usage",
+    "hikaricp_connections_",
+    "jdbc_connections_",
+    "httpcomponents_httpclient_pool_",
+    "jetty_threads_",
+    "tomcat_threads_",
+    "executor_",
+    "worker_pool_",
+];
+
+/// OpenTelemetry's runtime and database-client conventions under the names the scrape
+/// path reads (`(translated name, name read)`), after the translation of
+/// [`process_samples`].
+const CONVENTION_NAMES: &[(&str, &str)] = &[
+    (
+        "process_cpu_time_seconds_total",
+        "process_cpu_seconds_total",
+    ),
+    ("jvm_cpu_time_seconds_total", "process_cpu_seconds_total"),
+    ("jvm_cpu_recent_utilization", "process_cpu_usage"),
+    (
+        "process_memory_usage_bytes",
+        "process_resident_memory_bytes",
+    ),
+    ("process_thread_count", "process_threads"),
+    ("process_open_file_descriptor_count", "process_open_fds"),
+    ("jvm_thread_count", "jvm_threads_live_threads"),
+    ("jvm_memory_limit_bytes", "jvm_memory_max_bytes"),
+    ("jvm_gc_duration_seconds_sum", "jvm_gc_pause_seconds_sum"),
+    (
+        "jvm_gc_duration_seconds_count",
+        "jvm_gc_pause_seconds_count",
+    ),
+    ("db_client_connection_max", "jdbc_connections_max"),
+    ("db_client_connections_max", "jdbc_connections_max"),
+    (
+        "db_client_connection_pending_requests",
+        "jdbc_connections_pending",
+    ),
+    (
+        "db_client_connections_pending_requests",
+        "jdbc_connections_pending",
+    ),
+];
+
+/// Attribute keys of those conventions under the labels the scrape path reads.
+const CONVENTION_LABELS: &[(&str, &str)] = &[
+    ("jvm.memory.type", "area"),
+    ("jvm.memory.pool.name", "id"),
+    ("db.client.connection.pool.name", "name"),
+    ("pool.name", "name"),
+];
+
+/// The Prometheus unit suffix of an OTLP unit, as Prometheus' own OTLP translation names
+/// it (UCUM `By` → `bytes`, `s` → `seconds`; annotations in braces and `1` give none).
+fn unit_suffix(unit: &str) -> Option<&str> {
+    match unit {
+        "" | "1" => None,
+        u if u.starts_with('{') => None,
+        "By" => Some("bytes"),
+        "s" => Some("seconds"),
+        "ms" => Some("milliseconds"),
+        u => Some(u),
+    }
+}
+
+/// `name` with every character outside `[a-zA-Z0-9_:]` as `_`.
+fn prom_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Adds the samples of metric `m` under Prometheus names when they fall in one of the
+/// families the scrape path reads as process and pool figures; adds nothing for any other
+/// metric. The translation is Prometheus' own for OTLP: dots to `_`, the unit as a suffix,
+/// `_total` on monotonic sums, histograms as `_sum` and `_count` (times in ms read as
+/// seconds). Micrometer's OTLP names (`jvm.memory.used`, `hikaricp.connections.active`,
+/// `executor.active`…) so become the very names its Prometheus registry writes;
+/// OpenTelemetry's conventions (`process.cpu.time`, `jvm.memory.used` by
+/// `jvm.memory.type`, `jvm.gc.duration`, `db.client.connection.count` by state…) are
+/// renamed to them ([`CONVENTION_NAMES`], [`CONVENTION_LABELS`]; a database client pool
+/// is a `jdbc` pool: used, idle and max connections, requests waiting).
+pub fn process_samples(
+    m: &opentelemetry_proto::tonic::metrics::v1::Metric,
+    out: &mut Vec<PromSample>,
+) {
+    let base = prom_name(&m.name);
+    let suffixed = |base: &str, unit: Option<&str>| match unit {
+        Some(u) if !base.ends_with(&format!("_{u}")) => format!("{base}_{u}"),
+        _ => base.to_string(),
+    };
+    let labels = |attrs: &[KeyValue]| -> Vec<(String, String)> {
+        attrs
+            .iter()
+            .filter_map(|kv| {
+                let v = text(kv.value.as_ref()?)?;
+                let key = CONVENTION_LABELS
+                    .iter()
+                    .find(|(from, _)| *from == kv.key)
+                    .map_or_else(|| prom_name(&kv.key), |(_, to)| to.to_string());
+                let v = if key == "area" && v == "non_heap" {
+                    "nonheap".to_string()
+                } else {
+                    v
+                };
+                Some((key, v))
+            })
+            .collect()
+    };
+    let mut push = |name: String, labels: Vec<(String, String)>, value: f64| {
+        let name = CONVENTION_NAMES
+            .iter()
+            .find(|(from, _)| *from == name)
+            .map_or(name, |(_, to)| to.to_string());
+        if value.is_finite() && PROCESS_FAMILIES.iter().any(|f| name.starts_with(f)) {
+            out.push(PromSample {
+                name,
+                labels,
+                value,
+            });
+        }
+    };
+    let live = |flags: u32| flags & NO_RECORDED_VALUE == 0;
+    match &m.data {
+        Some(metric::Data::Gauge(g)) => {
+            let name = suffixed(&base, unit_suffix(&m.unit));
+            for p in g.data_points.iter().filter(|p| live(p.flags)) {
+                push(name.clone(), labels(&p.attributes), number(p));
+            }
+        }
+        Some(metric::Data::Sum(s)) => {
+            let mut name = suffixed(&base, unit_suffix(&m.unit));
+            if s.is_monotonic && !name.ends_with("_total") {
+                name.push_str("_total");
+            }
+            let pool_usage = matches!(
+                base.as_str(),
+                "db_client_connection_count" | "db_client_connections_usage"
+            );
+            for p in s.data_points.iter().filter(|p| live(p.flags)) {
+                if !pool_usage {
+                    push(name.clone(), labels(&p.attributes), number(p));
+                    continue;
+                }
+                // The connections of a database client pool, by state.
+                let state = ["db.client.connection.state", "state"]
+                    .iter()
+                    .find_map(|k| attr_text(&p.attributes, k));
+                let field = match state.as_deref() {
+                    Some("used") => "jdbc_connections_active",
+                    Some("idle") => "jdbc_connections_idle",
+                    _ => continue,
+                };
+                let l = labels(&p.attributes)
+                    .into_iter()
+                    .filter(|(k, _)| !k.ends_with("state"))
+                    .collect();
+                push(field.to_string(), l, number(p));
+            }
+        }
+        Some(metric::Data::Histogram(h)) => {
+            let to_s = unit_seconds(&m.unit);
+            let timed = to_s != 1.0 || m.unit == "s" || m.unit == "seconds";
+            let name = if timed {
+                suffixed(&base, Some("seconds"))
+            } else {
+                suffixed(&base, unit_suffix(&m.unit))
+            };
+            for p in h.data_points.iter().filter(|p| live(p.flags)) {
+                if let Some(sum) = p.sum {
+                    let sum = if timed { sum * to_s } else { sum };
+                    push(format!("{name}_sum"), labels(&p.attributes), sum);
+                }
+                push(
+                    format!("{name}_count"),
+                    labels(&p.attributes),
+                    p.count as f64,
+                );
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Adds a duration point of series `key`: its count to the exchanges (and to the

@@ -168,6 +168,35 @@ async fn python_sdk_pushes_become_routes_with_the_counts_it_recorded() {
             .find(|r| r.service == service && r.route == "GET /fail")
             .unwrap();
         assert_eq!(fail.error_pct, Some(100.0));
+        // The pool behind POST /orders and the process's own figures, as a scrape's.
+        let d = harrier::views::services::service_detail(&app.state.store, service)
+            .await
+            .unwrap()
+            .expect("the service");
+        let pool = d
+            .pools
+            .iter()
+            .find(|p| p.kind == "jdbc" && p.name == "orders-db")
+            .unwrap_or_else(|| panic!("{service}: the orders-db pool in {:?}", d.pools));
+        assert_eq!(pool.max, Some(4.0), "{service}: {pool:?}");
+        assert_eq!(
+            pool.active.unwrap() + pool.idle.unwrap(),
+            4.0,
+            "{service}: {pool:?}"
+        );
+        assert!(pool.pending.is_some(), "{service}: {pool:?}");
+        let figure = |metric: &str| {
+            d.process
+                .iter()
+                .find(|p| p.metric == metric)
+                .map(|p| p.mean)
+        };
+        assert!(
+            figure("rss_bytes").is_some_and(|b| b > 1e6),
+            "{service}: {:?}",
+            d.process
+        );
+        assert!(figure("cpu_pct").is_some(), "{service}: {:?}", d.process);
         if histogram == "exponential" {
             let p50 = post.p50_ms.expect("a median");
             assert!(
@@ -367,5 +396,44 @@ async fn a_hundred_thousand_attribute_sets_keep_the_route_limit_and_report_the_r
         1,
         "{}",
         r.text()
+    );
+}
+
+#[tokio::test]
+async fn metrics_not_mapped_are_listed_with_their_counts() {
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let mut req = request_for("shop", 1);
+    let unknown = |name: &str, n: usize| Metric {
+        name: name.into(),
+        data: Some(metric::Data::Gauge(
+            opentelemetry_proto::tonic::metrics::v1::Gauge {
+                data_points: vec![Default::default(); n],
+            },
+        )),
+        ..Default::default()
+    };
+    req.resource_metrics[0].scope_metrics[0]
+        .metrics
+        .extend([unknown("queue.depth", 3), unknown("cache.hit_ratio", 1)]);
+    for _ in 0..2 {
+        let r = app
+            .send(post(req.encode_to_vec(), "application/x-protobuf", false))
+            .await;
+        assert_eq!(r.status, StatusCode::OK);
+    }
+    let r = app.get("/api/v1/services/shop").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let unmapped = &r.json()["unmapped"][0]["metrics"];
+    assert_eq!(unmapped["queue.depth"], 6, "{}", r.text());
+    assert_eq!(unmapped["cache.hit_ratio"], 2);
+    assert!(unmapped.get("http.server.request.duration").is_none());
+    let page = app.get("/console/services/shop").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let rows = select_texts(&page.html(), "#unmapped-metrics tbody tr");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("queue.depth") && r.contains('6')),
+        "{rows:?}"
     );
 }

@@ -3,7 +3,9 @@
 It serves three routes on 127.0.0.1 (GET /orders/{id} quick, POST /orders slower, GET
 /fail answering 500), records every request it serves in the semantic conventions'
 `http.server.request.duration` histogram (seconds; `http.request.method`, `http.route`,
-`http.response.status_code`, and `error.type` on 5xx), and exports it over OTLP/HTTP
+`http.response.status_code`, and `error.type` on 5xx), a pool of 4 connections behind
+POST /orders (`db.client.connection.*`) and its own CPU time and memory (`process.*`),
+and exports them over OTLP/HTTP
 protobuf to the endpoint given, every 300 ms while a client thread sends the requests.
 At the end it flushes the SDK and prints, as one JSON line, what the SDK recorded per
 route: count, failed and sum of seconds.
@@ -14,6 +16,7 @@ TEMPORALITY: cumulative | delta. HISTOGRAM: explicit | exponential.
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -70,6 +73,40 @@ duration = meter.create_histogram(
     ],
 )
 
+# A connection pool of 4 in front of POST /orders, measured under the database-client
+# conventions (db.client.connection.count by state, .max, .pending_requests); and the
+# process's own CPU time and resident memory under the process conventions.
+POOL = 4
+pool = threading.BoundedSemaphore(POOL)
+pool_used = meter.create_up_down_counter("db.client.connection.count", unit="{connection}")
+pool_max = meter.create_up_down_counter("db.client.connection.max", unit="{connection}")
+pool_pending = meter.create_up_down_counter(
+    "db.client.connection.pending_requests", unit="{request}"
+)
+POOL_NAME = {"db.client.connection.pool.name": "orders-db"}
+pool_max.add(POOL, POOL_NAME)
+pool_used.add(POOL, {**POOL_NAME, "db.client.connection.state": "idle"})
+
+
+def cpu_time(options):
+    t = os.times()
+    from opentelemetry.metrics import Observation
+
+    yield Observation(t.user, {"cpu.mode": "user"})
+    yield Observation(t.system, {"cpu.mode": "system"})
+
+
+def memory_usage(options):
+    from opentelemetry.metrics import Observation
+
+    with open("/proc/self/statm") as f:
+        resident_pages = int(f.read().split()[1])
+    yield Observation(resident_pages * os.sysconf("SC_PAGE_SIZE"))
+
+
+meter.create_observable_counter("process.cpu.time", [cpu_time], unit="s")
+meter.create_observable_up_down_counter("process.memory.usage", [memory_usage], unit="By")
+
 recorded = {}
 lock = threading.Lock()
 
@@ -99,7 +136,14 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET" and self.path.startswith("/orders/"):
             route, status = "/orders/{id}", 200
         elif method == "POST" and self.path == "/orders":
-            time.sleep(0.004)
+            pool_pending.add(1, POOL_NAME)
+            with pool:
+                pool_pending.add(-1, POOL_NAME)
+                pool_used.add(-1, {**POOL_NAME, "db.client.connection.state": "idle"})
+                pool_used.add(1, {**POOL_NAME, "db.client.connection.state": "used"})
+                time.sleep(0.004)
+                pool_used.add(-1, {**POOL_NAME, "db.client.connection.state": "used"})
+                pool_used.add(1, {**POOL_NAME, "db.client.connection.state": "idle"})
             route, status = "/orders", 201
         elif method == "GET" and self.path == "/fail":
             route, status = "/fail", 500

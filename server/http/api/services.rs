@@ -67,12 +67,20 @@ async fn get_service(State(state): State<AppState>, Path(name): Path<String>) ->
             })
         })
         .collect();
+    let unmapped: Vec<_> = state
+        .otlp
+        .unmapped()
+        .await
+        .into_iter()
+        .filter(|u| u.service == d.name)
+        .collect();
     Ok(Json(serde_json::json!({
         "name": d.name,
         "instances": d.instances,
         "routes": d.routes,
         "process": process,
         "pools": d.pools,
+        "unmapped": unmapped,
     }))
     .into_response())
 }

@@ -98,6 +98,8 @@ struct ServicePage {
     shown: String,
     ranges: Vec<RangeOpt>,
     data_json: String,
+    /// OTLP metrics pushed and not mapped: (metric, instance, data points).
+    unmapped: Vec<(String, String, String)>,
 }
 
 fn mib(v: f64) -> String {
@@ -226,7 +228,21 @@ async fn service_page(
         })
         .collect();
     let pools: Vec<PoolView> = d.pools.into_iter().map(PoolView::new).collect();
+    let unmapped = state
+        .otlp
+        .unmapped()
+        .await
+        .into_iter()
+        .filter(|u| u.service == d.name)
+        .flat_map(|u| {
+            let instance = u.instance.clone().unwrap_or_default();
+            u.metrics
+                .into_iter()
+                .map(move |(m, n)| (m, instance.clone(), format::int(n as i64)))
+        })
+        .collect();
     Ok(ServicePage {
+        unmapped,
         nav: "routes",
         instances: d
             .instances

@@ -27,7 +27,7 @@
 //! | --- | --- | --- | --- |
 //! | `hikaricp` (`pool`) | `active`, `idle`, `pending`, `max` | connections, requests waiting | `hikaricp_connections_{active,idle,pending,max}` |
 //! | `hikaricp` | `timeouts_per_s` | /s | Δ`hikaricp_connections_timeout_total` / Δt |
-//! | `jdbc` (`name`) | `active`, `idle`, `max` | connections | `jdbc_connections_{active,idle,max}` (Micrometer `DataSourcePoolMetrics`: Tomcat JDBC, DBCP…); left out when the instance exposes `hikaricp_*`, since Spring Boot exports a Hikari pool under both |
+//! | `jdbc` (`name`) | `active`, `idle`, `max` (`pending` when pushed over OTLP) | connections | `jdbc_connections_{active,idle,max}` (Micrometer `DataSourcePoolMetrics`: Tomcat JDBC, DBCP…; OpenTelemetry's `db.client.connection.*` pushed over OTLP); left out when the instance exposes `hikaricp_*`, since Spring Boot exports a Hikari pool under both |
 //! | `httpclient` (`httpclient`) | `active`, `idle` | connections | `httpcomponents_httpclient_pool_total_connections{state="leased"}`, `{state="available"}` |
 //! | `httpclient` | `max`, `pending` | connections, requests waiting | `httpcomponents_httpclient_pool_total_max`, `…_total_pending` |
 //! | `jetty` (`name`) | `active`, `idle`, `max`, `pending` | threads, tasks queued | `jetty_threads_busy`, `jetty_threads_idle`, `jetty_threads_config_max`, `jetty_threads_jobs` |
@@ -251,6 +251,9 @@ fn pool_figure(s: &Sample) -> Option<(PoolKind, &'static str, f64)> {
         "jdbc_connections_active" => (PoolKind::Jdbc, "active"),
         "jdbc_connections_idle" => (PoolKind::Jdbc, "idle"),
         "jdbc_connections_max" => (PoolKind::Jdbc, "max"),
+        // Only pushed: OpenTelemetry's db.client.connection.pending_requests (see
+        // crate::sources::otlp::process_samples); Micrometer's JDBC binder has no such figure.
+        "jdbc_connections_pending" => (PoolKind::Jdbc, "pending"),
         "httpcomponents_httpclient_pool_total_connections" => match s.label("state") {
             Some("leased") => (PoolKind::HttpClient, "active"),
             Some("available") => (PoolKind::HttpClient, "idle"),
