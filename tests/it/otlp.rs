@@ -79,6 +79,84 @@ async fn stored_totals(app: &TestApp, service: &str) -> BTreeMap<String, (f64, f
     out
 }
 
+/// Runs a lab service (`program args…`) beside this test's server (on the blocking pool,
+/// so the server keeps answering); what its SDK recorded per route.
+async fn run_lab(program: &str, args: Vec<String>) -> BTreeMap<String, serde_json::Value> {
+    let program = program.to_string();
+    let what = format!("{program} {}", args[..2].join(" "));
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&program)
+            .args(&args)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab"))
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(out.stdout.trim_ascii()).expect("the SDK's totals")
+}
+
+/// The stored intervals of `service` add up to what its SDK `recorded`; its route rows
+/// carry the same service, its instance, and (exponential buckets) a median where the
+/// values are: POST /orders waits 4 ms.
+async fn check_routes(
+    app: &TestApp,
+    service: &str,
+    recorded: &BTreeMap<String, serde_json::Value>,
+    exponential: bool,
+) {
+    let stored = stored_totals(app, service).await;
+    assert_eq!(
+        stored.keys().collect::<Vec<_>>(),
+        recorded.keys().collect::<Vec<_>>(),
+        "{service}: routes"
+    );
+    for (route, r) in recorded {
+        let (exchanges, failed, sum_s, timed) = stored[route];
+        let count = r["count"].as_f64().unwrap();
+        assert_eq!(exchanges, count, "{service} {route}: exchanges");
+        assert_eq!(timed, count, "{service} {route}: timed exchanges");
+        assert_eq!(
+            failed,
+            r["failed"].as_f64().unwrap(),
+            "{service} {route}: failed"
+        );
+        let want = r["sum_s"].as_f64().unwrap();
+        assert!(
+            (sum_s - want).abs() <= want * 1e-9,
+            "{service} {route}: Σ time {sum_s} s, the SDK recorded {want} s"
+        );
+    }
+    let rows =
+        harrier::views::routes::route_rows(&app.state.store, None, 600_000, harrier::now_ms())
+            .await
+            .unwrap();
+    let post = rows
+        .iter()
+        .find(|r| r.service == service && r.route == "POST /orders")
+        .expect("POST /orders");
+    assert_eq!(post.instance, format!("{service}-1"));
+    assert_eq!(post.error_pct, Some(0.0));
+    let fail = rows
+        .iter()
+        .find(|r| r.service == service && r.route == "GET /fail")
+        .unwrap();
+    assert_eq!(fail.error_pct, Some(100.0));
+    if exponential {
+        let p50 = post.p50_ms.expect("a median");
+        assert!(
+            p50 >= 4.0 && p50 <= post.max_ms.unwrap() * 1.1,
+            "{service}: p50 {p50} ms of requests that each wait 4 ms (max {:?})",
+            post.max_ms
+        );
+    }
+}
+
 #[tokio::test]
 async fn python_sdk_pushes_become_routes_with_the_counts_it_recorded() {
     if !python_sdk() {
@@ -93,7 +171,6 @@ async fn python_sdk_pushes_become_routes_with_the_counts_it_recorded() {
     let _ = signed_in(&app, "ana", Role::Admin).await;
     let ingest = token(&app, Scope::Ingest).await;
     let base = serve(&app).await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab/otel_service.py");
     for (service, temporality, histogram, path) in [
         ("shop-cumulative", "cumulative", "explicit", "/v1/metrics"),
         ("shop-delta", "delta", "explicit", "/otlp/v1/metrics"),
@@ -105,69 +182,17 @@ async fn python_sdk_pushes_become_routes_with_the_counts_it_recorded() {
         ),
         ("shop-delta-exp", "delta", "exponential", "/v1/metrics"),
     ] {
-        // The SDK's process runs beside this test's server (on the blocking pool, so the
-        // server keeps answering).
-        let args: Vec<String> = vec![
-            script.to_string(),
-            format!("{base}{path}"),
-            service.to_string(),
-            temporality.to_string(),
-            histogram.to_string(),
-            "400".to_string(),
-            ingest.clone(),
+        let args = [
+            "otel_service.py",
+            &format!("{base}{path}"),
+            service,
+            temporality,
+            histogram,
+            "400",
+            &ingest,
         ];
-        let out = tokio::task::spawn_blocking(move || {
-            std::process::Command::new("python3").args(&args).output()
-        })
-        .await
-        .unwrap()
-        .expect("python3");
-        assert!(
-            out.status.success(),
-            "{service}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let recorded: BTreeMap<String, serde_json::Value> =
-            serde_json::from_slice(out.stdout.trim_ascii()).expect("the SDK's totals");
-        let stored = stored_totals(&app, service).await;
-        assert_eq!(
-            stored.keys().collect::<Vec<_>>(),
-            recorded.keys().collect::<Vec<_>>(),
-            "{service}: routes"
-        );
-        for (route, r) in &recorded {
-            let (exchanges, failed, sum_s, timed) = stored[route];
-            let count = r["count"].as_f64().unwrap();
-            assert_eq!(exchanges, count, "{service} {route}: exchanges");
-            assert_eq!(timed, count, "{service} {route}: timed exchanges");
-            assert_eq!(
-                failed,
-                r["failed"].as_f64().unwrap(),
-                "{service} {route}: failed"
-            );
-            let want = r["sum_s"].as_f64().unwrap();
-            assert!(
-                (sum_s - want).abs() <= want * 1e-9,
-                "{service} {route}: Σ time {sum_s} s, the SDK recorded {want} s"
-            );
-        }
-        // The route rows: the same service, figures over the window, and (exponential
-        // buckets) a median where the values are: POST /orders sleeps 4 ms.
-        let rows =
-            harrier::views::routes::route_rows(&app.state.store, None, 600_000, harrier::now_ms())
-                .await
-                .unwrap();
-        let post = rows
-            .iter()
-            .find(|r| r.service == service && r.route == "POST /orders")
-            .expect("POST /orders");
-        assert_eq!(post.instance, format!("{service}-1"));
-        assert_eq!(post.error_pct, Some(0.0));
-        let fail = rows
-            .iter()
-            .find(|r| r.service == service && r.route == "GET /fail")
-            .unwrap();
-        assert_eq!(fail.error_pct, Some(100.0));
+        let recorded = run_lab("python3", args.map(String::from).to_vec()).await;
+        check_routes(&app, service, &recorded, histogram == "exponential").await;
         // The pool behind POST /orders and the process's own figures, as a scrape's.
         let d = harrier::views::services::service_detail(&app.state.store, service)
             .await
@@ -197,14 +222,6 @@ async fn python_sdk_pushes_become_routes_with_the_counts_it_recorded() {
             d.process
         );
         assert!(figure("cpu_pct").is_some(), "{service}: {:?}", d.process);
-        if histogram == "exponential" {
-            let p50 = post.p50_ms.expect("a median");
-            assert!(
-                p50 >= 4.0 && p50 <= post.max_ms.unwrap() * 1.1,
-                "{service}: p50 {p50} ms of requests that each sleep 4 ms (max {:?})",
-                post.max_ms
-            );
-        }
     }
     // One target per pushing instance, never scraped.
     let targets = app.state.store.list_targets().await.unwrap();
@@ -225,6 +242,41 @@ async fn python_sdk_pushes_become_routes_with_the_counts_it_recorded() {
         .unwrap();
     assert_eq!(r.status(), 401);
     assert!(stored_totals(&app, "intruder").await.is_empty());
+}
+
+#[tokio::test]
+async fn javascript_sdk_pushes_json_and_protobuf_with_exponential_histograms() {
+    let modules = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/lab/otel-js/node_modules/@opentelemetry/sdk-metrics"
+    );
+    if !std::path::Path::new(modules).exists() {
+        skip(
+            Kind::Tool,
+            "the OpenTelemetry JavaScript SDK is not installed (npm ci in tests/lab/otel-js)",
+        );
+        return;
+    }
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let base = serve(&app).await;
+    for (service, temporality, histogram, encoding) in [
+        ("js-json", "cumulative", "explicit", "json"),
+        ("js-json-exp", "delta", "exponential", "json"),
+        ("js-proto-exp", "cumulative", "exponential", "protobuf"),
+        ("js-proto-delta", "delta", "explicit", "protobuf"),
+    ] {
+        let args = [
+            "otel-js/service.mjs",
+            &format!("{base}/v1/metrics"),
+            service,
+            temporality,
+            histogram,
+            encoding,
+            "300",
+        ];
+        let recorded = run_lab("node", args.map(String::from).to_vec()).await;
+        check_routes(&app, service, &recorded, histogram == "exponential").await;
+    }
 }
 
 fn kv(k: &str, v: &str) -> KeyValue {

@@ -22,7 +22,7 @@ pub enum Kind {
     Shared,
     /// A program that `scripts/test.sh --install-only` installs is missing (chromium,
     /// postgres, k6, locust, jmeter, oidc-provider-mock, haproxy, wrk, prometheus,
-    /// alertmanager, javac, openssl, the OpenTelemetry Python SDK). Fails the run under `HARRIER_REQUIRE_TOOLS=1`.
+    /// alertmanager, javac, openssl, the OpenTelemetry Python and JavaScript SDKs). Fails the run under `HARRIER_REQUIRE_TOOLS=1`.
     Tool,
     /// The test belongs to the other backend's pass (SQLite-only, or it runs both itself).
     Backend,
