@@ -71,9 +71,11 @@ impl AppState {
             .is_some_and(|o| o.starts_with("https://"));
         let load_runs = crate::services::load_runs::LoadRuns::new(store.clone(), hub.clone());
         let load_agents = crate::services::load_agents::LoadAgents::new();
-        let otlp = crate::services::otlp::Receiver::new(store.clone(), hub.clone());
+        let live_runs = LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits);
+        let otlp =
+            crate::services::otlp::Receiver::new(store.clone(), hub.clone(), live_runs.clone());
         AppState {
-            live_runs: LiveRuns::new(store.clone(), hub.clone(), idle, config.run_limits),
+            live_runs,
             load_runs: load_runs.clone(),
             load_tests: crate::services::load_tests::LoadTests::new(
                 config.load_tests.clone(),

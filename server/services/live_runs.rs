@@ -83,7 +83,9 @@ impl OpenRun {
                 builder: Box::new(RunBuilder::with_limits(*limits)),
                 users: None,
             },
-            Sender::JMeter => Acc::Intervals(Box::new(IntervalRun::with_limits(*limits))),
+            Sender::JMeter | Sender::K6Otlp => {
+                Acc::Intervals(Box::new(IntervalRun::with_limits(*limits)))
+            }
         };
         OpenRun {
             id: None,
@@ -197,7 +199,7 @@ impl OpenRun {
 
     /// The store key of the stream: its sender and run key.
     fn key(&self) -> String {
-        format!("{}\u{1f}{}", self.sender.tool(), self.scenario)
+        format!("{}\u{1f}{}", self.sender.stream(), self.scenario)
     }
 }
 
@@ -255,6 +257,28 @@ impl LiveRuns {
             .filter_map(|k| runs.get(k).and_then(|r| r.id))
             .collect();
         Ok(WriteOutcome { summary, run_ids })
+    }
+
+    /// Takes points already read from another protocol (k6 over OTLP) for the run of
+    /// `sender` and `run_key`. Returns once they are committed; the run's id.
+    pub async fn push(
+        &self,
+        sender: Sender,
+        run_key: &str,
+        points: &[LivePoint<'_>],
+    ) -> Result<Option<i64>, StoreError> {
+        let key = (sender, run_key.to_string());
+        {
+            let mut runs = self.runs.lock().await;
+            let run = runs
+                .entry(key.clone())
+                .or_insert_with(|| OpenRun::new(sender, run_key.to_string(), &self.limits));
+            for p in points {
+                run.push(0, p);
+            }
+        }
+        self.store_changes().await?;
+        Ok(self.runs.lock().await.get(&key).and_then(|r| r.id))
     }
 
     /// Adds a write body's points to the open runs; returns the parse summary and the
@@ -368,7 +392,7 @@ impl LiveRuns {
                         name: key.1.clone(),
                         scenario: Some(key.1.clone()),
                         tool: key.0.tool().to_string(),
-                        source: Some("InfluxDB line protocol".to_string()),
+                        source: Some(key.0.protocol().to_string()),
                         tags: Vec::new(),
                         imported_at_ms: now,
                     },

@@ -35,7 +35,9 @@ use tokio::sync::Mutex;
 use crate::domain::routes::{Interval, Observation, RouteRow};
 use crate::domain::secrets::{Credentials, Secret};
 use crate::services::live::Hub;
-use crate::sources::otlp::{Mapped, PromSample, PushedRoute, ServicePush};
+use crate::services::live_runs::LiveRuns;
+use crate::sources::ingest::influx::{LivePoint, Sender};
+use crate::sources::otlp::{K6Label, K6Push, Mapped, PromSample, PushedRoute, ServicePush};
 use crate::sources::scrape::process::{self, ProcessReading};
 use crate::store::{RouteWrite, ScrapeStatus, Store, TargetSpec};
 
@@ -64,6 +66,7 @@ pub struct PushOutcome {
 pub struct Receiver {
     store: Store,
     hub: Hub,
+    live_runs: LiveRuns,
     instances: Arc<Mutex<HashMap<(String, Option<String>), Instance>>>,
 }
 
@@ -81,6 +84,8 @@ struct Instance {
     sent: HashMap<i64, RouteRow>,
     /// The previous push's process readings, per instance, with their time (for rates).
     process: HashMap<Option<String>, (ProcessReading, i64)>,
+    /// k6: the previous push's totals per request name.
+    k6: HashMap<String, K6Label>,
 }
 
 /// The metrics a pushing instance sends that harrier does not map.
@@ -94,10 +99,11 @@ pub struct Unmapped {
 }
 
 impl Receiver {
-    pub fn new(store: Store, hub: Hub) -> Receiver {
+    pub fn new(store: Store, hub: Hub, live_runs: LiveRuns) -> Receiver {
         Receiver {
             store,
             hub,
+            live_runs,
             instances: Arc::default(),
         }
     }
@@ -157,6 +163,7 @@ impl Receiver {
                         unmapped: BTreeMap::new(),
                         sent: HashMap::new(),
                         process: HashMap::new(),
+                        k6: HashMap::new(),
                     },
                 );
             }
@@ -183,6 +190,9 @@ impl Receiver {
                     .await?;
                 inst.interval_s = t.interval_s;
             }
+        }
+        if let Some(k6) = &push.k6 {
+            self.k6_run(inst, &push.service, k6).await?;
         }
         let since_last_ms = inst.last_push_ms.map(|l| now_ms - l);
         inst.last_push_ms = Some(now_ms);
@@ -253,6 +263,119 @@ impl Receiver {
             .await;
         Ok(())
     }
+}
+
+impl Receiver {
+    /// k6's push as the intervals of its live run (named after its service): per request
+    /// name, the requests since the previous push, their mean, failures, and k6's min
+    /// and max since the start (cumulative points carry no other); and the virtual users.
+    async fn k6_run(
+        &self,
+        inst: &mut Instance,
+        run: &str,
+        k6: &K6Push,
+    ) -> crate::store::Result<()> {
+        let mut intervals: Vec<(String, i64, u64, f64, f64, f64, u64)> = Vec::new();
+        for (label, cur) in &k6.labels {
+            let prev = inst.k6.get(label);
+            let Some(d) = k6_interval(prev, cur) else {
+                inst.k6.insert(label.clone(), cur.clone());
+                continue;
+            };
+            inst.k6.insert(label.clone(), cur.clone());
+            intervals.push(d.with_label(label));
+        }
+        let mut points: Vec<LivePoint<'_>> = Vec::new();
+        for (label, t_ms, count, mean_ms, min_ms, max_ms, failed) in &intervals {
+            points.push(LivePoint::Interval {
+                label,
+                t_ms: *t_ms,
+                count: *count,
+                mean_ms: *mean_ms,
+                min_ms: *min_ms,
+                max_ms: *max_ms,
+                bytes_received: 0,
+                bytes_sent: 0,
+            });
+            points.push(LivePoint::IntervalErrors {
+                label,
+                t_ms: *t_ms,
+                count: *failed,
+            });
+        }
+        if let Some((t_ms, vus)) = k6.vus {
+            points.push(LivePoint::Users {
+                t_ms,
+                users: vus.max(0.0) as u32,
+            });
+        }
+        if !points.is_empty() {
+            self.live_runs.push(Sender::K6Otlp, run, &points).await?;
+        }
+        Ok(())
+    }
+}
+
+/// One request name's interval between two k6 pushes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct K6Interval {
+    pub t_ms: i64,
+    pub count: u64,
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub failed: u64,
+}
+
+impl K6Interval {
+    fn with_label(self, label: &str) -> (String, i64, u64, f64, f64, f64, u64) {
+        (
+            label.to_string(),
+            self.t_ms,
+            self.count,
+            self.mean_ms,
+            self.min_ms,
+            self.max_ms,
+            self.failed,
+        )
+    }
+}
+
+/// The interval between two k6 readings of one request name, by the rules of
+/// cumulative and delta routes (module docs); `None` for a baseline or no requests.
+pub fn k6_interval(prev: Option<&K6Label>, cur: &K6Label) -> Option<K6Interval> {
+    let (count, sum_ms, failed) = if cur.delta {
+        (cur.count, cur.sum_ms, cur.failed)
+    } else {
+        match prev {
+            Some(p) if cur.start_ms <= p.start_ms && cur.count >= p.count => (
+                cur.count - p.count,
+                cur.sum_ms - p.sum_ms,
+                (cur.failed - p.failed).max(0.0),
+            ),
+            // A new start time or totals that went down: counted from zero.
+            Some(_) => (cur.count, cur.sum_ms, cur.failed),
+            None => {
+                let start = cur.start_ms?;
+                if cur.at_ms - start > FRESH_START_MS {
+                    return None;
+                }
+                (cur.count, cur.sum_ms, cur.failed)
+            }
+        }
+    };
+    if count < 1.0 {
+        return None;
+    }
+    Some(K6Interval {
+        t_ms: cur.at_ms,
+        count: count.round() as u64,
+        mean_ms: sum_ms / count,
+        // k6's points carry both; without them the interval's mean is all that is known.
+        min_ms: cur.min_ms.unwrap_or(sum_ms / count),
+        max_ms: cur.max_ms.unwrap_or(sum_ms / count),
+        failed: failed.round() as u64,
+    })
 }
 
 /// The target of a pushing instance.

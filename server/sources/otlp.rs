@@ -31,6 +31,9 @@
 //! points' `max` is kept where it says something about the interval (see
 //! [`PushedRoute::max_s`]).
 //!
+//! **k6**: a push from k6's OpenTelemetry output (service or instrumentation scope `k6`)
+//! is a live run, not a service's routes ([`K6Push`]).
+//!
 //! **Temporality**: cumulative points carry running totals (turned into intervals by the
 //! receiver against the previous push, resets and new start times handled there); delta
 //! points carry the interval's own counts. Points flagged "no recorded value" are skipped.
@@ -203,6 +206,80 @@ pub struct ServicePush {
     /// Runtime, process and pool metrics under the names the scrape path reads (see
     /// [`process_samples`]), for [`crate::sources::scrape::process::readings`].
     pub process: Vec<PromSample>,
+    /// k6's own metrics, when the service is k6's OpenTelemetry output (see [`K6Push`]).
+    pub k6: Option<K6Push>,
+}
+
+/// What k6's OpenTelemetry output (`k6 run --out experimental-opentelemetry`: service
+/// `k6`, instrumentation scope `k6`) pushes of a load test, per request name (its `name` tag, the URL by default):
+/// `http_req_duration` (a histogram in ms) and `http_req_failed.occurred` (the failed
+/// requests); and `vus`. Its other metrics (`data_sent`, `iterations`, …) are listed as
+/// not mapped. A metric prefix (`K6_OTEL_METRIC_PREFIX`, e.g. `k6_`) is taken off.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct K6Push {
+    pub labels: BTreeMap<String, K6Label>,
+    /// Virtual users at the points' time (unix ms).
+    pub vus: Option<(i64, f64)>,
+}
+
+/// One request name's figures in one k6 push: totals since `start_ms` (cumulative, k6's
+/// default) or the interval's own (`delta`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct K6Label {
+    pub count: f64,
+    pub sum_ms: f64,
+    /// Smallest and largest durations the points carry (since `start_ms`), ms.
+    pub min_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub failed: f64,
+    pub delta: bool,
+    pub start_ms: Option<i64>,
+    pub at_ms: i64,
+}
+
+/// Adds a k6 metric's points to `k6`; `false` when the metric is not one read for runs.
+fn k6_metric(m: &opentelemetry_proto::tonic::metrics::v1::Metric, k6: &mut K6Push) -> bool {
+    let name = m.name.strip_prefix("k6_").unwrap_or(&m.name);
+    let label = |attrs: &[KeyValue]| attr_text(attrs, "name").unwrap_or_else(|| "*".to_string());
+    let live = |flags: u32| flags & NO_RECORDED_VALUE == 0;
+    match (name, &m.data) {
+        ("http_req_duration", Some(metric::Data::Histogram(h))) => {
+            let to_ms = unit_seconds(if m.unit.is_empty() { "ms" } else { &m.unit }) * 1000.0;
+            let delta = h.aggregation_temporality == AggregationTemporality::Delta as i32;
+            for p in h.data_points.iter().filter(|p| live(p.flags)) {
+                let l = k6.labels.entry(label(&p.attributes)).or_default();
+                l.delta = delta;
+                l.count += p.count as f64;
+                l.sum_ms += p.sum.unwrap_or(0.0) * to_ms;
+                if let Some(v) = p.min {
+                    l.min_ms = Some(l.min_ms.map_or(v * to_ms, |x: f64| x.min(v * to_ms)));
+                }
+                if let Some(v) = p.max {
+                    l.max_ms = Some(l.max_ms.map_or(v * to_ms, |x: f64| x.max(v * to_ms)));
+                }
+                if let Some(t) = ns_to_ms(p.start_time_unix_nano) {
+                    l.start_ms = Some(l.start_ms.map_or(t, |x: i64| x.min(t)));
+                }
+                l.at_ms = l.at_ms.max(ns_to_ms(p.time_unix_nano).unwrap_or(0));
+            }
+            true
+        }
+        ("http_req_failed.occurred", Some(metric::Data::Sum(sum))) => {
+            for p in sum.data_points.iter().filter(|p| live(p.flags)) {
+                k6.labels.entry(label(&p.attributes)).or_default().failed += number(p);
+            }
+            true
+        }
+        ("vus", Some(metric::Data::Gauge(g))) => {
+            for p in g.data_points.iter().filter(|p| live(p.flags)) {
+                let t = ns_to_ms(p.time_unix_nano).unwrap_or(0);
+                let v = k6.vus.map_or(0.0, |(_, v)| v) + number(p);
+                k6.vus = Some((t, v));
+            }
+            true
+        }
+        _ => false,
+    }
 }
 
 /// One sample under its Prometheus name, owned (what [`PromSample::exposition`] lends).
@@ -512,6 +589,12 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                 let n = points_of(m);
                 let push = &mut mapped.services[at];
                 push.points += n;
+                // k6's output names its instrumentation scope `k6`, whatever service
+                // name it is given (`K6_OTEL_SERVICE_NAME`).
+                let from_k6 = service == "k6" || sm.scope.as_ref().is_some_and(|s| s.name == "k6");
+                if from_k6 && k6_metric(m, push.k6.get_or_insert_default()) {
+                    continue;
+                }
                 let (Some((role, naming)), Some(data)) = (mapping(&m.name), m.data.as_ref()) else {
                     let before = push.process.len();
                     process_samples(m, &mut push.process);

