@@ -177,7 +177,7 @@ pub enum TokenCommand {
     Create {
         /// What uses it, e.g. ci-upload or k6-staging.
         name: String,
-        /// ingest (send results: uploads, line protocol, gate checks; reads nothing),
+        /// ingest (send results: uploads, line protocol, OTLP metrics, gate checks; reads nothing),
         /// read (everything a viewer reads), write (everything an editor does).
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::domain::auth::Scope::NAMES))]
         scope: String,

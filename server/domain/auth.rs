@@ -11,7 +11,7 @@
 //! |------------|-------------------------------------------------------|--------|--------|-------|--------------|----------------|---------------|------------|
 //! | `Public`   | health, static files, the sign-in page                | ✓      | ✓      | ✓     | ✓            | ✓              | ✓             | ✓          |
 //! | `Read`     | every page and GET of the API                         | ✓      | ✓      | ✓     | ✓            |                | ✓             | its page   |
-//! | `Ingest`   | uploads, line protocol, ending live runs, gate checks |        | ✓      | ✓     |              | ✓              | ✓             |            |
+//! | `Ingest`   | uploads, line protocol, OTLP, ending runs, gate checks|        | ✓      | ✓     |              | ✓              | ✓             |            |
 //! | `Write`    | deleting/editing runs, targets, rules, silences, channels, share links |  | ✓ | ✓ |        |                | ✓             |            |
 //! | `Admin`    | users and tokens                                      |        |        | ✓     |              |                |               |            |
 

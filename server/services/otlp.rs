@@ -62,12 +62,15 @@ pub struct PushOutcome {
 }
 
 /// The receiver; cheap to clone.
+/// A pushing instance's key: its service and `service.instance.id`.
+type InstanceKey = (String, Option<String>);
+
 #[derive(Clone)]
 pub struct Receiver {
     store: Store,
     hub: Hub,
     live_runs: LiveRuns,
-    instances: Arc<Mutex<HashMap<(String, Option<String>), Instance>>>,
+    instances: Arc<Mutex<HashMap<InstanceKey, Instance>>>,
 }
 
 /// What is kept of one pushing instance between its pushes.
@@ -275,32 +278,29 @@ impl Receiver {
         run: &str,
         k6: &K6Push,
     ) -> crate::store::Result<()> {
-        let mut intervals: Vec<(String, i64, u64, f64, f64, f64, u64)> = Vec::new();
+        let mut intervals: Vec<(String, K6Interval)> = Vec::new();
         for (label, cur) in &k6.labels {
-            let prev = inst.k6.get(label);
-            let Some(d) = k6_interval(prev, cur) else {
-                inst.k6.insert(label.clone(), cur.clone());
-                continue;
-            };
+            if let Some(d) = k6_interval(inst.k6.get(label), cur) {
+                intervals.push((label.clone(), d));
+            }
             inst.k6.insert(label.clone(), cur.clone());
-            intervals.push(d.with_label(label));
         }
         let mut points: Vec<LivePoint<'_>> = Vec::new();
-        for (label, t_ms, count, mean_ms, min_ms, max_ms, failed) in &intervals {
+        for (label, d) in &intervals {
             points.push(LivePoint::Interval {
                 label,
-                t_ms: *t_ms,
-                count: *count,
-                mean_ms: *mean_ms,
-                min_ms: *min_ms,
-                max_ms: *max_ms,
+                t_ms: d.t_ms,
+                count: d.count,
+                mean_ms: d.mean_ms,
+                min_ms: d.min_ms,
+                max_ms: d.max_ms,
                 bytes_received: 0,
                 bytes_sent: 0,
             });
             points.push(LivePoint::IntervalErrors {
                 label,
-                t_ms: *t_ms,
-                count: *failed,
+                t_ms: d.t_ms,
+                count: d.failed,
             });
         }
         if let Some((t_ms, vus)) = k6.vus {
@@ -325,20 +325,6 @@ pub struct K6Interval {
     pub min_ms: f64,
     pub max_ms: f64,
     pub failed: u64,
-}
-
-impl K6Interval {
-    fn with_label(self, label: &str) -> (String, i64, u64, f64, f64, f64, u64) {
-        (
-            label.to_string(),
-            self.t_ms,
-            self.count,
-            self.mean_ms,
-            self.min_ms,
-            self.max_ms,
-            self.failed,
-        )
-    }
 }
 
 /// The interval between two k6 readings of one request name, by the rules of

@@ -426,7 +426,7 @@ fn attr_text(attrs: &[KeyValue], key: &str) -> Option<String> {
 }
 
 fn ns_to_ms(ns: u64) -> Option<i64> {
-    (ns > 0).then(|| (ns / 1_000_000) as i64)
+    (ns > 0).then_some((ns / 1_000_000) as i64)
 }
 
 /// A route's identity within a service: name and labels. A route has one temporality,
