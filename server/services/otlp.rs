@@ -259,6 +259,11 @@ impl Receiver {
             samples: push.points as i64,
             error: None,
         };
+        // A push without route metrics (another meter provider of the same instance, an
+        // export split in parts) says nothing of the routes: it must not mark them stale.
+        if writes.is_empty() && !(inst.cumulative.is_empty() && inst.delta.is_empty()) {
+            return Ok(());
+        }
         self.store
             .record_scrape(inst.target_id, &status, &writes)
             .await?;

@@ -473,11 +473,26 @@ async fn metrics_not_mapped_are_listed_with_their_counts() {
             .await;
         assert_eq!(r.status, StatusCode::OK);
     }
+    // A push of only those (another meter provider of the same instance) leaves the
+    // routes as they were: not stale.
+    let mut only_unmapped = req.clone();
+    only_unmapped.resource_metrics[0].scope_metrics[0]
+        .metrics
+        .remove(0);
+    let r = app
+        .send(post(
+            only_unmapped.encode_to_vec(),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
     let r = app.get("/api/v1/services/shop").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(r.json()["routes"][0]["state"], "active", "{}", r.text());
     let unmapped = &r.json()["unmapped"][0]["metrics"];
-    assert_eq!(unmapped["queue.depth"], 6, "{}", r.text());
-    assert_eq!(unmapped["cache.hit_ratio"], 2);
+    assert_eq!(unmapped["queue.depth"], 9, "{}", r.text());
+    assert_eq!(unmapped["cache.hit_ratio"], 3);
     assert!(unmapped.get("http.server.request.duration").is_none());
     let page = app.get("/console/services/shop").await;
     assert_eq!(page.status, StatusCode::OK);
@@ -485,7 +500,7 @@ async fn metrics_not_mapped_are_listed_with_their_counts() {
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert!(
         rows.iter()
-            .any(|r| r.contains("queue.depth") && r.contains('6')),
+            .any(|r| r.contains("queue.depth") && r.contains('9')),
         "{rows:?}"
     );
 }
