@@ -39,11 +39,10 @@ use crate::services::live_runs::LiveRuns;
 use crate::sources::ingest::influx::{LivePoint, Sender};
 use crate::sources::otlp::{K6Label, K6Push, Mapped, PromSample, PushedRoute, ServicePush};
 use crate::sources::scrape::process::{self, ProcessReading};
-use crate::store::{RouteWrite, ScrapeStatus, Store, TargetSpec};
+use crate::store::{OTLP_KIND, RouteWrite, ScrapeStatus, Store, TargetSpec};
 
-/// Origin and kind of the targets pushes create.
+/// Origin of the targets pushes create (their kind is [`OTLP_KIND`]).
 pub const OTLP_ORIGIN: &str = "otlp";
-pub const OTLP_KIND: &str = "otlp";
 /// A cumulative route first seen this soon after its start time counts from zero, ms.
 pub const FRESH_START_MS: i64 = 60_000;
 /// The interval assumed before an instance's second push, s (the SDKs' default export

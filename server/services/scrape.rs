@@ -344,7 +344,7 @@ impl Scraper {
     /// Starts the loop of `target` (replacing a running one); a no-op before `start` and
     /// for targets that push (OTLP: nothing to scrape).
     pub fn spawn(&self, target: TargetRow) {
-        if target.kind == crate::services::otlp::OTLP_KIND {
+        if target.kind == crate::store::OTLP_KIND {
             return;
         }
         let Some(running) = self.inner.running.lock().expect("not poisoned").clone() else {

@@ -139,6 +139,10 @@ pub fn url_instance(url: &str) -> String {
 /// The origin of harrier's own scrape target (its `/metrics`, the self-scrape).
 pub const BUILTIN_ORIGIN: &str = "builtin";
 
+/// The kind of a target that pushes its metrics (OTLP) instead of being scraped: created at
+/// its first push, never given a scrape loop.
+pub const OTLP_KIND: &str = "otlp";
+
 impl TargetRow {
     /// Whether this is harrier's own scrape target: its routes are harrier's own, hidden
     /// by default, and it alone may reach harrier's own address.
