@@ -5,6 +5,7 @@
 # the server's CPU seconds per million points and its peak RSS.
 #
 #   bench/otlp_ingest.sh [--seconds 10] [--points 5000] [--connections 4] [--rounds 2] [--no-build]
+#                        [--harrier PATH]   (another build to measure, e.g. a copy of an older one)
 #
 # The bodies carry the same number of data points:
 #   - line protocol: k6's points for points/9 requests (9 metrics per request), 12 labels,
@@ -19,7 +20,7 @@
 # exporter, see scripts/test.sh). Prints a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=10 points=5000 conns=4 rounds=2 build=1
+seconds=10 points=5000 conns=4 rounds=2 build=1 harrier=
 while (($#)); do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
@@ -27,11 +28,13 @@ while (($#)); do
     --connections) conns=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --no-build) build=0; shift ;;
+    --harrier) harrier=$2; build=0; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 target=${CARGO_TARGET_DIR:-target}
 ((build)) && cargo build --release --quiet
+harrier=${harrier:-$target/release/harrier}
 out=bench/out/otlp; mkdir -p "$out"
 
 python3 - "$points" "$out" <<'PY'
@@ -99,7 +102,7 @@ side() { # $1 name, $2 lua, $3 path
   rm -f "$out/$1.db"*
   local port pid
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  HARRIER_LOG=warn "$target/release/harrier" serve --listen "127.0.0.1:$port" --db "$out/$1.db" > "$out/$1.log" 2>&1 &
+  HARRIER_LOG=warn "$harrier" serve --listen "127.0.0.1:$port" --db "$out/$1.db" > "$out/$1.log" 2>&1 &
   pid=$!
   for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
   local tck cpu0 cpu1

@@ -205,16 +205,17 @@ impl Receiver {
         let mut seen_delta = Vec::new();
         for r in push.routes {
             let key = (r.obs.route.clone(), r.obs.labels.clone());
-            let interval = if r.delta {
+            if r.delta {
+                let interval = delta_interval(&r, since_last_ms);
+                writes.push(route_write(&r.obs, interval));
                 seen_delta.push(key.clone());
                 inst.delta.entry(key).or_insert_with(|| empty_like(&r.obs));
-                delta_interval(&r, since_last_ms)
             } else {
-                let iv = cumulative_interval(inst.cumulative.get(&key), &r);
-                inst.cumulative.insert(key, r.clone());
-                iv
-            };
-            writes.push(route_write(&r.obs, interval));
+                let interval = cumulative_interval(inst.cumulative.get(&key), &r);
+                writes.push(route_write(&r.obs, interval));
+                // Kept by move: the next push is compared with it.
+                inst.cumulative.insert(key, r);
+            }
         }
         // Delta routes this push left out: nothing happened on them.
         if let Some(span) = since_last_ms {

@@ -475,11 +475,15 @@ fn route_of(
         .filter_map(|kv| Some((kv.key.as_str(), text(kv.value.as_ref()?)?)))
         .collect();
     rest.sort();
-    let key = rest
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let mut key = String::with_capacity(rest.iter().map(|(k, v)| k.len() + v.len() + 2).sum());
+    for (i, (k, v)) in rest.iter().enumerate() {
+        if i > 0 {
+            key.push(',');
+        }
+        key.push_str(k);
+        key.push('=');
+        key.push_str(v);
+    }
     let status = match naming {
         Naming::Http => attr_text(attrs, "http.response.status_code"),
         Naming::HttpOld => attr_text(attrs, "http.status_code"),
@@ -1016,12 +1020,11 @@ fn durations(
     buckets: Option<Vec<(f64, f64)>>,
 ) {
     o.duration_count.get_or_insert_default().add(key, count);
-    o.total
-        .get_or_insert_default()
-        .add(&format!("d:{key}"), count);
+    let d_key = format!("d:{key}");
+    o.total.get_or_insert_default().add(&d_key, count);
     if let Some(failed) = failed {
         let f = o.failed.get_or_insert_default();
-        f.add(&format!("d:{key}"), if failed { count } else { 0.0 });
+        f.add(&d_key, if failed { count } else { 0.0 });
     }
     if let Some(s) = sum_s {
         o.duration_sum_s.get_or_insert_default().add(key, s);

@@ -183,15 +183,18 @@ impl Observation {
         }
     }
 
-    /// Adds a bucket reading (`le` seconds) of series `key`.
+    /// Adds a bucket reading (`le` seconds) of series `key`; the buckets stay sorted by
+    /// bound (a new bound is inserted in its place, no re-sort).
     pub fn add_bucket(&mut self, le: f64, key: &str, v: f64) {
-        match self.buckets.iter_mut().find(|(b, _)| *b == le) {
-            Some((_, c)) => c.add(key, v),
-            None => {
+        let at = self
+            .buckets
+            .partition_point(|(b, _)| b.total_cmp(&le).is_lt());
+        match self.buckets.get_mut(at) {
+            Some((b, c)) if *b == le => c.add(key, v),
+            _ => {
                 let mut c = Counters::default();
                 c.add(key, v);
-                self.buckets.push((le, c));
-                self.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+                self.buckets.insert(at, (le, c));
             }
         }
     }
