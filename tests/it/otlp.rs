@@ -735,3 +735,85 @@ async fn a_real_k6_run_over_otlp_becomes_a_live_run() {
     assert_eq!(labels.len(), 2, "{labels:?}");
     assert!(labels.iter().any(|l| l.ends_with("/nope")), "{labels:?}");
 }
+
+#[tokio::test]
+async fn a_service_scraped_and_pushing_is_one_service() {
+    use harrier::store::{RouteWrite, ScrapeStatus, TargetSpec};
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let store = &app.state.store;
+    // A scraped target of service `shop` with one route…
+    let target = store
+        .upsert_target(
+            &TargetSpec {
+                name: "shop-prom".into(),
+                url: harrier::domain::secrets::Secret::new("http://127.0.0.1:9/metrics"),
+                kind: "prometheus".into(),
+                interval_s: 15.0,
+                timeout_s: 5.0,
+                labels: [("service".to_string(), "shop".to_string())].into(),
+            },
+            "api",
+            harrier::now_ms(),
+        )
+        .await
+        .unwrap();
+    store
+        .record_scrape(
+            target.id,
+            &ScrapeStatus {
+                at_ms: harrier::now_ms(),
+                up: true,
+                duration_ms: 1.0,
+                samples: 3,
+                error: None,
+            },
+            &[RouteWrite {
+                service: "shop".into(),
+                route: "GET /scraped".into(),
+                labels: Default::default(),
+                source: "http".into(),
+                state: None,
+                last_exchange_ms: None,
+                interval: None,
+                instance: String::new(),
+            }],
+        )
+        .await
+        .unwrap();
+    // …and the same service pushing over OTLP.
+    let r = app
+        .send(post(
+            request_for("shop", 2).encode_to_vec(),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let services = app.get("/api/v1/services").await.json();
+    let names: Vec<&str> = services
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["shop"], "{services}");
+    let d = harrier::views::services::service_detail(store, "shop")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut sources: Vec<(&str, &str)> = d
+        .routes
+        .iter()
+        .map(|r| (r.route.as_str(), r.source.as_str()))
+        .collect();
+    sources.sort();
+    assert_eq!(
+        sources,
+        [
+            ("GET /item/0", "otlp"),
+            ("GET /item/1", "otlp"),
+            ("GET /scraped", "http")
+        ]
+    );
+    assert_eq!(d.targets.len(), 2, "the scraped target and the pushing one");
+}
