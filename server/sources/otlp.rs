@@ -212,8 +212,9 @@ pub struct ServicePush {
 
 /// What k6's OpenTelemetry output (`k6 run --out experimental-opentelemetry`: service
 /// `k6`, instrumentation scope `k6`) pushes of a load test, per request name (its `name` tag, the URL by default):
-/// `http_req_duration` (a histogram in ms) and `http_req_failed.occurred` (the failed
-/// requests); and `vus`. Its other metrics (`data_sent`, `iterations`, …) are listed as
+/// `http_req_duration` (a histogram in ms) and `http_req_failed` (the failed requests:
+/// `http_req_failed.occurred` before k6 1.4, the `condition="nonzero"` series of one counter
+/// since); and `vus`. Its other metrics (`data_sent`, `iterations`, …) are listed as
 /// not mapped. A metric prefix (`K6_OTEL_METRIC_PREFIX`, e.g. `k6_`) is taken off.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct K6Push {
@@ -264,9 +265,19 @@ fn k6_metric(m: &opentelemetry_proto::tonic::metrics::v1::Metric, k6: &mut K6Pus
             }
             true
         }
+        // k6 before 1.4: a Rate as two counters, `.occurred` (the failed) and `.total`.
         ("http_req_failed.occurred", Some(metric::Data::Sum(sum))) => {
             for p in sum.data_points.iter().filter(|p| live(p.flags)) {
                 k6.labels.entry(label(&p.attributes)).or_default().failed += number(p);
+            }
+            true
+        }
+        // k6 1.4 and later: one counter, `condition` `nonzero` for the failed.
+        ("http_req_failed", Some(metric::Data::Sum(sum))) => {
+            for p in sum.data_points.iter().filter(|p| live(p.flags)) {
+                if attr_text(&p.attributes, "condition").as_deref() == Some("nonzero") {
+                    k6.labels.entry(label(&p.attributes)).or_default().failed += number(p);
+                }
             }
             true
         }
@@ -1419,6 +1430,54 @@ mod tests {
         // 40 routes past the limit, 26 series of /r0 past its 5
         assert_eq!(m.rejected, 40 + 26);
         assert!(m.reason.unwrap().contains("10 routes per service"));
+    }
+
+    #[test]
+    fn k6_failures_are_read_in_both_of_its_rate_shapes() {
+        use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+        let counter = |name: &str, attrs: Vec<KeyValue>, v: i64| Metric {
+            name: name.into(),
+            data: Some(metric::Data::Sum(Sum {
+                data_points: vec![NumberDataPoint {
+                    attributes: attrs,
+                    value: Some(number_data_point::Value::AsInt(v)),
+                    ..Default::default()
+                }],
+                aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                is_monotonic: true,
+            })),
+            ..Default::default()
+        };
+        let failed_of = |metrics: Vec<Metric>| {
+            let mut req = request("k6", metrics);
+            req.resource_metrics[0].scope_metrics[0].scope = Some(InstrumentationScope {
+                name: "k6".into(),
+                ..Default::default()
+            });
+            let m = map(&req, LIMITS);
+            m.services[0].k6.as_ref().unwrap().labels["/a"].failed
+        };
+        // before k6 1.4
+        let old = failed_of(vec![counter(
+            "http_req_failed.occurred",
+            vec![kv("name", "/a")],
+            7,
+        )]);
+        assert_eq!(old, 7.0);
+        // since: one counter, the nonzero condition is the failed
+        let new = failed_of(vec![
+            counter(
+                "http_req_failed",
+                vec![kv("name", "/a"), kv("condition", "nonzero")],
+                5,
+            ),
+            counter(
+                "http_req_failed",
+                vec![kv("name", "/a"), kv("condition", "zero")],
+                95,
+            ),
+        ]);
+        assert_eq!(new, 5.0);
     }
 
     #[test]
