@@ -48,6 +48,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
 };
 
 use crate::domain::routes::{Observation, Source};
+use crate::domain::runs::limits::truncate_chars;
 
 /// How the body of a push is encoded (its `Content-Type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,11 +169,15 @@ fn fill_json_defaults(v: &mut serde_json::Value) {
     }
 }
 
-/// What bounds one push (`[limits]`): routes kept per service, series kept per route.
+/// What bounds one push (`[limits]`): routes kept per service, series kept per route, and
+/// the length of names.
 #[derive(Debug, Clone, Copy)]
 pub struct PushLimits {
     pub max_routes: usize,
     pub max_series_per_route: usize,
+    /// Longest service, instance or route name kept, characters (`[limits]
+    /// max_label_chars`); longer ones are cut and marked "…".
+    pub max_name_chars: usize,
 }
 
 /// One route's readings in one push.
@@ -583,6 +588,9 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
             attr_text(res, "service.name").unwrap_or_else(|| "unknown_service".to_string());
         let instance =
             attr_text(res, "service.instance.id").or_else(|| attr_text(res, "host.name"));
+        let cut = |s: String| truncate_chars(&s, limits.max_name_chars.max(1)).into_owned();
+        let service = cut(service);
+        let instance = instance.map(cut);
         let at = *service_at
             .entry((service.clone(), instance.clone()))
             .or_insert_with(|| {
@@ -627,6 +635,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                                f: &mut dyn FnMut(&mut Observation, &str, bool) -> Option<f64>| {
                     let push = &mut mapped.services[at];
                     let (route, labels, key, failed) = route_of(naming, attrs);
+                    let route = truncate_chars(&route, limits.max_name_chars.max(1)).into_owned();
                     let rkey = (route, labels);
                     let i = match routes.get(&rkey) {
                         Some(&i) => i,
@@ -1164,6 +1173,7 @@ mod tests {
     const LIMITS: PushLimits = PushLimits {
         max_routes: 100,
         max_series_per_route: 100,
+        max_name_chars: 512,
     };
 
     #[test]
@@ -1414,6 +1424,7 @@ mod tests {
             PushLimits {
                 max_routes: 10,
                 max_series_per_route: 5,
+                max_name_chars: 512,
             },
         );
         assert_eq!(m.services[0].routes.len(), 10);
@@ -1478,6 +1489,26 @@ mod tests {
             ),
         ]);
         assert_eq!(new, 5.0);
+    }
+
+    #[test]
+    fn long_service_and_route_names_are_cut() {
+        let long = "x".repeat(2_000);
+        let req = request(
+            &long,
+            vec![histogram(
+                "http.server.request.duration",
+                "s",
+                AggregationTemporality::Delta,
+                vec![point(vec![kv("http.route", &long)], vec![1], vec![], 0.1)],
+            )],
+        );
+        let m = map(&req, LIMITS);
+        let s = &m.services[0];
+        assert_eq!(s.service.chars().count(), 512);
+        assert!(s.service.ends_with('…'));
+        assert_eq!(s.routes[0].obs.route.chars().count(), 512);
+        assert_eq!(s.routes[0].obs.service, s.service);
     }
 
     #[test]

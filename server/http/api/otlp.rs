@@ -179,6 +179,7 @@ async fn export(
         PushLimits {
             max_routes: state.config.max_routes_per_target,
             max_series_per_route: MAX_SERIES_PER_ROUTE,
+            max_name_chars: state.config.run_limits.max_label_chars,
         },
     );
     drop(request);
