@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::runs::intervals::IntervalRun;
+use crate::domain::runs::intervals::{IntervalRun, Source};
 use crate::domain::runs::{RunBuilder, RunChanges, RunLimits, Sample};
 use crate::services::live::{Event, Hub};
 use crate::sources::ingest::influx::{
@@ -56,6 +56,12 @@ enum Acc {
     Intervals(Box<IntervalRun>),
 }
 
+/// What a k6 run over OTLP is made of, as its run page says it.
+const K6_OTLP: Source = Source {
+    source: "k6's OpenTelemetry output (OTLP), per export interval",
+    percentiles: "not kept: k6's OpenTelemetry histograms have the SDK's default bounds (0, 5, 10, 25, … ms); requests, failures, error % and mean are exact sums of what k6 exported, min and max are since the test's start; k6's own summary has its percentiles",
+};
+
 #[derive(Debug)]
 struct OpenRun {
     /// The stored run its points were last added to; `None` until the first store.
@@ -83,9 +89,10 @@ impl OpenRun {
                 builder: Box::new(RunBuilder::with_limits(*limits)),
                 users: None,
             },
-            Sender::JMeter | Sender::K6Otlp => {
-                Acc::Intervals(Box::new(IntervalRun::with_limits(*limits)))
-            }
+            Sender::JMeter => Acc::Intervals(Box::new(IntervalRun::with_limits(*limits))),
+            Sender::K6Otlp => Acc::Intervals(Box::new(
+                IntervalRun::with_limits(*limits).from_source(K6_OTLP),
+            )),
         };
         OpenRun {
             id: None,
@@ -106,7 +113,7 @@ impl OpenRun {
         self.dirty = true;
         self.has_results |= matches!(
             point,
-            LivePoint::Request { .. } | LivePoint::Interval { .. }
+            LivePoint::Request { .. } | LivePoint::Interval { .. } | LivePoint::Span { .. }
         );
         self.last_point = Instant::now();
         match (&mut self.acc, point) {
@@ -173,6 +180,29 @@ impl OpenRun {
                 },
             ) => r.error_kind(label, *t_ms, code, message, *count),
             (Acc::Intervals(r), LivePoint::Users { t_ms, users }) => r.users(*t_ms, *users),
+            (
+                Acc::Intervals(r),
+                LivePoint::Span {
+                    label,
+                    start_ms,
+                    end_ms,
+                    count,
+                    failed,
+                    mean_ms,
+                    min_ms,
+                    max_ms,
+                },
+            ) => r.span(
+                label, *start_ms, *end_ms, *count, *failed, *mean_ms, *min_ms, *max_ms,
+            ),
+            (
+                Acc::Intervals(r),
+                LivePoint::UsersOver {
+                    start_ms,
+                    end_ms,
+                    users,
+                },
+            ) => r.users_over(*start_ms, *end_ms, *users),
             (_, LivePoint::Ended { .. }) => self.ended = true,
             _ => {}
         }

@@ -88,6 +88,8 @@ struct Instance {
     process: HashMap<Option<String>, (ProcessReading, i64)>,
     /// k6: the previous push's totals per request name.
     k6: HashMap<String, K6Label>,
+    /// k6: when `vus` was last read, unix ms.
+    k6_vus_ms: Option<i64>,
 }
 
 /// The metrics a pushing instance sends that harrier does not map.
@@ -166,6 +168,7 @@ impl Receiver {
                         sent: HashMap::new(),
                         process: HashMap::new(),
                         k6: HashMap::new(),
+                        k6_vus_ms: None,
                     },
                 );
             }
@@ -283,39 +286,47 @@ impl Receiver {
         run: &str,
         k6: &K6Push,
     ) -> crate::store::Result<()> {
-        let mut intervals: Vec<(String, K6Interval)> = Vec::new();
-        for (label, cur) in &k6.labels {
-            if let Some(d) = k6_interval(inst.k6.get(label), cur) {
-                intervals.push((label.clone(), d));
-            }
-            inst.k6.insert(label.clone(), cur.clone());
-        }
-        let mut points: Vec<LivePoint<'_>> = Vec::new();
-        for (label, d) in &intervals {
-            points.push(LivePoint::Interval {
+        let intervals: Vec<(&String, K6Interval)> = k6
+            .labels
+            .iter()
+            .filter_map(|(label, cur)| Some((label, k6_interval(inst.k6.get(label), cur)?)))
+            .collect();
+        let mut points: Vec<LivePoint<'_>> = intervals
+            .iter()
+            .map(|(label, d)| LivePoint::Span {
                 label,
-                t_ms: d.t_ms,
+                start_ms: d.start_ms,
+                end_ms: d.t_ms,
                 count: d.count,
+                failed: d.failed,
                 mean_ms: d.mean_ms,
                 min_ms: d.min_ms,
                 max_ms: d.max_ms,
-                bytes_received: 0,
-                bytes_sent: 0,
-            });
-            points.push(LivePoint::IntervalErrors {
-                label,
-                t_ms: d.t_ms,
-                count: d.failed,
-            });
-        }
+            })
+            .collect();
         if let Some((t_ms, vus)) = k6.vus {
-            points.push(LivePoint::Users {
-                t_ms,
+            // The gauge holds since its previous reading (else since this push's
+            // requests began).
+            let since = inst
+                .k6_vus_ms
+                .or_else(|| intervals.iter().map(|(_, d)| d.start_ms).min())
+                .unwrap_or(t_ms);
+            points.push(LivePoint::UsersOver {
+                start_ms: since,
+                end_ms: t_ms,
                 users: vus.max(0.0) as u32,
             });
         }
         if !points.is_empty() {
             self.live_runs.push(Sender::K6Otlp, run, &points).await?;
+        }
+        // Only once stored: a push the store refused is counted again from the same
+        // totals by the next one.
+        for (label, cur) in &k6.labels {
+            inst.k6.insert(label.clone(), cur.clone());
+        }
+        if let Some((t_ms, _)) = k6.vus {
+            inst.k6_vus_ms = Some(t_ms);
         }
         Ok(())
     }
@@ -324,6 +335,9 @@ impl Receiver {
 /// One request name's interval between two k6 pushes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct K6Interval {
+    /// The interval's span, unix ms: from the previous push's time (the points' start
+    /// time on a first or delta push) to this one's.
+    pub start_ms: i64,
     pub t_ms: i64,
     pub count: u64,
     pub mean_ms: f64,
@@ -335,23 +349,33 @@ pub struct K6Interval {
 /// The interval between two k6 readings of one request name, by the rules of
 /// cumulative and delta routes (module docs); `None` for a baseline or no requests.
 pub fn k6_interval(prev: Option<&K6Label>, cur: &K6Label) -> Option<K6Interval> {
-    let (count, sum_ms, failed) = if cur.delta {
-        (cur.count, cur.sum_ms, cur.failed)
+    let since_prev = prev.map(|p| p.at_ms);
+    let ((count, sum_ms, failed), start_ms) = if cur.delta {
+        (
+            (cur.count, cur.sum_ms, cur.failed),
+            cur.start_ms.or(since_prev),
+        )
     } else {
         match prev {
             Some(p) if cur.start_ms <= p.start_ms && cur.count >= p.count => (
-                cur.count - p.count,
-                cur.sum_ms - p.sum_ms,
-                (cur.failed - p.failed).max(0.0),
+                (
+                    cur.count - p.count,
+                    cur.sum_ms - p.sum_ms,
+                    (cur.failed - p.failed).max(0.0),
+                ),
+                Some(p.at_ms),
             ),
             // A new start time or totals that went down: counted from zero.
-            Some(_) => (cur.count, cur.sum_ms, cur.failed),
+            Some(p) => (
+                (cur.count, cur.sum_ms, cur.failed),
+                cur.start_ms.filter(|s| *s >= p.at_ms).or(Some(p.at_ms)),
+            ),
             None => {
                 let start = cur.start_ms?;
                 if cur.at_ms - start > FRESH_START_MS {
                     return None;
                 }
-                (cur.count, cur.sum_ms, cur.failed)
+                ((cur.count, cur.sum_ms, cur.failed), Some(start))
             }
         }
     };
@@ -359,6 +383,10 @@ pub fn k6_interval(prev: Option<&K6Label>, cur: &K6Label) -> Option<K6Interval> 
         return None;
     }
     Some(K6Interval {
+        // Without a start time or a previous push: the last second.
+        start_ms: start_ms
+            .filter(|s| *s < cur.at_ms)
+            .unwrap_or(cur.at_ms - 1000),
         t_ms: cur.at_ms,
         count: count.round() as u64,
         mean_ms: sum_ms / count,
@@ -527,5 +555,46 @@ mod tests {
         r.start_ms = None;
         assert_eq!(delta_interval(&r, None), None);
         assert_eq!(delta_interval(&r, Some(2_000)).unwrap().interval_ms, 2_000);
+    }
+
+    #[test]
+    fn k6_intervals_span_from_the_previous_push_or_the_test_start() {
+        let k6 =
+            |count: f64, failed: f64, start_ms: Option<i64>, at_ms: i64, delta: bool| K6Label {
+                count,
+                sum_ms: count * 10.0,
+                min_ms: Some(1.0),
+                max_ms: Some(50.0),
+                failed,
+                delta,
+                start_ms,
+                at_ms,
+            };
+        // The first push of a test that began 1.2 s ago: from the test's start.
+        let first = k6(30.0, 3.0, Some(100_000), 101_200, false);
+        let iv = k6_interval(None, &first).unwrap();
+        assert_eq!(
+            (iv.start_ms, iv.t_ms, iv.count, iv.failed),
+            (100_000, 101_200, 30, 3)
+        );
+        // The next: from the previous push, the difference.
+        let next = k6(50.0, 4.0, Some(100_000), 101_700, false);
+        let iv = k6_interval(Some(&first), &next).unwrap();
+        assert_eq!(
+            (iv.start_ms, iv.t_ms, iv.count, iv.failed),
+            (101_200, 101_700, 20, 1)
+        );
+        assert!((iv.mean_ms - 10.0).abs() < 1e-12);
+        // A test seen first long after it began: a baseline, nothing counted.
+        assert_eq!(
+            k6_interval(None, &k6(30.0, 0.0, Some(0), 101_200, false)),
+            None
+        );
+        // Delta points: their own start; without one, since the previous push.
+        let d = k6(5.0, 0.0, Some(101_700), 102_200, true);
+        assert_eq!(k6_interval(Some(&next), &d).unwrap().start_ms, 101_700);
+        let d = k6(5.0, 0.0, None, 102_200, true);
+        assert_eq!(k6_interval(Some(&next), &d).unwrap().start_ms, 101_700);
+        assert_eq!(k6_interval(None, &d).unwrap().start_ms, 101_200);
     }
 }

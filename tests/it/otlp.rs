@@ -734,6 +734,40 @@ async fn a_real_k6_run_over_otlp_becomes_a_live_run() {
         .collect();
     assert_eq!(labels.len(), 2, "{labels:?}");
     assert!(labels.iter().any(|l| l.ends_with("/nope")), "{labels:?}");
+    // The run spans the test (3 s, its last moments perhaps not exported), not k6's
+    // export interval; throughput is its requests over that span.
+    let window = overall["window_ms"].as_f64().unwrap();
+    assert!(
+        (1_800.0..=4_000.0).contains(&window),
+        "run spans {window} ms of a 3 s test"
+    );
+    let rps = overall["throughput_rps"].as_f64().unwrap();
+    assert!(
+        (rps / (count * 1000.0 / window) - 1.0).abs() < 1e-6,
+        "{rps} req/s for {count} requests over {window} ms"
+    );
+    // k6's `vus` gauge is the run's active users.
+    let series = app
+        .get(&format!("/api/v1/runs/{id}/timeseries"))
+        .await
+        .json();
+    let users: Vec<u64> = series["active_users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u.as_u64())
+        .collect();
+    assert!(
+        !users.is_empty() && users.iter().all(|u| *u == 2),
+        "active users {users:?}"
+    );
+    assert!(
+        run["reported"]["source"]
+            .as_str()
+            .is_some_and(|s| s.contains("k6")),
+        "{}",
+        run["reported"]
+    );
 }
 
 #[tokio::test]

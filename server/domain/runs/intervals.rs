@@ -145,7 +145,23 @@ pub struct IntervalRun {
     changed: BTreeSet<i64>,
     /// Users of seconds before this (ms) were taken and forgotten.
     users_forgotten_before: i64,
+    /// What the run's figures come from, for [`RunData::reported`]; `None`: JMeter's
+    /// Backend Listener.
+    source: Option<Source>,
 }
+
+/// Where an interval run's figures come from and what that allows, as the run page says it.
+#[derive(Debug, Clone, Copy)]
+pub struct Source {
+    pub source: &'static str,
+    pub percentiles: &'static str,
+}
+
+/// JMeter's Backend Listener (the default).
+const JMETER: Source = Source {
+    source: "JMeter Backend Listener (InfluxDB line protocol), per send interval",
+    percentiles: "not known from interval aggregates; import the run's JTL to replace these figures with exact ones",
+};
 
 fn second_of(t_ms: i64) -> i64 {
     t_ms.div_euclid(1000) * 1000
@@ -162,6 +178,12 @@ impl IntervalRun {
             limits,
             ..Self::default()
         }
+    }
+
+    /// The same run, its figures said to come from `source` (what `reported` shows).
+    pub fn from_source(mut self, source: Source) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// The name `name` is counted under: cut to the label limit, or [`OTHER_LABELS`] once
@@ -217,28 +239,90 @@ impl IntervalRun {
         if count == 0 {
             return;
         }
+        let len_ms = self
+            .label(label)
+            .last_t_ms
+            .map_or(DEFAULT_INTERVAL_MS, |prev| {
+                (t_ms - prev).clamp(1000, MAX_INTERVAL_MS)
+            });
+        // JMeter's seconds: as many as the interval is long, from the one it starts in.
+        let secs = (len_ms / 1000).max(1) as u64;
+        self.spread(
+            label,
+            [t_ms - len_ms, t_ms],
+            secs,
+            [count, 0],
+            [mean_ms, min_ms, max_ms],
+            [bytes_received, bytes_sent],
+        );
+    }
+
+    /// One label's interval over `[start_ms, end_ms)` (a sender that says when its
+    /// interval began, k6's OpenTelemetry output): `count` requests of which `failed`
+    /// failed, with the given mean, min and max (ms), spread evenly over the seconds the
+    /// span touches. A span longer than a minute is taken as its last minute.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one field per figure the sender gives"
+    )]
+    pub fn span(
+        &mut self,
+        label: &str,
+        start_ms: i64,
+        end_ms: i64,
+        count: u64,
+        failed: u64,
+        mean_ms: f64,
+        min_ms: f64,
+        max_ms: f64,
+    ) {
+        let start = end_ms - (end_ms - start_ms).clamp(1, MAX_INTERVAL_MS);
+        // Every second the span touches.
+        let secs = ((second_of(end_ms - 1) - second_of(start)) / 1000 + 1) as u64;
+        self.spread(
+            label,
+            [start, end_ms],
+            secs,
+            [count, failed.min(count)],
+            [mean_ms, min_ms, max_ms],
+            [0, 0],
+        );
+    }
+
+    /// Adds `[count, failed]` samples of `label` over `[start, end)`, `secs` seconds from
+    /// the one `start` falls in each an even share (failures shared the same way), with
+    /// `[mean, min, max]` (ms) and `[received, sent]` bytes.
+    fn spread(
+        &mut self,
+        label: &str,
+        [start, end]: [i64; 2],
+        secs: u64,
+        [count, failed]: [u64; 2],
+        [mean_ms, min_ms, max_ms]: [f64; 3],
+        [bytes_received, bytes_sent]: [u64; 2],
+    ) {
+        if count == 0 {
+            return;
+        }
         let l = self.label(label);
-        let len_ms = l.last_t_ms.map_or(DEFAULT_INTERVAL_MS, |prev| {
-            (t_ms - prev).clamp(1000, MAX_INTERVAL_MS)
-        });
-        l.last_t_ms = Some(t_ms);
-        let start = t_ms - len_ms;
+        l.last_t_ms = Some(end);
         l.first_start_ms = Some(l.first_start_ms.map_or(start, |f| f.min(start)));
-        l.last_end_ms = Some(l.last_end_ms.map_or(t_ms, |e| e.max(t_ms)));
-        l.total.add(count, 0, mean_ms, min_ms, max_ms);
+        l.last_end_ms = Some(l.last_end_ms.map_or(end, |e| e.max(end)));
+        l.total.add(count, failed, mean_ms, min_ms, max_ms);
         l.total.bytes_received += bytes_received;
         l.total.bytes_sent += bytes_sent;
-        let secs = (len_ms / 1000).max(1) as u64;
-        let (each, extra) = (count / secs, count % secs);
+        let first = second_of(start);
+        let secs = secs.max(1);
+        let share = |n: u64, i: u64| n / secs + u64::from(i < n % secs);
         for i in 0..secs {
-            let share = each + u64::from(i < extra);
-            if share > 0 {
-                l.second(second_of(start) + i as i64 * 1000)
-                    .add(share, 0, mean_ms, min_ms, max_ms);
+            let (c, f) = (share(count, i), share(failed, i));
+            if c > 0 || f > 0 {
+                l.second(first + i as i64 * 1000)
+                    .add(c, f, mean_ms, min_ms, max_ms);
             }
         }
         self.changed
-            .extend((0..secs).map(|i| second_of(start) + i as i64 * 1000));
+            .extend((0..secs).map(|i| first + i as i64 * 1000));
     }
 
     /// Failed samples of a label in the interval ending at `t_ms` (spread like its count).
@@ -311,6 +395,17 @@ impl IntervalRun {
         }
         self.users.insert(second_of(t_ms), users);
         self.changed.insert(second_of(t_ms));
+    }
+
+    /// `users` active over `[start_ms, end_ms]` (a gauge read at `end_ms`, taken to hold
+    /// since the previous reading; at most the last minute of it).
+    pub fn users_over(&mut self, start_ms: i64, end_ms: i64, users: u32) {
+        let start = start_ms.max(end_ms - MAX_INTERVAL_MS).min(end_ms);
+        let mut s = second_of(start);
+        while s <= second_of(end_ms) {
+            self.users(s, users);
+            s += 1000;
+        }
     }
 
     /// Samples received so far.
@@ -473,10 +568,13 @@ impl IntervalRun {
             buckets: run_buckets,
             errors: self.errors.clone(),
             folded_labels: self.folded.len() as u64,
-            reported: serde_json::json!({
-                "source": "JMeter Backend Listener (InfluxDB line protocol), per send interval",
-                "percentiles": "not known from interval aggregates; import the run's JTL to replace these figures with exact ones",
-            }),
+            reported: {
+                let source = self.source.unwrap_or(JMETER);
+                serde_json::json!({
+                    "source": source.source,
+                    "percentiles": source.percentiles,
+                })
+            },
             ..RunData::default()
         }
     }
@@ -649,5 +747,42 @@ mod tests {
             (before.0 + 4, before.1 + 4)
         );
         assert_eq!(r.snapshot().overall.errors, before.1 + 4);
+    }
+
+    #[test]
+    fn spans_cover_their_own_seconds_with_failures_and_users() {
+        let mut r = IntervalRun::new();
+        // 10 requests (4 failed) over 12.5 s → 15.5 s: seconds 12, 13, 14, 15.
+        r.span("a", 12_500, 15_500, 10, 4, 20.0, 5.0, 80.0);
+        r.users_over(12_500, 15_500, 3);
+        // Then 3 over 15.5 → 16.0 s: second 15 only.
+        r.span("a", 15_500, 16_000, 3, 0, 40.0, 5.0, 90.0);
+        let d = r.snapshot();
+        assert_eq!(d.overall.first_start_ms, Some(12_500));
+        assert_eq!(d.overall.last_end_ms, Some(16_000));
+        assert_eq!(d.overall.window_ms, Some(3_500));
+        assert_eq!((d.overall.count, d.overall.errors), (13, 4));
+        let run: Vec<(i64, u64, u64, Option<u32>)> = d
+            .buckets
+            .iter()
+            .filter(|b| b.label.is_none())
+            .map(|b| (b.start_ms, b.count, b.errors, b.active_users))
+            .collect();
+        assert_eq!(
+            run,
+            [
+                (12_000, 3, 1, Some(3)),
+                (13_000, 3, 1, Some(3)),
+                (14_000, 2, 1, Some(3)),
+                (15_000, 5, 1, Some(3)),
+            ]
+        );
+        // A span of an hour is taken as its last minute; failures never exceed requests.
+        let mut long = IntervalRun::new();
+        long.span("a", 0, 3_600_000, 60, 99, 1.0, 1.0, 1.0);
+        let d = long.snapshot();
+        assert_eq!(d.overall.first_start_ms, Some(3_540_000));
+        assert_eq!((d.overall.count, d.overall.errors), (60, 60));
+        assert_eq!(d.buckets.iter().filter(|b| b.label.is_none()).count(), 60);
     }
 }

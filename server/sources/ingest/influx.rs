@@ -118,6 +118,24 @@ pub enum LivePoint<'a> {
         t_ms: i64,
         count: u64,
     },
+    /// A request name's figures over `[start_ms, end_ms)`, failures included (k6's
+    /// OpenTelemetry output, whose points say when their interval began).
+    Span {
+        label: &'a str,
+        start_ms: i64,
+        end_ms: i64,
+        count: u64,
+        failed: u64,
+        mean_ms: f64,
+        min_ms: f64,
+        max_ms: f64,
+    },
+    /// Active users over `[start_ms, end_ms]` (a gauge read at `end_ms`).
+    UsersOver {
+        start_ms: i64,
+        end_ms: i64,
+        users: u32,
+    },
     /// A JMeter error line: response code and message of failed samples.
     ErrorKind {
         label: &'a str,
@@ -535,6 +553,19 @@ mod tests {
                     LivePoint::IntervalErrors { label, t_ms, count } => {
                         format!("IntervalErrors {label} t={t_ms} count={count}")
                     }
+                    LivePoint::Span {
+                        label,
+                        start_ms,
+                        end_ms,
+                        count,
+                        failed,
+                        ..
+                    } => format!("Span {label} {start_ms}..{end_ms} count={count} failed={failed}"),
+                    LivePoint::UsersOver {
+                        start_ms,
+                        end_ms,
+                        users,
+                    } => format!("UsersOver {start_ms}..{end_ms} users={users}"),
                     LivePoint::ErrorKind {
                         label,
                         code,
