@@ -138,6 +138,7 @@ impl Receiver {
             accepted: 0,
         };
         let total: u64 = mapped.services.iter().map(|s| s.points).sum();
+        let mapped_unread = mapped.unread;
         let mut instances = self.instances.lock().await;
         for push in mapped.services {
             let key = (push.service.clone(), push.instance.clone());
@@ -175,7 +176,8 @@ impl Receiver {
             let inst = instances.get_mut(&key).expect("inserted above");
             self.write(inst, push, now_ms).await?;
         }
-        outcome.accepted = total.saturating_sub(outcome.rejected);
+        // Points that could not be read are in no service's count.
+        outcome.accepted = total.saturating_sub(outcome.rejected - mapped_unread);
         Ok(outcome)
     }
 
@@ -200,24 +202,26 @@ impl Receiver {
             self.k6_run(inst, &push.service, k6).await?;
         }
         let since_last_ms = inst.last_push_ms.map(|l| now_ms - l);
-        inst.last_push_ms = Some(now_ms);
-        for (name, n) in &push.unmapped {
-            *inst.unmapped.entry(name.clone()).or_default() += n;
-        }
+        // The instance's state (previous totals, delta routes, process readings) changes
+        // only once what it was compared for is stored: a push the store refuses (answered
+        // 503, sent again by the SDK) is counted again from the same readings.
         let mut writes = Vec::with_capacity(push.routes.len());
         let mut seen_delta = Vec::new();
+        let mut new_delta = Vec::new();
+        let mut new_cumulative = Vec::new();
         for r in push.routes {
             let key = (r.obs.route.clone(), r.obs.labels.clone());
             if r.delta {
                 let interval = delta_interval(&r, since_last_ms);
                 writes.push(route_write(&r.obs, interval));
-                seen_delta.push(key.clone());
-                inst.delta.entry(key).or_insert_with(|| empty_like(&r.obs));
+                if !inst.delta.contains_key(&key) {
+                    new_delta.push((key.clone(), empty_like(&r.obs)));
+                }
+                seen_delta.push(key);
             } else {
                 let interval = cumulative_interval(inst.cumulative.get(&key), &r);
                 writes.push(route_write(&r.obs, interval));
-                // Kept by move: the next push is compared with it.
-                inst.cumulative.insert(key, r);
+                new_cumulative.push((key, r));
             }
         }
         // Delta routes this push left out: nothing happened on them.
@@ -240,6 +244,7 @@ impl Receiver {
         if !push.process.is_empty() {
             let doc = PromSample::exposition(&push.process);
             let mut figures: Vec<(String, String, f64)> = Vec::new();
+            let mut readings = Vec::new();
             for (key, reading) in process::readings(&doc, now_ms) {
                 let shown = key
                     .clone()
@@ -249,11 +254,12 @@ impl Receiver {
                 for (metric, v) in reading.figures(before) {
                     figures.push((shown.clone(), metric, v));
                 }
-                inst.process.insert(key, (reading, now_ms));
+                readings.push((key, (reading, now_ms)));
             }
             self.store
                 .record_process(inst.target_id, now_ms, &figures)
                 .await?;
+            inst.process.extend(readings);
         }
         let status = ScrapeStatus {
             at_ms: now_ms,
@@ -264,14 +270,29 @@ impl Receiver {
         };
         // A push without route metrics (another meter provider of the same instance, an
         // export split in parts) says nothing of the routes: it must not mark them stale.
-        if writes.is_empty() && !(inst.cumulative.is_empty() && inst.delta.is_empty()) {
-            return Ok(());
+        let said_nothing =
+            writes.is_empty() && !(inst.cumulative.is_empty() && inst.delta.is_empty());
+        if !said_nothing {
+            self.store
+                .record_scrape(inst.target_id, &status, &writes)
+                .await?;
         }
-        self.store
-            .record_scrape(inst.target_id, &status, &writes)
-            .await?;
-        crate::services::scrape::publish(&self.store, &self.hub, inst.target_id, &mut inst.sent)
+        inst.last_push_ms = Some(now_ms);
+        inst.delta.extend(new_delta);
+        // Kept by move: the next push is compared with them.
+        inst.cumulative.extend(new_cumulative);
+        for (name, n) in &push.unmapped {
+            *inst.unmapped.entry(name.clone()).or_default() += n;
+        }
+        if !said_nothing {
+            crate::services::scrape::publish(
+                &self.store,
+                &self.hub,
+                inst.target_id,
+                &mut inst.sent,
+            )
             .await;
+        }
         Ok(())
     }
 }

@@ -83,22 +83,165 @@ impl Encoding {
     }
 }
 
+/// A decoded push, and the data points of it that could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decoded {
+    pub request: ExportMetricsServiceRequest,
+    /// Data points taken out before mapping (see [`decode`]), counted among a push's
+    /// rejected points.
+    pub unread: u64,
+    /// The first of them, said per metric.
+    pub unread_reason: Option<String>,
+}
+
 /// Decodes an `ExportMetricsServiceRequest`; the error says what was wrong with the body.
-pub fn decode(body: &[u8], encoding: Encoding) -> Result<ExportMetricsServiceRequest, String> {
+///
+/// In JSON, a data point the proto messages cannot read (a `"NaN"` string for a number,
+/// a count of `10.5`, an enum by name where OTLP/JSON wants its number) is taken out and
+/// counted in [`Decoded::unread`] with the reason, and the rest of its metric is read: the
+/// proto mapping alone would drop the whole metric's data without a word.
+pub fn decode(body: &[u8], encoding: Encoding) -> Result<Decoded, String> {
     match encoding {
         Encoding::Protobuf => <ExportMetricsServiceRequest as prost::Message>::decode(body)
+            .map(|request| Decoded {
+                request,
+                ..Decoded::default()
+            })
             .map_err(|e| {
                 format!("body is not an OTLP ExportMetricsServiceRequest in protobuf: {e}")
             }),
         Encoding::Json => {
+            use serde::Deserialize;
             let bad = |e: serde_json::Error| {
                 format!("body is not an OTLP ExportMetricsServiceRequest in JSON: {e}")
             };
             let mut v: serde_json::Value = serde_json::from_slice(body).map_err(bad)?;
             fill_json_defaults(&mut v);
-            serde_json::from_value(v).map_err(bad)
+            let request = ExportMetricsServiceRequest::deserialize(&v).map_err(bad)?;
+            let mut decoded = Decoded {
+                request,
+                ..Decoded::default()
+            };
+            if take_unreadable(&mut v, &mut decoded) {
+                decoded.request = ExportMetricsServiceRequest::deserialize(&v).map_err(bad)?;
+            }
+            Ok(decoded)
         }
     }
+}
+
+/// The JSON keys of a metric's data, by kind.
+const DATA_KINDS: [&str; 5] = [
+    "gauge",
+    "sum",
+    "histogram",
+    "exponentialHistogram",
+    "summary",
+];
+
+/// Whether `v` reads as a `T` (the message's serde mapping); the error if not.
+fn readable<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<(), String> {
+    T::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Whether data point `p` of a metric's data of `kind` reads.
+fn point_readable(kind: &str, p: &serde_json::Value) -> Result<(), String> {
+    use opentelemetry_proto::tonic::metrics::v1 as m;
+    match kind {
+        "gauge" | "sum" => readable::<m::NumberDataPoint>(p),
+        "histogram" => readable::<m::HistogramDataPoint>(p),
+        "exponentialHistogram" => readable::<m::ExponentialHistogramDataPoint>(p),
+        "summary" => readable::<m::SummaryDataPoint>(p),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a metric's data of `kind` reads as a whole.
+fn data_readable(kind: &str, d: &serde_json::Value) -> Result<(), String> {
+    use opentelemetry_proto::tonic::metrics::v1 as m;
+    match kind {
+        "gauge" => readable::<m::Gauge>(d),
+        "sum" => readable::<m::Sum>(d),
+        "histogram" => readable::<m::Histogram>(d),
+        "exponentialHistogram" => readable::<m::ExponentialHistogram>(d),
+        "summary" => readable::<m::Summary>(d),
+        _ => Ok(()),
+    }
+}
+
+/// For each metric of the JSON body `v` that `decoded` holds without data though `v`
+/// gives it some: takes out the points that do not read (or, when the data still does not
+/// read, all of it) and counts them in `decoded`. `true` when anything was taken out (the
+/// body must be read again).
+fn take_unreadable(v: &mut serde_json::Value, decoded: &mut Decoded) -> bool {
+    use serde_json::Value;
+    let mut changed = false;
+    let Some(rms) = v.get_mut("resourceMetrics").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    for (i, rm) in rms.iter_mut().enumerate() {
+        let Some(sms) = rm.get_mut("scopeMetrics").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for (j, sm) in sms.iter_mut().enumerate() {
+            let Some(ms) = sm.get_mut("metrics").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for (k, m) in ms.iter_mut().enumerate() {
+                let read = decoded
+                    .request
+                    .resource_metrics
+                    .get(i)
+                    .and_then(|rm| rm.scope_metrics.get(j))
+                    .and_then(|sm| sm.metrics.get(k));
+                if read.is_some_and(|m| m.data.is_some()) {
+                    continue;
+                }
+                let Some(m) = m.as_object_mut() else { continue };
+                let name = m
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                for kind in DATA_KINDS {
+                    let Some(data) = m.get_mut(kind) else {
+                        continue;
+                    };
+                    let mut first = None;
+                    let mut taken = 0u64;
+                    if let Some(points) = data.get_mut("dataPoints").and_then(Value::as_array_mut) {
+                        points.retain(|p| match point_readable(kind, p) {
+                            Ok(()) => true,
+                            Err(e) => {
+                                taken += 1;
+                                first.get_or_insert(e);
+                                false
+                            }
+                        });
+                    }
+                    let left = data
+                        .get("dataPoints")
+                        .and_then(Value::as_array)
+                        .map_or(0, |p| p.len() as u64);
+                    if let Err(e) = data_readable(kind, data) {
+                        taken += left;
+                        first.get_or_insert(e);
+                        m.remove(kind);
+                    }
+                    if taken > 0 {
+                        changed = true;
+                        decoded.unread += taken;
+                        let why = first.unwrap_or_default();
+                        decoded.unread_reason.get_or_insert_with(|| {
+                            format!("{name}: {taken} data points could not be read: {why}")
+                        });
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    changed
 }
 
 /// Fills in what OTLP's JSON may leave out (a field at its default value) where the
@@ -244,7 +387,11 @@ pub struct K6Label {
 }
 
 /// Adds a k6 metric's points to `k6`; `false` when the metric is not one read for runs.
-fn k6_metric(m: &opentelemetry_proto::tonic::metrics::v1::Metric, k6: &mut K6Push) -> bool {
+fn k6_metric(
+    m: &opentelemetry_proto::tonic::metrics::v1::Metric,
+    k6: &mut K6Push,
+    bad: &mut Refused,
+) -> bool {
     let name = m.name.strip_prefix("k6_").unwrap_or(&m.name);
     let label = |attrs: &[KeyValue]| attr_text(attrs, "name").unwrap_or_else(|| "*".to_string());
     let live = |flags: u32| flags & NO_RECORDED_VALUE == 0;
@@ -252,7 +399,12 @@ fn k6_metric(m: &opentelemetry_proto::tonic::metrics::v1::Metric, k6: &mut K6Pus
         ("http_req_duration", Some(metric::Data::Histogram(h))) => {
             let to_ms = unit_seconds(if m.unit.is_empty() { "ms" } else { &m.unit }) * 1000.0;
             let delta = h.aggregation_temporality == AggregationTemporality::Delta as i32;
-            for p in h.data_points.iter().filter(|p| live(p.flags)) {
+            for p in h
+                .data_points
+                .iter()
+                .filter(|p| live(p.flags))
+                .filter(|p| bad.take(bad_histogram(p)))
+            {
                 let l = k6.labels.entry(label(&p.attributes)).or_default();
                 l.delta = delta;
                 l.count += p.count as f64;
@@ -272,14 +424,24 @@ fn k6_metric(m: &opentelemetry_proto::tonic::metrics::v1::Metric, k6: &mut K6Pus
         }
         // k6 before 1.4: a Rate as two counters, `.occurred` (the failed) and `.total`.
         ("http_req_failed.occurred", Some(metric::Data::Sum(sum))) => {
-            for p in sum.data_points.iter().filter(|p| live(p.flags)) {
+            for p in sum
+                .data_points
+                .iter()
+                .filter(|p| live(p.flags))
+                .filter(|p| bad.take(bad_number(p, true)))
+            {
                 k6.labels.entry(label(&p.attributes)).or_default().failed += number(p);
             }
             true
         }
         // k6 1.4 and later: one counter, `condition` `nonzero` for the failed.
         ("http_req_failed", Some(metric::Data::Sum(sum))) => {
-            for p in sum.data_points.iter().filter(|p| live(p.flags)) {
+            for p in sum
+                .data_points
+                .iter()
+                .filter(|p| live(p.flags))
+                .filter(|p| bad.take(bad_number(p, true)))
+            {
                 if attr_text(&p.attributes, "condition").as_deref() == Some("nonzero") {
                     k6.labels.entry(label(&p.attributes)).or_default().failed += number(p);
                 }
@@ -287,7 +449,12 @@ fn k6_metric(m: &opentelemetry_proto::tonic::metrics::v1::Metric, k6: &mut K6Pus
             true
         }
         ("vus", Some(metric::Data::Gauge(g))) => {
-            for p in g.data_points.iter().filter(|p| live(p.flags)) {
+            for p in g
+                .data_points
+                .iter()
+                .filter(|p| live(p.flags))
+                .filter(|p| bad.take(bad_number(p, false)))
+            {
                 let t = ns_to_ms(p.time_unix_nano).unwrap_or(0);
                 let v = k6.vus.map_or(0.0, |(_, v)| v) + number(p);
                 k6.vus = Some((t, v));
@@ -341,22 +508,44 @@ impl PromSample {
 }
 
 /// A whole request mapped: per service instance, in the order first seen, and the data
-/// points refused (past a limit, or unreadable), with the first reason.
+/// points refused (past a limit, unreadable, or impossible values), with the first three
+/// reasons.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Mapped {
     pub services: Vec<ServicePush>,
     pub rejected: u64,
     pub reason: Option<String>,
+    /// Of `rejected`, the points taken out before mapping ([`Decoded::unread`]): in no
+    /// service's `points`.
+    pub unread: u64,
+    /// Reasons met (one per metric and kind of refusal).
+    pub reasons: u64,
 }
 
 impl Mapped {
+    /// Counts the points of `decoded` that could not be read among the rejected ones.
+    pub fn with_unread(mut self, decoded: &Decoded) -> Mapped {
+        let why = decoded.unread_reason.clone().unwrap_or_default();
+        self.reject(decoded.unread, || why);
+        self.unread += decoded.unread;
+        self
+    }
+
     fn reject(&mut self, n: u64, why: impl FnOnce() -> String) {
         if n == 0 {
             return;
         }
         self.rejected += n;
-        if self.reason.is_none() {
-            self.reason = Some(why());
+        self.reasons += 1;
+        // The first three reasons, in the order met; then how many more.
+        match (&mut self.reason, self.reasons) {
+            (None, _) => self.reason = Some(why()),
+            (Some(r), 2..=3) => {
+                r.push_str("; ");
+                r.push_str(&why());
+            }
+            (Some(r), 4) => r.push_str("; and more"),
+            _ => {}
         }
     }
 }
@@ -578,6 +767,158 @@ fn exponential_buckets(p: &ExponentialHistogramDataPoint, to_s: f64) -> Vec<(f64
     out
 }
 
+/// The largest count a point may carry: beyond 2^53 a count is not exact as a double, and
+/// no service serves that many requests.
+const MAX_COUNT: u64 = 1 << 53;
+
+/// Refused points of one metric: how many, and why the first was.
+#[derive(Debug, Default)]
+struct Refused {
+    n: u64,
+    why: Option<String>,
+}
+
+impl Refused {
+    /// `Some(why)` counts a refused point; `true` when the point may be taken.
+    fn take(&mut self, why: Option<String>) -> bool {
+        match why {
+            None => true,
+            Some(w) => {
+                self.n += 1;
+                self.why.get_or_insert(w);
+                false
+            }
+        }
+    }
+}
+
+/// Why a point's times cannot be taken: no time, or a start after it.
+fn bad_times(start_ns: u64, time_ns: u64) -> Option<String> {
+    if time_ns == 0 {
+        return Some("a data point without a time (timeUnixNano 0)".into());
+    }
+    (start_ns > time_ns).then(|| {
+        format!("a data point whose start time ({start_ns} ns) is after its time ({time_ns} ns)")
+    })
+}
+
+/// Why a duration point's count, sum, min or max cannot be taken (durations are finite
+/// and not negative).
+fn bad_figures(count: u64, sum: Option<f64>, min: Option<f64>, max: Option<f64>) -> Option<String> {
+    if count > MAX_COUNT {
+        return Some(format!(
+            "a count of {count} (more than 2^53 is not a count of requests)"
+        ));
+    }
+    // An SDK may send an empty point's min and max as ±∞: they say nothing then.
+    let (min, max) = if count == 0 { (None, None) } else { (min, max) };
+    for (what, v) in [("sum", sum), ("min", min), ("max", max)] {
+        if let Some(v) = v
+            && !(v.is_finite() && v >= 0.0)
+        {
+            return Some(format!(
+                "a duration {what} of {v} (expected a finite number ≥ 0)"
+            ));
+        }
+    }
+    if let (Some(lo), Some(hi)) = (min, max)
+        && lo > hi
+    {
+        return Some(format!("a min ({lo}) above the max ({hi})"));
+    }
+    None
+}
+
+/// Why an explicit-bucket duration point cannot be taken.
+fn bad_histogram(p: &HistogramDataPoint) -> Option<String> {
+    bad_times(p.start_time_unix_nano, p.time_unix_nano)
+        .or_else(|| bad_figures(p.count, p.sum, p.min, p.max))
+        .or_else(|| {
+            if p.bucket_counts.is_empty() {
+                return None;
+            }
+            if p.bucket_counts.len() != p.explicit_bounds.len() + 1 {
+                return Some(format!(
+                    "{} bucket counts for {} explicit bounds (expected one more count than bounds)",
+                    p.bucket_counts.len(),
+                    p.explicit_bounds.len()
+                ));
+            }
+            if p.explicit_bounds.iter().any(|b| !b.is_finite())
+                || p.explicit_bounds.windows(2).any(|w| w[0] >= w[1])
+            {
+                return Some("explicit bounds that are not finite and increasing".into());
+            }
+            let in_buckets = p
+                .bucket_counts
+                .iter()
+                .try_fold(0u64, |a, c| a.checked_add(*c));
+            (in_buckets != Some(p.count)).then(|| {
+                format!(
+                    "bucket counts that add up to {} for a count of {}",
+                    in_buckets.map_or("more than 2^64".to_string(), |n| n.to_string()),
+                    p.count
+                )
+            })
+        })
+}
+
+/// Why an exponential duration point cannot be taken.
+fn bad_exponential(p: &ExponentialHistogramDataPoint) -> Option<String> {
+    bad_times(p.start_time_unix_nano, p.time_unix_nano)
+        .or_else(|| bad_figures(p.count, p.sum, p.min, p.max))
+        .or_else(|| {
+            // OTLP's range of scales.
+            if !(-10..=20).contains(&p.scale) {
+                return Some(format!("a scale of {} (OTLP's are −10 to 20)", p.scale));
+            }
+            if !(p.zero_threshold.is_finite() && p.zero_threshold >= 0.0) {
+                return Some(format!("a zero threshold of {}", p.zero_threshold));
+            }
+            let mut total = Some(p.zero_count);
+            for side in [&p.positive, &p.negative].into_iter().flatten() {
+                let last = side.offset as i64 + side.bucket_counts.len() as i64;
+                let scale = p.scale.min(MAX_SCALE);
+                let shift = p.scale - scale;
+                let reach = |i: i64| exp_bound(scale, i >> shift);
+                if !side.bucket_counts.is_empty()
+                    && !(reach(last).is_finite() && reach(side.offset as i64 - 1) > 0.0)
+                {
+                    return Some(format!(
+                        "buckets at offset {} beyond the range of a double",
+                        side.offset
+                    ));
+                }
+                for c in &side.bucket_counts {
+                    total = total.and_then(|t| t.checked_add(*c));
+                }
+            }
+            (total != Some(p.count)).then(|| {
+                format!(
+                    "zero and bucket counts that add up to {} for a count of {}",
+                    total.map_or("more than 2^64".to_string(), |n| n.to_string()),
+                    p.count
+                )
+            })
+        })
+}
+
+/// Why a counter's or gauge's value cannot be taken: not finite, or (`counter`) below 0.
+fn bad_number(p: &NumberDataPoint, counter: bool) -> Option<String> {
+    let v = number(p);
+    if !v.is_finite() || (counter && v < 0.0) {
+        return Some(format!(
+            "a value of {v} (expected a finite number{})",
+            if counter { " ≥ 0" } else { "" }
+        ));
+    }
+    if counter {
+        bad_times(p.start_time_unix_nano, p.time_unix_nano)
+    } else {
+        None
+    }
+}
+
 /// The routes and unmapped metrics of `req`, per service instance, within `limits`.
 pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
     let mut mapped = Mapped::default();
@@ -609,13 +950,24 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
             .collect();
         for sm in &rm.scope_metrics {
             for m in &sm.metrics {
+                // A metric without data (its points all unreadable, counted at decoding)
+                // says nothing.
+                if m.data.is_none() {
+                    continue;
+                }
                 let n = points_of(m);
                 let push = &mut mapped.services[at];
                 push.points += n;
                 // k6's output names its instrumentation scope `k6`, whatever service
                 // name it is given (`K6_OTEL_SERVICE_NAME`).
                 let from_k6 = service == "k6" || sm.scope.as_ref().is_some_and(|s| s.name == "k6");
-                if from_k6 && k6_metric(m, push.k6.get_or_insert_default()) {
+                let mut bad = Refused::default();
+                if from_k6 && k6_metric(m, push.k6.get_or_insert_default(), &mut bad) {
+                    let (n_bad, why) = (bad.n, bad.why.unwrap_or_default());
+                    let name = &m.name;
+                    mapped.reject(n_bad, || {
+                        format!("{name}: {n_bad} data points refused: {why}")
+                    });
                     continue;
                 }
                 let (Some((role, naming)), Some(data)) = (mapping(&m.name), m.data.as_ref()) else {
@@ -696,6 +1048,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                             .data_points
                             .iter()
                             .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                            .filter(|p| bad.take(bad_histogram(p)))
                         {
                             add(
                                 &p.attributes,
@@ -711,7 +1064,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                                         p.sum.map(|s| s * to_s),
                                         explicit_buckets(p, to_s),
                                     );
-                                    p.max.map(|m| m * to_s)
+                                    p.max.filter(|_| p.count > 0).map(|m| m * to_s)
                                 },
                             );
                         }
@@ -723,6 +1076,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                             .data_points
                             .iter()
                             .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                            .filter(|p| bad.take(bad_exponential(p)))
                         {
                             add(
                                 &p.attributes,
@@ -738,7 +1092,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                                         p.sum.map(|s| s * to_s),
                                         Some(exponential_buckets(p, to_s)),
                                     );
-                                    p.max.map(|m| m * to_s)
+                                    p.max.filter(|_| p.count > 0).map(|m| m * to_s)
                                 },
                             );
                         }
@@ -752,6 +1106,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                             .data_points
                             .iter()
                             .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                            .filter(|p| bad.take(bad_number(p, true)))
                         {
                             let v = number(p);
                             add(
@@ -776,6 +1131,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                             .data_points
                             .iter()
                             .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                            .filter(|p| bad.take(bad_number(p, false)))
                         {
                             let v = number(p);
                             add(&p.attributes, None, 0, p.time_unix_nano, &mut |o, _, _| {
@@ -789,6 +1145,7 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                             .data_points
                             .iter()
                             .filter(|p| p.flags & NO_RECORDED_VALUE == 0)
+                            .filter(|p| bad.take(bad_number(p, false)))
                         {
                             let v = number(p);
                             add(&p.attributes, None, 0, p.time_unix_nano, &mut |o, _, _| {
@@ -806,6 +1163,10 @@ pub fn map(req: &ExportMetricsServiceRequest, limits: PushLimits) -> Mapped {
                     }
                 }
                 let name = &m.name;
+                let (n_bad, why) = (bad.n, bad.why.unwrap_or_default());
+                mapped.reject(n_bad, || {
+                    format!("{name}: {n_bad} data points refused: {why}")
+                });
                 mapped.reject(refused, || {
                     format!(
                         "{name}: past the limit of {} routes per service or {} series per route; further points were refused",
@@ -1347,6 +1708,7 @@ mod tests {
     #[test]
     fn exponential_buckets_keep_their_bounds_across_scales() {
         let exp = |scale: i32, offset: i32, counts: Vec<u64>| ExponentialHistogramDataPoint {
+            time_unix_nano: 1_000_010_000_000,
             count: counts.iter().sum::<u64>() + 1,
             zero_count: 1,
             scale,
@@ -1451,6 +1813,7 @@ mod tests {
             data: Some(metric::Data::Sum(Sum {
                 data_points: vec![NumberDataPoint {
                     attributes: attrs,
+                    time_unix_nano: 1_000_010_000_000,
                     value: Some(number_data_point::Value::AsInt(v)),
                     ..Default::default()
                 }],
@@ -1524,18 +1887,24 @@ mod tests {
         assert_eq!(Encoding::from_content_type("text/plain"), None);
         let req = request("s", vec![]);
         let bytes = prost::Message::encode_to_vec(&req);
-        assert_eq!(decode(&bytes, Encoding::Protobuf).unwrap(), req);
+        assert_eq!(decode(&bytes, Encoding::Protobuf).unwrap().request, req);
         let err = decode(&bytes[..bytes.len() - 3], Encoding::Protobuf).unwrap_err();
         assert!(err.contains("protobuf"), "{err}");
         let json = r#"{"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"j"}}]},"scopeMetrics":[{"metrics":[{"name":"http.server.request.duration","unit":"s","histogram":{"aggregationTemporality":1,"dataPoints":[{"attributes":[{"key":"http.route","value":{"stringValue":"/j"}}],"startTimeUnixNano":"1000000000","timeUnixNano":"2000000000","count":"3","sum":0.3,"bucketCounts":["1","2"],"explicitBounds":[0.1]}]}}]}]}]}"#;
-        let m = map(&decode(json.as_bytes(), Encoding::Json).unwrap(), LIMITS);
+        let m = map(
+            &decode(json.as_bytes(), Encoding::Json).unwrap().request,
+            LIMITS,
+        );
         let r = &m.services[0].routes[0];
         assert_eq!((r.obs.route.as_str(), r.delta), ("/j", true));
         assert_eq!(r.obs.total.as_ref().unwrap().sum(), 3.0);
         assert!(decode(b"{\"resourceMetrics\": 5}", Encoding::Json).is_err());
         // An exponential point as the JavaScript SDK writes it: no flags, no zero threshold.
         let exp = r#"{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"http.server.request.duration","unit":"s","exponentialHistogram":{"aggregationTemporality":1,"dataPoints":[{"attributes":[],"count":3,"sum":0.3,"scale":5,"zeroCount":0,"positive":{"offset":-100,"bucketCounts":[1,2]},"negative":{"offset":0,"bucketCounts":[]},"startTimeUnixNano":"1000000000","timeUnixNano":"2000000000","exemplars":[{"asDouble":0.1}]}]}}]}]}]}"#;
-        let m = map(&decode(exp.as_bytes(), Encoding::Json).unwrap(), LIMITS);
+        let m = map(
+            &decode(exp.as_bytes(), Encoding::Json).unwrap().request,
+            LIMITS,
+        );
         assert_eq!(
             m.services[0].routes[0]
                 .obs
@@ -1545,5 +1914,162 @@ mod tests {
                 .sum(),
             3.0
         );
+    }
+
+    #[test]
+    fn points_with_impossible_values_are_refused_with_the_reason_and_the_rest_taken() {
+        let route = |r: &str| vec![kv("http.request.method", "GET"), kv("http.route", r)];
+        let good = point(route("/good"), vec![1, 2], vec![0.1], 0.2);
+        let with = |f: &dyn Fn(&mut HistogramDataPoint)| {
+            let mut p = point(route("/bad"), vec![1, 2], vec![0.1], 0.2);
+            f(&mut p);
+            p
+        };
+        let bad = vec![
+            with(&|p| p.sum = Some(f64::NAN)),
+            with(&|p| p.sum = Some(-1.0)),
+            with(&|p| p.min = Some(-0.5)),
+            with(&|p| (p.min, p.max) = (Some(0.5), Some(0.1))),
+            with(&|p| p.explicit_bounds = vec![0.1, 0.2]),
+            with(&|p| p.explicit_bounds = vec![f64::INFINITY]),
+            with(&|p| (p.explicit_bounds, p.bucket_counts) = (vec![0.2, 0.1], vec![1, 1, 1])),
+            with(&|p| p.count = 10),
+            with(&|p| (p.count, p.bucket_counts) = (u64::MAX, vec![u64::MAX, 0])),
+            with(&|p| p.time_unix_nano = 0),
+            with(&|p| p.start_time_unix_nano = p.time_unix_nano + 1),
+        ];
+        let n_bad = bad.len() as u64;
+        let mut points = vec![good];
+        points.extend(bad);
+        let exp = |scale: i32, count: u64| ExponentialHistogramDataPoint {
+            attributes: route("/exp"),
+            start_time_unix_nano: 1_000_000_000_000,
+            time_unix_nano: 1_000_010_000_000,
+            count,
+            sum: Some(0.3),
+            scale,
+            positive: Some(Buckets {
+                offset: -30,
+                bucket_counts: vec![1, 2],
+            }),
+            ..Default::default()
+        };
+        let counter = |v: f64| NumberDataPoint {
+            attributes: vec![kv("routeId", "r")],
+            start_time_unix_nano: 1_000_000_000_000,
+            time_unix_nano: 1_000_010_000_000,
+            value: Some(number_data_point::Value::AsDouble(v)),
+            ..Default::default()
+        };
+        let req = request(
+            "shop",
+            vec![
+                histogram(
+                    "http.server.request.duration",
+                    "s",
+                    AggregationTemporality::Cumulative,
+                    points,
+                ),
+                Metric {
+                    name: "http.server.request.duration".into(),
+                    unit: "s".into(),
+                    data: Some(metric::Data::ExponentialHistogram(ExponentialHistogram {
+                        data_points: vec![exp(3, 3), exp(30, 3), exp(3, 4)],
+                        aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                    })),
+                    ..Default::default()
+                },
+                Metric {
+                    name: "camel.exchanges.total".into(),
+                    data: Some(metric::Data::Sum(Sum {
+                        data_points: vec![counter(5.0), counter(f64::NAN), counter(-2.0)],
+                        aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                        is_monotonic: true,
+                    })),
+                    ..Default::default()
+                },
+            ],
+        );
+        let m = map(&req, LIMITS);
+        assert_eq!(m.rejected, n_bad + 2 + 2);
+        let why = m.reason.unwrap();
+        assert!(
+            why.starts_with(
+                "http.server.request.duration: 11 data points refused: a duration sum of NaN"
+            ),
+            "{why}"
+        );
+        let routes: Vec<(&str, f64)> = m.services[0]
+            .routes
+            .iter()
+            .map(|r| {
+                let c = r.obs.total.as_ref().map_or(0.0, |c| c.sum());
+                (r.obs.route.as_str(), c)
+            })
+            .collect();
+        assert_eq!(routes, [("GET /good", 3.0), ("GET /exp", 3.0), ("r", 5.0)]);
+        // Each refusal says what was wrong.
+        for (p, says) in [
+            (
+                with(&|p| p.explicit_bounds = vec![0.1, 0.2]),
+                "2 bucket counts for 2 explicit bounds",
+            ),
+            (with(&|p| p.count = 10), "add up to 3 for a count of 10"),
+            (with(&|p| p.start_time_unix_nano = u64::MAX), "start time"),
+            (
+                with(&|p| (p.count, p.bucket_counts) = (u64::MAX, vec![u64::MAX, 0])),
+                "2^53",
+            ),
+        ] {
+            let why = bad_histogram(&p).unwrap();
+            assert!(why.contains(says), "{why}");
+        }
+        assert!(
+            bad_exponential(&exp(30, 3))
+                .unwrap()
+                .contains("scale of 30")
+        );
+    }
+
+    #[test]
+    fn json_points_that_do_not_read_are_counted_and_the_rest_of_their_metric_read() {
+        let body = |points: &str, temporality: &str| {
+            format!(
+                r#"{{"resourceMetrics":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"j"}}}}]}},"scopeMetrics":[{{"metrics":[{{"name":"http.server.request.duration","unit":"s","histogram":{{"aggregationTemporality":{temporality},"dataPoints":[{points}]}}}}]}}]}}]}}"#
+            )
+        };
+        let point = |route: &str, sum: &str, count: &str| {
+            format!(
+                r#"{{"attributes":[{{"key":"http.route","value":{{"stringValue":"{route}"}}}}],"startTimeUnixNano":"1000000000","timeUnixNano":"2000000000","count":{count},"sum":{sum},"bucketCounts":["1","2"],"explicitBounds":[0.1]}}"#
+            )
+        };
+        let points = [
+            point("/a", "0.3", "\"3\""),
+            point("/nan", "\"NaN\"", "3"),
+            point("/half", "0.3", "10.5"),
+            point("/b", "0.2", "3"),
+        ]
+        .join(",");
+        let d = decode(body(&points, "2").as_bytes(), Encoding::Json).unwrap();
+        assert_eq!(d.unread, 2);
+        let why = d.unread_reason.clone().unwrap();
+        assert!(
+            why.starts_with("http.server.request.duration: 2 data points could not be read"),
+            "{why}"
+        );
+        let m = map(&d.request, LIMITS).with_unread(&d);
+        let routes: Vec<&str> = m.services[0]
+            .routes
+            .iter()
+            .map(|r| r.obs.route.as_str())
+            .collect();
+        assert_eq!(routes, ["/a", "/b"]);
+        assert_eq!((m.rejected, m.unread), (2, 2));
+        assert!(m.services[0].unmapped.is_empty());
+        // Data that does not read as a whole (a temporality by name): all its points.
+        let d = decode(body(&points, "\"CUMULATIVE\"").as_bytes(), Encoding::Json).unwrap();
+        assert_eq!(d.unread, 4, "{:?}", d.unread_reason);
+        let m = map(&d.request, LIMITS).with_unread(&d);
+        assert!(m.services[0].routes.is_empty() && m.services[0].unmapped.is_empty());
     }
 }

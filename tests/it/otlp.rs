@@ -851,3 +851,115 @@ async fn a_service_scraped_and_pushing_is_one_service() {
     );
     assert_eq!(d.targets.len(), 2, "the scraped target and the pushing one");
 }
+
+/// One cumulative route of `count` requests since `start_ns`, read at `time_ns`.
+fn cumulative_push(start_ns: u64, time_ns: u64, count: u64) -> Vec<u8> {
+    let mut req = request_for("steady", 1);
+    let metric::Data::Histogram(h) = req.resource_metrics[0].scope_metrics[0].metrics[0]
+        .data
+        .as_mut()
+        .unwrap()
+    else {
+        unreachable!()
+    };
+    let p = &mut h.data_points[0];
+    (p.start_time_unix_nano, p.time_unix_nano) = (start_ns, time_ns);
+    (p.count, p.bucket_counts, p.sum) = (count, vec![count, 0], Some(count as f64 * 0.005));
+    req.encode_to_vec()
+}
+
+#[tokio::test]
+async fn a_push_the_store_refused_is_counted_by_the_next_one() {
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let start = harrier::now_ms() as u64 * 1_000_000;
+    let at = |s: u64| start + s * 1_000_000_000;
+    let r = app
+        .send(post(
+            cumulative_push(start, at(1), 10),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    // The store refuses route samples for a while.
+    let (fail, unfail) = if let Some(pool) = app.state.store.sqlite_pool() {
+        sqlx::query(
+            "CREATE TRIGGER refuse BEFORE INSERT ON route_samples \
+             BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+        )
+        .execute(pool)
+        .await
+        .unwrap();
+        (true, "DROP TRIGGER refuse")
+    } else {
+        let pool = app.state.store.postgres_pool().unwrap();
+        for sql in [
+            "CREATE FUNCTION refuse() RETURNS trigger AS $$ \
+             BEGIN RAISE EXCEPTION 'disk full'; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse BEFORE INSERT ON route_samples \
+             FOR EACH ROW EXECUTE FUNCTION refuse()",
+        ] {
+            sqlx::query(sql).execute(pool).await.unwrap();
+        }
+        (false, "DROP TRIGGER refuse ON route_samples")
+    };
+    let r = app
+        .send(post(
+            cumulative_push(start, at(2), 30),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.text());
+    if fail {
+        sqlx::query(unfail)
+            .execute(app.state.store.sqlite_pool().unwrap())
+            .await
+            .unwrap();
+    } else {
+        sqlx::query(unfail)
+            .execute(app.state.store.postgres_pool().unwrap())
+            .await
+            .unwrap();
+    }
+    // The next push counts from the last stored reading: nothing lost, nothing twice.
+    let r = app
+        .send(post(
+            cumulative_push(start, at(3), 45),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let stored = stored_totals(&app, "steady").await;
+    assert_eq!(stored["GET /item/0"].0, 45.0, "{stored:?}");
+}
+
+#[tokio::test]
+async fn json_points_with_impossible_values_get_a_partial_success_that_says_why() {
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let mut body = serde_json::to_value(request_for("odd", 3)).unwrap();
+    let points =
+        &mut body["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0]["histogram"]["dataPoints"];
+    // JSON's spelling of a sum that is not a number, and a count beside its buckets.
+    points[1]["sum"] = serde_json::json!("NaN");
+    points[2]["count"] = serde_json::json!(7);
+    let r = app
+        .send(post(
+            serde_json::to_vec(&body).unwrap(),
+            "application/json",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let partial = &r.json()["partialSuccess"];
+    assert_eq!(partial["rejectedDataPoints"], 2, "{partial}");
+    let why = partial["errorMessage"].as_str().unwrap();
+    assert!(
+        why.contains("bucket counts that add up to 2 for a count of 7")
+            && why.contains("could not be read"),
+        "{why}"
+    );
+    let stored = stored_totals(&app, "odd").await;
+    assert_eq!(stored.keys().collect::<Vec<_>>(), ["GET /item/0"]);
+}

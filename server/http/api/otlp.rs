@@ -163,7 +163,7 @@ async fn export(
             format!("Content-Encoding {content_encoding:?} is not supported: send gzip or none"),
         );
     };
-    let request = match otlp::decode(bytes, encoding) {
+    let decoded = match otlp::decode(bytes, encoding) {
         Ok(r) => r,
         Err(why) => {
             return status(
@@ -175,14 +175,15 @@ async fn export(
         }
     };
     let mapped = otlp::map(
-        &request,
+        &decoded.request,
         PushLimits {
             max_routes: state.config.max_routes_per_target,
             max_series_per_route: MAX_SERIES_PER_ROUTE,
             max_name_chars: state.config.run_limits.max_label_chars,
         },
-    );
-    drop(request);
+    )
+    .with_unread(&decoded);
+    drop(decoded);
     // In a task of its own: a client that gives up waiting (k6 cancels its last export at
     // the end of a test) must not stop a push half-written, its totals taken as the
     // previous ones but its intervals never stored.
