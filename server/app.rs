@@ -167,6 +167,7 @@ pub async fn serve(
     let live_stop = token.clone();
     let live_runs = tokio::spawn(state.live_runs.clone().run(token.clone()));
     let load_runs = tokio::spawn(state.load_runs.clone().run(token.clone()));
+    tokio::spawn(state.otlp.clone().sweep(token.clone()));
     let scraper_state = state.clone();
     let self_addr = listener.local_addr().ok();
     if let Some(addr) = self_addr {

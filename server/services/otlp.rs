@@ -48,6 +48,12 @@ pub const FRESH_START_MS: i64 = 60_000;
 /// The interval assumed before an instance's second push, s (the SDKs' default export
 /// interval).
 const FIRST_INTERVAL_S: f64 = 60.0;
+/// A pushing instance whose pushes stop is down after this many of its intervals.
+pub const MISSED_PUSHES: f64 = 3.0;
+/// How often quiet pushing instances are looked for, ms.
+const SWEEP_MS: u64 = 5_000;
+/// What a quiet pushing instance's target says.
+pub const QUIET_ERROR: &str = "no push for 3 of its push intervals: the service stopped pushing, or its pushes no longer reach harrier";
 /// Pushing service instances kept at once; pushes of further ones are refused.
 pub const MAX_PUSH_TARGETS: usize = 1_000;
 
@@ -103,6 +109,45 @@ pub struct Unmapped {
 }
 
 impl Receiver {
+    /// Marks down, every few seconds until `shutdown`, the pushing instances that stopped
+    /// pushing ([`MISSED_PUSHES`] of their intervals), as a scrape marks a target that
+    /// stopped answering; their next push brings them up. Reads the store, so it covers
+    /// instances pushed to before a restart or to another replica.
+    pub async fn sweep(self, shutdown: tokio_util::sync::CancellationToken) {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(SWEEP_MS));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = self.mark_quiet(crate::now_ms()).await {
+                tracing::warn!(error = %e, "looking for quiet OTLP pushers failed");
+            }
+        }
+    }
+
+    /// One round of [`Receiver::sweep`] at `now_ms`; the targets marked down.
+    pub async fn mark_quiet(&self, now_ms: i64) -> crate::store::Result<Vec<i64>> {
+        let ids = self
+            .store
+            .mark_quiet_targets_down(OTLP_KIND, now_ms, MISSED_PUSHES, QUIET_ERROR)
+            .await?;
+        if ids.is_empty() {
+            return Ok(ids);
+        }
+        let mut instances = self.instances.lock().await;
+        for id in &ids {
+            let mut fresh = HashMap::new();
+            let sent = instances
+                .values_mut()
+                .find(|i| i.target_id == *id)
+                .map_or(&mut fresh, |i| &mut i.sent);
+            crate::services::scrape::publish(&self.store, &self.hub, *id, sent).await;
+        }
+        Ok(ids)
+    }
+
     pub fn new(store: Store, hub: Hub, live_runs: LiveRuns) -> Receiver {
         Receiver {
             store,

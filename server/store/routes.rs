@@ -598,6 +598,17 @@ forward! {
     /// that were removed from it). Returns the ids deleted.
     pub async fn delete_targets_not_in(&self, origin: &str, keep: &[String]) -> Result<Vec<i64>>;
 
+    /// Marks down, with `error`, the targets of `kind` that are up but last reported more
+    /// than `missed` of their intervals before `now_ms` (pushing instances that stopped
+    /// pushing); their last report time stays. Returns their ids.
+    pub async fn mark_quiet_targets_down(
+        &self,
+        kind: &str,
+        now_ms: i64,
+        missed: f64,
+        error: &str,
+    ) -> Result<Vec<i64>>;
+
     /// Writes one scrape: the target's status, the routes found and their intervals, and
     /// the 1 min / 1 h rollups, in one transaction. Returns the route ids, in `routes` order.
     pub async fn record_scrape(

@@ -963,3 +963,57 @@ async fn json_points_with_impossible_values_get_a_partial_success_that_says_why(
     let stored = stored_totals(&app, "odd").await;
     assert_eq!(stored.keys().collect::<Vec<_>>(), ["GET /item/0"]);
 }
+
+#[tokio::test]
+async fn a_pusher_that_stops_is_down_after_three_of_its_intervals_and_up_at_its_next_push() {
+    let app = spawn_app_with(|c| c.self_scrape = false).await;
+    let start = harrier::now_ms() as u64 * 1_000_000;
+    let r = app
+        .send(post(
+            cumulative_push(start, start + 1_000_000_000, 5),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let state_of = |rows: &serde_json::Value| rows[0]["state"].clone();
+    let now = harrier::now_ms();
+    // Before its first interval is known it is taken as 60 s: two missed pushes say
+    // nothing yet; the third makes it down, its last push time kept.
+    assert!(
+        app.state
+            .otlp
+            .mark_quiet(now + 120_000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let down = app.state.otlp.mark_quiet(now + 181_000).await.unwrap();
+    assert_eq!(down.len(), 1);
+    let targets = app.get("/api/v1/targets").await.json();
+    let t = &targets[0];
+    assert_eq!(t["up"], false, "{t}");
+    assert!(t["last_error"].as_str().unwrap().contains("no push"), "{t}");
+    assert!(t["last_scrape_ms"].as_i64().unwrap() <= now + 1_000, "{t}");
+    assert_eq!(state_of(&app.get("/api/v1/routes").await.json()), "down");
+    // Once down, a further round leaves it as it is.
+    assert!(
+        app.state
+            .otlp
+            .mark_quiet(now + 400_000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Its next push brings it up.
+    let r = app
+        .send(post(
+            cumulative_push(start, start + 2_000_000_000, 9),
+            "application/x-protobuf",
+            false,
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(app.get("/api/v1/targets").await.json()[0]["up"], true);
+    assert_ne!(state_of(&app.get("/api/v1/routes").await.json()), "down");
+}

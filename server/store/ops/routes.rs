@@ -129,6 +129,36 @@ impl Backend {
         Ok(ids)
     }
 
+    /// Marks down, with `error`, the targets of `kind` that are up but last reported more
+    /// than `missed` of their intervals before `now_ms` (pushing instances that stopped
+    /// pushing); their last report time stays. One conditional statement, so a report
+    /// that lands meanwhile is never overwritten. Returns their ids.
+    pub async fn mark_quiet_targets_down(
+        &self,
+        kind: &str,
+        now_ms: i64,
+        missed: f64,
+        error: &str,
+    ) -> Result<Vec<i64>> {
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "UPDATE targets SET up = $1, last_error = $2 \
+             WHERE kind = $3 AND up = $4 AND last_scrape_ms < $5 - interval_s * $6 \
+             RETURNING id",
+        )
+        .bind(false)
+        .bind(error)
+        .bind(kind)
+        .bind(true)
+        .bind(now_ms as f64)
+        .bind(missed * 1000.0)
+        .fetch_all(&self.pool)
+        .await?;
+        if !ids.is_empty() {
+            self.targets_changed();
+        }
+        Ok(ids)
+    }
+
     /// Writes one scrape: the target's status, the routes found and their intervals, and
     /// the 1 min / 1 h rollups, in one transaction. Returns the route ids, in `routes` order.
     pub async fn record_scrape(
