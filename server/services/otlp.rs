@@ -6,7 +6,9 @@
 //! kind `otlp` (origin `otlp`, named `otlp: SERVICE` or `otlp: SERVICE @ INSTANCE`),
 //! created at its first push; it is never scraped. Its interval is the time between its
 //! pushes (the SDKs' export interval), so a route missing from its pushes turns `stale`,
-//! then `gone`, as scraped ones do. A push is written at the time it arrives.
+//! then `gone`, as scraped ones do; an instance whose pushes stop is marked down after
+//! [`MISSED_PUSHES`] of its intervals ([`Receiver::sweep`]), as a scrape marks a target
+//! that stops answering. A push is written at the time it arrives.
 //!
 //! Intervals per route:
 //! - **delta** points are the interval's own counts, over `time − start` of the points

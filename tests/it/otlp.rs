@@ -398,6 +398,25 @@ async fn bad_pushes_are_refused_whole_and_say_why() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 
+    // Traces and logs (an SDK given the base endpoint sends all three): 404 saying so.
+    let r = app
+        .send(
+            Request::post("/v1/traces")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from("{}"))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("metrics only"),
+        "{}",
+        r.text()
+    );
+
     // Nothing of the refused pushes was stored.
     assert!(app.state.store.list_targets().await.unwrap().is_empty());
     assert!(stored_totals(&app, "shop").await.is_empty());

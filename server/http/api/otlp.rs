@@ -47,6 +47,28 @@ pub fn routes() -> Routes {
             Ingest,
             post(export).layer(DefaultBodyLimit::max(MAX_WRITE_BYTES)),
         )
+        .route("/v1/traces", POST, Ingest, post(not_metrics))
+        .route("/v1/logs", POST, Ingest, post(not_metrics))
+        .route("/otlp/v1/traces", POST, Ingest, post(not_metrics))
+        .route("/otlp/v1/logs", POST, Ingest, post(not_metrics))
+}
+
+/// Traces and logs sent to harrier's endpoint (an SDK given the base endpoint exports all
+/// three signals there): 404 with a status an SDK logs, in the request's encoding.
+async fn not_metrics(headers: HeaderMap) -> Response {
+    let encoding = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(Encoding::from_content_type)
+        .unwrap_or(Encoding::Protobuf);
+    status(
+        StatusCode::NOT_FOUND,
+        encoding,
+        UNIMPLEMENTED,
+        "harrier receives OTLP metrics only (POST /v1/metrics): point traces and logs \
+         elsewhere, or set OTEL_TRACES_EXPORTER=none and OTEL_LOGS_EXPORTER=none"
+            .to_string(),
+    )
 }
 
 /// `google.rpc.Status`, the body of OTLP's error answers (only the two fields harrier
@@ -62,6 +84,7 @@ struct Status {
 /// gRPC status codes used in the `code` of a [`Status`].
 const INVALID_ARGUMENT: i32 = 3;
 const RESOURCE_EXHAUSTED: i32 = 8;
+const UNIMPLEMENTED: i32 = 12;
 const INTERNAL: i32 = 13;
 
 fn status(http: StatusCode, encoding: Encoding, code: i32, message: String) -> Response {
@@ -141,7 +164,7 @@ async fn export(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     encoding,
                     RESOURCE_EXHAUSTED,
-                    format!("body refused, nothing was stored: {why}"),
+                    format!("body refused: {why}"),
                 );
             }
             Err(GunzipError::Invalid(e)) => {

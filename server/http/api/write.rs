@@ -153,7 +153,7 @@ async fn write(
             Err(GunzipError::TooLarge(why)) => {
                 return influx_error(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("body refused, nothing was stored: {why}"),
+                    format!("body refused: {why}"),
                 );
             }
             Err(GunzipError::Invalid(e)) => {
