@@ -881,9 +881,8 @@ fn bad_exponential(p: &ExponentialHistogramDataPoint) -> Option<String> {
                 let scale = p.scale.min(MAX_SCALE);
                 let shift = p.scale - scale;
                 let reach = |i: i64| exp_bound(scale, i >> shift);
-                if !side.bucket_counts.is_empty()
-                    && !(reach(last).is_finite() && reach(side.offset as i64 - 1) > 0.0)
-                {
+                let in_range = reach(last).is_finite() && reach(side.offset as i64 - 1) > 0.0;
+                if !side.bucket_counts.is_empty() && !in_range {
                     return Some(format!(
                         "buckets at offset {} beyond the range of a double",
                         side.offset
