@@ -1261,7 +1261,12 @@
     const P = Array.isArray(curve.p) ? curve.p : [];
     const M = Array.isArray(curve.ms) ? curve.ms : [];
     if (!total || !P.length) {
-      const [title, help] = noDataText(ctx, 'No distribution', 'the run has no samples');
+      // A run with requests but no response times: streamed as per-interval aggregates
+      // (JMeter's Backend Listener, k6 over OTLP).
+      const aggregates = ctx.run && isNum(ctx.run.count) && ctx.run.count > 0;
+      const [title, help] = aggregates
+        ? ['No response-time distribution', 'This run arrived as per-interval aggregates (counts, mean, min, max), without single response times: import the tool\u2019s result file for its distribution and percentiles.']
+        : noDataText(ctx, 'No distribution', 'the run has no samples');
       for (const box of live) emptyBox(box, title, help);
       return charts;
     }

@@ -45,7 +45,9 @@
 //!   first sustained breach, whichever of knee, latency or errors comes first as the load
 //!   rises, with the users there: the plateau and the knee's users when the knee comes
 //!   first, otherwise the successful throughput and users of the last level before the
-//!   breach. A run with none of them has no capacity figure: "no saturation in this run".
+//!   breach. A run with none of them has no capacity figure: "no saturation in this run";
+//!   nor has a run whose errors pass 1 % from its lowest level on ("no capacity: the run
+//!   breaches from its lowest load level").
 //! - Runs whose seconds carry no histogram but a p95 the tool reported per row (Locust's
 //!   stats history, see [`find_with_reported_p95`]): a level's p95 is the median of the
 //!   p95s reported for its seconds (without the highest), "as reported by" the tool.
@@ -62,7 +64,7 @@ use crate::domain::format;
 
 /// Version of this rule: raise it when its answers change, so capacities kept in the
 /// store are computed again.
-pub const RULE_VERSION: u32 = 3;
+pub const RULE_VERSION: u32 = 4;
 
 /// Samples a level needs before its figures count.
 const MIN_LEVEL_SAMPLES: u64 = 20;
@@ -414,7 +416,8 @@ pub fn find_with_reported_p95(
             limit_ms: P95_FACTOR * low,
         })
     });
-    let error_breach = first_holding(&levels, 1, |l| {
+    // From the lowest level on: a run that fails from its lowest load has no capacity.
+    let error_breach = first_holding(&levels, 0, |l| {
         l.error_pct_trimmed().is_some_and(errors_breach)
     })
     .and_then(|i| {
@@ -437,14 +440,9 @@ pub fn find_with_reported_p95(
     .flatten()
     .min_by_key(|(users, what)| (*users, *what))
     .map(|(_, what)| what);
-    // The capacity: the plateau at the knee, or the last level before the breach.
-    let level_before = |users: u32| {
-        levels
-            .iter()
-            .rev()
-            .find(|l| l.users < users)
-            .or(levels.first())
-    };
+    // The capacity: the plateau at the knee, or the last level before the breach (none
+    // when the breach is at the lowest level).
+    let level_before = |users: u32| levels.iter().rev().find(|l| l.users < users);
     let stated: Option<(u32, f64, i64, f64)> = match first {
         Some(0) => knee
             .as_ref()
@@ -659,7 +657,7 @@ fn knee(levels: &[Level]) -> Option<Knee> {
 /// Index of the first level (from `from` on) from which `passes` holds for levels
 /// spanning at least [`HOLD_S`] seconds in a row.
 fn first_holding(levels: &[Level], from: usize, passes: impl Fn(&Level) -> bool) -> Option<usize> {
-    let mut i = from.max(1);
+    let mut i = from;
     while i < levels.len() {
         let mut held_s = 0;
         let mut j = i;
@@ -702,6 +700,7 @@ fn statement(
         (Some((users, rps)), Some(_)) => {
             format!("sustains {} at {}", successful(rps), users_text(users))
         }
+        (None, Some(_)) => "no capacity: the run breaches from its lowest load level".to_string(),
         _ => format!(
             "no saturation in this run: successful throughput grew to {} at {}",
             format::rps(Some(peak.successful_rps)),
@@ -1158,5 +1157,27 @@ mod tests {
         let flat: Vec<_> = (0..30).map(|t| second(t, 10, 100, 0, 50)).collect();
         assert_eq!(find(&buckets(&flat)), None, "load never ramped");
         assert_eq!(find(&[]), None);
+    }
+
+    #[test]
+    fn a_run_that_fails_from_its_lowest_load_has_no_capacity() {
+        // Half the requests fail at every level, 1 → 5 users (every other URL a 404).
+        let mut rows = Vec::new();
+        let mut t = 0;
+        for users in 1u32..=5 {
+            for _ in 0..3 {
+                let count = u64::from(users) * 100;
+                rows.push(second(t, users, count, count / 2, 2));
+                t += 1;
+            }
+        }
+        let c = find(&buckets(&rows)).expect("a ramp");
+        assert_eq!(c.error_breach.as_ref().map(|b| b.users), Some(1));
+        assert_eq!((c.users, c.throughput_rps), (None, None));
+        assert_eq!(c.limited_by.as_deref(), Some("errors"));
+        assert_eq!(
+            c.statement,
+            "no capacity: the run breaches from its lowest load level; errors pass 1 % at 1 user"
+        );
     }
 }
