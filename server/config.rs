@@ -136,8 +136,9 @@ pub enum UserCommand {
     /// line of standard input when that is not a terminal.
     Add {
         name: String,
-        /// viewer (reads everything), editor (also imports, deletes, edits targets,
-        /// rules, silences, channels), admin (also users and tokens).
+        /// viewer (reads everything), operator (also starts, stops, suspends and resumes
+        /// routes and resets their statistics), editor (also imports, deletes, edits
+        /// targets, rules, silences, channels), admin (also users and tokens).
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::domain::auth::Role::NAMES))]
         role: String,
         #[command(flatten)]
@@ -178,7 +179,8 @@ pub enum TokenCommand {
         /// What uses it, e.g. ci-upload or k6-staging.
         name: String,
         /// ingest (send results: uploads, line protocol, OTLP metrics, gate checks; reads nothing),
-        /// read (everything a viewer reads), write (everything an editor does).
+        /// read (everything a viewer reads), operate (read, and route operations),
+        /// write (everything an editor does).
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::domain::auth::Scope::NAMES))]
         scope: String,
         /// Lifetime: 90d, 12h, 30m, or `never`.

@@ -39,6 +39,10 @@ pub enum Error {
     Store(#[from] StoreError),
     #[error("{0}")]
     Internal(String),
+    /// A service harrier asked on the caller's behalf (a route's Jolokia agent) failed or
+    /// refused: answered 502 with that service's own message.
+    #[error("{0}")]
+    Upstream(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -62,7 +62,7 @@
     return el;
   }
 
-  const STATE_CLASS = { active: 'ok', idle: 'muted', down: 'err' };
+  const STATE_CLASS = { active: 'ok', idle: 'muted', down: 'err', Started: 'ok' };
   const SPARK_MS = 15 * 60 * 1000;
   const SVG_NS = 'http://www.w3.org/2000/svg';
 
@@ -607,6 +607,36 @@
         if (badge) { badge.textContent = r.state; badge.className = 'badge ' + (STATE_CLASS[r.state] || 'warn'); }
         const since = $('#route-since');
         if (since) { since.dataset.value = dv(r.last_exchange_ms); since.replaceChildren(nullable(ago(r.last_exchange_ms))); }
+      }
+
+      // Route operations (operators, Jolokia routes only): confirm, POST, show the agent's
+      // answer; the state badge takes the state the agent gave until the next scrape.
+      const opResult = $('#route-op-result');
+      for (const b of $$('button[data-route-op]')) {
+        b.addEventListener('click', async () => {
+          if (!window.confirm(b.dataset.confirm)) return;
+          const buttons = $$('button[data-route-op]');
+          for (const x of buttons) x.disabled = true;
+          opResult.classList.remove('bad');
+          opResult.textContent = b.textContent + '…';
+          try {
+            const res = await fetch('/api/v1/routes/' + data.route.id + '/operations/' + b.dataset.routeOp, { method: 'POST', headers: { Accept: 'application/json' } });
+            const body = await res.json().catch(() => ({}));
+            if (res.ok) {
+              opResult.textContent = b.textContent + ': done; the agent says the route is ' + (body.state || 'in no stated state') + ' (' + new Date().toLocaleTimeString() + ')';
+              const badge = $('#route-state');
+              if (badge && body.state) { badge.textContent = body.state; badge.className = 'badge ' + (STATE_CLASS[body.state] || 'warn'); }
+            } else {
+              opResult.classList.add('bad');
+              opResult.textContent = b.textContent + ' failed (HTTP ' + res.status + '): ' + (body.error || res.statusText);
+            }
+          } catch (e) {
+            opResult.classList.add('bad');
+            opResult.textContent = b.textContent + ' failed: ' + e.message;
+          } finally {
+            for (const x of buttons) x.disabled = false;
+          }
+        });
       }
 
       on('routes_updated', (msg) => {

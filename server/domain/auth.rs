@@ -7,13 +7,17 @@
 //! The grid, from the sign-in issue of the team's tracker and the roles Grafana ships
 //! (Viewer / Editor / Admin):
 //!
-//! | permission | what it covers                                        | viewer | editor | admin | `read` token | `ingest` token | `write` token | share link |
-//! |------------|-------------------------------------------------------|--------|--------|-------|--------------|----------------|---------------|------------|
-//! | `Public`   | health, static files, the sign-in page                | ✓      | ✓      | ✓     | ✓            | ✓              | ✓             | ✓          |
-//! | `Read`     | every page and GET of the API                         | ✓      | ✓      | ✓     | ✓            |                | ✓             | its page   |
-//! | `Ingest`   | uploads, line protocol, OTLP, ending runs, gate checks|        | ✓      | ✓     |              | ✓              | ✓             |            |
-//! | `Write`    | deleting/editing runs, targets, rules, silences, channels, share links |  | ✓ | ✓ |        |                | ✓             |            |
-//! | `Admin`    | users and tokens                                      |        |        | ✓     |              |                |               |            |
+//! | permission | what it covers                                        | viewer | operator | editor | admin | `read` token | `operate` token | `ingest` token | `write` token | share link |
+//! |------------|-------------------------------------------------------|--------|----------|--------|-------|--------------|-----------------|----------------|---------------|------------|
+//! | `Public`   | health, static files, the sign-in page                | ✓      | ✓        | ✓      | ✓     | ✓            | ✓               | ✓              | ✓             | ✓          |
+//! | `Read`     | every page and GET of the API                         | ✓      | ✓        | ✓      | ✓     | ✓            | ✓               |                | ✓             | its page   |
+//! | `Ingest`   | uploads, line protocol, OTLP, ending runs, gate checks|        |          | ✓      | ✓     |              |                 | ✓              | ✓             |            |
+//! | `Operate`  | route operations: start, stop, suspend, resume, reset statistics |  | ✓  | ✓      | ✓     |              | ✓               |                | ✓             |            |
+//! | `Write`    | deleting/editing runs, targets, rules, silences, channels, share links |  |  | ✓ | ✓ |              |                 |                | ✓             |            |
+//! | `Admin`    | users and tokens                                      |        |          |        | ✓     |              |                 |                |               |            |
+//!
+//! The operator role is hawtio's operator: someone on call who may stop a misbehaving route
+//! or reset its statistics, but not change what harrier stores or watches.
 
 use core::fmt;
 use sha2::{Digest, Sha256};
@@ -25,6 +29,8 @@ use subtle::ConstantTimeEq;
 pub enum Role {
     /// Reads every page and figure.
     Viewer,
+    /// Also starts, stops, suspends and resumes routes and resets their statistics.
+    Operator,
     /// Also imports and deletes runs, edits targets, alert rules, silences and channels.
     Editor,
     /// Also manages users and tokens.
@@ -32,12 +38,13 @@ pub enum Role {
 }
 
 impl Role {
-    pub const NAMES: [&'static str; 3] = ["viewer", "editor", "admin"];
+    pub const NAMES: [&'static str; 4] = ["viewer", "operator", "editor", "admin"];
 
-    /// `viewer`, `editor` or `admin`.
+    /// `viewer`, `operator`, `editor` or `admin`.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Viewer => "viewer",
+            Role::Operator => "operator",
             Role::Editor => "editor",
             Role::Admin => "admin",
         }
@@ -47,6 +54,7 @@ impl Role {
     pub fn parse(text: &str) -> Option<Role> {
         match text.trim().to_ascii_lowercase().as_str() {
             "viewer" => Some(Role::Viewer),
+            "operator" => Some(Role::Operator),
             "editor" => Some(Role::Editor),
             "admin" => Some(Role::Admin),
             _ => None,
@@ -69,17 +77,20 @@ pub enum Scope {
     Ingest,
     /// Read everything a Viewer reads (`harrier runs`, `compare`, dashboards).
     Read,
+    /// Everything an Operator does: read, and route operations (a runbook's script).
+    Operate,
     /// Everything an Editor does.
     Write,
 }
 
 impl Scope {
-    pub const NAMES: [&'static str; 3] = ["ingest", "read", "write"];
+    pub const NAMES: [&'static str; 4] = ["ingest", "read", "operate", "write"];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Ingest => "ingest",
             Scope::Read => "read",
+            Scope::Operate => "operate",
             Scope::Write => "write",
         }
     }
@@ -88,6 +99,7 @@ impl Scope {
         match text.trim().to_ascii_lowercase().as_str() {
             "ingest" => Some(Scope::Ingest),
             "read" => Some(Scope::Read),
+            "operate" => Some(Scope::Operate),
             "write" => Some(Scope::Write),
             _ => None,
         }
@@ -107,6 +119,9 @@ pub enum Permission {
     Public,
     Read,
     Ingest,
+    /// Route operations (after `Ingest` only so that every state-changing permission sorts
+    /// at or above `Ingest`; an operator may not ingest).
+    Operate,
     Write,
     Admin,
 }
@@ -117,6 +132,7 @@ impl Permission {
             Permission::Public => "public",
             Permission::Read => "read",
             Permission::Ingest => "ingest",
+            Permission::Operate => "operate",
             Permission::Write => "write",
             Permission::Admin => "admin",
         }
@@ -161,6 +177,7 @@ impl Principal {
             (Principal::Anonymous, _) => false,
             (Principal::User { role, .. }, p) => match p {
                 P::Public | P::Read => true,
+                P::Operate => *role >= Role::Operator,
                 P::Ingest | P::Write => *role >= Role::Editor,
                 P::Admin => *role == Role::Admin,
             },
@@ -170,6 +187,8 @@ impl Principal {
                 (Scope::Ingest, _) => false,
                 (Scope::Read, P::Read) => true,
                 (Scope::Read, _) => false,
+                (Scope::Operate, P::Read | P::Operate) => true,
+                (Scope::Operate, _) => false,
                 (Scope::Write, _) => true,
             },
             (Principal::Share { .. }, _) => false,
@@ -466,17 +485,38 @@ mod tests {
             id: 1,
             subject: ShareSubject::Run { id: 1 },
         };
-        let all = [P::Public, P::Read, P::Ingest, P::Write, P::Admin];
-        let grid: [(Principal, [bool; 5]); 9] = [
-            (Principal::Open, [true; 5]),
-            (Principal::Anonymous, [true, false, false, false, false]),
-            (user(Role::Viewer), [true, true, false, false, false]),
-            (user(Role::Editor), [true, true, true, true, false]),
-            (user(Role::Admin), [true; 5]),
-            (token(Scope::Read), [true, true, false, false, false]),
-            (token(Scope::Ingest), [true, false, true, false, false]),
-            (token(Scope::Write), [true, true, true, true, false]),
-            (share, [true, false, false, false, false]),
+        let all = [
+            P::Public,
+            P::Read,
+            P::Ingest,
+            P::Operate,
+            P::Write,
+            P::Admin,
+        ];
+        let grid: [(Principal, [bool; 6]); 11] = [
+            (Principal::Open, [true; 6]),
+            (
+                Principal::Anonymous,
+                [true, false, false, false, false, false],
+            ),
+            (user(Role::Viewer), [true, true, false, false, false, false]),
+            (
+                user(Role::Operator),
+                [true, true, false, true, false, false],
+            ),
+            (user(Role::Editor), [true, true, true, true, true, false]),
+            (user(Role::Admin), [true; 6]),
+            (token(Scope::Read), [true, true, false, false, false, false]),
+            (
+                token(Scope::Operate),
+                [true, true, false, true, false, false],
+            ),
+            (
+                token(Scope::Ingest),
+                [true, false, true, false, false, false],
+            ),
+            (token(Scope::Write), [true, true, true, true, true, false]),
+            (share, [true, false, false, false, false, false]),
         ];
         for (who, expected) in grid {
             for (p, want) in all.iter().zip(expected) {

@@ -91,14 +91,16 @@ impl Oidc {
         let mut groups = BTreeMap::new();
         for (group, role) in &c.groups {
             let r = Role::parse(role).ok_or_else(|| {
-                format!("[oidc.groups] {group:?} = {role:?}: expected viewer, editor or admin")
+                format!(
+                    "[oidc.groups] {group:?} = {role:?}: expected viewer, operator, editor or admin"
+                )
             })?;
             groups.insert(group.clone(), r);
         }
         let default_role = match &c.default_role {
             None => None,
             Some(r) => Some(Role::parse(r).ok_or_else(|| {
-                format!("[oidc] default_role {r:?}: expected viewer, editor or admin")
+                format!("[oidc] default_role {r:?}: expected viewer, operator, editor or admin")
             })?),
         };
         if groups.is_empty() && default_role.is_none() {

@@ -74,6 +74,14 @@ impl AuditWho {
     }
 }
 
+/// What a handler adds to its request's audit entry (put in the response's extensions):
+/// written after the path, e.g. the route an operation ran on and the agent's answer.
+#[derive(Clone, Debug)]
+pub struct AuditDetail(pub String);
+
+/// The longest detail written after the path, bytes.
+const AUDIT_DETAIL_MAX: usize = 500;
+
 /// The longest path written to the audit log, bytes (longer ones are cut, marked `…`).
 const AUDIT_PATH_MAX: usize = 300;
 
@@ -100,6 +108,13 @@ pub async fn audit(State(state): State<AppState>, mut req: Request, next: Next) 
     req.extensions_mut().insert(who.clone());
     let response = next.run(req).await;
     let status = i64::from(response.status().as_u16());
+    if let Some(AuditDetail(detail)) = response.extensions().get::<AuditDetail>() {
+        let mut cut = detail.len().min(AUDIT_DETAIL_MAX);
+        while !detail.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        path = format!("{path} — {}", &detail[..cut]);
+    }
     let who = who
         .0
         .lock()
@@ -234,6 +249,7 @@ fn refuse(
     let needs = match permission {
         Permission::Public | Permission::Read => "read access",
         Permission::Ingest => "the editor role or an ingest token",
+        Permission::Operate => "the operator role or an operate token",
         Permission::Write => "the editor role or a write token",
         Permission::Admin => "the admin role",
     };

@@ -24,12 +24,18 @@ impl Error {
             Error::Ingest(IngestError::Io { .. }) => StatusCode::BAD_REQUEST,
             Error::Ingest(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::Store(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::Upstream(_) => StatusCode::BAD_GATEWAY,
         }
     }
 
     /// The message shown to the user; internal details stay in the log.
     pub fn public_message(&self) -> String {
         let status = self.status();
+        if let Error::Upstream(message) = self {
+            // The other service's own words are what the user needs; nothing of harrier's.
+            tracing::warn!(error = %message, "an agent refused or failed");
+            return message.clone();
+        }
         if status.is_server_error() {
             tracing::error!(error = %self, "request failed");
             "internal error; the server log has the details".to_string()

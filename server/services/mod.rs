@@ -4,6 +4,8 @@
 //! - [`comparisons`]: comparisons of stored runs, baselines, checks and trends;
 //! - [`egress`]: the outbound HTTP clients under the egress policy;
 //! - [`scrape`]: the scrape loops (one task per target) and retention pruning;
+//! - [`route_ops`]: route operations (start, stop, suspend, resume, reset) through the
+//!   route's Jolokia agent;
 //! - [`otlp`]: the OTLP metrics receiver (pushed routes written like scrapes);
 //! - [`live_runs`]: runs streamed while they run (InfluxDB line protocol);
 //! - [`load`]: `harrier load run`: the load generator's ticks merged, reported and stored;
@@ -30,4 +32,5 @@ pub mod load_runs;
 pub mod load_tests;
 pub mod oidc;
 pub mod otlp;
+pub mod route_ops;
 pub mod scrape;

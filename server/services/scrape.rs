@@ -376,6 +376,12 @@ impl Scraper {
     }
 
     /// Number of running target loops.
+    /// The client scrapes go out with (route operations use it too: same agents, same
+    /// egress policy).
+    pub fn client(&self) -> &Outbound {
+        &self.inner.client
+    }
+
     pub fn running_targets(&self) -> usize {
         self.inner.tasks.lock().expect("not poisoned").len()
     }

@@ -10,7 +10,7 @@ use sqlx::FromRow;
 pub struct UserRow {
     pub id: i64,
     pub name: String,
-    /// `viewer`, `editor` or `admin`.
+    /// `viewer`, `operator`, `editor` or `admin`.
     pub role: String,
     #[serde(skip)]
     pub password_hash: String,
@@ -43,7 +43,7 @@ pub struct OidcLoginRow {
 pub struct TokenRow {
     pub id: i64,
     pub name: String,
-    /// `ingest`, `read` or `write`.
+    /// `ingest`, `read`, `operate` or `write`.
     pub scope: String,
     #[serde(skip)]
     pub secret_hash: String,

@@ -13,6 +13,7 @@ mod attack;
 mod backends;
 mod bounded;
 mod browser;
+mod camel;
 mod capacity_lab;
 mod chaos;
 mod cli;

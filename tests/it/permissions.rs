@@ -1,7 +1,7 @@
 //! The permission table: every route of the router × every kind of caller.
 //!
 //! Walks `harrier::app::routes()` (the table the router is built from) with anonymous,
-//! viewer, editor and admin sessions, ingest/read/write tokens and a share link, and
+//! viewer, operator, editor and admin sessions, ingest/read/operate/write tokens and a share link, and
 //! checks each answer against the grid of `domain::auth`: allowed → neither 401 nor 403
 //! (nor a redirect to sign-in); refused → 401 / a redirect to sign-in for callers without
 //! credentials, 403 for the others. Also: no route is built outside the table, and no
@@ -109,6 +109,16 @@ async fn every_route_answers_each_caller_as_the_table_says() {
                 subject: ShareSubject::Run { id: 1 },
             },
             header: bearer(share_link(&app).await),
+        },
+        Caller {
+            label: "operator",
+            principal: user(Role::Operator),
+            header: cookie(signed_in(&app, "olga", Role::Operator).await),
+        },
+        Caller {
+            label: "operate token",
+            principal: tok(Scope::Operate),
+            header: bearer(token(&app, Scope::Operate).await),
         },
         Caller {
             label: "editor",

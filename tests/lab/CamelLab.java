@@ -5,16 +5,24 @@
 // handler (Debian's libjolokia-core-java 1.7.1) on the JDK's HTTP server, and serves a
 // real HTTP endpoint whose steps take real time.
 //
-// Route "orders" of context "shop" (GET /orders):
-//   from(platform-http:/orders)         [the route itself]
-//   log1       log("order received")     ~0 ms
-//   to1        to(http://legacy/stock)  sleeps LEGACY_MS behind a pool of POOL permits:
-//                                         the step that gives way under load
-//   marshal1   marshal().json()         ~MARSHAL_MS of CPU
-// Route "audit" (GET /audit): one step, to2 (log), always quick.
+// Route "orders" of context "shop", route group "shop-api" (GET /orders[?channel=store]),
+// its steps as Camel numbers them (index: depth-first position, level: nesting depth):
+//   from(platform-http:/orders)                  [the route itself]
+//   0 L1 log1        log("order received")        ~0 ms
+//   1 L1 choice1     choice()
+//   2 L2   when1       when(channel != store)
+//   3 L3     to1         to(http://legacy/stock)   sleeps LEGACY_MS behind a pool of POOL
+//                                                   permits: the step that gives way
+//   4 L2   otherwise1  otherwise()
+//   5 L3     to2         to(caffeine-cache://stock) ~0 ms
+//   6 L1 split1      split(body())                the order's 3 lines
+//   7 L2   marshal1    marshal().json()           ~MARSHAL_MS of CPU per line
+// Route "audit" (GET /audit), group "ops": one step, log2, always quick.
 //
 // Operations on a ManagedRoute (start, stop, suspend, resume, reset) are obeyed: a route
 // not Started answers 503 and counts nothing; reset zeroes its and its steps' statistics.
+// Like Camel's, `stop` and `reset` are overloaded (stop(long timeout), reset(boolean
+// includeProcessors)), so a Jolokia client must give the signature.
 //
 //   javac -cp /usr/share/java/jolokia-core.jar:/usr/share/java/json-simple.jar CamelLab.java
 //   java -cp .:/usr/share/java/jolokia-core.jar:/usr/share/java/json-simple.jar \
@@ -114,9 +122,11 @@ public class CamelLab {
         long getLastExchangeFailureTimestamp();
         void start();
         void stop();
+        void stop(long timeout);
         void suspend();
         void resume();
         void reset();
+        void reset(boolean includeProcessors);
     }
 
     public interface ManagedProcessorMBean {
@@ -127,6 +137,7 @@ public class CamelLab {
         int getIndex();
         int getLevel();
         String getParentId();
+        String getDestination();
         long getExchangesTotal();
         long getExchangesCompleted();
         long getExchangesFailed();
@@ -139,17 +150,19 @@ public class CamelLab {
     }
 
     public static class Step implements ManagedProcessorMBean {
-        final String route, id, name, parent;
+        final String route, id, name, parent, destination;
         final int index, level;
         final Stats stats = new Stats();
 
-        Step(String route, String id, String name, int index, int level, String parent) {
+        Step(String route, String id, String name, int index, int level, String parent,
+                String destination) {
             this.route = route;
             this.id = id;
             this.name = name;
             this.index = index;
             this.level = level;
             this.parent = parent;
+            this.destination = destination;
         }
 
         public String getCamelId() { return CONTEXT; }
@@ -159,6 +172,7 @@ public class CamelLab {
         public int getIndex() { return index; }
         public int getLevel() { return level; }
         public String getParentId() { return parent; }
+        public String getDestination() { return destination; }
         public long getExchangesTotal() { return stats.total.get(); }
         public long getExchangesCompleted() { return stats.completed.get(); }
         public long getExchangesFailed() { return stats.failed.get(); }
@@ -174,19 +188,29 @@ public class CamelLab {
     }
 
     public static class Route implements ManagedRouteMBean {
-        final String id, uri;
+        final String id, uri, group;
         final List<Step> steps = new ArrayList<>();
         final Stats stats = new Stats();
         volatile String state = "Started";
 
-        Route(String id, String uri) {
+        Route(String id, String uri, String group) {
             this.id = id;
             this.uri = uri;
+            this.group = group;
+        }
+
+        Step step(String id) {
+            for (Step s : steps) {
+                if (s.id.equals(id)) {
+                    return s;
+                }
+            }
+            throw new IllegalArgumentException(id);
         }
 
         public String getCamelId() { return CONTEXT; }
         public String getRouteId() { return id; }
-        public String getRouteGroup() { return "shop-api"; }
+        public String getRouteGroup() { return group; }
         public String getState() { return state; }
         public String getEndpointUri() { return uri; }
         public long getExchangesTotal() { return stats.total.get(); }
@@ -205,12 +229,18 @@ public class CamelLab {
         public long getLastExchangeFailureTimestamp() { return stats.lastFailure; }
         public void start() { state = "Started"; }
         public void stop() { state = "Stopped"; }
+        public void stop(long timeout) { state = "Stopped"; }
         public void suspend() { state = "Suspended"; }
         public void resume() { state = "Started"; }
         public void reset() {
             stats.reset();
-            for (Step s : steps) {
-                s.reset();
+        }
+        public void reset(boolean includeProcessors) {
+            stats.reset();
+            if (includeProcessors) {
+                for (Step s : steps) {
+                    s.reset();
+                }
             }
         }
     }
@@ -223,12 +253,17 @@ public class CamelLab {
         long legacyMs = args.length > 2 ? Long.parseLong(args[2]) : 20;
         long marshalMs = args.length > 3 ? Long.parseLong(args[3]) : 1;
 
-        Route orders = new Route("orders", "platform-http:///orders");
-        orders.steps.add(new Step("orders", "log1", "log", 0, 1, null));
-        orders.steps.add(new Step("orders", "to1", "to", 1, 1, null));
-        orders.steps.add(new Step("orders", "marshal1", "marshal", 2, 1, null));
-        Route audit = new Route("audit", "platform-http:///audit");
-        audit.steps.add(new Step("audit", "to2", "log", 0, 1, null));
+        Route orders = new Route("orders", "platform-http:///orders", "shop-api");
+        orders.steps.add(new Step("orders", "log1", "log", 0, 1, null, null));
+        orders.steps.add(new Step("orders", "choice1", "choice", 1, 1, null, null));
+        orders.steps.add(new Step("orders", "when1", "when", 2, 2, "choice1", null));
+        orders.steps.add(new Step("orders", "to1", "to", 3, 3, "when1", "http://legacy/stock"));
+        orders.steps.add(new Step("orders", "otherwise1", "otherwise", 4, 2, "choice1", null));
+        orders.steps.add(new Step("orders", "to2", "to", 5, 3, "otherwise1", "caffeine-cache://stock"));
+        orders.steps.add(new Step("orders", "split1", "split", 6, 1, null, null));
+        orders.steps.add(new Step("orders", "marshal1", "marshal", 7, 2, "split1", null));
+        Route audit = new Route("audit", "platform-http:///audit", "ops");
+        audit.steps.add(new Step("audit", "log2", "log", 0, 1, null, null));
 
         MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
         for (Route r : List.of(orders, audit)) {
@@ -243,22 +278,36 @@ public class CamelLab {
         Semaphore legacyPool = new Semaphore(pool, true);
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 512);
         server.setExecutor(Executors.newFixedThreadPool(64));
-        server.createContext("/orders", ex -> serve(ex, orders, () -> {
-            runStep(orders.steps.get(0), () -> {});
-            runStep(orders.steps.get(1), () -> {
-                legacyPool.acquireUninterruptibly();
-                try {
-                    Thread.sleep(legacyMs);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                } finally {
-                    legacyPool.release();
-                }
+        server.createContext("/orders", ex -> {
+            String query = ex.getRequestURI().getRawQuery();
+            boolean store = query != null && query.contains("channel=store");
+            serve(ex, orders, () -> {
+                runStep(orders.step("log1"), () -> {});
+                runStep(orders.step("choice1"), () -> {
+                    if (!store) {
+                        runStep(orders.step("when1"), () ->
+                            runStep(orders.step("to1"), () -> {
+                                legacyPool.acquireUninterruptibly();
+                                try {
+                                    Thread.sleep(legacyMs);
+                                } finally {
+                                    legacyPool.release();
+                                }
+                            }));
+                    } else {
+                        runStep(orders.step("otherwise1"), () ->
+                            runStep(orders.step("to2"), () -> {}));
+                    }
+                });
+                runStep(orders.step("split1"), () -> {
+                    for (int line = 0; line < 3; line++) {
+                        runStep(orders.step("marshal1"), () -> spin(marshalMs));
+                    }
+                });
             });
-            runStep(orders.steps.get(2), () -> spin(marshalMs));
-        }));
+        });
         server.createContext("/audit", ex -> serve(ex, audit, () ->
-            runStep(audit.steps.get(0), () -> {})));
+            runStep(audit.step("log2"), () -> {})));
 
         Configuration config = new Configuration(ConfigKey.AGENT_ID, "camel-lab");
         LogHandler log = new LogHandler() {

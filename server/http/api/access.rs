@@ -88,7 +88,7 @@ async fn create_user(
     auth::check_password(&u.password).map_err(Error::BadRequest)?;
     let role = Role::parse(&u.role).ok_or_else(|| {
         Error::BadRequest(format!(
-            "role {:?}: expected viewer, editor or admin",
+            "role {:?}: expected viewer, operator, editor or admin",
             u.role
         ))
     })?;
@@ -190,7 +190,7 @@ async fn create_token(
     auth::check_token_name(name).map_err(Error::BadRequest)?;
     let scope = Scope::parse(&t.scope).ok_or_else(|| {
         Error::BadRequest(format!(
-            "scope {:?}: expected ingest, read or write",
+            "scope {:?}: expected ingest, read, operate or write",
             t.scope
         ))
     })?;

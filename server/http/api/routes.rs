@@ -23,6 +23,13 @@
 //!   [`crate::domain::routes::run_hits`]).
 //!   `from`/`to` are unix ms (default: the last hour); `step` is ms or a duration (`30s`,
 //!   `5m`; default: range / 1000, at least the stored resolution);
+//! - `POST /api/v1/routes/{id}/operations/{name}` (operator role or an `operate` token;
+//!   `name` one of `start`, `stop`, `suspend`, `resume`, `reset`) → `{"route_id", "route",
+//!   "camel_context", "operation", "state", "mbean"}`: the operation run on the route's
+//!   `ManagedRoute` MBean through its Jolokia agent, and the state the agent gave after it.
+//!   409 for a route not read through Jolokia, 502 with the agent's own message when it
+//!   refuses or does not answer; every call is in the audit log with the route and the
+//!   answer (see [`crate::services::route_ops`]);
 //! - `GET /api/v1/targets` → `[TargetRow…]` (`id, name, url, kind, interval_s, up,
 //!   last_error, last_scrape_ms, samples, …`);
 //! - `POST /api/v1/targets` with `{"name","url","kind":"prometheus"|"jolokia","interval_s",
@@ -32,6 +39,7 @@
 //! Missing figures are `null`, never NaN or 0. Errors are `{"error": "…"}`.
 
 use crate::domain::auth::Permission::*;
+use crate::http::auth::AuditDetail;
 use crate::http::table::Routes;
 use crate::http::table::methods::*;
 use axum::Json;
@@ -68,6 +76,12 @@ pub fn routes() -> Routes {
             GET,
             Read,
             get(route_timeseries),
+        )
+        .route(
+            "/api/v1/routes/{id}/operations/{name}",
+            POST,
+            Operate,
+            post(route_operation),
         )
         .route("/api/v1/targets", GET, Read, get(list_targets))
         .route("/api/v1/targets", POST, Write, post(create_target))
@@ -140,6 +154,33 @@ async fn get_route(
 ) -> Result<Json<RouteRow>> {
     let id = id_of(&id, "route")?;
     Ok(Json(one_route(&state.store, id, window_ms(&q)?).await?))
+}
+
+async fn route_operation(
+    State(state): State<AppState>,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    use crate::sources::scrape::jolokia::RouteOperation;
+    let id = id_of(&id, "route")?;
+    let op = RouteOperation::parse(&name).ok_or_else(|| {
+        Error::BadRequest(format!(
+            "operation {name:?}: expected one of {}",
+            RouteOperation::NAMES.join(", ")
+        ))
+    })?;
+    // Every call is audited with the route and what the agent answered, refusals too.
+    let (mut response, detail) =
+        match crate::services::route_ops::operate(&state.store, state.scraper.client(), id, op)
+            .await
+        {
+            Ok(done) => (Json(&done).into_response(), done.audit_text()),
+            Err(e) => {
+                let detail = format!("{name} route {id}: {e}");
+                (e.into_response(), detail)
+            }
+        };
+    response.extensions_mut().insert(AuditDetail(detail));
+    Ok(response)
 }
 
 #[derive(Deserialize)]

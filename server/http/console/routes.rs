@@ -639,6 +639,9 @@ struct RoutePage {
     /// `{route, series, series_url, range_ms, pools: {series_url, instance, series}}` for
     /// `static/routes.js`.
     data_json: String,
+    /// Route operations are shown: the route is read through Jolokia and the viewer may
+    /// operate.
+    operations: bool,
 }
 
 async fn route_page(
@@ -755,6 +758,9 @@ async fn route_page(
                 pressed: *key == "1h",
             })
             .collect(),
+        operations: crate::services::route_ops::offered(&row.source)
+            && target.as_ref().is_some_and(|t| t.kind == "jolokia")
+            && crate::http::auth::may(crate::domain::auth::Permission::Operate),
         view: RouteRowView::new(row, now, &[]),
         kpis,
         // Shown, never used: its URL renders with the credentials masked.

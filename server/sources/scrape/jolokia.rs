@@ -50,20 +50,7 @@ pub fn request_body() -> Value {
 /// the ObjectName's `context`) is the route label `camel_context` beside it.
 /// An error answer (or no `value`) is an `Err` with the agent's message.
 pub fn observations(answer: &Value, service: &str) -> Result<(Vec<Observation>, usize), String> {
-    let answer = match answer {
-        Value::Array(items) => items
-            .first()
-            .ok_or_else(|| "empty bulk answer".to_string())?,
-        other => other,
-    };
-    let status = answer.get("status").and_then(Value::as_i64).unwrap_or(200);
-    if status != 200 {
-        let message = answer
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("no error text");
-        return Err(format!("Jolokia status {status}: {message}"));
-    }
+    let answer = first_ok(answer)?;
     let Some(value) = answer.get("value").and_then(Value::as_object) else {
         return Err("Jolokia answer has no `value` object".into());
     };
@@ -132,6 +119,140 @@ pub fn observations(answer: &Value, service: &str) -> Result<(Vec<Observation>, 
     }
     out.sort_by(|a, b| (&a.route, &a.labels).cmp(&(&b.route, &b.labels)));
     Ok((out, samples))
+}
+
+/// A route operation: hawtio's (and Camel's `ManagedRoute`) start, stop, suspend, resume
+/// and reset of the route's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteOperation {
+    Start,
+    Stop,
+    Suspend,
+    Resume,
+    /// Zeroes the route's statistics and its steps' (`reset(true)`).
+    Reset,
+}
+
+impl RouteOperation {
+    pub const NAMES: [&'static str; 5] = ["start", "stop", "suspend", "resume", "reset"];
+
+    /// `start`, `stop`, `suspend`, `resume` or `reset`.
+    pub fn parse(text: &str) -> Option<RouteOperation> {
+        Some(match text {
+            "start" => RouteOperation::Start,
+            "stop" => RouteOperation::Stop,
+            "suspend" => RouteOperation::Suspend,
+            "resume" => RouteOperation::Resume,
+            "reset" => RouteOperation::Reset,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// The JMX operation with its signature and arguments. `ManagedRoute` overloads
+    /// `stop` (with a timeout) and `reset` (with `includeProcessors`), and Jolokia needs the
+    /// signature to pick one: the no-argument forms, and `reset(boolean)` with `true` so
+    /// the steps' statistics go too.
+    fn jmx(self) -> (&'static str, Vec<Value>) {
+        match self {
+            RouteOperation::Start => ("start()", vec![]),
+            RouteOperation::Stop => ("stop()", vec![]),
+            RouteOperation::Suspend => ("suspend()", vec![]),
+            RouteOperation::Resume => ("resume()", vec![]),
+            RouteOperation::Reset => ("reset(boolean)", vec![Value::Bool(true)]),
+        }
+    }
+}
+
+/// The search that lists the agent's route MBeans (their exact ObjectNames, which an
+/// operation needs: Camel quotes names only when they need it).
+pub fn route_search_body() -> Value {
+    serde_json::json!({ "type": "search", "mbean": "org.apache.camel:type=routes,*" })
+}
+
+/// The ObjectName of route `route` of Camel context `context` (any context when `None`)
+/// among a search answer's names. `Err` with the agent's error, or saying the route is
+/// not there.
+pub fn find_route_mbean(
+    answer: &Value,
+    context: Option<&str>,
+    route: &str,
+) -> Result<String, String> {
+    let answer = first_ok(answer)?;
+    let names = answer
+        .get("value")
+        .and_then(Value::as_array)
+        .ok_or("Jolokia search answer has no list of names")?;
+    let found: Vec<&str> = names
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|n| {
+            key_property(n, "name").as_deref() == Some(route)
+                && context.is_none_or(|c| key_property(n, "context").as_deref() == Some(c))
+        })
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.to_string()),
+        [] => Err(format!(
+            "the agent has no route {route:?}{} (was it removed or renamed?)",
+            context
+                .map(|c| format!(" in Camel context {c:?}"))
+                .unwrap_or_default()
+        )),
+        _ => Err(format!(
+            "the agent has {} routes {route:?} in different Camel contexts",
+            found.len()
+        )),
+    }
+}
+
+/// A bulk request: `operation` on `mbean`, then a read of its `State`.
+pub fn operation_body(mbean: &str, operation: RouteOperation) -> Value {
+    let (op, args) = operation.jmx();
+    serde_json::json!([
+        { "type": "exec", "mbean": mbean, "operation": op, "arguments": args },
+        { "type": "read", "mbean": mbean, "attribute": "State" },
+    ])
+}
+
+/// The route's state after an [`operation_body`] request (`None` when the read failed or
+/// gave none); `Err` with the agent's own message when the operation failed.
+pub fn operation_answer(answer: &Value) -> Result<Option<String>, String> {
+    let items = answer
+        .as_array()
+        .ok_or("Jolokia answered a bulk request with something else than a list")?;
+    let exec = items.first().ok_or("empty bulk answer")?;
+    first_ok(exec)?;
+    Ok(items
+        .get(1)
+        .filter(|r| r.get("status").and_then(Value::as_i64) == Some(200))
+        .and_then(|r| r.get("value"))
+        .and_then(Value::as_str)
+        .map(str::to_string))
+}
+
+/// One answer of Jolokia (the first of a bulk one) when its status is 200, else `Err`
+/// with the agent's status and message, as it gave them.
+fn first_ok(answer: &Value) -> Result<&Value, String> {
+    let answer = match answer {
+        Value::Array(items) => items
+            .first()
+            .ok_or_else(|| "empty bulk answer".to_string())?,
+        other => other,
+    };
+    let status = answer.get("status").and_then(Value::as_i64).unwrap_or(200);
+    if status != 200 {
+        let message = answer
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("no error text");
+        return Err(format!("Jolokia status {status}: {message}"));
+    }
+    Ok(answer)
 }
 
 /// A key property of an ObjectName (`name="x"` → `x`, quotes and escapes removed).
@@ -244,6 +365,48 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("404") && e.contains("no such MBean"), "{e}");
+    }
+
+    #[test]
+    fn route_operations_find_their_mbean_and_read_the_agents_answer() {
+        let names = serde_json::json!({"status": 200, "value": [
+            "org.apache.camel:context=shop,name=\"orders\",type=routes",
+            "org.apache.camel:context=shop,name=\"audit\",type=routes",
+            "org.apache.camel:context=billing,name=\"audit\",type=routes",
+        ]});
+        assert_eq!(
+            find_route_mbean(&names, Some("shop"), "orders").unwrap(),
+            "org.apache.camel:context=shop,name=\"orders\",type=routes"
+        );
+        assert!(
+            find_route_mbean(&names, None, "audit")
+                .unwrap_err()
+                .contains("2 routes")
+        );
+        assert!(
+            find_route_mbean(&names, Some("shop"), "nope")
+                .unwrap_err()
+                .contains("no route \"nope\" in Camel context \"shop\"")
+        );
+        let body = operation_body("m", RouteOperation::Reset);
+        assert_eq!(body[0]["operation"], "reset(boolean)");
+        assert_eq!(body[0]["arguments"], serde_json::json!([true]));
+        assert_eq!(body[1]["attribute"], "State");
+        assert_eq!(
+            operation_body("m", RouteOperation::Stop)[0]["operation"],
+            "stop()"
+        );
+        let ok = serde_json::json!([{"status": 200, "value": null}, {"status": 200, "value": "Stopped"}]);
+        assert_eq!(operation_answer(&ok).unwrap().as_deref(), Some("Stopped"));
+        let refused = serde_json::json!([{"status": 500, "error": "java.lang.IllegalStateException : cannot suspend"}, {"status": 200, "value": "Started"}]);
+        assert_eq!(
+            operation_answer(&refused).unwrap_err(),
+            "Jolokia status 500: java.lang.IllegalStateException : cannot suspend"
+        );
+        for n in RouteOperation::NAMES {
+            assert_eq!(RouteOperation::parse(n).unwrap().as_str(), n);
+        }
+        assert_eq!(RouteOperation::parse("kill"), None);
     }
 
     #[test]
