@@ -28,13 +28,14 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::routes::steps::StepObservation;
 use crate::domain::routes::{Interval, Observation, RouteRow};
 use crate::services::egress::{Egress, Outbound};
 use crate::services::live::{Event, Hub};
 use crate::sources::scrape::process::{self, ProcessReading};
 use crate::sources::scrape::{exposition, jolokia, presets};
 use crate::store::{
-    BUILTIN_ORIGIN, Retention, RouteWrite, ScrapeStatus, Store, TargetRow, TargetSpec,
+    BUILTIN_ORIGIN, Retention, RouteWrite, ScrapeStatus, StepWrite, Store, TargetRow, TargetSpec,
 };
 
 /// Largest scrape body read, bytes; a larger one fails the scrape.
@@ -398,6 +399,9 @@ async fn prune_loop(store: Store, retention: Retention, shutdown: CancellationTo
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "pruning route figures failed"),
                 }
+                if let Err(e) = store.prune_steps(crate::now_ms(), &retention).await {
+                    tracing::warn!(error = %e, "pruning step figures failed");
+                }
             }
         }
     }
@@ -410,6 +414,8 @@ pub struct ScrapeOutcome {
     pub process: std::collections::BTreeMap<Option<String>, ProcessReading>,
     /// Samples (Jolokia: attribute values) read.
     pub samples: usize,
+    /// The routes' steps (Jolokia), in route order.
+    pub steps: Vec<StepObservation>,
 }
 
 /// Reads `target` once (no timeout here: the caller bounds it). A target the egress
@@ -453,10 +459,12 @@ pub async fn scrape_once(client: &Outbound, target: &TargetRow) -> Result<Scrape
             let answer: serde_json::Value = serde_json::from_slice(&body)
                 .map_err(|e| format!("Jolokia answer is not JSON: {e}"))?;
             let (observations, samples) = jolokia::observations(&answer, &target.service)?;
+            let (steps, step_samples) = jolokia::steps(&answer, &target.service);
             Ok(ScrapeOutcome {
                 observations,
-                samples,
+                samples: samples + step_samples,
                 process: Default::default(),
+                steps,
             })
         }
         _ => {
@@ -465,6 +473,7 @@ pub async fn scrape_once(client: &Outbound, target: &TargetRow) -> Result<Scrape
                 samples: doc.sample_count(),
                 observations: presets::observations_by_instance(&doc, &target.service),
                 process: process::readings(&doc, crate::now_ms()),
+                steps: Vec::new(),
             })
         }
     }
@@ -554,6 +563,7 @@ async fn target_loop(
     let mut prev_ms: Option<i64> = None;
     let mut sent: HashMap<i64, RouteRow> = HashMap::new();
     let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
+    let mut prev_steps: HashMap<StepKey, (Observation, i64)> = HashMap::new();
     let mut last_skipped = 0usize;
     let name = target.name.clone();
     loop {
@@ -566,6 +576,7 @@ async fn target_loop(
             prev.clear();
             prev_ms = None;
             prev_process.clear();
+            prev_steps.clear();
             sent.clear();
             continue;
         }
@@ -579,8 +590,10 @@ async fn target_loop(
             },
         };
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let mut steps = Vec::new();
         let (status, writes) = match outcome {
             Ok(mut out) => {
+                steps = std::mem::take(&mut out.steps);
                 // A target exposing more routes than the limit keeps the first ones (in the
                 // exporter's stable order) and says so in its status.
                 let skipped = out.observations.len().saturating_sub(running.max_routes);
@@ -660,20 +673,84 @@ async fn target_loop(
         let result = if status.up { "ok" } else { "error" };
         metrics::counter!("harrier_scrapes_total", "target" => name.clone(), "result" => result)
             .increment(1);
-        if let Err(e) = running
+        let route_ids = match running
             .store
             .record_scrape(target.id, &status, &writes)
             .await
         {
-            // The target may have been deleted meanwhile; the next tick finds out.
-            tracing::warn!(target = %name, error = %e, "storing a scrape failed");
-            continue;
+            Ok(ids) => ids,
+            Err(e) => {
+                // The target may have been deleted meanwhile; the next tick finds out.
+                tracing::warn!(target = %name, error = %e, "storing a scrape failed");
+                continue;
+            }
+        };
+        if !steps.is_empty() {
+            let step_writes = step_writes(&writes, &route_ids, steps, &mut prev_steps, at_ms);
+            if let Err(e) = running.store.record_steps(at_ms, &step_writes).await {
+                tracing::warn!(target = %name, error = %e, "storing the routes' steps failed");
+            }
         }
         if token.is_cancelled() {
             break;
         }
         publish(&running.store, &running.hub, target.id, &mut sent).await;
     }
+}
+
+/// A step's identity on a target: Camel context, route, step id.
+type StepKey = (Option<String>, String, String);
+
+/// The steps of one scrape as written: each under the route the scrape stored for its
+/// Camel context and route (steps of a route beyond the route limit are dropped), with its
+/// interval since the previous scrape (`prev`: each step's last reading and its time,
+/// updated here).
+fn step_writes(
+    writes: &[RouteWrite],
+    route_ids: &[i64],
+    steps: Vec<StepObservation>,
+    prev: &mut HashMap<StepKey, (Observation, i64)>,
+    at_ms: i64,
+) -> Vec<StepWrite> {
+    let route_of: HashMap<(Option<&str>, &str), i64> = writes
+        .iter()
+        .zip(route_ids)
+        .map(|(w, id)| {
+            (
+                (
+                    w.labels.get("camel_context").map(String::as_str),
+                    w.route.as_str(),
+                ),
+                *id,
+            )
+        })
+        .collect();
+    let mut next: HashMap<StepKey, (Observation, i64)> = HashMap::with_capacity(steps.len());
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps {
+        let Some(&route_id) = route_of.get(&(s.context.as_deref(), s.route.as_str())) else {
+            continue;
+        };
+        let key = (s.context.clone(), s.route.clone(), s.step.clone());
+        let interval = prev
+            .get(&key)
+            .filter(|(_, p_ms)| at_ms > *p_ms)
+            .map(|(p, p_ms)| Interval::between(p, &s.counters, at_ms - p_ms));
+        let reading = (s.counters, at_ms);
+        out.push(StepWrite {
+            route_id,
+            step: s.step,
+            kind: s.kind,
+            parent: s.parent,
+            index: s.index,
+            level: s.level,
+            destination: s.destination,
+            interval,
+        });
+        next.insert(key, reading);
+    }
+    *prev = next;
+    out
 }
 
 /// Sends the target's status and the route rows that changed since the last send (`sent`,

@@ -7,3 +7,4 @@ pub mod alerts;
 pub mod routes;
 pub mod runs;
 pub mod services;
+pub mod steps;

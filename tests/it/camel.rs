@@ -443,3 +443,216 @@ async fn operators_stop_suspend_resume_and_reset_a_route_through_jolokia() {
     let _ = stop_tx.send(());
     let _ = server.await;
 }
+
+/// Starts harrier in-process on `app` with the lab as a Jolokia target scraped every
+/// second; the route `orders` once scraped (its id), and the stop sender and server task.
+async fn serve_with_lab(
+    app: &TestApp,
+    lab: &CamelLab,
+) -> (
+    i64,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(harrier::app::serve(
+        listener,
+        app.state.clone(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let shop = app
+        .state
+        .store
+        .insert_target(
+            &TargetSpec {
+                name: "shop".into(),
+                url: lab.jolokia().into(),
+                kind: "jolokia".into(),
+                interval_s: 1.0,
+                timeout_s: 1.0,
+                labels: Default::default(),
+            },
+            "api",
+            harrier::now_ms(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    app.state.scraper.spawn(shop);
+    let route = until("the lab's orders route scraped", 30, || async {
+        let list = app.get("/api/v1/routes").await.json();
+        list.as_array()?
+            .iter()
+            .find(|r| r["route"] == "orders" && r["source"] == "jolokia")
+            .cloned()
+    })
+    .await;
+    (route["id"].as_i64().unwrap(), stop_tx, server)
+}
+
+/// Issue 29: the steps of a route, read in the same bulk request as the routes, equal the
+/// lab's own counters over the same interval (every exchange since the first scrape, read
+/// back from the lab's Jolokia after the last), nest as Camel nests them (a choice with a
+/// when and an otherwise, a split), name the send steps by their endpoint, and single out
+/// the pooled legacy call as the slowest step; their history is there to chart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_equal_the_labs_own_counters_and_nest_as_camel_does() {
+    let Some(lab) = CamelLab::start(4, 20, 1).await else {
+        return;
+    };
+    let app = spawn_app().await;
+    let (id, stop_tx, server) = serve_with_lab(&app, &lab).await;
+    // The first scrape read every counter at 0: from here on each exchange is an interval's.
+    let steps = until("the route's steps", 30, || async {
+        let v = app.get(&format!("/api/v1/routes/{id}/steps")).await.json();
+        (v["steps"].as_array()?.len() == 8).then_some(v)
+    })
+    .await;
+    let shape: Vec<(String, String, Value, i64, String)> = steps["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["step"].as_str().unwrap().to_string(),
+                s["kind"].as_str().unwrap().to_string(),
+                s["parent"].clone(),
+                s["level"].as_i64().unwrap(),
+                s["label"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let row = |step: &str, kind: &str, parent: Value, level: i64, label: &str| {
+        (
+            step.to_string(),
+            kind.to_string(),
+            parent,
+            level,
+            label.to_string(),
+        )
+    };
+    assert_eq!(
+        shape,
+        vec![
+            row("log1", "log", Value::Null, 1, "log"),
+            row("choice1", "choice", Value::Null, 1, "choice"),
+            row("when1", "when", json!("choice1"), 2, "when"),
+            row("to1", "to", json!("when1"), 3, "to(http://legacy/stock)"),
+            row("otherwise1", "otherwise", json!("choice1"), 2, "otherwise"),
+            row(
+                "to2",
+                "to",
+                json!("otherwise1"),
+                3,
+                "to(caffeine-cache://stock)"
+            ),
+            row("split1", "split", Value::Null, 1, "split"),
+            row("marshal1", "marshal", json!("split1"), 2, "marshal"),
+        ]
+    );
+
+    assert!(lab.hit("/orders", 30).await.iter().all(|s| *s == 200));
+    assert!(
+        lab.hit("/orders?channel=store", 10)
+            .await
+            .iter()
+            .all(|s| *s == 200)
+    );
+    let names = [
+        "log1",
+        "choice1",
+        "when1",
+        "to1",
+        "otherwise1",
+        "to2",
+        "split1",
+        "marshal1",
+    ];
+    let mut theirs = std::collections::BTreeMap::new();
+    for n in names {
+        theirs.insert(
+            n,
+            lab.read(
+                "processors",
+                n,
+                &[
+                    "ExchangesTotal",
+                    "ExchangesCompleted",
+                    "TotalProcessingTime",
+                ],
+            )
+            .await,
+        );
+    }
+    assert_eq!(
+        theirs["marshal1"]["ExchangesTotal"], 120,
+        "3 lines × 40 orders"
+    );
+    let ours = until("harrier's step counts reaching the lab's", 20, || async {
+        let v = app
+            .get(&format!("/api/v1/routes/{id}/steps?window=1h"))
+            .await
+            .json();
+        let all = v["steps"].as_array()?.iter().all(|s| {
+            s["exchanges"].as_f64()
+                == theirs[s["step"].as_str().unwrap()]["ExchangesTotal"].as_f64()
+        });
+        all.then_some(v)
+    })
+    .await;
+    for s in ours["steps"].as_array().unwrap() {
+        let name = s["step"].as_str().unwrap();
+        let lab_step = &theirs[name];
+        let completed = lab_step["ExchangesCompleted"].as_f64().unwrap();
+        let total_ms = lab_step["TotalProcessingTime"].as_f64().unwrap();
+        let mean = s["mean_ms"].as_f64();
+        if completed > 0.0 {
+            assert_close(mean.unwrap(), total_ms / completed, name);
+        }
+        assert_eq!(s["error_pct"], 0.0, "{name}");
+        assert_eq!(s["gone"], false, "{name}");
+    }
+    let by = |n: &str| {
+        ours["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == n)
+            .unwrap()
+            .clone()
+    };
+    // The pooled legacy call (20 ms) holds most of the route's own time: the slowest.
+    assert_eq!(by("to1")["slowest"], true, "{ours}");
+    assert!(
+        by("to1")["self_share_pct"].as_f64().unwrap() > 50.0,
+        "{ours}"
+    );
+    // The choice's time is its branches': its self time is ~0.
+    assert!(by("choice1")["mean_ms"].as_f64().unwrap() > 10.0);
+    assert!(by("choice1")["self_ms"].as_f64().unwrap() < 2.0, "{ours}");
+
+    // The same figures over time, from the stored history.
+    let series = app
+        .get(&format!("/api/v1/routes/{id}/steps/timeseries"))
+        .await
+        .json();
+    assert_eq!(series["resolution"], "raw");
+    let to1 = series["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "to1")
+        .unwrap();
+    let tput: f64 = to1["throughput_per_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .sum();
+    assert!(tput > 0.0, "{series}");
+    let _ = stop_tx.send(());
+    let _ = server.await;
+}

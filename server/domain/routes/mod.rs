@@ -19,6 +19,7 @@
 
 pub mod run_hits;
 pub mod series;
+pub mod steps;
 
 /// Series labels that name the application, and the route label each is kept under
 /// beside the service: `(series label, route label)`. The service itself is always the
@@ -160,6 +161,9 @@ pub struct Observation {
     pub last_exchange_ms: Option<i64>,
     /// The instance its series name (`instance` or `pod` label); `None`: the target's.
     pub instance: Option<String>,
+    /// The group the source puts the route in (Camel's `routeGroup`); not part of its
+    /// identity.
+    pub group: Option<String>,
 }
 
 impl Observation {
@@ -180,6 +184,7 @@ impl Observation {
             state: None,
             last_exchange_ms: None,
             instance: None,
+            group: None,
         }
     }
 

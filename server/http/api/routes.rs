@@ -23,6 +23,16 @@
 //!   [`crate::domain::routes::run_hits`]).
 //!   `from`/`to` are unix ms (default: the last hour); `step` is ms or a duration (`30s`,
 //!   `5m`; default: range / 1000, at least the stored resolution);
+//! - `GET /api/v1/routes/{id}/steps?window=1m` → `{"route_id", "window_s", "to_ms",
+//!   "steps": [StepRow…]}`: the route's steps (Camel processors read through Jolokia) in
+//!   route order with `step, kind, label, parent, index, level, destination, exchanges,
+//!   throughput_per_s, error_pct, mean_ms` (nested steps included), `self_ms` (without
+//!   them), `self_share_pct`, `max_ms`, `inflight`, `slowest`, `failing`, `gone` (see
+//!   [`crate::domain::routes::steps`]); `[]` for a route without steps;
+//! - `GET /api/v1/routes/{id}/steps/timeseries?from=&to=&step=` → `{"t_ms": […], "steps":
+//!   [{"id","step","label","level","throughput_per_s","error_pct","mean_ms","self_ms"}],
+//!   "resolution", "step_ms", …}`: each step's figures over time, parallel to `t_ms`, from
+//!   the same resolutions and retention as the route's series;
 //! - `POST /api/v1/routes/{id}/operations/{name}` (operator role or an `operate` token;
 //!   `name` one of `start`, `stop`, `suspend`, `resume`, `reset`) → `{"route_id", "route",
 //!   "camel_context", "operation", "state", "mbean"}`: the operation run on the route's
@@ -76,6 +86,13 @@ pub fn routes() -> Routes {
             GET,
             Read,
             get(route_timeseries),
+        )
+        .route("/api/v1/routes/{id}/steps", GET, Read, get(route_steps))
+        .route(
+            "/api/v1/routes/{id}/steps/timeseries",
+            GET,
+            Read,
+            get(route_steps_timeseries),
         )
         .route(
             "/api/v1/routes/{id}/operations/{name}",
@@ -200,12 +217,8 @@ fn time_ms(raw: Option<&str>, default: i64, what: &str) -> Result<i64> {
     }
 }
 
-async fn route_timeseries(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<SeriesQuery>,
-) -> Result<Response> {
-    let id = id_of(&id, "route")?;
+/// A series query's range and step: `(from, to, step)`, checked.
+fn series_range(q: &SeriesQuery) -> Result<(i64, i64, Option<i64>)> {
     let now = crate::now_ms();
     let to = time_ms(q.to.as_deref(), now, "to")?;
     let from = time_ms(q.from.as_deref(), to - HOUR_MS, "from")?;
@@ -232,10 +245,44 @@ async fn route_timeseries(
             "step {step} ms gives more than 20,000 points over this range"
         )));
     }
+    Ok((from, to, step))
+}
+
+async fn route_timeseries(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<SeriesQuery>,
+) -> Result<Response> {
+    let id = id_of(&id, "route")?;
+    let (from, to, step) = series_range(&q)?;
     Ok(
         Json(series_for(&state.store, &state.config.retention, id, from, to, step).await?)
             .into_response(),
     )
+}
+
+async fn route_steps(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<WindowQuery>,
+) -> Result<Response> {
+    let id = id_of(&id, "route")?;
+    let view =
+        crate::views::steps::step_rows(&state.store, id, window_ms(&q)?, crate::now_ms()).await?;
+    Ok(Json(view).into_response())
+}
+
+async fn route_steps_timeseries(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<SeriesQuery>,
+) -> Result<Response> {
+    let id = id_of(&id, "route")?;
+    let (from, to, step) = series_range(&q)?;
+    let series =
+        crate::views::steps::step_series(&state.store, &state.config.retention, id, from, to, step)
+            .await?;
+    Ok(Json(series).into_response())
 }
 
 async fn list_targets(State(state): State<AppState>) -> Result<Response> {

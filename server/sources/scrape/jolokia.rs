@@ -1,11 +1,21 @@
-//! Camel routes read through Jolokia: one pattern read of every `ManagedRoute` MBean.
+//! Camel routes and their steps read through Jolokia: one bulk request per scrape, a
+//! pattern read of every `ManagedRoute` MBean and one of every `ManagedProcessor` MBean.
 //!
 //! Request (POST to the agent URL, <https://jolokia.org/reference/html/manual/jolokia_protocol.html>):
-//! `{"type":"read","mbean":"org.apache.camel:context=*,type=routes,name=*","attribute":[…]}`.
-//! The answer's `value` is keyed by the full ObjectName
+//! `[{"type":"read","mbean":"org.apache.camel:context=*,type=routes,name=*","attribute":[…]},
+//! {"type":"read","mbean":"org.apache.camel:context=*,type=processors,name=*",…}]`.
+//! Each answer's `value` is keyed by the full ObjectName
 //! (`org.apache.camel:context=camel-1,name="route-id",type=routes`), then by attribute. A
-//! bulk answer (a JSON array) and the error object (`{"error_type","error","status"}`) are
-//! understood too.
+//! single answer (not a list) and the error object (`{"error_type","error","status"}`) are
+//! understood too; an agent without processor MBeans (an error for the second read) gives
+//! routes without steps.
+//!
+//! Steps ([`steps`]): Camel's `ManagedProcessor` names each processor of a route (`RouteId`,
+//! `ProcessorId`, `ProcessorName` — `to`, `choice`, `split`, …), where it sits (`Index`: its
+//! depth-first position in the route, `Level`: its nesting depth; a `ParentId` when the
+//! agent has one, else the parent is the nearest earlier step one level up) and the same
+//! counters as a route (`ExchangesTotal`, `TotalProcessingTime`, …); a send step's
+//! endpoint is `Destination`. A step's time includes the steps nested in it.
 //!
 //! Figures: exchanges = `ExchangesTotal`, failed = `ExchangesFailed`, mean = ΔTotalProcessingTime
 //! / ΔExchangesCompleted (Camel times completed exchanges only), max = `MaxProcessingTime`
@@ -14,15 +24,19 @@
 
 use serde_json::Value;
 
+use crate::domain::routes::steps::StepObservation;
 use crate::domain::routes::{Counters, Observation, Source};
 
-/// The MBean pattern read.
+/// The MBean pattern read for routes.
 pub const MBEAN_PATTERN: &str = "org.apache.camel:context=*,type=routes,name=*";
+/// The MBean pattern read for steps.
+pub const STEP_PATTERN: &str = "org.apache.camel:context=*,type=processors,name=*";
 
 /// The attributes read.
 pub const ATTRIBUTES: &[&str] = &[
     "CamelId",
     "RouteId",
+    "RouteGroup",
     "State",
     "ExchangesTotal",
     "ExchangesCompleted",
@@ -35,14 +49,118 @@ pub const ATTRIBUTES: &[&str] = &[
     "LastExchangeFailureTimestamp",
 ];
 
-/// The JSON body of the read request.
+/// The step attributes read.
+pub const STEP_ATTRIBUTES: &[&str] = &[
+    "CamelId",
+    "RouteId",
+    "ProcessorId",
+    "ProcessorName",
+    "Index",
+    "Level",
+    "ParentId",
+    "Destination",
+    "ExchangesTotal",
+    "ExchangesCompleted",
+    "ExchangesFailed",
+    "ExchangesInflight",
+    "TotalProcessingTime",
+    "MaxProcessingTime",
+];
+
+/// The JSON body of the bulk read request: routes, then steps.
 pub fn request_body() -> Value {
-    serde_json::json!({
-        "type": "read",
-        "mbean": MBEAN_PATTERN,
-        "attribute": ATTRIBUTES,
-        "config": { "ignoreErrors": true },
-    })
+    serde_json::json!([
+        {
+            "type": "read",
+            "mbean": MBEAN_PATTERN,
+            "attribute": ATTRIBUTES,
+            "config": { "ignoreErrors": true },
+        },
+        {
+            "type": "read",
+            "mbean": STEP_PATTERN,
+            "attribute": STEP_ATTRIBUTES,
+            "config": { "ignoreErrors": true },
+        },
+    ])
+}
+
+/// Camel's counters of one MBean (a route's or a step's) as an observation named `name`.
+fn camel_counters(
+    attrs: &serde_json::Map<String, Value>,
+    service: &str,
+    name: &str,
+) -> Observation {
+    let num = |k: &str| attrs.get(k).and_then(Value::as_f64);
+    let counter = |k: &str| {
+        num(k).map(|v| {
+            let mut c = Counters::default();
+            c.add("", v);
+            c
+        })
+    };
+    let mut o = Observation::new(service, name, Source::Jolokia);
+    o.total = counter("ExchangesTotal");
+    o.failed = counter("ExchangesFailed");
+    o.duration_sum_s = num("TotalProcessingTime").map(|ms| {
+        let mut c = Counters::default();
+        c.add("", ms / 1000.0);
+        c
+    });
+    o.duration_count = counter("ExchangesCompleted");
+    o.max_s = num("MaxProcessingTime")
+        .filter(|v| *v >= 0.0)
+        .map(|ms| ms / 1000.0);
+    o.inflight = num("ExchangesInflight");
+    o
+}
+
+/// The steps of a bulk answer's second read, and the number of attribute values read.
+/// Empty when the agent has no processor MBeans or the read failed (routes are still read).
+pub fn steps(answer: &Value, service: &str) -> (Vec<StepObservation>, usize) {
+    let Some(read) = answer.as_array().and_then(|items| items.get(1)) else {
+        return (Vec::new(), 0);
+    };
+    if read.get("status").and_then(Value::as_i64).unwrap_or(200) != 200 {
+        return (Vec::new(), 0);
+    }
+    let Some(value) = read.get("value").and_then(Value::as_object) else {
+        return (Vec::new(), 0);
+    };
+    let mut out = Vec::new();
+    let mut samples = 0;
+    for (object_name, attrs) in value {
+        let Some(attrs) = attrs.as_object() else {
+            continue;
+        };
+        samples += attrs.len();
+        let text = |k: &str| {
+            attrs
+                .get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let (Some(route), Some(step)) = (
+            text("RouteId"),
+            text("ProcessorId").or_else(|| key_property(object_name, "name")),
+        ) else {
+            continue;
+        };
+        let int = |k: &str| attrs.get(k).and_then(Value::as_i64);
+        out.push(StepObservation {
+            context: text("CamelId").or_else(|| key_property(object_name, "context")),
+            route,
+            kind: text("ProcessorName").unwrap_or_else(|| "processor".into()),
+            parent: text("ParentId"),
+            index: int("Index").unwrap_or(i64::MAX),
+            level: int("Level").unwrap_or(1).max(1),
+            destination: text("Destination"),
+            counters: camel_counters(attrs, service, &step),
+            step,
+        });
+    }
+    (crate::domain::routes::steps::arrange(out), samples)
 }
 
 /// Route observations from a Jolokia answer, and the number of attribute values read.
@@ -80,30 +198,15 @@ pub fn observations(answer: &Value, service: &str) -> Result<(Vec<Observation>, 
         else {
             continue;
         };
-        let num = |k: &str| attrs.get(k).and_then(Value::as_f64);
-        let counter = |k: &str| {
-            num(k).map(|v| {
-                let mut c = Counters::default();
-                c.add("", v);
-                c
-            })
-        };
-        let mut o = Observation::new(service, &route, Source::Jolokia);
+        let mut o = camel_counters(attrs, service, &route);
         if let Some(context) = context {
             o.labels.insert("camel_context".into(), context);
         }
-        o.total = counter("ExchangesTotal");
-        o.failed = counter("ExchangesFailed");
-        o.duration_sum_s = num("TotalProcessingTime").map(|ms| {
-            let mut c = Counters::default();
-            c.add("", ms / 1000.0);
-            c
-        });
-        o.duration_count = counter("ExchangesCompleted");
-        o.max_s = num("MaxProcessingTime")
-            .filter(|v| *v >= 0.0)
-            .map(|ms| ms / 1000.0);
-        o.inflight = num("ExchangesInflight");
+        o.group = attrs
+            .get("RouteGroup")
+            .and_then(Value::as_str)
+            .filter(|g| !g.is_empty())
+            .map(str::to_string);
         o.state = attrs
             .get("State")
             .and_then(Value::as_str)
