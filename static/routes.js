@@ -393,6 +393,8 @@
       const boxes = {};
       for (const el of $$('.chart[data-chart]')) boxes[el.dataset.chart] = el;
       const poolBoxes = $$('.chart[data-pool-kind]');
+      const stepBox = $('.chart[data-chart-steps]');
+      const stepTree = $('#step-tree');
       const state = { series: data.series, pools: data.pools ? data.pools.series : null, rangeMs: data.range_ms || 3600e3, charts: [], lastFetch: 0, timer: null };
       const marks = window.harrierAlertMarks ? window.harrierAlertMarks.forRoute(data.route.id) : null; // static/alertmarks.js
 
@@ -486,12 +488,115 @@
         }
       }
 
+      // ── steps: the route as Camel nests it, with each step's last-minute figures ──
+      // Rebuilt whole at each scrape (a route's steps are few; the same shape gives the
+      // same heights, so nothing jumps); a choice's branches sit side by side.
+      const BRANCHING = new Set(['choice', 'multicast', 'doTry', 'loadBalance', 'recipientList']);
+      function stepNode(row, children) {
+        const tags = [];
+        if (row.slowest) tags.push(h('span', { class: 'tag slow', title: 'The largest share of the route\'s self time in the last minute' }, 'slowest'));
+        if (row.failing) tags.push(h('span', { class: 'tag bad', title: 'Failed exchanges in the last minute' }, 'failing'));
+        if (row.gone) tags.push(h('span', { class: 'tag muted', title: 'Not in the agent\'s latest scrape (redeployed?)' }, 'gone'));
+        const fig = (label, text, title) => h('div', { title }, h('dt', null, label), h('dd', null, nullable(text)));
+        const share = isNum(row.self_share_pct) ? row.self_share_pct : 0;
+        const card = h('div', { class: 'step-card' },
+          h('div', { class: 'step-head' },
+            h('span', { class: 'step-kind' }, row.kind),
+            row.destination ? h('code', { class: 'step-dest', title: row.destination }, row.destination) : null,
+            h('span', { class: 'step-id', title: 'The step\'s id in the route' }, row.step),
+            ...tags),
+          h('dl', { class: 'step-figs' },
+            fig('rate', isNum(row.throughput_per_s) ? fmt.num(row.throughput_per_s, row.throughput_per_s < 10 ? 2 : 1) + ' /s' : NULL, 'Exchanges through the step per second'),
+            fig('errors', fmt.pct(row.error_pct), 'Failed / exchanges'),
+            fig('mean', fmt.ms(row.mean_ms), 'Mean time per completed exchange, nested steps included'),
+            fig('self', fmt.ms(row.self_ms), 'Mean time in the step itself, nested steps left out'),
+            fig('max', fmt.ms(row.max_ms), 'Camel\'s MaxProcessingTime since the statistics were reset'),
+            fig('inflight', inflightText(row.inflight), 'Exchanges in the step at the last scrape')),
+          h('div', { class: 'step-share', title: fmt.num(share, 1) + ' % of the route\'s self time' },
+            h('span', { class: 'step-share-bar', style: 'width:' + Math.min(100, share).toFixed(1) + '%' }),
+            h('span', { class: 'step-share-text' }, fmt.num(share, 0) + ' %')));
+        const cls = ['step-node'];
+        if (row.slowest) cls.push('slowest');
+        if (row.failing) cls.push('failing');
+        if (row.gone) cls.push('gone');
+        const li = h('li', { class: cls.join(' '), 'data-step': row.step, role: 'treeitem', 'aria-level': String(row.level) }, card);
+        if (children.length) {
+          li.append(h('ol', { class: 'step-children' + (BRANCHING.has(row.kind) && children.length <= 4 ? ' branches' : ''), role: 'group' }, ...children));
+        }
+        return li;
+      }
+      function drawStepTree(view) {
+        if (!stepTree) return;
+        const rows = (view && view.steps) || [];
+        if (!rows.length) {
+          stepTree.replaceChildren(h('div', { class: 'empty' }, h('p', { class: 'empty-title' }, 'No steps read for this route'),
+            h('p', null, 'The agent has no ManagedProcessor MBeans for it (Camel registers them unless JMX is set to routes only), or the first scrape is still to come.')));
+          return;
+        }
+        const kids = new Map();
+        for (const r of rows) {
+          const k = r.parent || '';
+          if (!kids.has(k)) kids.set(k, []);
+          kids.get(k).push(r);
+        }
+        const build = (r) => stepNode(r, (kids.get(r.step) || []).map(build));
+        const known = new Set(rows.map((r) => r.step));
+        // Steps whose parent is not listed stay at the top rather than vanish.
+        const top = rows.filter((r) => !r.parent || !known.has(r.parent));
+        stepTree.replaceChildren(h('ol', { class: 'step-tree', role: 'tree', 'aria-label': 'Steps of ' + data.route.route }, ...top.map(build)));
+      }
+      let stepSeq = 0;
+      async function loadStepTree() {
+        if (!stepTree || !data.steps_url) return;
+        const mine = ++stepSeq;
+        try {
+          const res = await fetch(data.steps_url + '?window=1m', { headers: { Accept: 'application/json' } });
+          const body = await res.json();
+          if (mine !== stepSeq) return;
+          if (!res.ok) throw new Error(body && body.error || 'HTTP ' + res.status);
+          drawStepTree(body);
+        } catch (err) {
+          if (mine !== stepSeq) return;
+          stepTree.replaceChildren(h('p', { class: 'hint bad' }, 'Could not load the steps: ' + String(err.message || err)));
+        }
+      }
+      // Most steps charted at once (the ones with the most self time), so the legend stays readable.
+      const MAX_STEP_LINES = 8;
+      function drawSteps(s) {
+        if (!stepBox) return;
+        stepBox.querySelectorAll('.uplot, .chart-empty').forEach((n) => n.remove());
+        const ss = state.steps || {};
+        const t = ss.t_ms || [];
+        if (typeof uPlot === 'undefined') return;
+        const total = (x) => (x.self_ms || []).reduce((a, v) => a + (isNum(v) ? v : 0), 0);
+        const lines = (ss.steps || []).filter((x) => total(x) > 0).sort((a, b) => total(b) - total(a)).slice(0, MAX_STEP_LINES);
+        if (!t.length || !lines.length) { emptyBox(stepBox, 'No step figures in this range', 'Step times need two scrapes of the agent; pick a longer range or wait.'); return; }
+        const axisColor = cssVar('--c-axis', '#666');
+        const grid = cssVar('--c-grid', '#eee');
+        const font = '11.5px ' + cssVar('--font', 'sans-serif');
+        const palette = ['--c-p95', '--c-rps', '--c-users', '--c-mean', '--c-p99', '--c-capacity', '--c-p50', '--c-max'];
+        const u = new uPlot({
+          width: Math.max(200, stepBox.clientWidth), height: Math.max(100, stepBox.clientHeight - 34), ms: 1,
+          cursor: { sync: { key: 'harrier-route' }, drag: { x: true, y: false, setScale: true } },
+          scales: { x: { time: true, min: s.from_ms, max: s.to_ms }, y: { range: (p, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+          series: [{ label: 'Time', value: (p, v) => (isNum(v) ? fmt.ts(v) : '') }].concat(lines.map((x, i) => ({
+            label: x.label + ' (' + x.step + ')', stroke: cssVar(palette[i % palette.length], '#888'), width: 1.5, points: { show: false },
+            value: (p, v) => (isNum(v) ? fmt.ms(v) : NULL) }))),
+          axes: [{ stroke: axisColor, font, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
+            values: (p, splits, ai, space, incr) => splits.map((v) => (incr >= 86400e3 ? fmt.ts(v).slice(5, 10) : incr < 60e3 ? fmt.clock(v) : fmt.clock(v).slice(0, 5))) },
+          { stroke: axisColor, font, label: 'ms', labelSize: 18, size: 60, grid: { stroke: grid, width: 1 }, values: (p, sp) => sp.map((v) => fmt.num(v, v < 10 ? 1 : 0)) }],
+          hooks: { setScale: [(p, key) => { if (key === 'x') sync(p); }] },
+        }, [t].concat(lines.map((x) => (x.self_ms || []).map((v) => (isNum(v) ? v : null)))), stepBox);
+        state.charts.push(u);
+      }
+
       function draw() {
         for (const u of state.charts) u.destroy();
         state.charts = [];
         for (const box of Object.values(boxes)) box.querySelectorAll('.uplot, .chart-empty').forEach((n) => n.remove());
         const s = state.series || {};
         drawPools(s);
+        drawSteps(s);
         const t = s.t_ms || [];
         const list = $('#run-bands');
         if (list) {
@@ -571,14 +676,20 @@
           ? fetch(data.pools.series_url + '?from=' + Math.round(from) + '&to=' + to + '&instance=' + encodeURIComponent(data.pools.instance), { headers: { Accept: 'application/json' } })
             .then((r) => (r.ok ? r.json() : null)).catch(() => null)
           : Promise.resolve(null);
+        const steps = stepBox && data.steps_series_url
+          ? fetch(data.steps_series_url + '?from=' + Math.round(from) + '&to=' + to, { headers: { Accept: 'application/json' } })
+            .then((r) => (r.ok ? r.json() : null)).catch(() => null)
+          : Promise.resolve(null);
         try {
           const res = await fetch(data.series_url + '?from=' + Math.round(from) + '&to=' + to, { headers: { Accept: 'application/json' } });
           const body = await res.json();
           const poolBody = await pools;
+          const stepBody = await steps;
           if (mine !== seq) return;
           if (!res.ok) throw new Error(body && body.error || 'HTTP ' + res.status);
           state.series = body;
           if (poolBody) state.pools = poolBody;
+          if (stepBody) state.steps = stepBody;
           draw();
         } catch (err) {
           if (mine !== seq) return;
@@ -643,6 +754,7 @@
         const r = msg && Array.isArray(msg.routes) && msg.routes.find((x) => x.id === data.route.id);
         if (!r) return;
         updateKpis(r);
+        loadStepTree();
         const wait = 5000 - (Date.now() - state.lastFetch);
         clearTimeout(state.timer);
         state.timer = setTimeout(load, Math.max(0, wait));
@@ -660,9 +772,11 @@
             }
           });
         });
-        for (const box of Object.values(boxes).concat(poolBoxes)) ro.observe(box);
+        for (const box of Object.values(boxes).concat(poolBoxes, stepBox ? [stepBox] : [])) ro.observe(box);
       }
       draw();
+      loadStepTree();
+      if (stepBox) load();
       H.routes.page = { data, state, load, draw };
     }
 

@@ -642,6 +642,8 @@ struct RoutePage {
     /// Route operations are shown: the route is read through Jolokia and the viewer may
     /// operate.
     operations: bool,
+    /// The route's steps are shown (a route read through Jolokia).
+    steps: bool,
 }
 
 async fn route_page(
@@ -698,6 +700,8 @@ async fn route_page(
         "route": &row,
         "series": series,
         "series_url": format!("/api/v1/routes/{id}/timeseries"),
+        "steps_url": format!("/api/v1/routes/{id}/steps"),
+        "steps_series_url": format!("/api/v1/routes/{id}/steps/timeseries"),
         "range_ms": HOUR_MS,
         "pools": {
             "series_url": format!(
@@ -758,6 +762,7 @@ async fn route_page(
                 pressed: *key == "1h",
             })
             .collect(),
+        steps: row.source == "jolokia",
         operations: crate::services::route_ops::offered(&row.source)
             && target.as_ref().is_some_and(|t| t.kind == "jolokia")
             && crate::http::auth::may(crate::domain::auth::Permission::Operate),
