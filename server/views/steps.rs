@@ -154,3 +154,248 @@ pub async fn step_series(
         steps: out,
     })
 }
+
+/// A load level of a run: its load, and the spans (unix ms) it was held.
+#[derive(Debug, Clone, PartialEq)]
+struct LoadLevel {
+    load: f64,
+    spans: Vec<(i64, i64)>,
+}
+
+/// Most levels a smooth ramp of users is cut into.
+const MAX_USER_LEVELS: usize = 12;
+/// Exchanges of the route's top-level steps a level needs before its step times count.
+const MIN_LEVEL_EXCHANGES: f64 = 10.0;
+
+/// The run's load levels and their unit: a rate search's steps (`req/s offered`), else its
+/// seconds grouped by active users (`users`; a smooth ramp in up to [`MAX_USER_LEVELS`]
+/// even bands). Empty for a run with neither.
+async fn run_levels(
+    store: &Store,
+    run: &crate::store::RunDetail,
+) -> Result<(Vec<LoadLevel>, &'static str)> {
+    let start = run.started_at_ms.unwrap_or(0);
+    if let Some(search) = crate::views::runs::search_outcome(run) {
+        let mut levels: Vec<LoadLevel> = Vec::new();
+        for s in &search.steps {
+            let from = start + i64::from(s.first_second) * 1000;
+            let span = (from, from + i64::from(s.seconds.max(1)) * 1000);
+            match levels
+                .iter_mut()
+                .find(|l| (l.load - s.offered_rps).abs() < 1e-9)
+            {
+                Some(l) => l.spans.push(span),
+                None => levels.push(LoadLevel {
+                    load: s.offered_rps,
+                    spans: vec![span],
+                }),
+            }
+        }
+        return Ok((levels, "req/s offered"));
+    }
+    let buckets = store.run_buckets(run.id, None).await?.unwrap_or_default();
+    let users: Vec<(i64, i64)> = buckets
+        .iter()
+        .filter_map(|b| Some((b.start_ms, b.active_users.filter(|u| *u > 0)?)))
+        .collect();
+    let (Some(lo), Some(hi)) = (
+        users.iter().map(|u| u.1).min(),
+        users.iter().map(|u| u.1).max(),
+    ) else {
+        return Ok((Vec::new(), "users"));
+    };
+    let distinct: std::collections::BTreeSet<i64> = users.iter().map(|u| u.1).collect();
+    let band = if distinct.len() <= MAX_USER_LEVELS {
+        None
+    } else {
+        Some(((hi - lo) as f64 / MAX_USER_LEVELS as f64).max(1.0))
+    };
+    let mut by: BTreeMap<i64, (f64, f64, Vec<(i64, i64)>)> = BTreeMap::new();
+    for (t, u) in users {
+        let key = band.map_or(u, |w| ((u - lo) as f64 / w).floor() as i64);
+        let e = by.entry(key).or_default();
+        e.0 += u as f64;
+        e.1 += 1.0;
+        e.2.push((t, t + 1000));
+    }
+    Ok((
+        by.into_values()
+            .map(|(sum, n, spans)| LoadLevel {
+                load: sum / n,
+                spans,
+            })
+            .collect(),
+        "users",
+    ))
+}
+
+/// One step across a run's load levels.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepUnderLoad {
+    pub step: String,
+    pub label: String,
+    pub level: i64,
+    /// Self time per exchange at each of [`StepsUnderLoad::levels`], ms.
+    pub self_ms: Vec<Option<f64>>,
+    /// Mean time (nested steps included) at each level, ms.
+    pub mean_ms: Vec<Option<f64>>,
+}
+
+/// A level of [`StepsUnderLoad`].
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelView {
+    /// Its load, in [`StepsUnderLoad::unit`].
+    pub load: f64,
+    /// Seconds the run held it.
+    pub seconds: f64,
+    /// Exchanges through the route's top-level steps in those seconds (scrape midpoints).
+    pub exchanges: f64,
+}
+
+/// `GET /api/v1/routes/{id}/steps/under-load?run=ID`: each step's times at each load level
+/// of a run, and the step that gave way.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepsUnderLoad {
+    pub route_id: i64,
+    pub run_id: i64,
+    pub run_name: String,
+    pub run_url: String,
+    /// `users` or `req/s offered`.
+    pub unit: &'static str,
+    /// Levels in rising order of load that hold enough exchanges to judge.
+    pub levels: Vec<LevelView>,
+    pub steps: Vec<StepUnderLoad>,
+    pub gives_way: Option<steps::GivesWay>,
+    /// Why there is no answer, for people: no levels, no steps in the run's time, …
+    pub note: Option<String>,
+    /// The run's own statement of where it saturated (capacity or search), when it has one.
+    pub run_statement: Option<String>,
+}
+
+/// Each step of route `id` at each load level of run `run_id` (see
+/// [`crate::domain::routes::steps`] for the rule).
+pub async fn steps_under_run(store: &Store, id: i64, run_id: i64) -> Result<StepsUnderLoad> {
+    if store.route_infos(None, Some(id)).await?.is_empty() {
+        return Err(Error::NotFound(format!("route {id}")));
+    }
+    let run = store
+        .get_run(run_id)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("run {run_id}")))?;
+    let run_statement = match crate::views::runs::search_outcome(&run) {
+        Some(s) => Some(s.statement),
+        None => crate::views::runs::run_capacity(store, &run)
+            .await?
+            .map(|c| c.statement),
+    };
+    let (levels, unit) = run_levels(store, &run).await?;
+    let shapes = store.route_steps(id).await?;
+    let mut out = StepsUnderLoad {
+        route_id: id,
+        run_id,
+        run_name: run.name.clone(),
+        run_url: format!("/console/runs/{run_id}"),
+        unit,
+        levels: Vec::new(),
+        steps: Vec::new(),
+        gives_way: None,
+        note: None,
+        run_statement,
+    };
+    if shapes.is_empty() {
+        out.note = Some("the route has no steps (its agent has no processor MBeans)".into());
+        return Ok(out);
+    }
+    let (Some(from), Some(to)) = (
+        levels.iter().flat_map(|l| &l.spans).map(|s| s.0).min(),
+        levels.iter().flat_map(|l| &l.spans).map(|s| s.1).max(),
+    ) else {
+        out.note = Some(
+            "the run has no load levels: neither virtual users per second nor a rate search's steps"
+                .into(),
+        );
+        return Ok(out);
+    };
+    // Scrapes that end up to one interval after the run still cover its last seconds.
+    let points = store.step_series(id, from, to + 60_000, 1, 0).await?;
+    let mut at_level: Vec<BTreeMap<i64, Figures>> = vec![BTreeMap::new(); levels.len()];
+    for p in points {
+        let mid = p.t_ms - p.figures.span_ms / 2;
+        let Some(i) = levels
+            .iter()
+            .position(|l| l.spans.iter().any(|(a, b)| (*a..*b).contains(&mid)))
+        else {
+            continue;
+        };
+        let iv = crate::domain::routes::Interval {
+            interval_ms: p.figures.span_ms,
+            exchanges: p.figures.exchanges,
+            failed: p.figures.failed,
+            duration_sum_s: p.figures.duration_sum_s,
+            duration_count: p.figures.duration_count,
+            max_s: p.figures.max_s,
+            inflight: p.figures.inflight,
+            ..Default::default()
+        };
+        at_level[i].entry(p.step_id).or_default().add_sums(&iv);
+    }
+    let mut judged: Vec<(f64, BTreeMap<String, f64>)> = Vec::new();
+    let mut order: Vec<usize> = (0..levels.len()).collect();
+    order.sort_by(|a, b| levels[*a].load.total_cmp(&levels[*b].load));
+    let mut per_step: Vec<StepUnderLoad> = shapes
+        .iter()
+        .map(|s| StepUnderLoad {
+            step: s.step.clone(),
+            label: s.label(),
+            level: s.level,
+            self_ms: Vec::new(),
+            mean_ms: Vec::new(),
+        })
+        .collect();
+    for i in order {
+        let figures = &at_level[i];
+        let exchanges: f64 = shapes
+            .iter()
+            .filter(|s| s.parent.is_none())
+            .filter_map(|s| figures.get(&s.id)?.exchanges)
+            .sum();
+        if exchanges < MIN_LEVEL_EXCHANGES {
+            continue;
+        }
+        let with: Vec<(crate::domain::routes::steps::StepShape, Figures)> = shapes
+            .iter()
+            .map(|s| (s.clone(), figures.get(&s.id).cloned().unwrap_or_default()))
+            .collect();
+        let rows = steps::rows(with.clone(), i64::MIN);
+        for (series, row) in per_step.iter_mut().zip(&rows) {
+            series.self_ms.push(row.self_ms);
+            series.mean_ms.push(row.mean_ms);
+        }
+        judged.push((levels[i].load, steps::self_times(&with)));
+        out.levels.push(LevelView {
+            load: levels[i].load,
+            seconds: levels[i]
+                .spans
+                .iter()
+                .map(|(a, b)| (b - a) as f64 / 1000.0)
+                .sum(),
+            exchanges,
+        });
+    }
+    let labels: BTreeMap<String, String> =
+        shapes.iter().map(|s| (s.step.clone(), s.label())).collect();
+    out.gives_way = steps::gives_way(&judged, &labels, unit);
+    out.steps = per_step;
+    if out.levels.len() < 2 {
+        out.note = Some(format!(
+            "{} load level(s) with step figures during the run: two are needed to see a step give way (was the route's target scraped during the run?)",
+            out.levels.len()
+        ));
+    } else if out.gives_way.is_none() {
+        out.note = Some(format!(
+            "no step's self time doubled (by {} ms or more) as the load rose",
+            steps::MIN_GROWTH_MS
+        ));
+    }
+    Ok(out)
+}

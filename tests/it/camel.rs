@@ -656,3 +656,93 @@ async fn steps_equal_the_labs_own_counters_and_nest_as_camel_does() {
     let _ = stop_tx.send(());
     let _ = server.await;
 }
+
+/// Issue 29: `harrier load find` against the lab's route (its legacy call behind a pool of
+/// 4, 20 ms each: ~200 req/s) while harrier scrapes the lab; the run's steps at each
+/// offered rate name the pooled call as the step that gives way, the others flat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_search_names_the_pooled_step_as_the_one_that_gives_way() {
+    let Some(lab) = CamelLab::start(4, 20, 0).await else {
+        return;
+    };
+    let app = spawn_app().await;
+    let (id, stop_tx, server) = serve_with_lab(&app, &lab).await;
+    let base = until("the server's address", 10, || async {
+        let t = app.get("/api/v1/targets").await.json();
+        t.as_array()?
+            .iter()
+            .find(|t| t["name"] == "harrier")
+            .and_then(|t| t["url"].as_str())
+            .map(|u| u.trim_end_matches("/metrics").to_string())
+    })
+    .await;
+    let url = lab.url("/orders");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_harrier"))
+            .args([
+                "load",
+                "find",
+                &url,
+                "--server",
+                &base,
+                "--name",
+                "orders search",
+            ])
+            .args(["--start-rate", "25", "--step-duration", "3s"])
+            .args(["--confirm-duration", "3s", "--tolerance", "30%"])
+            .args(["--max-duration", "90s"])
+            .env_remove("HARRIER_DB")
+            .env_remove("HARRIER_CONFIG")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("falls over at"), "{stdout}");
+    let runs = app.get("/api/v1/runs").await.json();
+    let run = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "orders search")
+        .unwrap_or_else(|| panic!("the search's run: {runs}"))["id"]
+        .as_i64()
+        .unwrap();
+    // The scrape after the run's last second.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let v = app
+        .get(&format!("/api/v1/routes/{id}/steps/under-load?run={run}"))
+        .await
+        .json();
+    assert_eq!(v["unit"], "req/s offered", "{v}");
+    assert!(v["levels"].as_array().unwrap().len() >= 3, "{v}\n{stdout}");
+    let g = &v["gives_way"];
+    assert_eq!(g["step"], "to1", "{v}\n{stdout}");
+    assert_eq!(g["label"], "to(http://legacy/stock)");
+    assert_eq!(g["others_flat"], true, "{v}");
+    assert!(
+        g["to_ms"].as_f64().unwrap() > 2.0 * g["from_ms"].as_f64().unwrap(),
+        "{v}"
+    );
+    let sentence = g["sentence"].as_str().unwrap();
+    assert!(
+        sentence.contains("req/s offered to(http://legacy/stock) self time")
+            && sentence.ends_with("other steps flat"),
+        "{sentence}"
+    );
+    assert!(
+        v["run_statement"]
+            .as_str()
+            .unwrap()
+            .contains("falls over at"),
+        "{v}"
+    );
+    let _ = stop_tx.send(());
+    let _ = server.await;
+}

@@ -9,7 +9,10 @@
 //!   the step (never below 0): the time spent in the step itself;
 //! - the **slowest step** has the largest share of the route's self time over the window
 //!   (Σ self time of the step / Σ self time of all steps);
-//! - the **step that gives way**: over load levels in rising order, the first level where
+//! - the **step that gives way** (for a run that loaded the route's service: its levels
+//!   are its virtual-user counts, or a rate search's offered rates; each scrape's step
+//!   figures count at the level of the scrape interval's midpoint): over the levels in
+//!   rising order, the first level where
 //!   a step's self time passes twice its self time at the lowest level and grew by at
 //!   least [`MIN_GROWTH_MS`]; of the steps that do so there, the one that grew most. The
 //!   other steps are "flat" when none of them grew by as much as half its own.
@@ -194,8 +197,10 @@ pub struct GivesWay {
     pub step: String,
     /// [`StepShape::label`].
     pub label: String,
-    /// Active users of the level where it gave way.
-    pub users: f64,
+    /// The load of the level where it gave way, in `unit`.
+    pub load: f64,
+    /// `users` (a ramp of virtual users) or `req/s offered` (a rate search).
+    pub unit: String,
     /// Its self time at the lowest level, ms.
     pub from_ms: f64,
     /// Its self time at that level, ms.
@@ -206,18 +211,19 @@ pub struct GivesWay {
     pub sentence: String,
 }
 
-/// The step that gives way over `levels` (active users, step → self time ms), taken in
-/// rising order of users; `labels` names the steps. `None` when no step's self time
+/// The step that gives way over `levels` (load in `unit`, step → self time ms), taken in
+/// rising order of load; `labels` names the steps. `None` when no step's self time
 /// passes [`GROWTH_FACTOR`]× its lowest-level value by [`MIN_GROWTH_MS`].
 pub fn gives_way(
     levels: &[(f64, BTreeMap<String, f64>)],
     labels: &BTreeMap<String, String>,
+    unit: &str,
 ) -> Option<GivesWay> {
     let mut levels: Vec<&(f64, BTreeMap<String, f64>)> = levels.iter().collect();
     levels.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (first, rest) = levels.split_first()?;
     let base = &first.1;
-    for (users, times) in rest {
+    for (load, times) in rest {
         let growth = |step: &str, at: f64| base.get(step).map(|b| (at - b, *b));
         let grown: Vec<(&String, f64, f64, f64)> = times
             .iter()
@@ -236,8 +242,8 @@ pub fn gives_way(
             .all(|(s, at)| growth(s, *at).is_none_or(|(og, _)| og < g / 2.0));
         let label = labels.get(step).cloned().unwrap_or_else(|| step.clone());
         let sentence = format!(
-            "at ~{} users {label} self time {} → {} ms; {}",
-            users.round(),
+            "at ~{} {unit} {label} self time {} → {} ms; {}",
+            load.round(),
             crate::domain::format::float(from_ms, 1),
             crate::domain::format::float(to_ms, 1),
             if others_flat {
@@ -249,7 +255,8 @@ pub fn gives_way(
         return Some(GivesWay {
             step: step.clone(),
             label,
-            users: *users,
+            load: *load,
+            unit: unit.to_string(),
             from_ms,
             to_ms,
             others_flat,
@@ -374,9 +381,9 @@ mod tests {
             level(5.0, &[("to1", 12.0), ("marshal1", 2.0), ("log1", 0.1)]),
             level(10.0, &[("to1", 13.0), ("marshal1", 2.0), ("log1", 0.3)]),
         ];
-        let g = gives_way(&levels, &labels).unwrap();
+        let g = gives_way(&levels, &labels, "users").unwrap();
         assert_eq!(g.step, "to1");
-        assert_eq!(g.users, 20.0);
+        assert_eq!(g.load, 20.0);
         assert!(g.others_flat);
         assert_eq!(
             g.sentence,
@@ -385,15 +392,21 @@ mod tests {
         // log1 tripled at 10 users but by 0.2 ms: under the 1 ms floor, not giving way.
         // Nothing grows: no answer.
         let flat = vec![level(5.0, &[("to1", 12.0)]), level(10.0, &[("to1", 13.0)])];
-        assert_eq!(gives_way(&flat, &labels), None);
+        assert_eq!(gives_way(&flat, &labels, "users"), None);
         // Two steps grow at once: the larger growth, and the others are not flat.
         let both = vec![
             level(5.0, &[("to1", 10.0), ("marshal1", 2.0)]),
             level(10.0, &[("to1", 40.0), ("marshal1", 30.0)]),
         ];
-        let g = gives_way(&both, &labels).unwrap();
+        let g = gives_way(&both, &labels, "req/s offered").unwrap();
+        assert!(
+            g.sentence
+                .starts_with("at ~10 req/s offered to(http://legacy/stock)"),
+            "{}",
+            g.sentence
+        );
         assert_eq!(g.step, "to1");
         assert!(!g.others_flat);
-        assert_eq!(gives_way(&[], &labels), None);
+        assert_eq!(gives_way(&[], &labels, "users"), None);
     }
 }

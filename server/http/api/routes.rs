@@ -33,6 +33,12 @@
 //!   [{"id","step","label","level","throughput_per_s","error_pct","mean_ms","self_ms"}],
 //!   "resolution", "step_ms", …}`: each step's figures over time, parallel to `t_ms`, from
 //!   the same resolutions and retention as the route's series;
+//! - `GET /api/v1/routes/{id}/steps/under-load?run=ID` → `{"unit", "levels": [{"load",
+//!   "seconds", "exchanges"}], "steps": [{"step","label","level","self_ms": […],
+//!   "mean_ms": […]}], "gives_way": {"step","label","load","unit","from_ms","to_ms",
+//!   "others_flat","sentence"} | null, "note", "run_statement", …}`: each step's times at
+//!   each load level of the run (its users, or a rate search's offered rates) and the step
+//!   that gave way (see [`crate::domain::routes::steps`]);
 //! - `POST /api/v1/routes/{id}/operations/{name}` (operator role or an `operate` token;
 //!   `name` one of `start`, `stop`, `suspend`, `resume`, `reset`) → `{"route_id", "route",
 //!   "camel_context", "operation", "state", "mbean"}`: the operation run on the route's
@@ -93,6 +99,12 @@ pub fn routes() -> Routes {
             GET,
             Read,
             get(route_steps_timeseries),
+        )
+        .route(
+            "/api/v1/routes/{id}/steps/under-load",
+            GET,
+            Read,
+            get(route_steps_under_load),
         )
         .route(
             "/api/v1/routes/{id}/operations/{name}",
@@ -270,6 +282,25 @@ async fn route_steps(
     let view =
         crate::views::steps::step_rows(&state.store, id, window_ms(&q)?, crate::now_ms()).await?;
     Ok(Json(view).into_response())
+}
+
+#[derive(Deserialize)]
+struct RunQuery {
+    run: Option<String>,
+}
+
+async fn route_steps_under_load(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<RunQuery>,
+) -> Result<Response> {
+    let id = id_of(&id, "route")?;
+    let run = q
+        .run
+        .as_deref()
+        .ok_or_else(|| Error::BadRequest("run=ID names the load-test run".into()))?;
+    let run = id_of(run, "run")?;
+    Ok(Json(crate::views::steps::steps_under_run(&state.store, id, run).await?).into_response())
 }
 
 async fn route_steps_timeseries(
