@@ -499,6 +499,9 @@
         if (row.gone) tags.push(h('span', { class: 'tag muted', title: 'Not in the agent\'s latest scrape (redeployed?)' }, 'gone'));
         const fig = (label, text, title) => h('div', { title }, h('dt', null, label), h('dd', null, nullable(text)));
         const share = isNum(row.self_share_pct) ? row.self_share_pct : 0;
+        // Sizes go through CSSOM: the page's CSP refuses style attributes.
+        const bar = h('span', { class: 'step-share-bar' });
+        bar.style.width = Math.min(100, share).toFixed(1) + '%';
         const card = h('div', { class: 'step-card' },
           h('div', { class: 'step-head' },
             h('span', { class: 'step-kind' }, row.kind),
@@ -513,7 +516,7 @@
             fig('max', fmt.ms(row.max_ms), 'Camel\'s MaxProcessingTime since the statistics were reset'),
             fig('inflight', inflightText(row.inflight), 'Exchanges in the step at the last scrape')),
           h('div', { class: 'step-share', title: fmt.num(share, 1) + ' % of the route\'s self time' },
-            h('span', { class: 'step-share-bar', style: 'width:' + Math.min(100, share).toFixed(1) + '%' }),
+            bar,
             h('span', { class: 'step-share-text' }, fmt.num(share, 0) + ' %')));
         const cls = ['step-node'];
         if (row.slowest) cls.push('slowest');
@@ -560,6 +563,61 @@
           stepTree.replaceChildren(h('p', { class: 'hint bad' }, 'Could not load the steps: ' + String(err.message || err)));
         }
       }
+      // ── steps under a run's load: each step's self time per load level, the step that gave way ──
+      const runSelect = $('#steps-run');
+      const wanted = new URLSearchParams(location.search).get('run');
+      let shownRun = null;
+      function fillRuns(runs) {
+        if (!runSelect) return;
+        const list = (runs || []).filter((r) => r.hit !== 'other').slice().sort((a, b) => b.started_at_ms - a.started_at_ms);
+        if (wanted && !list.some((r) => String(r.id) === wanted)) list.unshift({ id: Number(wanted), name: 'run ' + wanted, started_at_ms: null });
+        const keep = runSelect.value;
+        runSelect.replaceChildren(...list.map((r) => h('option', { value: String(r.id) }, r.name + (isNum(r.started_at_ms) ? ' \u00b7 ' + fmt.ts(r.started_at_ms) : ''))));
+        if (!list.length) {
+          runSelect.disabled = true;
+          $('#steps-load-sentence').textContent = 'No load-test run in the charts\' range loaded this route\'s service: widen the range, or run harrier load against it.';
+          $('#steps-load-table').replaceChildren();
+          shownRun = null;
+          return;
+        }
+        runSelect.disabled = false;
+        const pick = list.some((r) => String(r.id) === keep) ? keep : (wanted && list.some((r) => String(r.id) === wanted) ? wanted : String(list[0].id));
+        runSelect.value = pick;
+        if (pick !== shownRun) loadUnderLoad(pick);
+      }
+      async function loadUnderLoad(runId) {
+        shownRun = runId;
+        const sentence = $('#steps-load-sentence');
+        const table = $('#steps-load-table');
+        try {
+          const res = await fetch(data.steps_url + '/under-load?run=' + encodeURIComponent(runId), { headers: { Accept: 'application/json' } });
+          const v = await res.json();
+          if (runId !== shownRun) return;
+          if (!res.ok) throw new Error(v && v.error || 'HTTP ' + res.status);
+          const g = v.gives_way;
+          sentence.replaceChildren(...(g ? [h('strong', null, 'The step that gives way: '), g.sentence + '.'] : [v.note || 'No step gave way.']),
+            v.run_statement ? h('span', { class: 'hint' }, ' The run: ' + v.run_statement + ' (', h('a', { href: v.run_url }, v.run_name), ').') : '');
+          if (!v.levels.length) { table.replaceChildren(); return; }
+          const unit = v.unit === 'users' ? ' users' : ' req/s';
+          const giving = g ? v.levels.findIndex((l) => l.load === g.load) : -1;
+          const head = h('tr', null, h('th', { scope: 'col' }, 'Step · self time, ms'), ...v.levels.map((l, i) => h('th', { scope: 'col', class: 'num' + (i === giving ? ' giving' : ''), title: fmt.num(l.seconds, 0) + ' s, ' + fmt.int(l.exchanges) + ' exchanges' }, fmt.num(l.load, l.load < 10 ? 1 : 0) + unit)));
+          const nameCell = (s) => {
+            const th = h('th', { scope: 'row' }, s.label, ' ', h('span', { class: 'hint' }, s.step));
+            th.style.paddingLeft = (0.75 + (s.level - 1) * 1.1) + 'rem';
+            return th;
+          };
+          const rows = v.steps.filter((s) => s.self_ms.some(isNum)).map((s) => h('tr', { class: g && s.step === g.step ? 'giving' : null },
+            nameCell(s),
+            ...s.self_ms.map((x, i) => h('td', { class: 'num' + (g && s.step === g.step && i >= giving ? ' bad' : ''), title: 'mean ' + fmt.ms(s.mean_ms[i]) + ' (nested steps included)' }, nullable(fmt.ms(x))))));
+          table.replaceChildren(h('table', { class: 'data compact' }, h('thead', null, head), h('tbody', null, ...rows)));
+        } catch (err) {
+          if (runId !== shownRun) return;
+          sentence.textContent = 'Could not read the steps under this run: ' + String(err.message || err);
+          table.replaceChildren();
+        }
+      }
+      if (runSelect) runSelect.addEventListener('change', () => loadUnderLoad(runSelect.value));
+
       // Most steps charted at once (the ones with the most self time), so the legend stays readable.
       const MAX_STEP_LINES = 8;
       function drawSteps(s) {
@@ -597,6 +655,7 @@
         const s = state.series || {};
         drawPools(s);
         drawSteps(s);
+        fillRuns(s.runs);
         const t = s.t_ms || [];
         const list = $('#run-bands');
         if (list) {

@@ -399,3 +399,62 @@ pub async fn steps_under_run(store: &Store, id: i64, run_id: i64) -> Result<Step
     }
     Ok(out)
 }
+
+/// A route with steps that a run loaded, for the run page: what its steps did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteInside {
+    pub route_id: i64,
+    pub service: String,
+    pub route: String,
+    /// The route page with this run's steps under load.
+    pub url: String,
+    /// The step that gave way, as one sentence.
+    pub sentence: Option<String>,
+    /// Why there is no sentence.
+    pub note: Option<String>,
+}
+
+/// The routes with steps whose figures cover `run` and whose service it loaded (or that
+/// it does not say it missed: a run without a service tag or address), each with the step
+/// that gave way.
+pub async fn routes_inside_run(
+    store: &Store,
+    run: &crate::store::RunDetail,
+) -> Result<Vec<RouteInside>> {
+    use crate::domain::routes::run_hits::{Hit, RunAim};
+    if run.started_at_ms.is_none() {
+        return Ok(Vec::new());
+    }
+    let reported = run.reported.to_string();
+    let aim = RunAim {
+        service_tag: run.tags.get("service").map(String::as_str),
+        source: run.source.as_deref(),
+        reported: &reported,
+    };
+    let mut out = Vec::new();
+    for info in store.route_infos(None, None).await? {
+        // Only Jolokia routes scraped while the run ran, that it may have loaded.
+        let start = run.started_at_ms.unwrap_or(0);
+        let end = run.ended_at_ms.unwrap_or(i64::MAX);
+        if info.source != "jolokia"
+            || info.last_seen_ms < start
+            || info.first_seen_ms > end
+            || aim.hits(&info.service, &info.target_url) == Hit::Other
+        {
+            continue;
+        }
+        let view = steps_under_run(store, info.id, run.id).await?;
+        if view.levels.is_empty() {
+            continue;
+        }
+        out.push(RouteInside {
+            route_id: info.id,
+            service: info.service.clone(),
+            route: info.route.clone(),
+            url: format!("/console/routes/{}?run={}#steps-load", info.id, run.id),
+            sentence: view.gives_way.map(|g| g.sentence),
+            note: view.note,
+        });
+    }
+    Ok(out)
+}

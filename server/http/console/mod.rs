@@ -917,6 +917,8 @@ pub(crate) struct RunPage {
     has_generator: bool,
     /// JSON data island for the charts: `{"run", "timeseries", "timeseries_url"}`.
     data_json: String,
+    /// Routes with steps this run loaded, and the step of each that gave way.
+    inside: Vec<crate::views::steps::RouteInside>,
     run: RunDetail,
 }
 
@@ -1036,6 +1038,7 @@ pub(crate) async fn run(
     } = report;
     let errors = state.store.run_errors(id).await?;
     let rejected = state.store.run_rejected(id).await?;
+    let inside = crate::views::steps::routes_inside_run(&state.store, &run).await?;
     let series = crate::views::runs::series_for(&state.store, id, None).await?;
     let bucket_hint = if series.bucket_ms == 1000 {
         "1 s buckets".to_string()
@@ -1122,6 +1125,7 @@ pub(crate) async fn run(
         .filter(|t| t.id == run.id)
         .map(|t| (t.command, t.started_by));
     Ok(RunPage {
+        inside,
         load_test,
         live: run.status == "live",
         // A live run of `harrier load` gets the panel before its first second arrives.
