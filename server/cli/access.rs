@@ -116,7 +116,7 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
                 .max()
                 .unwrap_or(4)
                 .max(4);
-            outln!("{:<w$}  {:<6}  {:<14}  created", "name", "role", "sign-in");
+            outln!("{:<w$}  {:<8}  {:<14}  created", "name", "role", "sign-in");
             for u in users {
                 let by = if u.oidc_subject.is_some() {
                     "single sign-on"
@@ -124,7 +124,7 @@ pub async fn user(command: UserCommand) -> anyhow::Result<ExitCode> {
                     "password"
                 };
                 outln!(
-                    "{:<w$}  {:<6}  {by:<14}  {}",
+                    "{:<w$}  {:<8}  {by:<14}  {}",
                     u.name,
                     u.role,
                     format::time(Some(u.created_at_ms))
@@ -265,7 +265,7 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             outln!(
-                "{:>4}  {:<20}  {:<6}  {:<23}  {:<23}  {:<23}  state",
+                "{:>4}  {:<20}  {:<7}  {:<23}  {:<23}  {:<23}  state",
                 "id",
                 "name",
                 "scope",
@@ -282,7 +282,7 @@ pub async fn token(command: TokenCommand) -> anyhow::Result<ExitCode> {
                     "live"
                 };
                 outln!(
-                    "{:>4}  {:<20}  {:<6}  {:<23}  {:<23}  {:<23}  {state}",
+                    "{:>4}  {:<20}  {:<7}  {:<23}  {:<23}  {:<23}  {state}",
                     t.id,
                     t.name
                         .chars()

@@ -746,3 +746,512 @@ async fn a_rate_search_names_the_pooled_step_as_the_one_that_gives_way() {
     let _ = stop_tx.send(());
     let _ = server.await;
 }
+
+/// `GET base + path` with a bearer token, as JSON.
+async fn get_json(http: &reqwest::Client, base: &str, token: &str, path: String) -> Value {
+    http.get(format!("{base}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Signs `name` in through the console's form in `client`.
+async fn browser_sign_in(client: &fantoccini::Client, base: &str, name: &str, password: &str) {
+    use fantoccini::Locator;
+    client
+        .goto(&format!("{base}/console/sign-in"))
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#sign-in-name"))
+        .await
+        .unwrap()
+        .send_keys(name)
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#sign-in-password"))
+        .await
+        .unwrap()
+        .send_keys(password)
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css(".sign-in-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(".whoami"))
+        .await
+        .expect("signed in");
+}
+
+/// Issue 29, in headless Chromium against the `harrier` binary with sign-in on: the route
+/// diagram nests the lab's steps as Camel does (the choice's when and otherwise side by
+/// side, the split around its marshal), marks the pooled call slowest, and its numbers
+/// change while load runs; an operator stops the route from the page (confirming the
+/// dialog) — the lab stops, the page and then the scrape show it; a viewer's page offers
+/// no operations and the API refuses them; a page of another origin in the operator's
+/// browser cannot start the route again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_route_diagram_and_operations_in_the_browser() {
+    use crate::attack::{attacker_site, run_attack};
+    use crate::browser::{browser, start_harrier};
+    use crate::signin::harrier;
+    use fantoccini::Locator;
+
+    if sqlite_only("the commands open the SQLite file the test names") {
+        return;
+    }
+    let Some(lab) = CamelLab::start(4, 20, 1).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("harrier.db");
+    let dbs = db.to_str().unwrap();
+    for (name, role) in [("olga", "operator"), ("vera", "viewer")] {
+        let (code, _, err) = harrier(
+            &["user", "add", name, "--role", role, "--db", dbs],
+            "a long passphrase\n",
+        );
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, write_token, err) = harrier(
+        &["token", "create", "setup", "--scope", "write", "--db", dbs],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let write_token = write_token.trim().to_string();
+    let (_harrier, base) = start_harrier(&db);
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{base}/api/v1/targets"))
+        .bearer_auth(&write_token)
+        .json(&json!({"name": "shop", "url": lab.jolokia(), "kind": "jolokia", "interval_s": 1, "timeout_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    // Load on the route for the whole test (bounded: at most ~3 minutes).
+    let load_url = lab.url("/orders");
+    let load = tokio::spawn(async move {
+        let c = reqwest::Client::new();
+        for i in 0..9_000 {
+            let url = if i % 7 == 0 {
+                format!("{load_url}?channel=store")
+            } else {
+                load_url.clone()
+            };
+            let _ = c.get(url).send().await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let api = |path: String| get_json(&http, &base, &write_token, path);
+    let id = until("the orders route", 30, || async {
+        let list = api("/api/v1/routes".into()).await;
+        list.as_array()?
+            .iter()
+            .find(|r| r["route"] == "orders" && r["source"] == "jolokia")
+            .and_then(|r| r["id"].as_i64())
+    })
+    .await;
+    until("two scrapes of the steps", 30, || async {
+        let v = api(format!("/api/v1/routes/{id}/steps")).await;
+        v["steps"]
+            .as_array()?
+            .iter()
+            .any(|s| s["exchanges"].as_f64().is_some_and(|n| n > 0.0))
+            .then_some(())
+    })
+    .await;
+
+    let (_driver, client) = browser().await;
+    browser_sign_in(&client, &base, "olga", "a long passphrase").await;
+    client
+        .goto(&format!("{base}/console/routes/{id}"))
+        .await
+        .unwrap();
+    let wait = || client.wait().at_most(Duration::from_secs(20));
+    wait()
+        .for_element(Locator::Css(
+            "#step-tree li.step-node[data-step=\"marshal1\"]",
+        ))
+        .await
+        .expect("the diagram is drawn");
+    // The structure, as Camel nests the steps.
+    let nested = |css: &'static str| {
+        let client = client.clone();
+        async move { client.find_all(Locator::Css(css)).await.unwrap().len() }
+    };
+    assert_eq!(nested("#step-tree li.step-node").await, 8);
+    assert_eq!(
+        nested("#step-tree > ol.step-tree > li.step-node").await,
+        3,
+        "log, choice, split at the top"
+    );
+    assert_eq!(
+        nested("li[data-step=\"choice1\"] > ol.step-children.branches > li[data-step=\"when1\"]")
+            .await,
+        1
+    );
+    assert_eq!(
+        nested(
+            "li[data-step=\"choice1\"] > ol.step-children.branches > li[data-step=\"otherwise1\"]"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        nested("li[data-step=\"when1\"] > ol > li[data-step=\"to1\"]").await,
+        1
+    );
+    assert_eq!(
+        nested("li[data-step=\"otherwise1\"] > ol > li[data-step=\"to2\"]").await,
+        1
+    );
+    assert_eq!(
+        nested("li[data-step=\"split1\"] > ol > li[data-step=\"marshal1\"]").await,
+        1
+    );
+    assert_eq!(
+        nested("li[data-step=\"to1\"].slowest").await,
+        1,
+        "the pooled call is the slowest"
+    );
+    let dest = client
+        .find(Locator::Css("li[data-step=\"to1\"] .step-dest"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(dest, "http://legacy/stock");
+    // Live: the marshal step's rate changes while the load runs (no reload).
+    let rate = || async {
+        client
+            .find(Locator::Css(
+                "li[data-step=\"marshal1\"] > .step-card .step-figs div:first-child dd",
+            ))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()
+    };
+    let first = rate().await.unwrap();
+    assert!(first.ends_with("/s"), "{first}");
+    until("the marshal step's rate to change live", 20, || async {
+        let now = rate().await?;
+        (now != first).then_some(())
+    })
+    .await;
+
+    // The operator stops the route from the page.
+    client
+        .find(Locator::Css("button[data-route-op=\"stop\"]"))
+        .await
+        .expect("operations offered to an operator")
+        .click()
+        .await
+        .unwrap();
+    client
+        .accept_alert()
+        .await
+        .expect("a confirmation is asked");
+    let result = until("the stop's answer on the page", 20, || async {
+        let t = client
+            .find(Locator::Css("#route-op-result"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        t.contains("Stopped").then_some(t)
+    })
+    .await;
+    assert!(result.starts_with("Stop: done"), "{result}");
+    assert_eq!(
+        client
+            .find(Locator::Css("#route-state"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "Stopped"
+    );
+    assert_eq!(lab.hit("/orders", 1).await, [503]);
+    until("the scrape showing the route stopped", 10, || async {
+        (api(format!("/api/v1/routes/{id}")).await["state"] == "Stopped").then_some(())
+    })
+    .await;
+
+    // A page of another origin, in the operator's browser, tries to start it again.
+    let page = format!(
+        r#"<!doctype html><html><body><iframe name="f"></iframe>
+<form id="f1" method="POST" target="f" action="{base}/api/v1/routes/{id}/operations/start"></form>
+<script>
+window.results = {{}};
+document.getElementById('f1').submit();
+fetch('{base}/api/v1/routes/{id}/operations/start', {{method: 'POST', mode: 'no-cors', credentials: 'include'}})
+  .then(x => window.results.fetch = 'sent', e => window.results.fetch = 'error:' + e)
+  .then(() => setTimeout(() => {{ window.results.done = true; }}, 1500));
+</script></body></html>"#
+    );
+    let site = attacker_site("127.0.0.2", page).await;
+    let _ = run_attack(&client, &format!("http://{site}/")).await;
+    assert_eq!(
+        lab.hit("/orders", 1).await,
+        [503],
+        "the route stays stopped"
+    );
+    assert_eq!(
+        lab.read("routes", "orders", &["State"]).await["State"],
+        "Stopped"
+    );
+
+    // A viewer is offered nothing and refused.
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let vera = no_redirects
+        .post(format!("{base}/console/sign-in"))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body("name=vera&password=a+long+passphrase")
+        .send()
+        .await
+        .unwrap();
+    let cookie = vera
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_string();
+    let page = http
+        .get(format!("{base}/console/routes/{id}"))
+        .header(reqwest::header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("id=\"step-tree\""),
+        "the viewer sees the steps"
+    );
+    assert!(
+        !page.contains("data-route-op"),
+        "no operations for a viewer"
+    );
+    let r = http
+        .post(format!("{base}/api/v1/routes/{id}/operations/start"))
+        .header(reqwest::header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(lab.hit("/orders", 1).await, [503]);
+    load.abort();
+    let _ = client.close().await;
+}
+
+/// Issue 29: step history is stored like a route's — raw rows per scrape, 1 min / 10 min /
+/// 1 h rollups that sum to the raw rows, the routes' retention — and survives a restart
+/// (the store opened again gives the same figures); deleting the target takes its steps.
+#[tokio::test]
+async fn step_history_survives_a_restart_and_rolls_up_like_routes() {
+    use harrier::domain::routes::Interval;
+    use harrier::store::{Retention, RouteWrite, ScrapeStatus, StepWrite, Store};
+    let (store, config, _dir) = fresh_store().await;
+    let t = store
+        .insert_target(
+            &TargetSpec {
+                name: "shop".into(),
+                url: "http://127.0.0.1:9/jolokia".into(),
+                kind: "jolokia".into(),
+                interval_s: 15.0,
+                timeout_s: 5.0,
+                labels: Default::default(),
+            },
+            "api",
+            0,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    // Two minutes' buckets: scrapes at 0, 15, … 105 s past a whole hour.
+    let base = 1_796_490_000_000_i64 - 1_796_490_000_000_i64 % 3_600_000;
+    let route = RouteWrite {
+        service: "shop".into(),
+        route: "orders".into(),
+        labels: [("camel_context".to_string(), "shop".to_string())].into(),
+        source: "jolokia".into(),
+        state: Some("Started".into()),
+        last_exchange_ms: None,
+        interval: None,
+        instance: String::new(),
+    };
+    let mut route_id = 0;
+    for k in 0..8_i64 {
+        let at = base + k * 15_000;
+        let status = ScrapeStatus {
+            at_ms: at,
+            up: true,
+            duration_ms: 1.0,
+            samples: 10,
+            error: None,
+        };
+        route_id = store
+            .record_scrape(t.id, &status, &[route.clone()])
+            .await
+            .unwrap()[0];
+        let step = |name: &str, parent: Option<&str>, index: i64, ms: f64| StepWrite {
+            route_id,
+            step: name.into(),
+            kind: if name.starts_with("to") {
+                "to"
+            } else {
+                "choice"
+            }
+            .into(),
+            parent: parent.map(str::to_string),
+            index,
+            level: if parent.is_some() { 2 } else { 1 },
+            destination: name
+                .starts_with("to")
+                .then(|| "http://legacy/stock".to_string()),
+            interval: (k > 0).then(|| Interval {
+                interval_ms: 15_000,
+                exchanges: Some(10.0 + k as f64),
+                failed: Some(if k == 3 { 1.0 } else { 0.0 }),
+                duration_sum_s: Some((10.0 + k as f64) * ms / 1000.0),
+                duration_count: Some(10.0 + k as f64),
+                max_s: Some(ms * k as f64 / 1000.0),
+                inflight: Some(k as f64),
+                ..Default::default()
+            }),
+        };
+        store
+            .record_steps(
+                at,
+                &[
+                    step("choice1", None, 0, 25.0),
+                    step("to1", Some("choice1"), 1, 20.0),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+    let end = base + 8 * 15_000;
+    let read = |store: Store| async move {
+        let figures = store.step_figures(route_id, base - 1, end).await.unwrap();
+        let raw = store
+            .step_series(route_id, base, end, 60_000, 0)
+            .await
+            .unwrap();
+        let minute = store
+            .step_series(route_id, base, end, 60_000, 60_000)
+            .await
+            .unwrap();
+        let hour = store
+            .step_series(route_id, base, end, 3_600_000, 3_600_000)
+            .await
+            .unwrap();
+        (figures, raw, minute, hour)
+    };
+    let before = read(store.clone()).await;
+    let (figures, raw, minute, hour) = &before;
+    assert_eq!(figures.len(), 2);
+    let to1 = &figures.iter().find(|(s, _)| s.step == "to1").unwrap().1;
+    // Seven intervals of 11 … 17 exchanges.
+    assert_eq!(to1.exchanges, Some(98.0));
+    assert_eq!(to1.failed, Some(1.0));
+    assert_close(to1.mean_ms().unwrap(), 20.0, "to1 mean");
+    assert_close(to1.max_ms().unwrap(), 140.0, "to1 max");
+    // The 1 min rollups hold what the raw rows hold, bucket by bucket.
+    let key = |p: &harrier::store::StepPoint| (p.step_id, p.t_ms);
+    let mut r: Vec<_> = raw
+        .iter()
+        .map(|p| {
+            (
+                key(p),
+                p.figures.exchanges,
+                p.figures.duration_sum_s,
+                p.figures.max_s,
+            )
+        })
+        .collect();
+    let mut m: Vec<_> = minute
+        .iter()
+        .map(|p| {
+            (
+                key(p),
+                p.figures.exchanges,
+                p.figures.duration_sum_s,
+                p.figures.max_s,
+            )
+        })
+        .collect();
+    r.sort_by(|a, b| a.0.cmp(&b.0));
+    m.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(r.len(), 4, "two steps × two minutes");
+    for (a, b) in r.iter().zip(&m) {
+        assert_eq!(a.0, b.0);
+        assert_eq!(a.1, b.1, "exchanges of {:?}", a.0);
+        assert_close(a.2.unwrap(), b.2.unwrap(), "duration");
+        assert_eq!(a.3, b.3, "max of {:?}", a.0);
+    }
+    let hour_to1 = hour.iter().find(|p| p.step_id == figures[1].0.id).unwrap();
+    assert_eq!(hour_to1.figures.exchanges, Some(98.0));
+
+    // Opened again, as after a restart: the same figures.
+    drop(store);
+    let again = Store::connect(&config.database()).await.unwrap();
+    let after = read(again.clone()).await;
+    assert_eq!(before.0, after.0);
+    assert_eq!(before.1, after.1);
+    assert_eq!(before.2, after.2);
+    assert_eq!(before.3, after.3);
+
+    // Retention: raw rows past theirs go, rollups stay.
+    let keep_none_raw = Retention {
+        raw_hours: 0.0,
+        ..config.retention
+    };
+    let n = again.prune_steps(end + 1, &keep_none_raw).await.unwrap();
+    assert_eq!(n, 14, "7 raw rows of each step");
+    assert!(
+        again
+            .step_series(route_id, base, end, 60_000, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        again
+            .step_series(route_id, base, end, 60_000, 60_000)
+            .await
+            .unwrap()
+            .len(),
+        4
+    );
+    // The target's deletion takes its routes' steps.
+    assert!(again.delete_target(t.id).await.unwrap());
+    assert!(again.route_steps(route_id).await.unwrap().is_empty());
+}
