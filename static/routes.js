@@ -133,6 +133,8 @@
       const input = $('#route-filter');
       const svc = $('#route-service');
       const stateSel = $('#route-state');
+      const ctxSel = $('#route-context');
+      const groupSel = $('#route-group');
       const winSel = $('#route-window');
       const currentWindow = () => (winSel && winSel.value) || '1m';
       const summary = $('#routes-summary');
@@ -158,6 +160,8 @@
         if (panel && panel.dataset.own === 'show') p.set('own', 'show');
         if (svc && svc.value) p.set('service', svc.value);
         if (stateSel && stateSel.value) p.set('state', stateSel.value);
+        if (ctxSel && ctxSel.value) p.set('context', ctxSel.value);
+        if (groupSel && groupSel.value) p.set('group', groupSel.value);
         if (v.sort !== 'service' || v.dir !== 'asc') { p.set('sort', v.sort); p.set('dir', v.dir); }
         if (v.offset > 0) p.set('offset', String(v.offset));
         if (v.limit !== 100) p.set('limit', String(v.limit));
@@ -279,7 +283,7 @@
       if (form) form.addEventListener('submit', (e) => { e.preventDefault(); load({ offset: 0 }); });
       let typing = 0;
       if (input) input.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => load({ offset: 0 }), 250); });
-      for (const sel of [svc, stateSel]) if (sel) sel.addEventListener('change', () => load({ offset: 0 }));
+      for (const sel of [svc, stateSel, ctxSel, groupSel]) if (sel) sel.addEventListener('change', () => load({ offset: 0 }));
       if (winSel) {
         winSel.addEventListener('change', () => {
           const opt = winSel.selectedOptions[0];

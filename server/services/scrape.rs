@@ -564,6 +564,8 @@ async fn target_loop(
     let mut sent: HashMap<i64, RouteRow> = HashMap::new();
     let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
     let mut prev_steps: HashMap<StepKey, (Observation, i64)> = HashMap::new();
+    // Each route's group as last written (written again only when it changes).
+    let mut groups_written: HashMap<i64, Option<String>> = HashMap::new();
     let mut last_skipped = 0usize;
     let name = target.name.clone();
     loop {
@@ -591,6 +593,7 @@ async fn target_loop(
         };
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         let mut steps = Vec::new();
+        let mut groups: Vec<Option<String>> = Vec::new();
         let (status, writes) = match outcome {
             Ok(mut out) => {
                 steps = std::mem::take(&mut out.steps);
@@ -622,6 +625,7 @@ async fn target_loop(
                         },
                     })
                     .collect();
+                groups = out.observations.iter().map(|o| o.group.clone()).collect();
                 prev.replace(out.observations);
                 prev_ms = Some(at_ms);
                 let mut figures: Vec<(String, String, f64)> = Vec::new();
@@ -685,6 +689,23 @@ async fn target_loop(
                 continue;
             }
         };
+        let changed: Vec<(i64, Option<String>)> = route_ids
+            .iter()
+            .zip(&groups)
+            // Routes without a group (every Prometheus route) are written only when they
+            // had one: nothing per scrape.
+            .filter(|(id, g)| match groups_written.get(*id) {
+                Some(before) => before != *g,
+                None => g.is_some(),
+            })
+            .map(|(id, g)| (*id, g.clone()))
+            .collect();
+        if !changed.is_empty() {
+            match running.store.set_route_groups(&changed).await {
+                Ok(()) => groups_written.extend(changed),
+                Err(e) => tracing::warn!(target = %name, error = %e, "storing route groups failed"),
+            }
+        }
         if !steps.is_empty() {
             let step_writes = step_writes(&writes, &route_ids, steps, &mut prev_steps, at_ms);
             if let Err(e) = running.store.record_steps(at_ms, &step_writes).await {

@@ -756,4 +756,10 @@ forward! {
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
     pub async fn runs_overlapping(&self, from_ms: i64, to_ms: i64) -> Result<Vec<RunBand>>;
+
+    /// The group each route is in (Camel's `routeGroup`), for the routes that have one.
+    pub async fn route_groups(&self) -> Result<Vec<(i64, String)>>;
+
+    /// Sets routes' groups (`None`: none); a route whose group is unchanged is not written.
+    pub async fn set_route_groups(&self, groups: &[(i64, Option<String>)]) -> Result<()>;
 }

@@ -99,6 +99,10 @@ pub struct RouteListQuery {
     /// `show` (the API's default) or `hide` (the console's) harrier's own routes, those
     /// of its self-scrape target.
     pub own: Option<String>,
+    /// Only the routes of this group (Camel's `routeGroup`), exact.
+    pub group: Option<String>,
+    /// Only the routes of this Camel context (their `camel_context` label), exact.
+    pub context: Option<String>,
 }
 
 /// Fields the routes list sorts by; the first `TEXT_SORTS` need no figures.
@@ -138,6 +142,8 @@ pub struct RouteList {
     /// Leave out harrier's own routes (its self-scrape target's) unless a service is
     /// chosen.
     pub hide_own: bool,
+    pub group: Option<String>,
+    pub context: Option<String>,
 }
 
 impl RouteList {
@@ -202,6 +208,8 @@ impl RouteList {
         };
         Ok(RouteList {
             hide_own,
+            group: text(&q.group),
+            context: text(&q.context),
             window_ms: window_ms(&WindowQuery {
                 window: q.window.clone(),
             })?,
@@ -278,6 +286,19 @@ pub async fn list_page(
             .collect();
         infos.retain(|i| !own.contains(&i.target_id));
         own_hidden = all - infos.len();
+    }
+    if let Some(g) = &list.group {
+        let in_group: std::collections::HashSet<i64> = store
+            .route_groups()
+            .await?
+            .into_iter()
+            .filter(|(_, group)| group == g)
+            .map(|(id, _)| id)
+            .collect();
+        infos.retain(|i| in_group.contains(&i.id));
+    }
+    if let Some(c) = &list.context {
+        infos.retain(|i| i.labels().get("camel_context") == Some(c));
     }
     let filtered_all = infos.len() == all;
     let mut keyed: Vec<(RouteInfo, String)> = infos

@@ -554,6 +554,42 @@ async fn steps_equal_the_labs_own_counters_and_nest_as_camel_does() {
         ]
     );
 
+    // Grouped by Camel context and routeGroup (the lab's orders is in shop-api, audit in ops).
+    let names = |q: &'static str| {
+        let app = &app;
+        async move {
+            let mut v: Vec<String> = app
+                .get(&format!("/api/v1/routes?{q}"))
+                .await
+                .json()
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["route"].as_str().unwrap().to_string())
+                .collect();
+            v.sort();
+            v
+        }
+    };
+    until("the route groups stored", 10, || async {
+        (names("group=shop-api").await == ["orders"]).then_some(())
+    })
+    .await;
+    assert_eq!(names("group=ops").await, ["audit"]);
+    assert_eq!(names("context=shop").await, ["audit", "orders"]);
+    assert!(names("context=billing").await.is_empty());
+    let page = app.get("/console/routes").await.text();
+    assert!(
+        page.contains("<option value=\"shop-api\">shop-api</option>"),
+        "the routes page offers the groups"
+    );
+    assert!(
+        app.get(&format!("/console/routes/{id}"))
+            .await
+            .text()
+            .contains("/console/routes?group=shop-api")
+    );
+
     assert!(lab.hit("/orders", 30).await.iter().all(|s| *s == 200));
     assert!(
         lab.hit("/orders?channel=store", 10)

@@ -355,6 +355,8 @@ fn list_href(list: &RouteList, q: &str, sort: &str, desc: bool, offset: usize) -
     }
     add("service", list.service.as_deref().unwrap_or(""));
     add("state", list.state.as_deref().unwrap_or(""));
+    add("context", list.context.as_deref().unwrap_or(""));
+    add("group", list.group.as_deref().unwrap_or(""));
     if !list.hide_own {
         add("own", "show");
     }
@@ -414,6 +416,11 @@ struct RoutesPage {
     service: String,
     state: String,
     service_names: Vec<String>,
+    /// Route groups (Camel's `routeGroup`) and Camel contexts to filter by, and the chosen.
+    group_names: Vec<String>,
+    group: String,
+    context_names: Vec<String>,
+    context: String,
     states: Vec<&'static str>,
     sort: &'static str,
     dir: &'static str,
@@ -475,6 +482,21 @@ async fn routes_page(
     let infos = state.store.route_infos(None, None).await?;
     let mut services: BTreeMap<String, (std::collections::BTreeSet<String>, usize, usize)> =
         BTreeMap::new();
+    let context_names: Vec<String> = infos
+        .iter()
+        .filter_map(|i| i.labels().get("camel_context").cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let group_names: Vec<String> = state
+        .store
+        .route_groups()
+        .await?
+        .into_iter()
+        .map(|(_, g)| g)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     for i in &infos {
         let e = services.entry(i.service.clone()).or_default();
         e.0.insert(i.instance());
@@ -558,6 +580,10 @@ async fn routes_page(
         down: targets.iter().filter(|t| t.up == Some(false)).count(),
         targets: targets.into_iter().map(TargetView::from).collect(),
         service_names,
+        group_names,
+        group: list.group.clone().unwrap_or_default(),
+        context_names,
+        context: list.context.clone().unwrap_or_default(),
         services: services
             .into_iter()
             .map(|(name, (instances, routes, down))| ServiceView {
@@ -644,6 +670,8 @@ struct RoutePage {
     operations: bool,
     /// The route's steps are shown (a route read through Jolokia).
     steps: bool,
+    /// Its group (Camel's `routeGroup`) and the routes page filtered by it.
+    group: Option<(String, String)>,
 }
 
 async fn route_page(
@@ -763,6 +791,16 @@ async fn route_page(
             })
             .collect(),
         steps: row.source == "jolokia",
+        group: state
+            .store
+            .route_groups()
+            .await?
+            .into_iter()
+            .find(|(rid, _)| *rid == id)
+            .map(|(_, g)| {
+                let link = format!("/console/routes?group={}", urlencoding(&g));
+                (g, link)
+            }),
         operations: crate::services::route_ops::offered(&row.source)
             && target.as_ref().is_some_and(|t| t.kind == "jolokia")
             && crate::http::auth::may(crate::domain::auth::Permission::Operate),

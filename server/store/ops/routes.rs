@@ -972,6 +972,32 @@ impl Backend {
     }
 
     /// Runs whose [start, end] overlaps `from_ms…to_ms`, oldest first.
+    pub async fn route_groups(&self) -> Result<Vec<(i64, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, route_group FROM routes WHERE route_group IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn set_route_groups(&self, groups: &[(i64, Option<String>)]) -> Result<()> {
+        if groups.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin_write().await?;
+        for (id, group) in groups {
+            sqlx::query(
+                "UPDATE routes SET route_group = $1 WHERE id = $2 AND route_group IS DISTINCT FROM $1",
+            )
+            .bind(group)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub async fn runs_overlapping(&self, from_ms: i64, to_ms: i64) -> Result<Vec<RunBand>> {
         Ok(sqlx::query_as(
             "SELECT r.id, r.name, r.started_at_ms, r.ended_at_ms, r.source, r.reported,
