@@ -924,7 +924,16 @@ async fn jolokia_target_reads_camel_routes() {
         "address-updates-to-customer-service-route"
     );
     assert_eq!(out.observations[0].inflight, Some(1.0));
+    // One bulk request: the routes, then their steps (an agent answering only the first,
+    // as this recorded answer does, gives routes without steps).
     let body = seen_body.lock().unwrap().clone().unwrap();
+    let body = &body[0];
+    let steps = &seen_body.lock().unwrap().clone().unwrap()[1];
+    assert_eq!(
+        steps["mbean"],
+        "org.apache.camel:context=*,type=processors,name=*"
+    );
+    assert!(out.steps.is_empty());
     assert_eq!(body["type"], "read");
     assert_eq!(
         body["mbean"],
