@@ -35,7 +35,8 @@ use crate::services::live::{Event, Hub};
 use crate::sources::scrape::process::{self, ProcessReading};
 use crate::sources::scrape::{exposition, jolokia, presets};
 use crate::store::{
-    BUILTIN_ORIGIN, Retention, RouteWrite, ScrapeStatus, StepWrite, Store, TargetRow, TargetSpec,
+    BUILTIN_ORIGIN, Retention, RouteWrite, ScrapeStatus, StepRollupAdd, StepWrite, Store,
+    TargetRow, TargetSpec,
 };
 
 /// Largest scrape body read, bytes; a larger one fails the scrape.
@@ -563,7 +564,7 @@ async fn target_loop(
     let mut prev_ms: Option<i64> = None;
     let mut sent: HashMap<i64, RouteRow> = HashMap::new();
     let mut prev_process: HashMap<Option<String>, (ProcessReading, i64)> = HashMap::new();
-    let mut prev_steps: HashMap<StepKey, (Observation, i64)> = HashMap::new();
+    let mut book = StepBook::default();
     // Each route's group as last written (written again only when it changes).
     let mut groups_written: HashMap<i64, Option<String>> = HashMap::new();
     let mut last_skipped = 0usize;
@@ -578,7 +579,8 @@ async fn target_loop(
             prev.clear();
             prev_ms = None;
             prev_process.clear();
-            prev_steps.clear();
+            flush_step_rollups(&running.store, &name, book.drain()).await;
+            book = StepBook::default();
             sent.clear();
             continue;
         }
@@ -707,9 +709,18 @@ async fn target_loop(
             }
         }
         if !steps.is_empty() {
-            let step_writes = step_writes(&writes, &route_ids, steps, &mut prev_steps, at_ms);
-            if let Err(e) = running.store.record_steps(at_ms, &step_writes).await {
-                tracing::warn!(target = %name, error = %e, "storing the routes' steps failed");
+            let (step_writes, keys) = book.writes(&writes, &route_ids, steps, at_ms);
+            match running.store.record_steps(at_ms, &step_writes).await {
+                Ok(ids) => {
+                    book.stored(&keys, &step_writes, &ids, at_ms);
+                    let closed = book.roll(&step_writes, &ids, at_ms);
+                    flush_step_rollups(&running.store, &name, closed).await;
+                }
+                Err(e) => {
+                    // Ids it held may be gone (a route pruned): every shape is written next.
+                    book.forget_ids();
+                    tracing::warn!(target = %name, error = %e, "storing the routes' steps failed");
+                }
             }
         }
         if token.is_cancelled() {
@@ -717,61 +728,214 @@ async fn target_loop(
         }
         publish(&running.store, &running.hub, target.id, &mut sent).await;
     }
+    // The minutes being summed are stored as they stand.
+    flush_step_rollups(&running.store, &name, book.drain()).await;
+}
+
+/// Adds closed minutes of step figures to their rollups (a failure is logged: the raw rows
+/// hold the same figures).
+async fn flush_step_rollups(store: &Store, target: &str, rows: Vec<StepRollupAdd>) {
+    if rows.is_empty() {
+        return;
+    }
+    if let Err(e) = store.add_step_rollups(&rows).await {
+        tracing::warn!(%target, error = %e, "storing step rollups failed");
+    }
 }
 
 /// A step's identity on a target: Camel context, route, step id.
 type StepKey = (Option<String>, String, String);
 
-/// The steps of one scrape as written: each under the route the scrape stored for its
-/// Camel context and route (steps of a route beyond the route limit are dropped), with its
-/// interval since the previous scrape (`prev`: each step's last reading and its time,
-/// updated here).
-fn step_writes(
-    writes: &[RouteWrite],
-    route_ids: &[i64],
-    steps: Vec<StepObservation>,
-    prev: &mut HashMap<StepKey, (Observation, i64)>,
-    at_ms: i64,
-) -> Vec<StepWrite> {
-    let route_of: HashMap<(Option<&str>, &str), i64> = writes
-        .iter()
-        .zip(route_ids)
-        .map(|(w, id)| {
-            (
-                (
-                    w.labels.get("camel_context").map(String::as_str),
-                    w.route.as_str(),
-                ),
-                *id,
-            )
-        })
-        .collect();
-    let mut next: HashMap<StepKey, (Observation, i64)> = HashMap::with_capacity(steps.len());
-    let mut out = Vec::with_capacity(steps.len());
-    for s in steps {
-        let Some(&route_id) = route_of.get(&(s.context.as_deref(), s.route.as_str())) else {
-            continue;
-        };
-        let key = (s.context.clone(), s.route.clone(), s.step.clone());
-        let interval = prev
-            .get(&key)
-            .filter(|(_, p_ms)| at_ms > *p_ms)
-            .map(|(p, p_ms)| Interval::between(p, &s.counters, at_ms - p_ms));
-        let reading = (s.counters, at_ms);
-        out.push(StepWrite {
-            route_id,
-            step: s.step,
-            kind: s.kind,
-            parent: s.parent,
-            index: s.index,
-            level: s.level,
-            destination: s.destination,
-            interval,
-        });
-        next.insert(key, reading);
+/// A step's shape as stored: route id, kind, parent, index, level, destination.
+type StepShapeKey = (i64, String, Option<String>, i64, i64, Option<String>);
+
+/// A step's row is written again this often even when its shape is unchanged: its
+/// last-seen time, by which a step a redeploy removed shows as gone (within this time).
+const STEP_SEEN_EVERY_MS: i64 = 60_000;
+
+/// One step's figures being summed for the minute `bucket_ms`.
+struct MinuteSums {
+    bucket_ms: i64,
+    sums: Interval,
+    intervals: i64,
+    inflight_sum: Option<f64>,
+    inflight_n: i64,
+}
+
+impl MinuteSums {
+    /// The rows it adds to: its minute, and the 10 min and 1 h buckets that minute is in.
+    fn rows(self, step_id: i64) -> impl Iterator<Item = StepRollupAdd> {
+        crate::store::ROLLUPS_MS
+            .into_iter()
+            .map(move |res| StepRollupAdd {
+                step_id,
+                resolution_ms: res,
+                bucket_ms: self.bucket_ms - self.bucket_ms.rem_euclid(res),
+                sums: self.sums.clone(),
+                intervals: self.intervals,
+                inflight_sum: self.inflight_sum,
+                inflight_n: self.inflight_n,
+            })
     }
-    *prev = next;
-    out
+}
+
+/// What a target's loop keeps of its steps between scrapes: each step's last reading (its
+/// intervals), its stored id and shape (not written again while unchanged), and the
+/// minute of figures being summed for its rollups (added once the minute closes: three
+/// rollup rows a minute per step instead of three a scrape).
+#[derive(Default)]
+struct StepBook {
+    prev: HashMap<StepKey, (Observation, i64)>,
+    ids: HashMap<StepKey, (i64, StepShapeKey, i64)>,
+    minutes: HashMap<i64, MinuteSums>,
+}
+
+impl StepBook {
+    /// The steps of one scrape as written: each under the route the scrape stored for its
+    /// Camel context and route (steps of routes beyond the route limit are dropped), with
+    /// its interval since the previous scrape; and their keys.
+    fn writes(
+        &mut self,
+        writes: &[RouteWrite],
+        route_ids: &[i64],
+        steps: Vec<StepObservation>,
+        at_ms: i64,
+    ) -> (Vec<StepWrite>, Vec<StepKey>) {
+        let route_of: HashMap<(Option<&str>, &str), i64> = writes
+            .iter()
+            .zip(route_ids)
+            .map(|(w, id)| {
+                (
+                    (
+                        w.labels.get("camel_context").map(String::as_str),
+                        w.route.as_str(),
+                    ),
+                    *id,
+                )
+            })
+            .collect();
+        let mut next: HashMap<StepKey, (Observation, i64)> = HashMap::with_capacity(steps.len());
+        let mut out = Vec::with_capacity(steps.len());
+        let mut keys = Vec::with_capacity(steps.len());
+        for s in steps {
+            let Some(&route_id) = route_of.get(&(s.context.as_deref(), s.route.as_str())) else {
+                continue;
+            };
+            let key = (s.context.clone(), s.route.clone(), s.step.clone());
+            let interval = self
+                .prev
+                .get(&key)
+                .filter(|(_, p_ms)| at_ms > *p_ms)
+                .map(|(p, p_ms)| Interval::between(p, &s.counters, at_ms - p_ms));
+            let shape: StepShapeKey = (
+                route_id,
+                s.kind.clone(),
+                s.parent.clone(),
+                s.index,
+                s.level,
+                s.destination.clone(),
+            );
+            let known_id = self
+                .ids
+                .get(&key)
+                .filter(|(_, stored, written_ms)| {
+                    *stored == shape && at_ms - written_ms < STEP_SEEN_EVERY_MS
+                })
+                .map(|(id, _, _)| *id);
+            out.push(StepWrite {
+                route_id,
+                step: s.step,
+                kind: s.kind,
+                parent: s.parent,
+                index: s.index,
+                level: s.level,
+                destination: s.destination,
+                interval,
+                known_id,
+            });
+            next.insert(key.clone(), (s.counters, at_ms));
+            keys.push(key);
+        }
+        self.prev = next;
+        (out, keys)
+    }
+
+    /// Notes the ids of the steps whose rows were written at `at_ms`.
+    fn stored(&mut self, keys: &[StepKey], writes: &[StepWrite], ids: &[i64], at_ms: i64) {
+        for ((key, w), id) in keys.iter().zip(writes).zip(ids) {
+            if w.known_id.is_none() && *id != 0 {
+                let shape = (
+                    w.route_id,
+                    w.kind.clone(),
+                    w.parent.clone(),
+                    w.index,
+                    w.level,
+                    w.destination.clone(),
+                );
+                self.ids.insert(key.clone(), (*id, shape, at_ms));
+            }
+        }
+    }
+
+    fn forget_ids(&mut self) {
+        self.ids.clear();
+    }
+
+    /// Adds a scrape's intervals to the minutes being summed; the rows of the minutes that
+    /// closed (an interval of a later minute, or none since).
+    fn roll(&mut self, writes: &[StepWrite], ids: &[i64], at_ms: i64) -> Vec<StepRollupAdd> {
+        let minute = at_ms - at_ms.rem_euclid(crate::store::MINUTE_MS);
+        let mut closed = Vec::new();
+        let done: Vec<i64> = self
+            .minutes
+            .iter()
+            .filter(|(_, m)| m.bucket_ms < minute)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            if let Some(m) = self.minutes.remove(&id) {
+                closed.extend(m.rows(id));
+            }
+        }
+        for (w, id) in writes.iter().zip(ids) {
+            let (Some(iv), true) = (&w.interval, *id != 0) else {
+                continue;
+            };
+            let m = self.minutes.entry(*id).or_insert_with(|| MinuteSums {
+                bucket_ms: minute,
+                sums: Interval::default(),
+                intervals: 0,
+                inflight_sum: None,
+                inflight_n: 0,
+            });
+            let add = |a: Option<f64>, b: Option<f64>| match (a, b.filter(|v| v.is_finite())) {
+                (Some(x), Some(y)) => Some(x + y),
+                (x, y) => x.or(y),
+            };
+            m.sums.interval_ms += iv.interval_ms;
+            m.sums.exchanges = add(m.sums.exchanges, iv.exchanges);
+            m.sums.failed = add(m.sums.failed, iv.failed);
+            m.sums.duration_sum_s = add(m.sums.duration_sum_s, iv.duration_sum_s);
+            m.sums.duration_count = add(m.sums.duration_count, iv.duration_count);
+            if let Some(x) = iv.max_s.filter(|v| v.is_finite()) {
+                m.sums.max_s = Some(m.sums.max_s.map_or(x, |y| y.max(x)));
+            }
+            if let Some(i) = iv.inflight.filter(|v| v.is_finite()) {
+                m.inflight_sum = Some(m.inflight_sum.unwrap_or(0.0) + i);
+                m.inflight_n += 1;
+            }
+            m.intervals += 1;
+        }
+        closed
+    }
+
+    /// The rows of every minute being summed (the loop ends or loses the target).
+    fn drain(&mut self) -> Vec<StepRollupAdd> {
+        self.minutes
+            .drain()
+            .flat_map(|(id, m)| m.rows(id))
+            .collect()
+    }
 }
 
 /// Sends the target's status and the route rows that changed since the last send (`sent`,
@@ -863,6 +1027,88 @@ mod tests {
         assert_eq!(found(&mut prev, &[obs("a", "x", 0.0)]), [None]);
         prev.clear();
         assert_eq!(found(&mut prev, &[obs("b", "x", 0.0)]), [None]);
+    }
+
+    /// A step's row is written when new or changed and once a minute (its last-seen time),
+    /// else known by id; its minute of figures goes to the rollups once the minute closes.
+    #[test]
+    fn steps_are_written_once_and_their_minutes_rolled_up_when_they_close() {
+        use crate::domain::routes::{Counters, Source};
+        let write = RouteWrite {
+            service: "shop".into(),
+            route: "orders".into(),
+            labels: [("camel_context".to_string(), "shop".to_string())].into(),
+            source: "jolokia".into(),
+            state: None,
+            last_exchange_ms: None,
+            interval: None,
+            instance: String::new(),
+        };
+        let step = |total: f64, kind: &str| {
+            let mut c = Counters::default();
+            c.add("", total);
+            let mut o = Observation::new("shop", "to1", Source::Jolokia);
+            o.total = Some(c.clone());
+            o.duration_count = Some(c);
+            StepObservation {
+                context: Some("shop".into()),
+                route: "orders".into(),
+                step: "to1".into(),
+                kind: kind.into(),
+                parent: None,
+                index: 0,
+                level: 1,
+                destination: None,
+                counters: o,
+            }
+        };
+        let mut book = StepBook::default();
+        let minute = 1_796_490_000_000_i64 - 1_796_490_000_000_i64 % 60_000;
+        let mut scrape = |at: i64, total: f64, kind: &str, book: &mut StepBook| {
+            let (w, keys) = book.writes(
+                std::slice::from_ref(&write),
+                &[7],
+                vec![step(total, kind)],
+                at,
+            );
+            let known = w[0].known_id;
+            book.stored(&keys, &w, &[42], at);
+            (known, book.roll(&w, &[42], at))
+        };
+        // First scrape: written, no interval yet.
+        let (known, rows) = scrape(minute + 10_000, 100.0, "to", &mut book);
+        assert_eq!((known, rows.len()), (None, 0));
+        // Same minute: known, summing.
+        let (known, rows) = scrape(minute + 20_000, 110.0, "to", &mut book);
+        assert_eq!((known, rows.len()), (Some(42), 0));
+        let (_, rows) = scrape(minute + 30_000, 125.0, "to", &mut book);
+        assert!(rows.is_empty());
+        // The next minute closes it: its sums go to the 1 min, 10 min and 1 h rows.
+        let (_, rows) = scrape(minute + 61_000, 130.0, "to", &mut book);
+        assert_eq!(rows.len(), 3);
+        for r in &rows {
+            assert_eq!(r.step_id, 42);
+            assert_eq!(r.sums.exchanges, Some(25.0));
+            assert_eq!(r.sums.interval_ms, 20_000);
+            assert_eq!(r.intervals, 2);
+            assert_eq!(r.bucket_ms, minute - minute.rem_euclid(r.resolution_ms));
+        }
+        // A changed shape is written again; so is an unchanged one after a minute.
+        let (known, _) = scrape(minute + 62_000, 131.0, "split", &mut book);
+        assert_eq!(known, None);
+        let (known, _) = scrape(minute + 63_000, 132.0, "split", &mut book);
+        assert_eq!(known, Some(42));
+        let (known, _) = scrape(
+            minute + 62_000 + STEP_SEEN_EVERY_MS,
+            133.0,
+            "split",
+            &mut book,
+        );
+        assert_eq!(known, None);
+        // What is being summed is handed over whole at the end.
+        let left = book.drain();
+        assert_eq!(left.len(), 3);
+        assert!(book.drain().is_empty());
     }
 
     #[test]

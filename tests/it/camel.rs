@@ -1113,7 +1113,7 @@ fetch('{base}/api/v1/routes/{id}/operations/start', {{method: 'POST', mode: 'no-
 #[tokio::test]
 async fn step_history_survives_a_restart_and_rolls_up_like_routes() {
     use harrier::domain::routes::Interval;
-    use harrier::store::{Retention, RouteWrite, ScrapeStatus, StepWrite, Store};
+    use harrier::store::{Retention, RouteWrite, ScrapeStatus, StepRollupAdd, StepWrite, Store};
     let (store, config, _dir) = fresh_store().await;
     let t = store
         .insert_target(
@@ -1182,18 +1182,55 @@ async fn step_history_survives_a_restart_and_rolls_up_like_routes() {
                 inflight: Some(k as f64),
                 ..Default::default()
             }),
+            // Known from the second scrape on: its row is not written again.
+            known_id: None,
         };
-        store
-            .record_steps(
-                at,
-                &[
-                    step("choice1", None, 0, 25.0),
-                    step("to1", Some("choice1"), 1, 20.0),
-                ],
-            )
-            .await
-            .unwrap();
+        let writes = [
+            step("choice1", None, 0, 25.0),
+            step("to1", Some("choice1"), 1, 20.0),
+        ];
+        let ids = store.record_steps(at, &writes).await.unwrap();
+        assert!(ids.iter().all(|id| *id > 0));
+        // The writer adds each closed minute's sums to the rollups (here: every interval,
+        // at its own minute; rows of one bucket add up).
+        let rows: Vec<StepRollupAdd> = writes
+            .iter()
+            .zip(&ids)
+            .filter_map(|(w, id)| Some((w.interval.clone()?, *id)))
+            .flat_map(|(iv, id)| {
+                let minute = at - at.rem_euclid(60_000);
+                [60_000, 600_000, 3_600_000].map(|res| StepRollupAdd {
+                    step_id: id,
+                    resolution_ms: res,
+                    bucket_ms: minute - minute.rem_euclid(res),
+                    inflight_sum: iv.inflight,
+                    inflight_n: 1,
+                    intervals: 1,
+                    sums: iv.clone(),
+                })
+            })
+            .collect();
+        store.add_step_rollups(&rows).await.unwrap();
     }
+    // A step whose shape the writer knows: no row written, its id kept.
+    let shapes = store.route_steps(route_id).await.unwrap();
+    let to1 = shapes.iter().find(|s| s.step == "to1").unwrap().clone();
+    let known = StepWrite {
+        route_id,
+        step: "to1".into(),
+        kind: "changed-but-known".into(),
+        parent: None,
+        index: 9,
+        level: 1,
+        destination: None,
+        interval: None,
+        known_id: Some(to1.id),
+    };
+    assert_eq!(
+        store.record_steps(base + 200_000, &[known]).await.unwrap(),
+        [to1.id]
+    );
+    assert_eq!(store.route_steps(route_id).await.unwrap(), shapes);
     let end = base + 8 * 15_000;
     let read = |store: Store| async move {
         let figures = store.step_figures(route_id, base - 1, end).await.unwrap();

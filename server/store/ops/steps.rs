@@ -5,7 +5,7 @@ use super::{Backend, Db};
 use crate::domain::routes::steps::StepShape;
 use crate::domain::routes::{Figures, Interval};
 use crate::store::Result;
-use crate::store::routes::{BATCH_ROWS, HOUR_MS, MINUTE_MS, ROLLUPS_MS, Retention, TEN_MINUTES_MS};
+use crate::store::routes::{BATCH_ROWS, HOUR_MS, MINUTE_MS, Retention, TEN_MINUTES_MS};
 use crate::store::steps::*;
 use sqlx::QueryBuilder;
 use std::collections::HashMap;
@@ -79,16 +79,19 @@ fn interval_of(row: &FiguresDb) -> Option<Interval> {
 }
 
 impl Backend {
-    pub async fn record_steps(&self, at_ms: i64, steps: &[StepWrite]) -> Result<()> {
+    pub async fn record_steps(&self, at_ms: i64, steps: &[StepWrite]) -> Result<Vec<i64>> {
         if steps.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        // One row per (route, step): the last, as a statement may not upsert a row twice.
+        // The shapes to write: one row per (route, step), the last (a statement may not
+        // upsert a row twice).
         let mut last: HashMap<(i64, &str), usize> = HashMap::new();
         for (i, s) in steps.iter().enumerate() {
-            last.insert((s.route_id, s.step.as_str()), i);
+            if s.known_id.is_none() {
+                last.insert((s.route_id, s.step.as_str()), i);
+            }
         }
-        let unique: Vec<&StepWrite> = steps
+        let unknown: Vec<&StepWrite> = steps
             .iter()
             .enumerate()
             .filter(|(i, s)| last.get(&(s.route_id, s.step.as_str())) == Some(i))
@@ -96,7 +99,7 @@ impl Backend {
             .collect();
         let mut tx = self.begin_write().await?;
         let mut ids: HashMap<(i64, String), i64> = HashMap::new();
-        for chunk in unique.chunks(BATCH_ROWS) {
+        for chunk in unknown.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Db>::new(
                 "INSERT INTO route_steps (route_id, step, kind, parent, position, level, \
                  destination, first_seen_ms, last_seen_ms) ",
@@ -123,12 +126,27 @@ impl Backend {
                 ids.insert((route_id, step), id);
             }
         }
-        let intervals: Vec<(i64, &Interval)> = unique
+        let out: Vec<i64> = steps
             .iter()
-            .filter_map(|s| {
-                let id = ids.get(&(s.route_id, s.step.clone()))?;
-                Some((*id, s.interval.as_ref()?))
+            .map(|s| {
+                s.known_id
+                    .or_else(|| ids.get(&(s.route_id, s.step.clone())).copied())
+                    .unwrap_or(0)
             })
+            .collect();
+        // One sample row per step id, the last.
+        let mut last_of: HashMap<i64, usize> = HashMap::new();
+        for (i, (s, id)) in steps.iter().zip(&out).enumerate() {
+            if s.interval.is_some() && *id != 0 {
+                last_of.insert(*id, i);
+            }
+        }
+        let intervals: Vec<(i64, &Interval)> = steps
+            .iter()
+            .zip(&out)
+            .enumerate()
+            .filter(|(i, (_, id))| last_of.get(id) == Some(i))
+            .filter_map(|(_, (s, id))| Some((*id, s.interval.as_ref()?)))
             .collect();
         for chunk in intervals.chunks(BATCH_ROWS) {
             let mut q = QueryBuilder::<Db>::new(
@@ -154,48 +172,55 @@ impl Backend {
                  inflight = excluded.inflight",
             );
             q.build().execute(&mut *tx).await?;
-            for resolution in ROLLUPS_MS {
-                let bucket = at_ms - at_ms.rem_euclid(resolution);
-                let mut q = QueryBuilder::<Db>::new(
-                    "INSERT INTO step_rollups (step_id, resolution_ms, bucket_ms, interval_ms, \
-                     intervals, exchanges, failed, duration_sum_s, duration_count, max_s, \
-                     inflight_sum, inflight_n) ",
-                );
-                q.push_values(chunk, |mut b, (id, iv)| {
-                    let inflight = finite(iv.inflight);
-                    b.push_bind(*id)
-                        .push_bind(resolution)
-                        .push_bind(bucket)
-                        .push_bind(iv.interval_ms)
-                        .push_bind(1_i64)
-                        .push_bind(finite(iv.exchanges))
-                        .push_bind(finite(iv.failed))
-                        .push_bind(finite(iv.duration_sum_s))
-                        .push_bind(finite(iv.duration_count))
-                        .push_bind(finite(iv.max_s))
-                        .push_bind(inflight)
-                        .push_bind(i64::from(inflight.is_some()));
-                });
-                q.push(concat!(
-                    " ON CONFLICT (step_id, resolution_ms, bucket_ms) DO UPDATE SET ",
-                    "interval_ms = step_rollups.interval_ms + excluded.interval_ms, ",
-                    "intervals = step_rollups.intervals + excluded.intervals, ",
-                    summed!("exchanges"),
-                    ", ",
-                    summed!("failed"),
-                    ", ",
-                    summed!("duration_sum_s"),
-                    ", ",
-                    summed!("duration_count"),
-                    ", ",
-                    summed!("inflight_sum"),
-                    ", inflight_n = step_rollups.inflight_n + excluded.inflight_n, ",
-                    "max_s = COALESCE(",
-                    greatest!("step_rollups.max_s", "excluded.max_s"),
-                    ", step_rollups.max_s, excluded.max_s)"
-                ));
-                q.build().execute(&mut *tx).await?;
-            }
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    pub async fn add_step_rollups(&self, rows: &[StepRollupAdd]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin_write().await?;
+        for chunk in rows.chunks(BATCH_ROWS) {
+            let mut q = QueryBuilder::<Db>::new(
+                "INSERT INTO step_rollups (step_id, resolution_ms, bucket_ms, interval_ms, \
+                 intervals, exchanges, failed, duration_sum_s, duration_count, max_s, \
+                 inflight_sum, inflight_n) ",
+            );
+            q.push_values(chunk, |mut b, r| {
+                b.push_bind(r.step_id)
+                    .push_bind(r.resolution_ms)
+                    .push_bind(r.bucket_ms)
+                    .push_bind(r.sums.interval_ms)
+                    .push_bind(r.intervals)
+                    .push_bind(finite(r.sums.exchanges))
+                    .push_bind(finite(r.sums.failed))
+                    .push_bind(finite(r.sums.duration_sum_s))
+                    .push_bind(finite(r.sums.duration_count))
+                    .push_bind(finite(r.sums.max_s))
+                    .push_bind(finite(r.inflight_sum))
+                    .push_bind(r.inflight_n);
+            });
+            q.push(concat!(
+                " ON CONFLICT (step_id, resolution_ms, bucket_ms) DO UPDATE SET ",
+                "interval_ms = step_rollups.interval_ms + excluded.interval_ms, ",
+                "intervals = step_rollups.intervals + excluded.intervals, ",
+                summed!("exchanges"),
+                ", ",
+                summed!("failed"),
+                ", ",
+                summed!("duration_sum_s"),
+                ", ",
+                summed!("duration_count"),
+                ", ",
+                summed!("inflight_sum"),
+                ", inflight_n = step_rollups.inflight_n + excluded.inflight_n, ",
+                "max_s = COALESCE(",
+                greatest!("step_rollups.max_s", "excluded.max_s"),
+                ", step_rollups.max_s, excluded.max_s)"
+            ));
+            q.build().execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())
