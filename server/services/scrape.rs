@@ -1063,8 +1063,9 @@ mod tests {
             }
         };
         let mut book = StepBook::default();
-        let minute = 1_796_490_000_000_i64 - 1_796_490_000_000_i64 % 60_000;
-        let mut scrape = |at: i64, total: f64, kind: &str, book: &mut StepBook| {
+        // A whole minute.
+        let minute = 1_796_490_000_000_i64;
+        let scrape = |at: i64, total: f64, kind: &str, book: &mut StepBook| {
             let (w, keys) = book.writes(
                 std::slice::from_ref(&write),
                 &[7],

@@ -210,7 +210,9 @@ async fn run_levels(
     } else {
         Some(((hi - lo) as f64 / MAX_USER_LEVELS as f64).max(1.0))
     };
-    let mut by: BTreeMap<i64, (f64, f64, Vec<(i64, i64)>)> = BTreeMap::new();
+    // Per level: Σ users over its seconds, its seconds, their spans.
+    type Band = (f64, f64, Vec<(i64, i64)>);
+    let mut by: BTreeMap<i64, Band> = BTreeMap::new();
     for (t, u) in users {
         let key = band.map_or(u, |w| ((u - lo) as f64 / w).floor() as i64);
         let e = by.entry(key).or_default();

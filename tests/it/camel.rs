@@ -1132,7 +1132,8 @@ async fn step_history_survives_a_restart_and_rolls_up_like_routes() {
         .unwrap()
         .unwrap();
     // Two minutes' buckets: scrapes at 0, 15, … 105 s past a whole hour.
-    let base = 1_796_490_000_000_i64 - 1_796_490_000_000_i64 % 3_600_000;
+    let base = 1_796_490_000_000_i64;
+    assert_eq!(base % 3_600_000, 0, "a whole hour");
     let route = RouteWrite {
         service: "shop".into(),
         route: "orders".into(),
@@ -1154,7 +1155,7 @@ async fn step_history_survives_a_restart_and_rolls_up_like_routes() {
             error: None,
         };
         route_id = store
-            .record_scrape(t.id, &status, &[route.clone()])
+            .record_scrape(t.id, &status, std::slice::from_ref(&route))
             .await
             .unwrap()[0];
         let step = |name: &str, parent: Option<&str>, index: i64, ms: f64| StepWrite {
@@ -1281,8 +1282,8 @@ async fn step_history_survives_a_restart_and_rolls_up_like_routes() {
             )
         })
         .collect();
-    r.sort_by(|a, b| a.0.cmp(&b.0));
-    m.sort_by(|a, b| a.0.cmp(&b.0));
+    r.sort_by_key(|a| a.0);
+    m.sort_by_key(|a| a.0);
     assert_eq!(r.len(), 4, "two steps × two minutes");
     for (a, b) in r.iter().zip(&m) {
         assert_eq!(a.0, b.0);

@@ -64,6 +64,31 @@ type FiguresDb = (
     Option<f64>,
 );
 
+/// A sample row: step id, then [`FiguresDb`]'s columns.
+type SampleDb = (
+    i64,
+    Option<i64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
+/// A series row: step id, its time (scrape or bucket), then [`FiguresDb`]'s columns.
+type PointDb = (
+    i64,
+    i64,
+    Option<i64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
 fn interval_of(row: &FiguresDb) -> Option<Interval> {
     let (interval_ms, exchanges, failed, duration_sum_s, duration_count, max_s, inflight) = *row;
     Some(Interval {
@@ -243,7 +268,7 @@ impl Backend {
         to_ms: i64,
     ) -> Result<Vec<(StepShape, Figures)>> {
         let steps = self.route_steps(route_id).await?;
-        let rows: Vec<(i64, Option<i64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>)> =
+        let rows: Vec<SampleDb> =
             sqlx::query_as(
                 "SELECT x.step_id, x.interval_ms, x.exchanges, x.failed, x.duration_sum_s, \
                  x.duration_count, x.max_s, x.inflight FROM step_samples x \
@@ -279,7 +304,7 @@ impl Backend {
         resolution_ms: i64,
     ) -> Result<Vec<StepPoint>> {
         let step_ms = step_ms.max(1);
-        let rows: Vec<(i64, i64, Option<i64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>)> =
+        let rows: Vec<PointDb> =
             if resolution_ms == 0 {
                 sqlx::query_as(
                     "SELECT x.step_id, x.at_ms, x.interval_ms, x.exchanges, x.failed, \
