@@ -168,15 +168,6 @@ fn as_who(method: &str, uri: &str, who: &str) -> Request<Body> {
     b.body(Body::empty()).unwrap()
 }
 
-/// The scraped route `route` of the lab, as `who` sees it in `/api/v1/routes`.
-async fn lab_route(app: &TestApp, who: &str, route: &str) -> Option<Value> {
-    let list = app.send(as_who("GET", "/api/v1/routes", who)).await.json();
-    list.as_array()?
-        .iter()
-        .find(|r| r["route"] == route && r["source"] == "jolokia")
-        .cloned()
-}
-
 /// Issue 29, route operations: a viewer is refused (403) and the route keeps running; an
 /// operator (a session, then an `operate` token) stops, suspends, resumes and resets the
 /// lab's route through its real Jolokia agent — the lab obeys (503 while stopped, counters
@@ -189,45 +180,17 @@ async fn operators_stop_suspend_resume_and_reset_a_route_through_jolokia() {
         return;
     };
     let app = spawn_app().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(harrier::app::serve(
-        listener,
-        app.state.clone(),
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
+    // Scraped before anyone signs up (sign-in is off until the first user).
+    let (id, stop_tx, server) = serve_with_lab(&app, &lab).await;
     let operator = signed_in(&app, "olga", Role::Operator).await;
     let viewer = signed_in(&app, "vera", Role::Viewer).await;
     let operate_token = format!("Bearer {}", token(&app, Scope::Operate).await);
     let read_token = format!("Bearer {}", token(&app, Scope::Read).await);
-    let shop = app
-        .state
-        .store
-        .insert_target(
-            &TargetSpec {
-                name: "shop".into(),
-                url: lab.jolokia().into(),
-                kind: "jolokia".into(),
-                interval_s: 1.0,
-                timeout_s: 1.0,
-                labels: Default::default(),
-            },
-            "api",
-            harrier::now_ms(),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-    // As `POST /api/v1/targets` does.
-    app.state.scraper.spawn(shop);
     assert!(lab.hit("/orders", 5).await.iter().all(|s| *s == 200));
-    let orders = until("the lab's orders route scraped", 30, || async {
-        lab_route(&app, &operator, "orders").await
-    })
-    .await;
-    let id = orders["id"].as_i64().unwrap();
+    let orders = app
+        .send(as_who("GET", &format!("/api/v1/routes/{id}"), &operator))
+        .await
+        .json();
     assert_eq!(orders["labels"]["camel_context"], "shop");
     let op = |name: &str, who: &str| {
         app.send(as_who(
