@@ -495,6 +495,8 @@
       // ── steps: the route as Camel nests it, with each step's last-minute figures ──
       // Rebuilt whole at each scrape (a route's steps are few; the same shape gives the
       // same heights, so nothing jumps); a choice's branches sit side by side.
+      const DENSE_STEPS = 24;
+      let denseTree = false;
       const BRANCHING = new Set(['choice', 'multicast', 'doTry', 'loadBalance', 'recipientList']);
       function stepNode(row, children) {
         const tags = [];
@@ -528,7 +530,7 @@
         if (row.gone) cls.push('gone');
         const li = h('li', { class: cls.join(' '), 'data-step': row.step, role: 'treeitem', 'aria-level': String(row.level) }, card);
         if (children.length) {
-          li.append(h('ol', { class: 'step-children' + (BRANCHING.has(row.kind) && children.length <= 4 ? ' branches' : ''), role: 'group' }, ...children));
+          li.append(h('ol', { class: 'step-children' + (!denseTree && BRANCHING.has(row.kind) && children.length <= 4 ? ' branches' : ''), role: 'group' }, ...children));
         }
         return li;
       }
@@ -540,6 +542,7 @@
             h('p', null, 'The agent has no ManagedProcessor MBeans for it (Camel registers them unless JMX is set to routes only), or the first scrape is still to come.')));
           return;
         }
+        denseTree = rows.length > DENSE_STEPS;
         const kids = new Map();
         for (const r of rows) {
           const k = r.parent || '';
@@ -550,7 +553,10 @@
         const known = new Set(rows.map((r) => r.step));
         // Steps whose parent is not listed stay at the top rather than vanish.
         const top = rows.filter((r) => !r.parent || !known.has(r.parent));
-        stepTree.replaceChildren(h('ol', { class: 'step-tree', role: 'tree', 'aria-label': 'Steps of ' + data.route.route }, ...top.map(build)));
+        // Many steps: one line each, the figures' names once above them.
+        const dense = denseTree;
+        const legend = dense ? h('p', { class: 'hint step-legend' }, 'each step: rate · errors · mean · self · max · inflight · share of the route\'s self time') : null;
+        stepTree.replaceChildren(...[legend, h('ol', { class: 'step-tree' + (dense ? ' dense' : ''), role: 'tree', 'aria-label': 'Steps of ' + data.route.route }, ...top.map(build))].filter(Boolean));
       }
       let stepSeq = 0;
       async function loadStepTree() {
