@@ -362,6 +362,19 @@ mod tests {
         assert!((by("to1").self_share_pct.unwrap() - 2.0 / 2.5 * 100.0).abs() < 1e-9);
         assert!(by("marshal1").failing && !by("to1").failing);
         assert_eq!(by("to1").throughput_per_s, Some(1.0));
+        // A redeploy took a step away: not seen at the route's latest scrape, it is gone;
+        // the rest are not.
+        let mut old = shape("log9", None);
+        old.last_seen_ms = 4;
+        let after = super::rows(
+            vec![
+                (old, Figures::default()),
+                (shape("to1", None), fig(1.0, 0.01, 0.0)),
+            ],
+            10,
+        );
+        assert!(after[0].gone && !after[1].gone);
+        assert_eq!(after[0].exchanges, None);
     }
 
     #[test]
