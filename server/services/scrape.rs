@@ -756,8 +756,7 @@ const STEP_SEEN_EVERY_MS: i64 = 60_000;
 /// One step's figures being summed for the minute `bucket_ms`.
 struct MinuteSums {
     bucket_ms: i64,
-    sums: Interval,
-    intervals: i64,
+    sums: crate::domain::routes::Figures,
     inflight_sum: Option<f64>,
     inflight_n: i64,
 }
@@ -771,8 +770,8 @@ impl MinuteSums {
                 step_id,
                 resolution_ms: res,
                 bucket_ms: self.bucket_ms - self.bucket_ms.rem_euclid(res),
-                sums: self.sums.clone(),
-                intervals: self.intervals,
+                sums: self.sums.as_interval(),
+                intervals: i64::from(self.sums.intervals),
                 inflight_sum: self.inflight_sum,
                 inflight_n: self.inflight_n,
             })
@@ -903,28 +902,16 @@ impl StepBook {
             };
             let m = self.minutes.entry(*id).or_insert_with(|| MinuteSums {
                 bucket_ms: minute,
-                sums: Interval::default(),
-                intervals: 0,
+                sums: Default::default(),
                 inflight_sum: None,
                 inflight_n: 0,
             });
-            let add = |a: Option<f64>, b: Option<f64>| match (a, b.filter(|v| v.is_finite())) {
-                (Some(x), Some(y)) => Some(x + y),
-                (x, y) => x.or(y),
-            };
-            m.sums.interval_ms += iv.interval_ms;
-            m.sums.exchanges = add(m.sums.exchanges, iv.exchanges);
-            m.sums.failed = add(m.sums.failed, iv.failed);
-            m.sums.duration_sum_s = add(m.sums.duration_sum_s, iv.duration_sum_s);
-            m.sums.duration_count = add(m.sums.duration_count, iv.duration_count);
-            if let Some(x) = iv.max_s.filter(|v| v.is_finite()) {
-                m.sums.max_s = Some(m.sums.max_s.map_or(x, |y| y.max(x)));
-            }
+            m.sums.add_sums(iv);
+            // A rollup keeps the mean inflight, not the latest reading.
             if let Some(i) = iv.inflight.filter(|v| v.is_finite()) {
                 m.inflight_sum = Some(m.inflight_sum.unwrap_or(0.0) + i);
                 m.inflight_n += 1;
             }
-            m.intervals += 1;
         }
         closed
     }

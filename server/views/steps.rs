@@ -284,25 +284,52 @@ pub async fn steps_under_run(store: &Store, id: i64, run_id: i64) -> Result<Step
         .get_run(run_id)
         .await?
         .ok_or_else(|| Error::NotFound(format!("run {run_id}")))?;
-    let run_statement = match crate::views::runs::search_outcome(&run) {
+    let load = run_load(store, &run).await?;
+    steps_under_load(store, id, &load).await
+}
+
+/// What of a run every route's steps are judged against: its levels and its statement.
+struct RunLoad {
+    run_id: i64,
+    run_name: String,
+    statement: Option<String>,
+    levels: Vec<LoadLevel>,
+    unit: &'static str,
+}
+
+/// A run's [`RunLoad`], read once for all the routes it is laid over.
+async fn run_load(store: &Store, run: &crate::store::RunDetail) -> Result<RunLoad> {
+    let statement = match crate::views::runs::search_outcome(run) {
         Some(s) => Some(s.statement),
-        None => crate::views::runs::run_capacity(store, &run)
+        None => crate::views::runs::run_capacity(store, run)
             .await?
             .map(|c| c.statement),
     };
-    let (levels, unit) = run_levels(store, &run).await?;
+    let (levels, unit) = run_levels(store, run).await?;
+    Ok(RunLoad {
+        run_id: run.id,
+        run_name: run.name.clone(),
+        statement,
+        levels,
+        unit,
+    })
+}
+
+/// Route `id`'s steps at the levels of `load`.
+async fn steps_under_load(store: &Store, id: i64, load: &RunLoad) -> Result<StepsUnderLoad> {
+    let (levels, unit, run_id) = (&load.levels, load.unit, load.run_id);
     let shapes = store.route_steps(id).await?;
     let mut out = StepsUnderLoad {
         route_id: id,
         run_id,
-        run_name: run.name.clone(),
+        run_name: load.run_name.clone(),
         run_url: format!("/console/runs/{run_id}"),
         unit,
         levels: Vec::new(),
         steps: Vec::new(),
         gives_way: None,
         note: None,
-        run_statement,
+        run_statement: load.statement.clone(),
     };
     if shapes.is_empty() {
         out.note = Some("the route has no steps (its agent has no processor MBeans)".into());
@@ -329,17 +356,10 @@ pub async fn steps_under_run(store: &Store, id: i64, run_id: i64) -> Result<Step
         else {
             continue;
         };
-        let iv = crate::domain::routes::Interval {
-            interval_ms: p.figures.span_ms,
-            exchanges: p.figures.exchanges,
-            failed: p.figures.failed,
-            duration_sum_s: p.figures.duration_sum_s,
-            duration_count: p.figures.duration_count,
-            max_s: p.figures.max_s,
-            inflight: p.figures.inflight,
-            ..Default::default()
-        };
-        at_level[i].entry(p.step_id).or_default().add_sums(&iv);
+        at_level[i]
+            .entry(p.step_id)
+            .or_default()
+            .add_sums(&p.figures.as_interval());
     }
     let mut judged: Vec<(f64, BTreeMap<String, f64>)> = Vec::new();
     let mut order: Vec<usize> = (0..levels.len()).collect();
@@ -433,19 +453,33 @@ pub async fn routes_inside_run(
         source: run.source.as_deref(),
         reported: &reported,
     };
+    // Only Jolokia routes scraped while the run ran, that it may have loaded; the run's
+    // levels are read once, and only when there is such a route.
+    let (start, end) = (
+        run.started_at_ms.unwrap_or(0),
+        run.ended_at_ms.unwrap_or(i64::MAX),
+    );
+    let candidates: Vec<_> = store
+        .route_infos(None, None)
+        .await?
+        .into_iter()
+        .filter(|info| {
+            info.source == "jolokia"
+                && info.last_seen_ms >= start
+                && info.first_seen_ms <= end
+                && aim.hits(&info.service, &info.target_url) != Hit::Other
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let load = run_load(store, run).await?;
+    if load.levels.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut out = Vec::new();
-    for info in store.route_infos(None, None).await? {
-        // Only Jolokia routes scraped while the run ran, that it may have loaded.
-        let start = run.started_at_ms.unwrap_or(0);
-        let end = run.ended_at_ms.unwrap_or(i64::MAX);
-        if info.source != "jolokia"
-            || info.last_seen_ms < start
-            || info.first_seen_ms > end
-            || aim.hits(&info.service, &info.target_url) == Hit::Other
-        {
-            continue;
-        }
-        let view = steps_under_run(store, info.id, run.id).await?;
+    for info in candidates {
+        let view = steps_under_load(store, info.id, &load).await?;
         if view.levels.is_empty() {
             continue;
         }

@@ -742,6 +742,14 @@ async fn a_rate_search_names_the_pooled_step_as_the_one_that_gives_way() {
             .contains("falls over at"),
         "{v}"
     );
+    // The run's page names it too, linking to the route's steps under this run.
+    let page = app.get(&format!("/console/runs/{run}")).await.text();
+    assert!(
+        page.contains("id=\"inside-routes\""),
+        "no Inside the routes on the run page"
+    );
+    assert!(page.contains(&format!("/console/routes/{id}?run={run}#steps-load")));
+    assert!(page.contains(sentence), "{sentence}");
     let _ = stop_tx.send(());
     let _ = server.await;
 }

@@ -359,6 +359,20 @@ impl Figures {
         self.intervals += 1;
     }
 
+    /// The sums as one interval spanning them (`inflight`: the latest reading; no buckets).
+    pub fn as_interval(&self) -> Interval {
+        Interval {
+            interval_ms: self.span_ms,
+            exchanges: self.exchanges,
+            failed: self.failed,
+            duration_sum_s: self.duration_sum_s,
+            duration_count: self.duration_count,
+            max_s: self.max_s,
+            inflight: self.inflight,
+            ..Default::default()
+        }
+    }
+
     /// Exchanges per second: Σ increase / Σ interval seconds.
     pub fn throughput_per_s(&self) -> Option<f64> {
         let n = self.exchanges?;
